@@ -1,0 +1,15 @@
+"""The one exception type for user mistakes.
+
+A :class:`UserError` is raised for anything a user can fix (bad study file, unknown model string,
+missing API key, unwritable path, ...). Its message is one line that says what is wrong and where;
+the CLI prints it and exits with code 2, without a traceback. Bugs raise ordinary exceptions.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A mistake the user can fix. ``str(err)`` is a single, self-contained line."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
