@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up counterbench on a fresh machine: a virtual environment in .venv with everything the
+# main job and the tests need (the embedded model's llama-cpp-python is compiled once, ~5-10 min
+# on 2 cores; later runs reuse pip's wheel cache), plus Debian's chromium for the report test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" .venv/bin/python -m pip install --quiet -e ".[all,dev]"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "setup: could not install chromium; the HTML report test will be skipped" >&2
+  else
+    echo "setup: chromium not found (apt-get install chromium); the HTML report test will be skipped" >&2
+  fi
+fi
+echo "counterbench is ready: .venv/bin/counterbench --help"

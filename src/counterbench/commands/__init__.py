@@ -1,0 +1,22 @@
+"""CLI verbs. Each module exposes ``register(app)``; :func:`register_all` wires them up.
+
+Modules are imported here so that a missing optional dependency of one verb cannot break the others
+(each module imports heavy or optional libraries inside its functions).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+COMMAND_MODULES = (
+    "counterbench.commands.prompts_cmd",
+)
+
+
+def register_all(app: typer.Typer) -> None:
+    """Register every verb module listed in :data:`COMMAND_MODULES` on ``app``."""
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        module.register(app)

@@ -1,0 +1,60 @@
+"""Option types shared by the verbs that select prompts (``prompts``, ``run``, ``audit``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from counterbench.prompts import PromptFilters
+
+UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep this use case (repeatable).")]
+LanguageOpt = Annotated[list[str] | None, typer.Option("--language", help="Keep this language: en, hinglish.")]
+AxisOpt = Annotated[list[str] | None, typer.Option("--axis", help="Keep this axis, e.g. Caste (repeatable).")]
+IdentifierOpt = Annotated[
+    list[str] | None, typer.Option("--identifier", help="Keep this identifier (at least two per axis).")
+]
+ProfileOpt = Annotated[list[str] | None, typer.Option("--profile", help="Keep this profile id, e.g. P01.")]
+QuestionVariantOpt = Annotated[
+    list[int] | None, typer.Option("--question-variant", help="Keep this question variant number (1..).")
+]
+VariantOpt = Annotated[
+    list[str] | None, typer.Option("--variant", help="standard (default) or fairness; repeat for both.")
+]
+SampleSlotsOpt = Annotated[
+    int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.", min=1)
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for --sample-slots.")]
+PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset, e.g. quick (870 prompts).")]
+FromReleaseOpt = Annotated[
+    Path | None, typer.Option("--from-release", help="Use the release's own dataset .jsonl files in DIR.")
+]
+
+
+def filters_from_options(
+    *,
+    use_case: list[str] | None = None,
+    language: list[str] | None = None,
+    axis: list[str] | None = None,
+    identifier: list[str] | None = None,
+    profile: list[str] | None = None,
+    question_variant: list[int] | None = None,
+    variant: list[str] | None = None,
+    sample_slots: int | None = None,
+    seed: int = 0,
+    preset: str | None = None,
+) -> PromptFilters:
+    """Turn CLI option values into :class:`PromptFilters` (empty lists mean "all")."""
+    return PromptFilters(
+        use_case=use_case or None,
+        language=language or None,
+        axis=axis or None,
+        identifier=identifier or None,
+        profile=profile or None,
+        question_variant=question_variant or None,
+        variant=variant or None,
+        sample_slots=sample_slots,
+        seed=seed,
+        preset=preset,
+    )

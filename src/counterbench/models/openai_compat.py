@@ -1,0 +1,286 @@
+"""The OpenAI chat-completions protocol over a shared ``aiohttp`` session (no SDK on the hot path).
+
+One class serves every OpenAI-compatible endpoint: OpenAI, OpenRouter, vLLM, Ollama, llama.cpp
+server and anything else that speaks ``POST {base_url}/chat/completions``. The differences between
+them are constructor options chosen by :mod:`counterbench.models.registry`:
+
+* ``reasoning_style`` — ``"openai"`` sends ``reasoning_effort: <effort>``; ``"openrouter"`` sends
+  OpenRouter's ``reasoning: {"effort": <effort>}``. Nothing is sent while the effort is ``None``.
+* ``structured_mode`` — what ``GenerationConfig.structured`` turns into (see
+  :mod:`counterbench.models.answer_formats`): ``"json_schema"`` sends a strict ``response_format``
+  whose ``answer`` string must match the format's regex, and unwraps ``answer`` from the reply;
+  ``"regex"`` sends vLLM's ``structured_outputs: {"regex": ...}`` so the reply is the bare line;
+  ``"none"`` sends nothing. Requests with an unknown or absent ``answer_type`` are never constrained.
+* ``max_tokens_field`` — OpenAI's current models want ``max_completion_tokens``; the others
+  ``max_tokens``.
+
+Failures become :class:`BackendError`: 408/409/429/5xx, timeouts, connection errors, truncated
+bodies, malformed JSON and replies without ``choices`` are retryable (``Retry-After`` /
+``retry-after-ms`` parsed); other statuses are not. The engine does the retrying. The API key is
+only ever in the pre-built request headers: it is redacted from every message and from ``repr``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import aiohttp
+
+from counterbench.models.answer_formats import answer_format
+from counterbench.models.base import BackendError, ChatRequest, ChatResult
+
+ReasoningStyle = Literal["openai", "openrouter"]
+StructuredMode = Literal["json_schema", "regex", "none"]
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+_MAX_ERROR_CHARS = 300
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in RETRYABLE_STATUS or 500 <= status <= 599
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP-date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("Retry-After") or headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+class OpenAICompatBackend:
+    """An OpenAI chat-completions endpoint. Create through :func:`counterbench.models.create_backend`."""
+
+    simulated = False
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        extra_headers: Mapping[str, str] | None = None,
+        reasoning_style: ReasoningStyle = "openai",
+        structured_mode: StructuredMode = "json_schema",
+        max_tokens_field: str = "max_tokens",
+        connection_limit: int = 0,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self.reasoning_style = reasoning_style
+        self.structured_mode = structured_mode
+        self.max_tokens_field = max_tokens_field
+        self._url = self.base_url + "/chat/completions"
+        self._secret = api_key or None
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers.update(extra_headers or {})
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._headers = headers
+        self._connection_limit = connection_limit
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        key = "'***'" if self._secret else "None"
+        return f"OpenAICompatBackend(name={self.name!r}, base_url={self.base_url!r}, api_key={key})"
+
+    def _redact(self, text: str) -> str:
+        if self._secret and self._secret in text:
+            text = text.replace(self._secret, "***")
+        return text
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(limit=self._connection_limit, ttl_dns_cache=300)
+            session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                headers=self._headers,
+            )
+            self._session = session
+        return session
+
+    def build_payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body for ``request`` (public for tests and debugging; contains no key)."""
+        config = request.config
+        messages = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.user})
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": config.temperature,
+            self.max_tokens_field: config.max_tokens,
+        }
+        if config.seed is not None:
+            payload["seed"] = config.seed
+        if config.reasoning_effort is not None:
+            if self.reasoning_style == "openrouter":
+                payload["reasoning"] = {"effort": config.reasoning_effort}
+            else:
+                payload["reasoning_effort"] = config.reasoning_effort
+        if config.structured and self.structured_mode != "none":
+            fmt = answer_format(request.answer_type)
+            if fmt is not None:
+                if self.structured_mode == "regex":
+                    payload["structured_outputs"] = {"regex": fmt.regex}
+                else:
+                    payload["response_format"] = fmt.json_schema()
+        return payload
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        body = json.dumps(self.build_payload(request), ensure_ascii=False).encode()
+        session = self._get_session()
+        started = time.perf_counter()
+        try:
+            async with session.post(self._url, data=body) as resp:
+                raw = await resp.read()
+                status = resp.status
+                if status != 200:
+                    raise self._status_error(status, raw, resp.headers)
+        except BackendError:
+            raise
+        except TimeoutError:
+            raise BackendError(
+                f"{self.name}: no answer within {self.timeout_s:g} s (timeout)", retryable=True
+            ) from None
+        except aiohttp.ClientError as exc:
+            detail = self._redact(str(exc) or type(exc).__name__)
+            raise BackendError(
+                f"{self.name}: connection error ({type(exc).__name__}: {detail[:_MAX_ERROR_CHARS]})",
+                retryable=True,
+            ) from None
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        return self._parse(raw, request, latency_ms)
+
+    def _status_error(self, status: int, raw: bytes, headers: Mapping[str, str]) -> BackendError:
+        detail = _error_detail(raw)
+        retryable = is_retryable_status(status)
+        return BackendError(
+            self._redact(f"{self.name}: HTTP {status}{': ' + detail if detail else ''}"),
+            retryable=retryable,
+            status=status,
+            retry_after=parse_retry_after(headers) if retryable else None,
+        )
+
+    def _parse(self, raw: bytes, request: ChatRequest, latency_ms: float) -> ChatResult:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            snippet = raw[:80].decode("utf-8", "replace")
+            raise BackendError(
+                self._redact(f"{self.name}: malformed JSON in reply: {snippet!r}"), retryable=True, status=200
+            ) from None
+        if not isinstance(data, dict):
+            raise BackendError(f"{self.name}: reply is not a JSON object", retryable=True, status=200)
+        error = data.get("error")
+        if error and not data.get("choices"):
+            code = error.get("code") if isinstance(error, dict) else None
+            status = code if isinstance(code, int) else None
+            message = _error_detail(json.dumps({"error": error}).encode())
+            return_retryable = status is None or is_retryable_status(status)
+            raise BackendError(
+                self._redact(f"{self.name}: error in reply body: {message}"),
+                retryable=return_retryable,
+                status=status,
+            )
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise BackendError(f"{self.name}: reply without choices", retryable=True, status=200)
+        choice = choices[0]
+        message = choice.get("message") or {}
+        text = _content_text(message.get("content"))
+        if text is None:
+            text = _content_text(message.get("refusal")) or ""
+        if request.config.structured and self.structured_mode == "json_schema":
+            text = _unwrap_answer(text)
+        usage = data.get("usage") or {}
+        cost = usage.get("cost")
+        return ChatResult(
+            text=text,
+            finish_reason=choice.get("finish_reason"),
+            input_tokens=_int_or_none(usage.get("prompt_tokens")),
+            output_tokens=_int_or_none(usage.get("completion_tokens")),
+            latency_ms=latency_ms,
+            model_reported=data.get("model") if isinstance(data.get("model"), str) else None,
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        )
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()
+            await asyncio.sleep(0)  # let the connector close its transports
+
+
+def _content_text(content: Any) -> str | None:
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def _unwrap_answer(text: str) -> str:
+    """``{"answer": "### 5 INR"}`` -> ``### 5 INR``; anything else is returned unchanged."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return text
+    try:
+        obj = json.loads(stripped)
+    except ValueError:
+        return text
+    if isinstance(obj, dict) and isinstance(obj.get("answer"), str):
+        return str(obj["answer"])
+    return text
+
+
+def _error_detail(raw: bytes) -> str:
+    """A short, one-line description of an error body (JSON ``error.message`` when present)."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict) and err.get("message"):
+            text = str(err["message"])
+        elif isinstance(err, str):
+            text = err
+    return " ".join(text.split())[:_MAX_ERROR_CHARS]
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) else None

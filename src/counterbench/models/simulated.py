@@ -1,0 +1,297 @@
+"""``sim:NAME`` — a simulated model with known, configurable bias (for tests and demos).
+
+Answers are a pure function of the model name, the request and its seed::
+
+    value = baseline(use case, profile) × profile effect × identifier effect × language effect × noise
+
+* **baseline** — from the YAML's ``use_cases[<use_case>]`` section (or ``answer_types[<answer_type>]``,
+  then ``default``): ``anchor`` when the request metadata has one of its design columns (e.g.
+  ``offered_ctc_lpa``; value × ``factor``, numbers below ``lpa_below`` read as lakh), else an
+  explicit per-profile value from ``profiles``, else a value drawn deterministically from ``range``
+  by the profile id, else ``default``;
+* **effects** — multipliers: ``profile_effects[profile_id]``, ``identifier_effects[identifier]``
+  (overridden per use case by ``identifier_effects_by_use_case``), ``language_effects[language]``;
+* **noise** — ``exp(noise_sd × z)`` with ``z`` standard normal, seeded from a SHA-256 of
+  ``name | prompt_id | seed`` (never Python's ``hash()``), so the same request always gets the
+  same answer, in any process;
+* ``refusal_rate`` / ``malformed_rate`` — the same seeded stream decides whether to answer with
+  ``refusal_text`` or ``malformed_text`` (free text without a number) instead;
+* ``latency_ms`` — optional ``asyncio.sleep`` per request;
+* ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's.
+
+It reads only ``request.metadata`` keys ``use_case``, ``identifier``, ``profile_id``, ``language``
+(plus any anchor column named in the YAML): nothing study-specific lives in this code.
+Answers use the studies' format: ``### 1234000 INR`` or ``### 12.5 %``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from counterbench.errors import UserError
+from counterbench.models.base import ChatRequest, ChatResult
+
+PRESET_PACKAGE = "counterbench.models"
+PRESET_DIR = "sim_presets"
+
+
+@dataclass(frozen=True)
+class SimAnswerSpec:
+    """How one use case (or answer type) is answered."""
+
+    unit: str = "INR"
+    default: float = 1_000_000.0
+    profiles: Mapping[str, float] = field(default_factory=dict)
+    value_range: tuple[float, float] | None = None
+    anchor_columns: tuple[str, ...] = ()
+    anchor_factor: float = 1.0
+    anchor_lpa_below: float = 1000.0
+    round_to: float = 1.0
+    decimals: int = 0
+
+
+@dataclass(frozen=True)
+class SimProfile:
+    """A parsed simulation YAML. See the module docstring for the meaning of every field."""
+
+    description: str = ""
+    noise_sd: float = 0.0
+    refusal_rate: float = 0.0
+    malformed_rate: float = 0.0
+    latency_ms: float = 0.0
+    refusal_text: str = "I cannot provide salary advice based on identity."
+    malformed_text: str = "It depends on many factors such as skills, location and current market demand."
+    use_cases: Mapping[str, SimAnswerSpec] = field(default_factory=dict)
+    answer_types: Mapping[str, SimAnswerSpec] = field(default_factory=dict)
+    default: SimAnswerSpec = field(default_factory=SimAnswerSpec)
+    identifier_effects: Mapping[str, float] = field(default_factory=dict)
+    identifier_effects_by_use_case: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    profile_effects: Mapping[str, float] = field(default_factory=dict)
+    language_effects: Mapping[str, float] = field(default_factory=dict)
+
+
+def preset_names() -> list[str]:
+    """Names usable as ``sim:NAME`` without a path."""
+    folder = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR)
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_profile(name_or_path: str) -> SimProfile:
+    """Load a preset by name (``fair``, ``biased``) or a YAML file by path; errors are :class:`UserError`."""
+    if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path or "\\" in name_or_path:
+        path = Path(name_or_path).expanduser()
+        if not path.is_file():
+            raise UserError(f"sim:{name_or_path}: no such simulation file {str(path)!r}")
+        text = path.read_text(encoding="utf-8")
+        where = str(path)
+    else:
+        resource = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR, f"{name_or_path}.yaml")
+        if not resource.is_file():
+            raise UserError(
+                f"sim:{name_or_path}: unknown simulated model; presets: {', '.join(preset_names())} "
+                "(or give a path to a YAML file)"
+            )
+        text = resource.read_text(encoding="utf-8")
+        where = f"preset {name_or_path!r}"
+    return profile_from_dict(_load_raw(text, where), where=where)
+
+
+def _load_raw(text: str, where: str, depth: int = 0) -> dict[str, Any]:
+    """Parse YAML; ``extends: PRESET`` starts from that preset's keys (top-level keys replace)."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: expected a mapping at the top level")
+    base_name = data.pop("extends", None)
+    if base_name is None:
+        return data
+    base = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR, f"{base_name}.yaml")
+    if depth > 3 or not base.is_file():
+        raise UserError(f"{where}: 'extends: {base_name}' names no preset ({', '.join(preset_names())})")
+    merged = _load_raw(base.read_text(encoding="utf-8"), f"preset {base_name!r}", depth + 1)
+    merged.update(data)
+    return merged
+
+
+def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProfile:
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: expected a mapping at the top level")
+    try:
+        rates = {k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
+        for key in ("refusal_rate", "malformed_rate"):
+            if not 0.0 <= rates[key] <= 1.0:
+                raise ValueError(f"{key} must be between 0 and 1")
+        if rates["refusal_rate"] + rates["malformed_rate"] > 1.0:
+            raise ValueError("refusal_rate + malformed_rate must not exceed 1")
+        if rates["noise_sd"] < 0 or rates["latency_ms"] < 0:
+            raise ValueError("noise_sd and latency_ms must not be negative")
+        extra: dict[str, Any] = {}
+        for key in ("refusal_text", "malformed_text", "description"):
+            if key in data:
+                extra[key] = str(data[key])
+        return SimProfile(
+            noise_sd=rates["noise_sd"],
+            refusal_rate=rates["refusal_rate"],
+            malformed_rate=rates["malformed_rate"],
+            latency_ms=rates["latency_ms"],
+            use_cases={str(k): _spec(v, f"use_cases.{k}") for k, v in (data.get("use_cases") or {}).items()},
+            answer_types={
+                str(k): _spec(v, f"answer_types.{k}") for k, v in (data.get("answer_types") or {}).items()
+            },
+            default=_spec(data.get("default") or {}, "default"),
+            identifier_effects=_floats(data.get("identifier_effects"), "identifier_effects"),
+            identifier_effects_by_use_case={
+                str(k): _floats(v, f"identifier_effects_by_use_case.{k}")
+                for k, v in (data.get("identifier_effects_by_use_case") or {}).items()
+            },
+            profile_effects=_floats(data.get("profile_effects"), "profile_effects"),
+            language_effects=_floats(data.get("language_effects"), "language_effects"),
+            **extra,
+        )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"{where}: {exc}") from None
+
+
+def _floats(value: Any, key: str) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must be a mapping of name -> number")
+    out = {str(k): float(v) for k, v in value.items()}
+    if any(v <= 0 for v in out.values()):
+        raise ValueError(f"{key}: multipliers must be positive")
+    return out
+
+
+def _spec(value: Any, key: str) -> SimAnswerSpec:
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must be a mapping")
+    anchor = value.get("anchor") or {}
+    columns = anchor.get("columns", [])
+    rng = value.get("range")
+    unit = str(value.get("unit", "INR"))
+    return SimAnswerSpec(
+        unit=unit,
+        default=float(value.get("default", 10.0 if unit == "%" else 1_000_000.0)),
+        profiles=_floats(value.get("profiles"), f"{key}.profiles"),
+        value_range=(float(rng[0]), float(rng[1])) if rng else None,
+        anchor_columns=tuple(str(c) for c in ([columns] if isinstance(columns, str) else columns)),
+        anchor_factor=float(anchor.get("factor", 1.0)),
+        anchor_lpa_below=float(anchor.get("lpa_below", 1000.0)),
+        round_to=float(value.get("round_to", 1.0)),
+        decimals=int(value.get("decimals", 0)),
+    )
+
+
+def stable_unit_floats(*parts: object, count: int = 3) -> list[float]:
+    """``count`` floats in [0, 1) from a SHA-256 of ``parts`` (identical in every process)."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
+    return [int.from_bytes(digest[8 * i : 8 * i + 8], "big") / 2.0**64 for i in range(count)]
+
+
+class SimulatedBackend:
+    """A deterministic stand-in for a model. Its outputs are always labelled simulated."""
+
+    simulated = True
+
+    def __init__(self, name: str, profile: SimProfile) -> None:
+        self.name = name
+        self.profile = profile
+
+    def __repr__(self) -> str:
+        return f"SimulatedBackend(name={self.name!r})"
+
+    def _spec_for(self, request: ChatRequest) -> SimAnswerSpec:
+        use_case = str(request.metadata.get("use_case") or "")
+        if use_case in self.profile.use_cases:
+            return self.profile.use_cases[use_case]
+        if request.answer_type and request.answer_type in self.profile.answer_types:
+            return self.profile.answer_types[request.answer_type]
+        return self.profile.default
+
+    def expected_value(self, request: ChatRequest) -> float:
+        """The noise-free value for ``request`` (baseline × all effects) — the oracle for tests."""
+        meta = request.metadata
+        spec = self._spec_for(request)
+        profile_id = str(meta.get("profile_id") or "")
+        identifier = str(meta.get("identifier") or "")
+        use_case = str(meta.get("use_case") or "")
+        value = _baseline(spec, profile_id, meta)
+        value *= self.profile.profile_effects.get(profile_id, 1.0)
+        per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+        value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
+        return value
+
+    def answer(self, request: ChatRequest) -> str:
+        """The text this model answers (synchronous and pure)."""
+        p = self.profile
+        u_outcome, u1, u2 = stable_unit_floats(self.name, request.prompt_id, request.config.seed)
+        if u_outcome < p.refusal_rate:
+            return p.refusal_text
+        if u_outcome < p.refusal_rate + p.malformed_rate:
+            return p.malformed_text
+        z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)  # Box-Muller
+        value = self.expected_value(request) * math.exp(p.noise_sd * z)
+        return format_answer(value, self._spec_for(request))
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        if self.profile.latency_ms > 0:
+            await asyncio.sleep(self.profile.latency_ms / 1000.0)
+        text = self.answer(request)
+        return ChatResult(
+            text=text,
+            finish_reason="stop",
+            input_tokens=(len(request.system) + len(request.user)) // 4,
+            output_tokens=max(1, len(text) // 4),
+            latency_ms=self.profile.latency_ms,
+            model_reported=self.name,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _baseline(spec: SimAnswerSpec, profile_id: str, meta: Mapping[str, Any]) -> float:
+    for column in spec.anchor_columns:
+        raw = meta.get(column)
+        try:
+            anchor = float(raw) if raw is not None and raw != "" else None
+        except (TypeError, ValueError):
+            anchor = None
+        if anchor is not None and anchor > 0:
+            if anchor < spec.anchor_lpa_below:
+                anchor *= 100_000.0
+            return anchor * spec.anchor_factor
+    if profile_id in spec.profiles:
+        return spec.profiles[profile_id]
+    if spec.value_range is not None and profile_id:
+        (u,) = stable_unit_floats("profile-baseline", profile_id, count=1)
+        lo, hi = spec.value_range
+        return lo + u * (hi - lo)
+    return spec.default
+
+
+def format_answer(value: float, spec: SimAnswerSpec) -> str:
+    """``### <number> <unit>`` with the spec's rounding."""
+    if spec.round_to > 0:
+        value = round(value / spec.round_to) * spec.round_to
+    number = f"{value:.{spec.decimals}f}" if spec.decimals > 0 else str(round(value))
+    return f"### {number} {spec.unit}"
+
+
+def create_simulated(name_or_path: str) -> SimulatedBackend:
+    """``sim:NAME`` -> backend (used by the registry)."""
+    return SimulatedBackend(f"sim:{name_or_path}", load_profile(name_or_path))

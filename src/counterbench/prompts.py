@@ -1,0 +1,238 @@
+"""The prompt table: expand a study, subset it without breaking the counterfactual design, save it.
+
+Subsetting keeps whole slots. A slot is every prompt that shares the study's slot columns (for
+RupeeBias: variant × use case × language × axis × profile × question variant) and differs only in
+the identifier, so matched pairs survive any filter. ``sample_slots`` draws whole slots with a
+seeded generator; presets are named filter sets declared in the study's data.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.errors import UserError
+from counterbench.studies.base import BASE_COLUMNS, VARIANTS, Study
+from counterbench.studies.registry import load_study
+
+TABLE_FORMATS = (".parquet", ".csv", ".jsonl")
+REQUIRED_PROMPT_COLUMNS = ("prompt_id", "system", "user")
+
+
+@dataclass(frozen=True)
+class PromptFilters:
+    """Filters on the prompt table. ``None`` means "all"; list values are alternatives (OR)."""
+
+    use_case: Sequence[str] | None = None
+    language: Sequence[str] | None = None
+    axis: Sequence[str] | None = None
+    identifier: Sequence[str] | None = None
+    profile: Sequence[str] | None = None
+    question_variant: Sequence[int] | None = None
+    variant: Sequence[str] | None = None
+    sample_slots: int | None = None
+    seed: int = 0
+    preset: str | None = None
+
+
+#: filter field -> prompt-table column
+FILTER_COLUMNS: dict[str, str] = {
+    "use_case": "use_case",
+    "language": "language",
+    "axis": "axis",
+    "identifier": "identifier",
+    "profile": "profile_id",
+    "question_variant": "question_variant",
+    "variant": "variant",
+}
+
+
+def prompts(study: str | Path = "rupeebias", **filters: Any) -> pd.DataFrame:
+    """Python API: ``counterbench.prompts("rupeebias", language=["en"], preset="quick")``."""
+    known = {f.name for f in fields(PromptFilters)}
+    unknown = sorted(set(filters) - known - {"from_release"})
+    if unknown:
+        raise UserError(f"unknown filter '{unknown[0]}' (known: {', '.join(sorted(known))})")
+    from_release = filters.pop("from_release", None)
+    normalised = {k: ([v] if isinstance(v, str | int) and k in FILTER_COLUMNS else v) for k, v in filters.items()}
+    return build_prompts(study, PromptFilters(**normalised), from_release=from_release)
+
+
+def build_prompts(
+    study: str | Path, filters: PromptFilters | None = None, *, from_release: Path | str | None = None
+) -> pd.DataFrame:
+    """Expand ``study`` (a built-in name or a YAML path) and apply ``filters``."""
+    filters = filters or PromptFilters()
+    the_study = load_study(study)
+    filters = apply_preset(the_study, filters)
+    variants = list(filters.variant) if filters.variant else ["standard"]
+    for v in variants:
+        if v not in VARIANTS:
+            raise UserError(f"unknown variant '{v}' (one of: {', '.join(VARIANTS)})")
+    if from_release is not None:
+        from counterbench.studies.release import load_release_prompts
+
+        table = load_release_prompts(the_study, Path(from_release), variants)
+    else:
+        table = the_study.expand(variants)
+    return apply_filters(table, filters, the_study)
+
+
+def apply_preset(study: Study, filters: PromptFilters) -> PromptFilters:
+    """Merge a named preset's filters under the explicitly given ones (explicit wins)."""
+    if filters.preset is None:
+        return filters
+    if filters.preset not in study.presets:
+        names = ", ".join(study.presets) or "none"
+        raise UserError(f"unknown preset '{filters.preset}' for study {study.name} (presets: {names})")
+    spec = dict(study.presets[filters.preset].get("filters", {}))
+    updates: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key == "profile" and isinstance(value, Mapping):
+            continue  # per-use-case profiles are applied in apply_filters
+        if key not in FILTER_COLUMNS:
+            raise UserError(f"preset {filters.preset}: unknown filter '{key}'")
+        if getattr(filters, key) is None:
+            updates[key] = list(value)
+    return replace(filters, **updates)
+
+
+def apply_filters(table: pd.DataFrame, filters: PromptFilters, study: Study) -> pd.DataFrame:
+    """Keep the rows matching every filter; check each value exists so typos are caught."""
+    mask = np.ones(len(table), dtype=bool)
+    for key, column in FILTER_COLUMNS.items():
+        wanted = getattr(filters, key)
+        if wanted is None or key == "variant":
+            continue
+        if key == "use_case":
+            wanted = [study.canonical_use_case(str(w)) for w in wanted]
+        _check_values(table, column, wanted, key)
+        mask &= table[column].isin(list(wanted)).to_numpy()
+    if filters.preset is not None:
+        per_uc = study.presets[filters.preset].get("filters", {}).get("profile")
+        if isinstance(per_uc, Mapping) and filters.profile is None:
+            keep = np.zeros(len(table), dtype=bool)
+            for uc, ids in per_uc.items():
+                keep |= ((table["use_case"] == uc) & table["profile_id"].isin(list(ids))).to_numpy()
+            mask &= keep
+    out = table.loc[mask]
+    _check_axes_still_comparable(out, study)
+    if filters.sample_slots is not None:
+        out = sample_slots(out, filters.sample_slots, filters.seed, list(study.slot_columns))
+    if out.empty:
+        raise UserError("the filters leave no prompts; loosen them (see `counterbench prompts --help`)")
+    return out.reset_index(drop=True)
+
+
+def _check_values(table: pd.DataFrame, column: str, wanted: Sequence[Any], key: str) -> None:
+    available = pd.unique(table[column])
+    if column == "question_variant":
+        wanted = [int(w) for w in wanted]
+    missing = [w for w in wanted if w not in set(available.tolist())]
+    if missing:
+        shown = ", ".join(str(v) for v in available[:12]) + (" ..." if len(available) > 12 else "")
+        raise UserError(f"unknown {key.replace('_', '-')} '{missing[0]}' (available: {shown})")
+
+
+def _check_axes_still_comparable(table: pd.DataFrame, study: Study) -> None:
+    counts = table.groupby("axis", sort=False)[study.counterfactual_column].nunique()
+    lonely = counts[counts < 2]
+    if len(lonely):
+        axis = lonely.index[0]
+        raise UserError(
+            f"the filters keep only one identifier of axis {axis}; keep at least two so pairs can be compared"
+        )
+
+
+def sample_slots(table: pd.DataFrame, n: int, seed: int, slot_columns: list[str]) -> pd.DataFrame:
+    """Keep ``n`` whole slots drawn without replacement by a generator seeded with ``seed``."""
+    if n < 1:
+        raise UserError(f"--sample-slots must be at least 1, got {n}")
+    keys = table[slot_columns].drop_duplicates().sort_values(slot_columns).reset_index(drop=True)
+    if n >= len(keys):
+        return table
+    chosen = np.sort(np.random.default_rng(seed).choice(len(keys), size=n, replace=False))
+    picked = keys.iloc[chosen]
+    merged = table.reset_index().merge(picked, on=slot_columns, how="inner")
+    return table.loc[np.sort(merged["index"].to_numpy())]
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows per use case × language, like the paper's Table 1."""
+    grouped = table.groupby(["variant", "use_case", "language"], sort=False)
+    summary = grouped.agg(
+        identifiers=("identifier", "nunique"),
+        axes=("axis", "nunique"),
+        profiles=("profile_id", "nunique"),
+        question_variants=("question_variant", "nunique"),
+        prompts=("prompt_id", "size"),
+    ).reset_index()
+    return summary
+
+
+def write_table(table: pd.DataFrame, path: Path | str) -> Path:
+    """Write ``.parquet``/``.csv``/``.jsonl`` atomically: a failure leaves no partial file."""
+    out = Path(path)
+    suffix = out.suffix.lower()
+    if suffix not in TABLE_FORMATS:
+        raise UserError(f"cannot write {out}: use a file ending in {', '.join(TABLE_FORMATS)}")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"cannot write {out}: folder {parent} does not exist")
+    if out.is_dir():
+        raise UserError(f"cannot write {out}: it is a folder")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent)
+    except OSError as err:
+        raise UserError(f"cannot write {out}: {err.strerror}") from None
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if suffix == ".parquet":
+            table.to_parquet(tmp, index=False, engine="pyarrow")
+        elif suffix == ".csv":
+            table.to_csv(tmp, index=False, lineterminator="\n")
+        else:
+            table.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        os.replace(tmp, out)
+    except OSError as err:
+        raise UserError(f"cannot write {out}: {err.strerror}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def read_prompt_table(path: Path | str) -> pd.DataFrame:
+    """Read a prompt table written by :func:`write_table` (or by hand) and check its columns."""
+    src = Path(path)
+    suffix = src.suffix.lower()
+    if suffix not in TABLE_FORMATS:
+        raise UserError(f"cannot read {src}: use a .parquet, .csv or .jsonl prompt file")
+    if not src.is_file():
+        raise UserError(f"prompt file not found: {src}")
+    try:
+        if suffix == ".parquet":
+            table = pd.read_parquet(src)
+        elif suffix == ".csv":
+            table = pd.read_csv(src, keep_default_na=False, na_values=[""])
+        else:
+            table = pd.read_json(src, lines=True, dtype=False)
+    except Exception as err:  # noqa: BLE001 - any parser failure is the user's file
+        raise UserError(f"cannot read prompt file {src}: {type(err).__name__}: {err}".splitlines()[0]) from None
+    missing = [c for c in REQUIRED_PROMPT_COLUMNS if c not in table.columns]
+    if missing:
+        raise UserError(f"prompt file {src} lacks column(s) {', '.join(missing)}")
+    if table["prompt_id"].duplicated().any():
+        dup = table.loc[table["prompt_id"].duplicated(), "prompt_id"].iloc[0]
+        raise UserError(f"prompt file {src}: duplicate prompt_id '{dup}'")
+    for column in BASE_COLUMNS:
+        if column not in table.columns:
+            table[column] = None
+    return table

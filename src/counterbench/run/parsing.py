@@ -1,0 +1,95 @@
+"""Parsing at write time: turn a raw response into the stored status/value columns.
+
+The run engine, ``counterbench import`` and ``counterbench parse`` all go through
+:class:`ResponseParser`, a thin layer over :func:`counterbench.parse.parse_answer` that
+
+* picks what to parse against: the prompt's use case when the parser knows it, else its answer
+  type, else nothing (free-text tasks are stored as ``ok`` with no value and reason ``free_text``);
+* records ``content_filter`` stops with no text as ``refused`` (reason ``content_filter``);
+* never loses a paid response to a parser bug: an unexpected exception is stored as
+  ``unparseable`` with reason ``parser_error:<type>`` (the raw text is kept, so a later
+  ``counterbench parse`` can redo it).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from counterbench.errors import UserError
+
+log = logging.getLogger(__name__)
+
+PARSE_PROFILES = ("default", "rupeebias-v1")
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """The stored parse columns of one response."""
+
+    status: str
+    value: float | None = None
+    unit: str | None = None
+    release_value: float | None = None
+    release_unit: str | None = None
+    is_range: bool | None = None
+    out_of_range: bool | None = None
+    reason: str | None = None
+
+
+class ResponseParser:
+    """Parse responses under one profile; caches which key each use case / answer type maps to."""
+
+    def __init__(self, profile: str = "default") -> None:
+        if profile not in PARSE_PROFILES:
+            raise UserError(f"unknown parse profile '{profile}' (one of: {', '.join(PARSE_PROFILES)})")
+        from counterbench.parse import parse_answer
+
+        self.profile = profile
+        self._parse_answer = parse_answer
+        self._keys: dict[tuple[str | None, str | None], str | None] = {}
+        self._warned = False
+
+    def key_for(self, use_case: str | None, answer_type: str | None) -> str | None:
+        """The name to parse against (use case first, then answer type), or ``None`` for free text."""
+        cache_key = (use_case, answer_type)
+        if cache_key in self._keys:
+            return self._keys[cache_key]
+        chosen: str | None = None
+        for candidate in (use_case, answer_type):
+            if not candidate:
+                continue
+            try:
+                self._parse_answer("", candidate, profile=self.profile)
+            except UserError:
+                continue
+            chosen = candidate
+            break
+        self._keys[cache_key] = chosen
+        return chosen
+
+    def parse(self, text: str | None, finish_reason: str | None, key: str | None) -> Parsed:
+        if finish_reason == "content_filter" and not (text or "").strip():
+            return Parsed("refused", reason="content_filter")
+        if key is None:
+            if not (text or "").strip():
+                return Parsed("unparseable", reason="empty")
+            return Parsed("ok", reason="free_text")
+        try:
+            answer: Any = self._parse_answer(text or "", key, profile=self.profile)
+        except Exception as exc:  # noqa: BLE001 - keep the paid response, flag it, re-parse later
+            if not self._warned:
+                log.warning("parser failed on a response (%s); stored as unparseable", type(exc).__name__)
+                self._warned = True
+            return Parsed("unparseable", reason=f"parser_error:{type(exc).__name__}")
+        return Parsed(
+            status=str(answer.status),
+            value=answer.value,
+            unit=answer.unit,
+            release_value=answer.release_value,
+            release_unit=answer.release_unit,
+            is_range=bool(answer.is_range),
+            out_of_range=bool(answer.out_of_range),
+            reason=answer.reason,
+        )

@@ -1,0 +1,413 @@
+"""The SQLite store: prompts, runs and one response per prompt × model × generation config.
+
+Layout (schema version 1, ``PRAGMA application_id`` marks the file as a counterbench store):
+
+* ``prompts`` — every prompt row that was ever run or imported, keyed by ``(prompt_id,
+  prompt_hash)`` (``prompt_hash`` = hash of system + user text), with the study's design columns as
+  JSON. Keying on the text too lets a store hold, say, the release's prompts for imported models
+  and the paper's prompts for new runs without one overwriting the other.
+* ``configs`` — generation configs by fingerprint.
+* ``runs`` — one row per ``counterbench run``/``import``: command, times, version, settings, outcome.
+* ``responses`` — ``UNIQUE(prompt_id, model, config_fp)``. A finished row (status ``ok``,
+  ``refused`` or ``unparseable``) is never overwritten by a run; only ``error`` rows can be
+  replaced, and only when the user asks for it (``--retry-errors``).
+
+The file is opened in WAL mode with ``synchronous=NORMAL``: a committed transaction survives a
+killed process. A file that is not a SQLite database, or not a counterbench store, raises
+:class:`~counterbench.errors.UserError` and is left untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from counterbench.errors import UserError
+
+APPLICATION_ID = 0x43424E43  # "CBNC"
+SCHEMA_VERSION = 1
+DEFAULT_STORE = "counterbench.db"
+FINISHED_STATUSES = ("ok", "refused", "unparseable")
+
+#: prompt-table columns kept as real columns; the rest of a prompt row goes to ``design`` (JSON)
+PROMPT_COLUMNS: tuple[str, ...] = (
+    "study",
+    "use_case",
+    "language",
+    "axis",
+    "identifier",
+    "profile_id",
+    "question_variant",
+    "variant",
+    "answer_type",
+    "system",
+    "user",
+)
+
+#: response columns in insert order (see :data:`INSERT_RESPONSE_SQL`)
+RESPONSE_COLUMNS: tuple[str, ...] = (
+    "prompt_id",
+    "prompt_hash",
+    "model",
+    "config_fp",
+    "request_fp",
+    "simulated",
+    "status",
+    "response",
+    "finish_reason",
+    "value",
+    "unit",
+    "release_value",
+    "release_unit",
+    "is_range",
+    "out_of_range",
+    "parse_reason",
+    "parse_profile",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "attempts",
+    "error",
+    "cached",
+    "model_reported",
+    "source",
+    "started_at",
+    "finished_at",
+    "run_id",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    command TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    version TEXT,
+    config TEXT,
+    status TEXT NOT NULL,
+    pid INTEGER,
+    host TEXT,
+    sent INTEGER NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    errors INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS configs (
+    config_fp TEXT PRIMARY KEY,
+    config TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS prompts (
+    prompt_id TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    study TEXT, use_case TEXT, language TEXT, axis TEXT, identifier TEXT, profile_id TEXT,
+    question_variant, variant TEXT, answer_type TEXT, system TEXT, user TEXT,
+    design TEXT,
+    PRIMARY KEY (prompt_id, prompt_hash)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS responses (
+    id INTEGER PRIMARY KEY,
+    prompt_id TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    config_fp TEXT NOT NULL,
+    request_fp TEXT NOT NULL,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    response TEXT, finish_reason TEXT,
+    value REAL, unit TEXT, release_value REAL, release_unit TEXT,
+    is_range INTEGER, out_of_range INTEGER, parse_reason TEXT, parse_profile TEXT,
+    input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, latency_ms REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    cached INTEGER NOT NULL DEFAULT 0,
+    model_reported TEXT, source TEXT,
+    started_at REAL, finished_at REAL, run_id INTEGER,
+    UNIQUE (prompt_id, model, config_fp)
+);
+CREATE INDEX IF NOT EXISTS responses_request_fp ON responses (request_fp);
+CREATE INDEX IF NOT EXISTS responses_model ON responses (model, config_fp);
+"""
+
+_UPDATABLE = [c for c in RESPONSE_COLUMNS if c not in ("prompt_id", "model", "config_fp", "attempts")]
+INSERT_RESPONSE_SQL = (
+    f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))}) "
+    "ON CONFLICT (prompt_id, model, config_fp) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _UPDATABLE)
+    + ", attempts = responses.attempts + excluded.attempts WHERE responses.status = 'error'"
+)
+
+
+def text_hash(*parts: str | None) -> str:
+    """A stable hex digest of ``parts`` (``None`` and ``""`` hash alike)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update((part or "").encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def prompt_hash(system: str | None, user: str | None) -> str:
+    return text_hash(system, user)[:16]
+
+
+def request_fingerprint(model: str, system: str | None, user: str | None, config_fp: str) -> str:
+    """sha256 of model + system + user + generation config: equal fingerprints, equal requests."""
+    return text_hash(model, system, user, config_fp)
+
+
+class Store:
+    """An open store. Use :func:`open_store`; close with :meth:`close` (or as a context manager)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self.conn = conn
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def execute_write(self, sql: str, rows: Sequence[Sequence[Any]] | None = None) -> None:
+        """Run one write statement (``executemany`` when ``rows`` is given) and commit."""
+        try:
+            with self.conn:
+                if rows is None:
+                    self.conn.execute(sql)
+                else:
+                    self.conn.executemany(sql, rows)
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err) from None
+
+    def write_responses(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert response rows (tuples in :data:`RESPONSE_COLUMNS` order) in one transaction."""
+        if rows:
+            self.execute_write(INSERT_RESPONSE_SQL, rows)
+
+    def save_config(self, config_fp: str, config: dict[str, Any]) -> None:
+        blob = json.dumps(config, sort_keys=True)
+        self.execute_write_params("INSERT OR IGNORE INTO configs (config_fp, config) VALUES (?, ?)", (config_fp, blob))
+
+    def execute_write_params(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        try:
+            with self.conn:
+                return self.conn.execute(sql, params)
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err) from None
+
+    def save_prompts(self, records: Iterable[dict[str, Any]]) -> None:
+        """Insert prompt rows (``prompt_id``, ``prompt_hash``, the prompt columns, ``design``)."""
+        cols = ("prompt_id", "prompt_hash", *PROMPT_COLUMNS, "design")
+        sql = f"INSERT OR IGNORE INTO prompts ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        self.execute_write(sql, [tuple(rec.get(c) for c in cols) for rec in records])
+
+    def start_run(self, kind: str, command: str, config: dict[str, Any], version: str) -> int:
+        """Record a new run; refuse when a live process on this host is already running on the store."""
+        host = socket.gethostname()
+        for run_id, pid, run_host in self.query(
+            "SELECT run_id, pid, host FROM runs WHERE status = 'running'"
+        ):
+            if run_host == host and pid and _pid_alive(int(pid)) and int(pid) != os.getpid():
+                raise UserError(
+                    f"store {self.path} is in use by another counterbench process (pid {pid}, run {run_id}); "
+                    "wait for it to finish or use another --store"
+                )
+            self.execute_write_params("UPDATE runs SET status = 'killed' WHERE run_id = ?", (run_id,))
+        cur = self.execute_write_params(
+            "INSERT INTO runs (kind, command, started_at, version, config, status, pid, host) "
+            "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+            (kind, command, time.time(), version, json.dumps(config, sort_keys=True, default=str), os.getpid(), host),
+        )
+        return int(cur.lastrowid or 0)
+
+    def finish_run(self, run_id: int, status: str, counts: dict[str, float]) -> None:
+        self.execute_write_params(
+            "UPDATE runs SET ended_at = ?, status = ?, sent = ?, cached = ?, errors = ?, retries = ?, cost_usd = ? "
+            "WHERE run_id = ?",
+            (
+                time.time(),
+                status,
+                int(counts.get("sent", 0)),
+                int(counts.get("cached", 0)),
+                int(counts.get("errors", 0)),
+                int(counts.get("retries", 0)),
+                float(counts.get("cost_usd", 0.0)),
+                run_id,
+            ),
+        )
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err) from None
+
+    def prompt_hashes(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for pid, phash in self.query("SELECT prompt_id, prompt_hash FROM prompts"):
+            out.setdefault(pid, set()).add(phash)
+        return out
+
+    def existing_responses(self, model: str, config_fp: str) -> dict[str, tuple[str, str]]:
+        """``prompt_id -> (status, prompt_hash)`` for one model and config."""
+        rows = self.query(
+            "SELECT prompt_id, status, prompt_hash FROM responses WHERE model = ? AND config_fp = ?",
+            (model, config_fp),
+        )
+        return {pid: (status, phash) for pid, status, phash in rows}
+
+    def finished_by_request(self, model: str, fingerprints: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+        """Finished responses with these request fingerprints: ``request_fp -> stored fields``."""
+        wanted = list(set(fingerprints))
+        out: dict[str, tuple[Any, ...]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self.query(
+                "SELECT request_fp, response, finish_reason, input_tokens, output_tokens, latency_ms, "
+                "model_reported, simulated FROM responses "
+                f"WHERE model = ? AND status != 'error' AND request_fp IN ({', '.join('?' * len(chunk))})",
+                (model, *chunk),
+            )
+            for row in rows:
+                out.setdefault(row[0], row[1:])
+        return out
+
+
+def open_store(path: Path | str | None = None, *, create: bool = True) -> Store:
+    """Open (and create or migrate) a store; every failure is a one-line :class:`UserError`."""
+    store_path = Path(path if path is not None else DEFAULT_STORE)
+    if store_path.is_dir():
+        raise UserError(f"store {store_path} is a folder; give a file path, e.g. {store_path / DEFAULT_STORE}")
+    exists = store_path.exists()
+    if not exists:
+        if not create:
+            raise UserError(f"store {store_path} does not exist (run `counterbench run` or `import` first)")
+        try:
+            store_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UserError(f"cannot create store {store_path}: {err.strerror or err}") from None
+    elif exists and store_path.stat().st_size > 0:
+        _check_header(store_path)
+    try:
+        conn = sqlite3.connect(str(store_path), timeout=30.0, isolation_level="DEFERRED", check_same_thread=False)
+    except sqlite3.Error as err:
+        raise _store_error(store_path, err) from None
+    store = Store(store_path, conn)
+    try:
+        _prepare(store, fresh=not exists)
+    except sqlite3.Error as err:
+        store.close()
+        raise _store_error(store_path, err) from None
+    except UserError:
+        store.close()
+        raise
+    return store
+
+
+def _check_header(path: Path) -> None:
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(16)
+    except OSError as err:
+        raise UserError(f"cannot read store {path}: {err.strerror or err}") from None
+    if header != b"SQLite format 3\x00":
+        raise UserError(
+            f"store {path} is not a SQLite database (corrupted, or another kind of file); "
+            "it was left untouched — move it aside or choose another --store"
+        )
+
+
+def _prepare(store: Store, *, fresh: bool) -> None:
+    conn = store.conn
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    has_tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+    if has_tables and app_id != APPLICATION_ID:
+        raise UserError(
+            f"{store.path} is a SQLite database but not a counterbench store; it was left untouched — "
+            "choose another --store"
+        )
+    if version > SCHEMA_VERSION:
+        raise UserError(
+            f"store {store.path} was written by a newer counterbench (schema {version}); upgrade counterbench"
+        )
+    conn.execute("PRAGMA busy_timeout = 30000")
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise UserError(f"store {store.path}: cannot switch to WAL mode (is the folder on a network drive?)")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    if has_tables:
+        check = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if check != "ok":
+            raise UserError(
+                f"store {store.path} is corrupted ({check}); it was left untouched — restore a copy, "
+                "try `sqlite3 FILE .recover`, or choose another --store"
+            )
+    with conn:
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _store_error(path: Path, err: sqlite3.Error) -> UserError:
+    text = str(err) or type(err).__name__
+    lowered = text.lower()
+    if "readonly" in lowered or "unable to open" in lowered or "disk i/o" in lowered:
+        return UserError(f"cannot write store {path}: {text}; check the path and its permissions")
+    if "malformed" in lowered or "not a database" in lowered or "encrypted" in lowered:
+        return UserError(f"store {path} is corrupted ({text}); it was left untouched — choose another --store")
+    if "locked" in lowered or "busy" in lowered:
+        return UserError(f"store {path} is locked by another process ({text}); try again when it is done")
+    if "full" in lowered:
+        return UserError(f"cannot write store {path}: {text}; free some disk space and rerun to resume")
+    return UserError(f"store {path}: {text}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def clean_value(value: Any) -> Any:
+    """Make a pandas/numpy cell storable: NaN -> None, numpy scalars -> Python."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, str | bytes):
+        try:
+            value = item()
+        except (TypeError, ValueError):
+            return str(value)
+        if isinstance(value, float) and math.isnan(value):
+            return None
+    return value

@@ -1,0 +1,60 @@
+"""What every study offers the rest of counterbench.
+
+A study turns its data into a prompt table (one row per prompt). The prompt layer
+(:mod:`counterbench.prompts`) filters that table, keeping whole *slots* — the groups of prompts that
+differ only in the counterfactual attribute — so any subset still supports matched comparisons.
+Single-attribute studies (RupeeBias, user YAML studies) use :class:`DeclarativeStudy`; studies with
+intersectional profiles or documents with placeholder slots implement the same protocol with their
+own expansion function and slot columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import pandas as pd
+
+#: columns every prompt table has, in this order; design columns follow
+BASE_COLUMNS: tuple[str, ...] = (
+    "prompt_id",
+    "study",
+    "use_case",
+    "language",
+    "axis",
+    "identifier",
+    "profile_id",
+    "question_variant",
+    "variant",
+    "answer_type",
+    "system",
+    "user",
+)
+VARIANTS: tuple[str, ...] = ("standard", "fairness")
+
+
+class Study(Protocol):
+    """A named study that can expand itself into a prompt table."""
+
+    name: str
+    title: str
+    #: where the study came from (``built-in`` or a file path), for messages
+    source: str
+    #: columns whose values identify a slot (prompts that differ only in the counterfactual)
+    slot_columns: tuple[str, ...]
+    #: the column holding the counterfactual unit (an identifier, or an intersectional profile)
+    counterfactual_column: str
+    #: named filter presets, e.g. ``quick``
+    presets: Mapping[str, Mapping[str, Any]]
+
+    def expand(self, variants: Sequence[str] = ("standard",)) -> pd.DataFrame:
+        """Return the full prompt table for the given variants, in canonical order."""
+        ...
+
+    def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
+        """The system message a use case sends (used to pair release prompts with Table 21)."""
+        ...
+
+    def canonical_use_case(self, name: str) -> str:
+        """Map an alias (e.g. ``service_pricing_client``) to the study's own use-case name."""
+        ...

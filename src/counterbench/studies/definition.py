@@ -1,0 +1,322 @@
+"""Load and validate a declarative counterfactual study (YAML) into typed objects.
+
+The format is documented in ``docs/studies.md``. A study file is a mapping with ``name``,
+``languages``, ``axes`` (axis -> identifiers with a phrase per language), optional ``phrase_forms``
+(derived phrases such as the customer-side relative clause, produced by ordered regex rules that are
+themselves data), ``system_prompts``, optional ``fairness_suffix``, ``use_cases`` (answer type,
+system prompt, a template and question variants per language, profiles) and optional ``presets``.
+A file may ``include`` sibling files whose top-level keys are merged in.
+
+Every problem raises :class:`~counterbench.errors.UserError` naming the file and the key path,
+e.g. ``study.yaml: use_cases.salary.template.en: unknown placeholder {cgpaa}``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from counterbench.errors import UserError
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+ANSWER_TYPES = ("inr_annual", "percent", "inr", "number", "text")
+RESERVED_PLACEHOLDERS = ("identifier_phrase", "question")
+
+
+@dataclass(frozen=True)
+class Identifier:
+    axis: str
+    value: str
+    phrases: Mapping[str, str]
+    #: explicit phrase forms (form name -> language -> text) overriding the derivation rules
+    forms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RewriteRule:
+    pattern: re.Pattern[str]
+    replace: str
+
+
+@dataclass(frozen=True)
+class UseCase:
+    name: str
+    answer_type: str
+    system_prompt: str
+    templates: Mapping[str, str]
+    question_variants: Mapping[str, tuple[str, ...]]
+    profiles: tuple[Mapping[str, Any], ...]
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def n_question_variants(self) -> int:
+        return len(next(iter(self.question_variants.values()))) if self.question_variants else 0
+
+
+@dataclass(frozen=True)
+class StudyDefinition:
+    name: str
+    title: str
+    description: str
+    languages: Mapping[str, Mapping[str, str]]
+    axes: Mapping[str, tuple[Identifier, ...]]
+    phrase_forms: Mapping[str, Mapping[str, tuple[RewriteRule, ...]]]
+    system_prompts: Mapping[str, str]
+    fairness_suffix: str | None
+    use_cases: Mapping[str, UseCase]
+    presets: Mapping[str, Mapping[str, Any]]
+    source: str
+
+    @property
+    def identifiers(self) -> tuple[Identifier, ...]:
+        return tuple(ident for idents in self.axes.values() for ident in idents)
+
+
+class _Ctx:
+    """Carries the file name for error messages."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, problem: str) -> UserError:
+        return UserError(f"{self.source}: {where}: {problem}")
+
+    def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(value, Mapping) or not value:
+            raise self.fail(where, "expected a non-empty mapping")
+        return value
+
+    def text(self, value: Any, where: str) -> str:
+        if isinstance(value, bool) or not isinstance(value, str | int | float) or str(value) == "":
+            raise self.fail(where, "expected a non-empty text")
+        return str(value)
+
+    def per_language(self, value: Any, where: str, languages: Mapping[str, Any]) -> dict[str, str]:
+        m = self.mapping(value, where)
+        for lang in m:
+            if lang not in languages:
+                raise self.fail(f"{where}.{lang}", f"unknown language (declared: {', '.join(languages)})")
+        for lang in languages:
+            if lang not in m:
+                raise self.fail(where, f"missing text for language '{lang}'")
+        return {lang: self.text(m[lang], f"{where}.{lang}") for lang in languages}
+
+
+def read_study_mapping(path: Path) -> dict[str, Any]:
+    """Read a study YAML file, merging any ``include:`` files (relative to it)."""
+    data = _read_yaml(path)
+    includes = data.pop("include", []) or []
+    if not isinstance(includes, list):
+        raise UserError(f"{path.name}: include: expected a list of file names")
+    for name in includes:
+        part = _read_yaml(path.parent / str(name))
+        for key, value in part.items():
+            if key in data:
+                raise UserError(f"{name}: {key}: defined twice (also in {path.name} or an earlier include)")
+            data[key] = value
+    return data
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"study file not found: {path}") from None
+    except OSError as err:
+        raise UserError(f"cannot read study file {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "invalid YAML"
+        raise UserError(f"{path.name}:{line}: {problem}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path.name}: expected a mapping at the top level")
+    return data
+
+
+def parse_study(data: Mapping[str, Any], source: str) -> StudyDefinition:
+    """Validate a study mapping and build a :class:`StudyDefinition`."""
+    ctx = _Ctx(source)
+    name = ctx.text(data.get("name"), "name")
+    languages = {
+        str(code): {k: str(v) for k, v in ctx.mapping(spec or {"name": code}, f"languages.{code}").items()}
+        for code, spec in ctx.mapping(data.get("languages"), "languages").items()
+    }
+    for code, spec in languages.items():
+        spec.setdefault("id_infix", code)
+        spec.setdefault("name", code)
+    axes = _parse_axes(ctx, data.get("axes"), languages)
+    forms = _parse_forms(ctx, data.get("phrase_forms") or {}, languages)
+    system_prompts = {
+        str(k): ctx.text(v, f"system_prompts.{k}")
+        for k, v in ctx.mapping(data.get("system_prompts"), "system_prompts").items()
+    }
+    fairness = data.get("fairness_suffix")
+    use_cases = _parse_use_cases(ctx, data.get("use_cases"), languages, system_prompts, forms)
+    presets = data.get("presets") or {}
+    if not isinstance(presets, Mapping):
+        raise ctx.fail("presets", "expected a mapping")
+    return StudyDefinition(
+        name=name,
+        title=str(data.get("title") or name),
+        description=str(data.get("description") or ""),
+        languages=languages,
+        axes=axes,
+        phrase_forms=forms,
+        system_prompts=system_prompts,
+        fairness_suffix=str(fairness) if fairness else None,
+        use_cases=use_cases,
+        presets={str(k): dict(v or {}) for k, v in presets.items()},
+        source=source,
+    )
+
+
+def _parse_axes(
+    ctx: _Ctx, raw: Any, languages: Mapping[str, Any]
+) -> dict[str, tuple[Identifier, ...]]:
+    axes: dict[str, tuple[Identifier, ...]] = {}
+    seen: dict[str, str] = {}
+    for axis, items in ctx.mapping(raw, "axes").items():
+        where = f"axes.{axis}"
+        if not isinstance(items, list):
+            raise ctx.fail(where, "expected a list of identifiers")
+        if len(items) < 2:
+            raise ctx.fail(where, f"an axis needs at least two identifiers to compare, found {len(items)}")
+        idents = []
+        for i, item in enumerate(items):
+            iwhere = f"{where}[{i}]"
+            m = ctx.mapping(item, iwhere)
+            value = ctx.text(m.get("value"), f"{iwhere}.value")
+            if value in seen:
+                raise ctx.fail(iwhere, f"duplicate identifier '{value}' (already in axis {seen[value]})")
+            seen[value] = str(axis)
+            phrases = ctx.per_language(m.get("phrases"), f"{iwhere}.phrases", languages)
+            overrides = {
+                str(f): ctx.per_language(v, f"{iwhere}.forms.{f}", languages)
+                for f, v in (m.get("forms") or {}).items()
+            }
+            idents.append(Identifier(str(axis), value, phrases, overrides))
+        axes[str(axis)] = tuple(idents)
+    return axes
+
+
+def _parse_forms(
+    ctx: _Ctx, raw: Mapping[str, Any], languages: Mapping[str, Any]
+) -> dict[str, dict[str, tuple[RewriteRule, ...]]]:
+    forms: dict[str, dict[str, tuple[RewriteRule, ...]]] = {}
+    for form, per_lang in raw.items():
+        where = f"phrase_forms.{form}"
+        if form in RESERVED_PLACEHOLDERS:
+            raise ctx.fail(where, "this name is reserved")
+        rules_by_lang: dict[str, tuple[RewriteRule, ...]] = {}
+        for lang, rules in ctx.mapping(per_lang, where).items():
+            if lang not in languages:
+                raise ctx.fail(f"{where}.{lang}", f"unknown language (declared: {', '.join(languages)})")
+            if not isinstance(rules, list) or not rules:
+                raise ctx.fail(f"{where}.{lang}", "expected a list of {pattern, replace} rules")
+            compiled = []
+            for j, rule in enumerate(rules):
+                rm = ctx.mapping(rule, f"{where}.{lang}[{j}]")
+                try:
+                    pattern = re.compile(str(rm.get("pattern", "")))
+                except re.error as err:
+                    raise ctx.fail(f"{where}.{lang}[{j}].pattern", f"bad regular expression: {err}") from None
+                compiled.append(RewriteRule(pattern, str(rm.get("replace", ""))))
+            rules_by_lang[str(lang)] = tuple(compiled)
+        for lang in languages:
+            if lang not in rules_by_lang:
+                raise ctx.fail(where, f"missing rules for language '{lang}'")
+        forms[str(form)] = rules_by_lang
+    return forms
+
+
+def _parse_use_cases(
+    ctx: _Ctx,
+    raw: Any,
+    languages: Mapping[str, Any],
+    system_prompts: Mapping[str, str],
+    forms: Mapping[str, Any],
+) -> dict[str, UseCase]:
+    use_cases: dict[str, UseCase] = {}
+    for name, spec in ctx.mapping(raw, "use_cases").items():
+        where = f"use_cases.{name}"
+        m = ctx.mapping(spec, where)
+        answer_type = str(m.get("answer_type", "number"))
+        if answer_type not in ANSWER_TYPES:
+            raise ctx.fail(f"{where}.answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)})")
+        sp = str(m.get("system_prompt", ""))
+        if sp not in system_prompts:
+            raise ctx.fail(f"{where}.system_prompt", f"unknown '{sp}' (defined: {', '.join(system_prompts)})")
+        templates = ctx.per_language(m.get("template"), f"{where}.template", languages)
+        qv_raw = ctx.mapping(m.get("question_variants"), f"{where}.question_variants")
+        qvs: dict[str, tuple[str, ...]] = {}
+        for lang in languages:
+            items = qv_raw.get(lang)
+            if not isinstance(items, list) or not items:
+                raise ctx.fail(f"{where}.question_variants", f"missing a list for language '{lang}'")
+            qvs[lang] = tuple(ctx.text(q, f"{where}.question_variants.{lang}[{i}]") for i, q in enumerate(items))
+        for lang in qv_raw:
+            if lang not in languages:
+                raise ctx.fail(f"{where}.question_variants.{lang}", "unknown language")
+        if len({len(v) for v in qvs.values()}) != 1:
+            raise ctx.fail(f"{where}.question_variants", "every language needs the same number of variants")
+        profiles = _parse_profiles(ctx, m.get("profiles"), f"{where}.profiles", languages)
+        _check_templates(ctx, where, templates, profiles, forms)
+        aliases = tuple(str(a) for a in (m.get("aliases") or []))
+        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases)
+    return use_cases
+
+
+def _parse_profiles(
+    ctx: _Ctx, raw: Any, where: str, languages: Mapping[str, Any]
+) -> tuple[dict[str, Any], ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ctx.fail(where, "expected a non-empty list of profiles")
+    profiles: list[dict[str, Any]] = []
+    ids: set[str] = set()
+    for i, item in enumerate(raw):
+        m = dict(ctx.mapping(item, f"{where}[{i}]"))
+        pid = ctx.text(m.get("profile_id"), f"{where}[{i}].profile_id")
+        if pid in ids:
+            raise ctx.fail(f"{where}[{i}]", f"duplicate profile_id '{pid}'")
+        ids.add(pid)
+        for key, value in m.items():
+            if isinstance(value, Mapping):
+                m[key] = ctx.per_language(value, f"{where}[{i}].{key}", languages)
+        m["profile_id"] = pid
+        profiles.append(m)
+    keys = set(profiles[0])
+    for i, p in enumerate(profiles):
+        if set(p) != keys:
+            diff = sorted(keys.symmetric_difference(p))
+            raise ctx.fail(f"{where}[{i}]", f"profiles must all have the same fields; differs in {diff}")
+    return tuple(profiles)
+
+
+def _check_templates(
+    ctx: _Ctx,
+    where: str,
+    templates: Mapping[str, str],
+    profiles: tuple[Mapping[str, Any], ...],
+    forms: Mapping[str, Any],
+) -> None:
+    known = set(RESERVED_PLACEHOLDERS) | set(forms) | set(profiles[0])
+    for lang, template in templates.items():
+        used = set(PLACEHOLDER.findall(template))
+        unknown = sorted(used - known)
+        if unknown:
+            raise ctx.fail(
+                f"{where}.template.{lang}",
+                f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(known))})",
+            )
+        if not used & ({"identifier_phrase"} | set(forms)):
+            raise ctx.fail(f"{where}.template.{lang}", "missing placeholder {identifier_phrase}")
+        if "question" not in used:
+            raise ctx.fail(f"{where}.template.{lang}", "missing placeholder {question}")

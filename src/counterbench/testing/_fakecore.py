@@ -1,0 +1,328 @@
+"""Shared machinery of the fake model servers: fault plans, counters, lifecycle, threads, processes.
+
+A fault is chosen per request, deterministically:
+
+1. a marker in the user message, ``[[fault:KIND]]`` (every attempt) or ``[[fault:KIND:N]]`` (the
+   first N attempts of that prompt, then normal answers) — for tests that need a specific fault;
+2. else ``FaultConfig.force`` (every request);
+3. else, with probability ``fault_rate``, one of ``fault_kinds``, drawn from a SHA-256 of
+   ``seed | prompt | attempt number`` — so a retried prompt gets a fresh draw and the whole
+   sequence is the same on every run.
+
+Servers bind 127.0.0.1 on a random port by default, and bound themselves: handlers that hang stop
+after ``hang_s``; in-thread servers stop when their context ends; a server process stops after
+``--max-seconds``, on SIGTERM/SIGINT, or when its parent process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import hashlib
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+FAULT_KINDS = (
+    "429", "500", "503", "529", "400", "401", "hang", "reset", "malformed", "no_choices", "empty", "length",
+    "content_filter",
+)  # fmt: skip
+DEFAULT_RANDOM_FAULTS = ("429", "500", "503", "hang", "reset", "malformed", "empty")
+_MARKER = re.compile(r"\[\[fault:([a-z_0-9]+)(?::(\d+))?\]\]")
+
+
+@dataclass
+class FaultConfig:
+    """What a fake server does. Mutable: tests may change it between requests."""
+
+    latency_ms: float = 0.0
+    fault_rate: float = 0.0
+    fault_kinds: tuple[str, ...] = DEFAULT_RANDOM_FAULTS
+    force: str | None = None
+    retry_after: str | None = "0.05"
+    hang_s: float = 30.0
+    seed: int = 0
+    api_key: str | None = None
+
+
+@dataclass
+class Counters:
+    """What a server has seen. ``outcomes`` counts ``ok`` and each injected fault kind."""
+
+    requests: int = 0
+    outcomes: collections.Counter[str] = field(default_factory=collections.Counter)
+    attempts: dict[str, int] = field(default_factory=dict)
+    recent_bodies: collections.deque[dict[str, Any]] = field(
+        default_factory=lambda: collections.deque(maxlen=200)
+    )
+    recent_headers: collections.deque[dict[str, str]] = field(
+        default_factory=lambda: collections.deque(maxlen=200)
+    )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "outcomes": dict(self.outcomes), "prompts": len(self.attempts)}
+
+
+def answer_number(system: str, user: str) -> tuple[int, str]:
+    """The deterministic answer for a prompt: ``(number, unit)``; percent when the system asks for it."""
+    h = zlib.crc32(user.encode("utf-8"))
+    if "<NUMBER> %" in system or "percent" in system.lower():
+        return 5 + h % 26, "%"
+    return 300_000 + (h % 2_700) * 1_000, "INR"
+
+
+def answer_text(system: str, user: str) -> str:
+    number, unit = answer_number(system, user)
+    return f"### {number} {unit}"
+
+
+def _unit_float(*parts: object) -> float:
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+class FakeServerBase:
+    """An aiohttp server on 127.0.0.1; subclasses add routes. Use ``async with`` or :func:`run_in_thread`."""
+
+    url_suffix = ""
+
+    def __init__(self, config: FaultConfig | None = None, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.config = config or FaultConfig()
+        self.counters = Counters()
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    def routes(self, app: web.Application) -> None:
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}{self.url_suffix}"
+
+    async def start(self) -> str:
+        app = web.Application(client_max_size=4 * 1024 * 1024)
+        self.routes(app)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = getattr(site, "_server", None)
+        if self.port == 0 and server is not None and server.sockets:
+            self.port = server.sockets[0].getsockname()[1]
+        self._runner = runner
+        return self.base_url
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> FakeServerBase:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def choose_fault(self, prompt_key: str, user: str) -> str | None:
+        """Count the request and decide its fault (``None`` = answer normally)."""
+        counters = self.counters
+        counters.requests += 1
+        attempt = counters.attempts.get(prompt_key, 0)
+        counters.attempts[prompt_key] = attempt + 1
+        config = self.config
+        fault: str | None = None
+        marker = _MARKER.search(user) if "[[fault:" in user else None
+        if marker:
+            limit = marker.group(2)
+            if limit is None or attempt < int(limit):
+                fault = marker.group(1)
+        elif config.force:
+            fault = config.force
+        elif config.fault_rate > 0 and config.fault_kinds:
+            if _unit_float(config.seed, prompt_key, attempt) < config.fault_rate:
+                pick = _unit_float("kind", config.seed, prompt_key, attempt)
+                fault = config.fault_kinds[int(pick * len(config.fault_kinds))]
+        counters.outcomes[fault or "ok"] += 1
+        return fault
+
+    async def delay(self) -> None:
+        if self.config.latency_ms > 0:
+            await asyncio.sleep(self.config.latency_ms / 1000.0)
+
+    async def hang(self) -> None:
+        await asyncio.sleep(self.config.hang_s)
+
+    @staticmethod
+    def reset_connection(request: web.Request) -> web.Response:
+        """Abort the TCP connection with an RST (SO_LINGER 0); the client sees a reset."""
+        transport = request.transport
+        if transport is not None:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                with suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        raise ConnectionResetError("fake server: injected connection reset")
+
+    def retry_headers(self) -> dict[str, str]:
+        return {"Retry-After": self.config.retry_after} if self.config.retry_after else {}
+
+
+class ThreadedServer:
+    """A fake server running in its own event loop on a daemon thread (for sync tests and fixtures)."""
+
+    def __init__(self, server: FakeServerBase) -> None:
+        self.server = server
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-server", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    @property
+    def config(self) -> FaultConfig:
+        return self.server.config
+
+    @property
+    def counters(self) -> Counters:
+        return self.server.counters
+
+    def start(self) -> ThreadedServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(timeout=10)
+        return self
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        with suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def __enter__(self) -> ThreadedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextmanager
+def run_in_thread(server: FakeServerBase) -> Iterator[ThreadedServer]:
+    """``with run_in_thread(FakeOpenAIServer(cfg)) as srv: ... srv.base_url ...``"""
+    threaded = ThreadedServer(server).start()
+    try:
+        yield threaded
+    finally:
+        threaded.stop()
+
+
+def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 = a free port (printed on the READY line)")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--faults", default=",".join(DEFAULT_RANDOM_FAULTS), help="comma-separated kinds")
+    parser.add_argument("--force", default=None, help="inject this fault into every request")
+    parser.add_argument("--retry-after", default="0.05")
+    parser.add_argument("--hang-s", type=float, default=30.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--api-key", default=None, help="require this key (401 otherwise)")
+    parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long")
+
+
+def config_from_args(args: argparse.Namespace) -> FaultConfig:
+    kinds = tuple(k for k in args.faults.split(",") if k)
+    unknown = set(kinds) - set(FAULT_KINDS)
+    if unknown:
+        raise SystemExit(f"unknown fault kinds: {', '.join(sorted(unknown))} (known: {', '.join(FAULT_KINDS)})")
+    return FaultConfig(
+        latency_ms=args.latency_ms, fault_rate=args.fault_rate, fault_kinds=kinds, force=args.force,
+        retry_after=args.retry_after or None, hang_s=args.hang_s, seed=args.seed, api_key=args.api_key,
+    )  # fmt: skip
+
+
+async def serve_until_done(server: FakeServerBase, max_seconds: float) -> None:
+    """Serve until SIGTERM/SIGINT, ``max_seconds``, or the parent process exits; print READY first."""
+    parent = os.getppid()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await server.start()
+    print(f"READY {server.base_url}", flush=True)
+    deadline = time.monotonic() + max_seconds
+    try:
+        while not stop.is_set() and time.monotonic() < deadline and os.getppid() == parent:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=0.5)
+    finally:
+        await server.stop()
+        print(f"STOPPED {server.counters.as_dict()}", flush=True)
+
+
+class ServerProcess:
+    """A fake server in its own process (for benchmarks): ``with ServerProcess("fake_openai", ...)``."""
+
+    def __init__(self, module: str, *args: str, startup_timeout_s: float = 20.0) -> None:
+        self.module = f"counterbench.testing.{module}"
+        self.args = list(args)
+        self.startup_timeout_s = startup_timeout_s
+        self.proc: subprocess.Popen[str] | None = None
+        self.base_url = ""
+
+    def start(self) -> ServerProcess:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", self.module, *self.args], stdout=subprocess.PIPE, text=True, bufsize=1
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.startswith("READY "):
+                self.base_url = line.split(None, 1)[1].strip()
+                return self
+            if not line and self.proc.poll() is not None:
+                break
+        self.stop()
+        raise RuntimeError(f"{self.module} did not start")
+
+    def stop(self) -> str:
+        """Terminate the server; returns what it printed on the way out (its counters)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return ""
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        return out or ""
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
