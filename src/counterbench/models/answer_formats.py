@@ -36,10 +36,7 @@ class AnswerFormat:
     def gbnf(self) -> str:
         """A llama.cpp GBNF grammar for the same language as :attr:`regex`."""
         suffix = f' "{self.suffix}"' if self.suffix else ""
-        return (
-            f'root ::= "### " number{suffix}\n'
-            f'number ::= "0" | [1-9] [0-9]{{0,{self.max_digits - 1}}}\n'
-        )
+        return f'root ::= "### " number{suffix}\nnumber ::= "0" | [1-9] [0-9]{{0,{self.max_digits - 1}}}\n'
 
     def json_schema(self) -> dict[str, Any]:
         """An OpenAI-style ``response_format`` of type ``json_schema``."""

@@ -71,7 +71,9 @@ class LlamaCppBackend:
             raise UserError(f"{name}: llama-cpp-python is not installed; {INSTALL_HINT}")
         path = model_path if model_path is not None else default_model_path()
         if path is None:
-            raise UserError(f"{name}: the default model (package {DEFAULT_DISTRIBUTION}) is missing; {INSTALL_HINT}")
+            raise UserError(
+                f"{name}: the default model (package {DEFAULT_DISTRIBUTION}) is missing; {INSTALL_HINT}"
+            )
         if not path.is_file():
             raise UserError(f"{name}: no GGUF file at {str(path)!r}")
         self.name = name

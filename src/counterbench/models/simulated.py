@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -129,7 +128,9 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
     if not isinstance(data, dict):
         raise UserError(f"{where}: expected a mapping at the top level")
     try:
-        rates = {k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
+        rates = {
+            k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")
+        }
         for key in ("refusal_rate", "malformed_rate"):
             if not 0.0 <= rates[key] <= 1.0:
                 raise ValueError(f"{key} must be between 0 and 1")

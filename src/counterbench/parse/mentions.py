@@ -91,8 +91,8 @@ def patterns() -> Patterns:
     mention = (
         r"(?<![\w,])(?<![0-9]\.)"
         r"(?P<sign>- ?)?"
-        rf"(?:(?P<fx>{_alternation(rules.foreign_prefixes)})|(?P<cur>{_alternation(rules.currency_prefixes)}))? ?"
-        r"(?P<sign2>- ?)?"
+        rf"(?:(?:(?P<fx>{_alternation(rules.foreign_prefixes)})|(?P<cur>{_alternation(rules.currency_prefixes)}))"
+        r" ?(?P<sign2>- ?)?)?"
         + num
         + rf"(?: ?(?P<scale>{_alternation(list(rules.scales))}))?"
         + rf"(?: ?(?P<pct>{_alternation(rules.percent_words)}))?"

@@ -38,9 +38,20 @@ from typing import Any
 from aiohttp import web
 
 FAULT_KINDS = (
-    "429", "500", "503", "529", "400", "401", "hang", "reset", "malformed", "no_choices", "empty", "length",
+    "429",
+    "500",
+    "503",
+    "529",
+    "400",
+    "401",
+    "hang",
+    "reset",
+    "malformed",
+    "no_choices",
+    "empty",
+    "length",
     "content_filter",
-)  # fmt: skip
+)
 DEFAULT_RANDOM_FAULTS = ("429", "500", "503", "hang", "reset", "malformed", "empty")
 _MARKER = re.compile(r"\[\[fault:([a-z_0-9]+)(?::(\d+))?\]\]")
 
@@ -154,10 +165,9 @@ class FakeServerBase:
                 fault = marker.group(1)
         elif config.force:
             fault = config.force
-        elif config.fault_rate > 0 and config.fault_kinds:
-            if _unit_float(config.seed, prompt_key, attempt) < config.fault_rate:
-                pick = _unit_float("kind", config.seed, prompt_key, attempt)
-                fault = config.fault_kinds[int(pick * len(config.fault_kinds))]
+        elif config.fault_kinds and _unit_float(config.seed, prompt_key, attempt) < config.fault_rate:
+            pick = _unit_float("kind", config.seed, prompt_key, attempt)
+            fault = config.fault_kinds[int(pick * len(config.fault_kinds))]
         counters.outcomes[fault or "ok"] += 1
         return fault
 
@@ -254,11 +264,19 @@ def config_from_args(args: argparse.Namespace) -> FaultConfig:
     kinds = tuple(k for k in args.faults.split(",") if k)
     unknown = set(kinds) - set(FAULT_KINDS)
     if unknown:
-        raise SystemExit(f"unknown fault kinds: {', '.join(sorted(unknown))} (known: {', '.join(FAULT_KINDS)})")
+        raise SystemExit(
+            f"unknown fault kinds: {', '.join(sorted(unknown))} (known: {', '.join(FAULT_KINDS)})"
+        )
     return FaultConfig(
-        latency_ms=args.latency_ms, fault_rate=args.fault_rate, fault_kinds=kinds, force=args.force,
-        retry_after=args.retry_after or None, hang_s=args.hang_s, seed=args.seed, api_key=args.api_key,
-    )  # fmt: skip
+        latency_ms=args.latency_ms,
+        fault_rate=args.fault_rate,
+        fault_kinds=kinds,
+        force=args.force,
+        retry_after=args.retry_after or None,
+        hang_s=args.hang_s,
+        seed=args.seed,
+        api_key=args.api_key,
+    )
 
 
 async def serve_until_done(server: FakeServerBase, max_seconds: float) -> None:
@@ -295,7 +313,8 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", self.module, *self.args], stdout=subprocess.PIPE, text=True, bufsize=1
         )
-        assert self.proc.stdout is not None
+        if self.proc.stdout is None:
+            raise RuntimeError("no stdout pipe")
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()

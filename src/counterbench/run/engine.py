@@ -1,0 +1,337 @@
+"""The async engine: send the planned requests, retry, rate-limit, parse, and commit every answer.
+
+One *lane* per model: ``concurrency`` worker coroutines pull request groups from a shared iterator
+(cheaper than one task per request), so each backend has its own bound. A request is retried on
+retryable :class:`~counterbench.models.base.BackendError`\\ s (408/409/429/5xx, timeouts,
+connection errors, malformed replies) with exponential backoff and jitter, honouring the server's
+Retry-After (which also pauses the lane's other workers). Non-retryable failures and exhausted
+retries are stored as ``error`` rows (re-sent with ``--retry-errors``), except failures that
+show the backend cannot work at all — HTTP 401/403, or no request of the lane ever succeeding
+and the first one failing with a connection error or 404 — which stop the run with a
+:class:`~counterbench.errors.UserError` instead of filling the store with errors.
+
+Stopping: ``stop()`` (first Ctrl-C/SIGTERM, ``--max-cost`` reached, a fatal backend) lets
+in-flight requests finish but starts no new ones and abandons pending retries; a second Ctrl-C
+cancels in-flight requests. Whatever happens, buffered rows are committed before returning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from counterbench.models.base import Backend, BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.run.costs import Price
+from counterbench.run.limits import RetryPolicy, TokenBucket
+from counterbench.run.parsing import Parsed, ResponseParser
+from counterbench.run.plan import PromptItem, Work
+from counterbench.run.progress import Counters, RunDisplay
+from counterbench.run.redact import Redactor
+from counterbench.run.writer import BatchWriter, Row
+
+_FATAL_ALWAYS = frozenset({401, 403})
+_FATAL_BEFORE_SUCCESS = frozenset({404})
+_TIMEOUT_GRACE_S = 2.0
+
+
+@dataclass
+class Lane:
+    """One model's share of the run."""
+
+    model: str
+    backend: Backend
+    config_fp: str
+    work: Work
+    price: Price | None
+    request_bucket: TokenBucket | None = None
+    token_bucket: TokenBucket | None = None
+    counters: Counters = field(default_factory=Counters)
+    cooldown_until: float = 0.0
+    successes: int = 0
+    fatal: str | None = None
+    groups: Iterator[list[tuple[PromptItem, str]]] = field(default_factory=lambda: iter(()))
+
+    @property
+    def simulated(self) -> int:
+        return 1 if getattr(self.backend, "simulated", False) else 0
+
+
+@dataclass
+class EngineSettings:
+    concurrency: int = 16
+    timeout_s: float = 60.0
+    max_cost: float | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    handle_signals: bool = True
+
+
+class Engine:
+    def __init__(
+        self,
+        lanes: list[Lane],
+        *,
+        config: GenerationConfig,
+        settings: EngineSettings,
+        writer: BatchWriter,
+        parser: ResponseParser,
+        redactor: Redactor,
+        display: RunDisplay,
+        run_id: int,
+    ) -> None:
+        self.lanes = lanes
+        self.config = config
+        self.settings = settings
+        self.writer = writer
+        self.parser = parser
+        self.redactor = redactor
+        self.display = display
+        self.run_id = run_id
+        self.stop_reason: str | None = None
+        self.spent = 0.0
+        self.reserved = 0.0
+        self._stop_event: asyncio.Event | None = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._signals = 0
+
+    # -- control --------------------------------------------------------------------------------
+
+    def stop(self, reason: str) -> None:
+        if self.stop_reason is None or reason == "failed":
+            self.stop_reason = reason
+        if self._stop_event is not None:
+            self._stop_event.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_reason is not None
+
+    def _on_signal(self) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            self.stop("interrupted")
+            self.display.message(
+                "Stopping: letting in-flight requests finish and saving (press Ctrl-C again to abandon them)…"
+            )
+        else:
+            for task in self._workers:
+                task.cancel()
+
+    # -- main loop -----------------------------------------------------------------------------
+
+    async def run(self) -> str:
+        """Run every lane to completion or until stopped; return ``completed``/``interrupted``/... ."""
+        self._stop_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        installed: list[int] = []
+        if self.settings.handle_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, self._on_signal)
+                    installed.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+        ticker = asyncio.create_task(self._tick())
+        try:
+            for lane in self.lanes:
+                self._serve_from_cache(lane)
+                lane.groups = lane.work.iter_groups()
+                n = min(self.settings.concurrency, len(lane.work.groups))
+                self._workers.extend(asyncio.create_task(self._worker(lane)) for _ in range(n))
+            results = await asyncio.gather(*self._workers, return_exceptions=True)
+            errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
+            if errors:
+                raise errors[0]
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            self.writer.flush()
+            self.display.refresh()
+        return self.stop_reason or "completed"
+
+    async def _tick(self) -> None:
+        n = 0
+        while True:
+            await asyncio.sleep(self.writer.max_seconds)
+            self.writer.flush()
+            if self.writer.failure is not None:
+                self.stop("failed")
+            n += 1
+            if n % 3 == 0:
+                self.display.refresh()
+
+    async def _worker(self, lane: Lane) -> None:
+        max_cost = self.settings.max_cost
+        for group in lane.groups:
+            if self.stop_reason is not None or lane.fatal is not None:
+                return
+            estimate = 0.0
+            if max_cost is not None:
+                item = group[0][0]
+                estimate = lane.price.cost(item.est_input_tokens, self.config.max_tokens) if lane.price else 0.0
+                if self.spent + self.reserved + estimate > max_cost:
+                    self.stop("max_cost")
+                    return
+                self.reserved += estimate
+            try:
+                await self._process(lane, group)
+            finally:
+                self.reserved -= estimate
+
+    async def _process(self, lane: Lane, group: list[tuple[PromptItem, str]]) -> None:
+        item = group[0][0]
+        request = ChatRequest(item.prompt_id, item.system, item.user, self.config, item.answer_type, item.metadata)
+        started = time.time()
+        policy = self.settings.retry
+        timeout = self.settings.timeout_s + _TIMEOUT_GRACE_S
+        attempts = 0
+        while True:
+            attempts += 1
+            tokens = item.est_input_tokens + self.config.max_tokens
+            await self._throttle(lane, tokens)
+            try:
+                async with asyncio.timeout(timeout):
+                    result = await lane.backend.complete(request)
+            except BackendError as exc:
+                error = exc
+            except TimeoutError:
+                error = BackendError(f"{lane.model}: no answer within {self.settings.timeout_s:g} s", retryable=True)
+            else:
+                if lane.token_bucket is not None and result.input_tokens is not None:
+                    lane.token_bucket.settle((result.input_tokens + (result.output_tokens or 0)) - tokens)
+                self._record_result(lane, group, result, attempts, started)
+                return
+            if not error.retryable or attempts >= policy.max_attempts:
+                self._record_failure(lane, group, error, attempts, started)
+                return
+            if self.stop_reason is not None:
+                return  # abandoned: still pending, the next run sends it
+            delay = policy.delay(attempts, error.retry_after)
+            if error.retry_after is not None:
+                lane.cooldown_until = max(lane.cooldown_until, time.monotonic() + delay)
+            lane.counters.retries += 1
+            if await self._sleep_unless_stopped(delay):
+                return
+
+    async def _throttle(self, lane: Lane, tokens: int) -> None:
+        if lane.cooldown_until:
+            wait = lane.cooldown_until - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        if lane.request_bucket is not None:
+            await lane.request_bucket.acquire(1.0)
+        if lane.token_bucket is not None:
+            await lane.token_bucket.acquire(float(tokens))
+
+    async def _sleep_unless_stopped(self, delay: float) -> bool:
+        """Sleep ``delay`` seconds; return True (early) if the run is being stopped."""
+        event = self._stop_event
+        if event is None:
+            await asyncio.sleep(delay)
+            return False
+        try:
+            await asyncio.wait_for(event.wait(), timeout=delay)
+        except TimeoutError:
+            return False
+        return True
+
+    # -- recording ------------------------------------------------------------------------------
+
+    def _record_result(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], result: ChatResult, attempts: int, started: float
+    ) -> None:
+        lane.successes += 1
+        counters = lane.counters
+        counters.sent += 1
+        text = self.redactor.redact(result.text)
+        reported = getattr(result, "cost_usd", None)
+        if reported is not None:
+            cost: float | None = float(reported)
+        elif lane.price is not None and (result.input_tokens is not None or result.output_tokens is not None):
+            cost = lane.price.cost(result.input_tokens, result.output_tokens)
+        else:
+            cost = None
+        if cost:
+            self.spent += cost
+            counters.cost_usd += cost
+        reason = result.finish_reason
+        if reason is not None:
+            counters.finish_reasons[reason] = counters.finish_reasons.get(reason, 0) + 1
+        finished = time.time()
+        model_reported = self.redactor.redact(result.model_reported)
+        parse_key = self.parser.key_for
+        for index, (item, fp) in enumerate(group):
+            parsed = self.parser.parse(text, reason, parse_key(item.use_case, item.answer_type))
+            first = index == 0
+            self.writer.add(
+                self._row(
+                    lane, item, fp, parsed, text, reason, result.input_tokens, result.output_tokens,
+                    cost if first else 0.0, result.latency_ms, attempts if first else 0, None,
+                    0 if first else 1, model_reported, started, finished,
+                )
+            )
+            counters.done += 1
+            counters.count_status(parsed.status)
+        counters.cached += len(group) - 1
+
+    def _record_failure(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], error: BackendError, attempts: int, started: float
+    ) -> None:
+        message = self.redactor.redact(str(error)) or type(error).__name__
+        if error.status in _FATAL_ALWAYS:
+            lane.fatal = f"{lane.model} refused the credentials ({message}); check its API key"
+        elif lane.successes == 0 and (error.status is None or error.status in _FATAL_BEFORE_SUCCESS):
+            lane.fatal = f"could not use {lane.model}: {message}; check the model name, URL and network"
+        if lane.fatal is not None:
+            self.stop("failed")
+            return
+        finished = time.time()
+        failed = Parsed("error")
+        for item, fp in group:
+            self.writer.add(
+                self._row(lane, item, fp, failed, None, None, None, None, None, None, attempts, message, 0, None,
+                          started, finished)
+            )
+            lane.counters.done += 1
+            lane.counters.errors += 1
+        lane.counters.sent += 1
+
+    def _serve_from_cache(self, lane: Lane) -> None:
+        """Store copies of identical requests answered before (no call, no cost)."""
+        now = time.time()
+        for item, fp, stored in lane.work.from_cache:
+            text, reason, n_in, n_out, latency, reported, _simulated = stored
+            parsed = self.parser.parse(text, reason, self.parser.key_for(item.use_case, item.answer_type))
+            self.writer.add(
+                self._row(lane, item, fp, parsed, text, reason, n_in, n_out, 0.0, latency, 0, None, 1, reported,
+                          now, now)
+            )
+            lane.counters.done += 1
+            lane.counters.cached += 1
+            lane.counters.count_status(parsed.status)
+
+    def _row(
+        self, lane: Lane, item: PromptItem, fp: str, parsed: Parsed, text: str | None, reason: str | None,
+        n_in: int | None, n_out: int | None, cost: float | None, latency: float | None, attempts: int,
+        error: str | None, cached: int, reported: str | None, started: float, finished: float,
+    ) -> Row:
+        return (
+            item.prompt_id, item.prompt_hash, lane.model, lane.config_fp, fp, lane.simulated, parsed.status,
+            text, reason, parsed.value, parsed.unit, parsed.release_value, parsed.release_unit,
+            parsed.is_range, parsed.out_of_range, parsed.reason, self.parser.profile, n_in, n_out, cost,
+            latency, attempts, error, cached, reported, "run", started, finished, self.run_id,
+        )
+
+
+def lane_summary(lane: Lane) -> dict[str, Any]:
+    out = lane.counters.as_dict()
+    out["already_done"] = lane.work.already_done
+    out["simulated"] = bool(lane.simulated)
+    return out

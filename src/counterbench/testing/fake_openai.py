@@ -1,0 +1,165 @@
+"""A fake OpenAI chat-completions server (a real aiohttp server on 127.0.0.1) with fault injection.
+
+In-process::
+
+    async with FakeOpenAIServer(FaultConfig(latency_ms=5)) as server:
+        ... server.base_url ...                      # http://127.0.0.1:PORT/v1
+
+    with run_in_thread(FakeOpenAIServer()) as server:  # its own loop on a daemon thread
+        ... server.base_url, server.counters, server.config.force = "429" ...
+
+As a process (benchmarks)::
+
+    python -m counterbench.testing.fake_openai --port 0 --latency-ms 20 [--fault-rate 0.3]
+    # prints "READY http://127.0.0.1:PORT/v1"; stops on SIGTERM, after --max-seconds, or with its parent
+
+or ``with ServerProcess("fake_openai", "--latency-ms", "20") as proc: proc.base_url``.
+
+Answers are deterministic, derived from the prompt: ``### <n> INR`` (or ``### <n> %`` when the
+system prompt asks for a percentage); a request with ``response_format`` gets ``{"answer": "..."}``.
+Faults (see :mod:`counterbench.testing._fakecore` for how they are chosen): ``429`` (with
+``Retry-After``), ``500``, ``503``, ``529``, ``400``, ``401`` (its message echoes the key received,
+as careless servers do, to test redaction), ``hang`` (no answer for ``hang_s``), ``reset`` (TCP RST),
+``malformed`` (truncated JSON), ``no_choices``, ``empty`` (content ``""``), ``length`` (cut-off answer,
+``finish_reason: length``), ``content_filter`` (no content).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import time
+from typing import Any
+
+from aiohttp import web
+
+from counterbench.testing._fakecore import (
+    FakeServerBase,
+    FaultConfig,
+    ServerProcess,
+    add_cli_arguments,
+    answer_text,
+    config_from_args,
+    run_in_thread,
+    serve_until_done,
+)
+
+__all__ = ["FakeOpenAIServer", "FaultConfig", "ServerProcess", "main", "run_in_thread"]
+
+_JSON = "application/json"
+
+
+def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> web.Response:
+    body = json.dumps({"error": {"message": message, "type": kind, "code": status}})
+    return web.Response(status=status, body=body.encode(), content_type=_JSON, headers=headers)
+
+
+class FakeOpenAIServer(FakeServerBase):
+    """``POST /v1/chat/completions`` and ``GET /v1/models``."""
+
+    url_suffix = "/v1"
+
+    def routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            payload: dict[str, Any] = json.loads(raw)
+            messages = payload["messages"]
+        except (ValueError, KeyError, TypeError):
+            return _error(400, "request body is not a chat-completions request", "invalid_request_error")
+        system = next((str(m.get("content", "")) for m in messages if m.get("role") == "system"), "")
+        user = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
+        counters = self.counters
+        counters.recent_bodies.append(payload)
+        counters.recent_headers.append(dict(request.headers))
+        config = self.config
+        if config.api_key is not None:
+            auth = request.headers.get("Authorization", "")
+            if auth != f"Bearer {config.api_key}":
+                counters.requests += 1
+                counters.outcomes["unauthorized"] += 1
+                return _error(401, f"Incorrect API key provided: {auth[7:]}", "invalid_request_error")
+        fault = self.choose_fault(hashlib.sha1(raw, usedforsecurity=False).hexdigest(), user)
+        await self.delay()
+        if fault is not None:
+            response = await self._fault(fault, request, payload, system, user)
+            if response is not None:
+                return response
+        return self._answer(payload, system, user, finish_reason="stop")
+
+    async def _fault(
+        self, fault: str, request: web.Request, payload: dict[str, Any], system: str, user: str
+    ) -> web.StreamResponse | None:
+        if fault == "hang":
+            await self.hang()
+            return None
+        if fault == "reset":
+            return self.reset_connection(request)
+        if fault in ("429", "503", "529"):
+            msg = "Rate limit reached" if fault == "429" else "The server is overloaded"
+            return _error(int(fault), msg, "rate_limit_error", self.retry_headers())
+        if fault in ("500", "400"):
+            return _error(int(fault), "injected failure", "server_error" if fault == "500" else "bad_request")
+        if fault == "401":
+            auth = request.headers.get("Authorization", "")
+            return _error(401, f"Incorrect API key provided: {auth[7:]}", "invalid_request_error")
+        if fault == "malformed":
+            return web.Response(
+                body=b'{"id": "chatcmpl-x", "choices": [{"message": {"content": "### 1', content_type=_JSON
+            )
+        if fault == "no_choices":
+            return web.json_response({"id": "chatcmpl-x", "object": "chat.completion", "choices": []})
+        if fault == "empty":
+            return self._answer(payload, system, user, finish_reason="stop", content="")
+        if fault == "length":
+            return self._answer(payload, system, user, finish_reason="length", content="### 12")
+        if fault == "content_filter":
+            return self._answer(payload, system, user, finish_reason="content_filter", content=None)
+        return _error(500, f"unknown injected fault {fault!r}", "server_error")
+
+    def _answer(
+        self, payload: dict[str, Any], system: str, user: str, *, finish_reason: str, content: Any = ...
+    ) -> web.Response:
+        if content is ...:
+            content = answer_text(system, user)
+            if "response_format" in payload:
+                content = json.dumps({"answer": content})
+        body = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(payload.get("model", "fake-model")),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": (len(system) + len(user)) // 4,
+                "completion_tokens": 6,
+                "total_tokens": (len(system) + len(user)) // 4 + 6,
+            },
+        }
+        return web.Response(body=json.dumps(body).encode(), content_type=_JSON)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    add_cli_arguments(parser)
+    args = parser.parse_args(argv)
+    server = FakeOpenAIServer(config_from_args(args), host=args.host, port=args.port)
+    asyncio.run(serve_until_done(server, args.max_seconds))
+
+
+if __name__ == "__main__":
+    main()
