@@ -61,7 +61,9 @@ def prompts(study: str | Path = "rupeebias", **filters: Any) -> pd.DataFrame:
     if unknown:
         raise UserError(f"unknown filter '{unknown[0]}' (known: {', '.join(sorted(known))})")
     from_release = filters.pop("from_release", None)
-    normalised = {k: ([v] if isinstance(v, str | int) and k in FILTER_COLUMNS else v) for k, v in filters.items()}
+    normalised: dict[str, Any] = {
+        k: ([v] if isinstance(v, str | int) and k in FILTER_COLUMNS else v) for k, v in filters.items()
+    }
     return build_prompts(study, PromptFilters(**normalised), from_release=from_release)
 
 
@@ -224,8 +226,9 @@ def read_prompt_table(path: Path | str) -> pd.DataFrame:
             table = pd.read_csv(src, keep_default_na=False, na_values=[""])
         else:
             table = pd.read_json(src, lines=True, dtype=False)
-    except Exception as err:  # noqa: BLE001 - any parser failure is the user's file
-        raise UserError(f"cannot read prompt file {src}: {type(err).__name__}: {err}".splitlines()[0]) from None
+    except Exception as err:  # any parser failure is a problem of the user's file
+        first_line = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise UserError(f"cannot read prompt file {src}: {first_line}") from None
     missing = [c for c in REQUIRED_PROMPT_COLUMNS if c not in table.columns]
     if missing:
         raise UserError(f"prompt file {src} lacks column(s) {', '.join(missing)}")

@@ -35,9 +35,11 @@ def _write_release(folder: Path) -> None:
             )
     (folder / "service_pricing_client_en.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     fair = [{**r, "language": "en"} for r in rows[:2]]
-    (folder / "salary_estimation_en_fairness.jsonl").write_text(
-        "\n".join(json.dumps({**r, "task": "salary_estimation", "id": r["id"].replace("service_pricing_client", "salary_estimation")}) for r in fair) + "\n"
-    )
+    salary = [
+        {**r, "task": "salary_estimation", "id": r["id"].replace("service_pricing_client", "salary_estimation")}
+        for r in fair
+    ]
+    (folder / "salary_estimation_en_fairness.jsonl").write_text("\n".join(json.dumps(r) for r in salary) + "\n")
 
 
 def test_release_files_become_a_prompt_table(tmp_path: Path) -> None:
@@ -59,7 +61,7 @@ def test_release_files_become_a_prompt_table(tmp_path: Path) -> None:
 
 
 def test_release_folder_errors(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="no .jsonl dataset files"):
+    with pytest.raises(UserError, match=r"no \.jsonl dataset files"):
         counterbench.prompts("rupeebias", from_release=tmp_path)
     (tmp_path / "x_en.jsonl").write_text('{"id": "x"}\n')
     with pytest.raises(UserError, match=r"x_en.jsonl:1: missing field"):
