@@ -11,7 +11,8 @@ Decisions (spec `rupeebias.md` §2):
   (text, answer type) pair of its input once and broadcasts the result (stored runs repeat the
   same short answers many times). Results are immutable, so sharing them is safe.
 - :func:`parse_series` keeps the input's index; missing texts (``None``/``NaN``) parse as
-  ``unparseable``/``empty``.
+  ``unparseable``/``empty``. Text columns have ``object`` dtype with ``None`` for missing (the same
+  under pandas 2 and 3); ``value``/``release_value`` are float64 with NaN; flags are bool.
 """
 
 from __future__ import annotations
@@ -78,9 +79,7 @@ def _answer_type_codes(use_cases: pd.Series | str, index: pd.Index) -> tuple[np.
     return remap[codes], type_names
 
 
-def parse_series(
-    texts: pd.Series, use_cases: pd.Series | str, profile: str = DEFAULT_PROFILE
-) -> pd.DataFrame:
+def parse_series(texts: pd.Series, use_cases: pd.Series | str, profile: str = DEFAULT_PROFILE) -> pd.DataFrame:
     """Parse many responses at once; one output row per input row, same index.
 
     ``use_cases`` is one name for all rows or a Series aligned by position with ``texts``.
@@ -114,4 +113,8 @@ def parse_series(
         "release_unit": np.array([r.release_unit for r in results], dtype=object),
     }
     inverse = np.asarray(inverse).reshape(-1)
-    return pd.DataFrame({name: col[inverse] for name, col in columns.items()}, index=texts.index)
+    # object columns are kept as object (None for missing) under pandas 2 and 3 alike
+    return pd.DataFrame(
+        {name: pd.Series(col[inverse], index=texts.index, dtype=col.dtype) for name, col in columns.items()},
+        index=texts.index,
+    )

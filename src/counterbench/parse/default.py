@@ -55,7 +55,7 @@ def _has_unit(m: Mention, accepts: str) -> bool:
     return m.currency or m.percent or m.scale is not None
 
 
-def _marked(text: str, lines: list[str], starts: list[int], m: Mention, accepts: str) -> bool:
+def _marked(lines: list[str], starts: list[int], m: Mention, accepts: str) -> bool:
     """True when ``m`` sits on a ``#`` format line and is that line's answer."""
     index = line_of(starts, m.start)
     line = lines[index]
@@ -72,7 +72,7 @@ def _select(text: str, candidates: list[Mention], accepts: str) -> list[Mention]
     """Steps 5 and 6: the candidates that can be the answer."""
     lines = text.split("\n")
     starts = line_starts(text)
-    pool = [m for m in candidates if _marked(text, lines, starts, m, accepts)] or candidates
+    pool = [m for m in candidates if _marked(lines, starts, m, accepts)] or candidates
     return [m for m in pool if _has_unit(m, accepts)] or pool
 
 
@@ -94,9 +94,7 @@ def _numeric(text: str, answer_type: AnswerType, truncated: bool) -> ParsedAnswe
         return answer_unparseable("unit_mismatch" if mentions else "no_number")
     chosen = _select(text, candidates, accepts)
     convert = accepts != "percent"
-    values = {
-        round(m.amount(answer_type.monthly_to_annual) if convert else (m.lo + m.hi) / 2, 4) for m in chosen
-    }
+    values = {round(m.amount(answer_type.monthly_to_annual) if convert else (m.lo + m.hi) / 2, 4) for m in chosen}
     if len(values) > 1:
         return answer_unparseable("ambiguous")
     first = chosen[0]

@@ -11,12 +11,13 @@ Decisions (spec `rupeebias.md` §2; word lists in ``rules.yaml``):
   decimal part. Any other comma pattern (``10,5``) is a *bad grouping* mention, never silently
   re-read. A number glued to a letter or to another number's decimal point (``Q1``, ``v2.5``) is
   not a mention.
-- **Mention = number + markers.** Optional leading ``-`` (negative), an INR prefix (``₹``, ``Rs``,
+- **Mention = number + markers.** Optional ``-`` glued to the number or its currency (negative:
+  ``-1``, ``₹-500``; a spaced dash as in "CTC - 12 LPA" is punctuation), an INR prefix (``₹``, ``Rs``,
   ``Rs.``, ``INR``) or a foreign one (``$``, ``USD``), then the number, then optionally a scale word
   (LPA/lakh/lac ×1e5, crore/cr ×1e7, k/thousand ×1e3, million ×1e6), ``%``, an INR/foreign suffix,
   and a period word (per annum / per month ...).
 - **Ranges.** Two neighbouring mentions form one range when only a separator stands between them:
-  ``-`` (also a ``-`` read as the second number's sign, as in ``12% - 15%``), ``to``, ``se``,
+  ``-`` (also a ``-`` glued to the second number, as in ``10 -12 LPA``), ``to``, ``se``,
   ``till``; or ``and``/``aur`` after "between" (or before Hinglish "ke beech"). Both sides must be
   percent or both not. Markers are shared: a bare side takes the other side's scale ("10-12 LPA")
   unless that would make it more than 10× the other bound ("80,000 - 1.2 lakh" stays 80,000), and
@@ -35,10 +36,26 @@ from counterbench.parse.rules import load_rules
 
 _TRANSLATE = str.maketrans(
     {
-        "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ", "\t": " ", "\r": "",
-        "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-",
-        "\u2212": "-", "\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
-        "*": "", "_": "", "`": "",
+        "\u00a0": " ",
+        "\u2009": " ",
+        "\u202f": " ",
+        "\u2007": " ",
+        "\t": " ",
+        "\r": "",
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "*": "",
+        "_": "",
+        "`": "",
         **{chr(0x0966 + d): str(d) for d in range(10)},  # Devanagari digits
         **{chr(0xFF10 + d): str(d) for d in range(10)},  # full-width digits
     }
@@ -90,9 +107,9 @@ def patterns() -> Patterns:
     )
     mention = (
         r"(?<![\w,])(?<![0-9]\.)"
-        r"(?P<sign>- ?)?"
+        r"(?P<sign>-)?"
         rf"(?:(?:(?P<fx>{_alternation(rules.foreign_prefixes)})|(?P<cur>{_alternation(rules.currency_prefixes)}))"
-        r" ?(?P<sign2>- ?)?)?"
+        r" ?(?P<sign2>-)?)?"
         + num
         + rf"(?: ?(?P<scale>{_alternation(list(rules.scales))}))?"
         + rf"(?: ?(?P<pct>{_alternation(rules.percent_words)}))?"
@@ -154,9 +171,15 @@ def _one(match: re.Match[str], scales: dict[str, float]) -> Mention:
     )
 
 
+def _money(m: Mention) -> bool:
+    return m.currency or m.scale is not None
+
+
 def _joins(text: str, left: Mention, right: Mention, pats: Patterns) -> bool:
     """True when the text between two mentions makes them one range."""
-    if left.percent != right.percent or left.foreign != right.foreign or left.is_range:
+    if left.is_range or left.foreign != right.foreign or (_money(left) and right.percent):
+        return False
+    if left.percent and _money(right):
         return False
     gap = text[left.end : right.start].strip()
     if gap == "" and right.negative and not left.negative:

@@ -105,9 +105,7 @@ def rules_from_mapping(data: dict[str, Any]) -> Rules:
         for word in _words(raw["words"], f"scales.{name}.words"):
             scales[word] = float(raw["multiplier"])
     periods = dict(data["periods"])
-    refusals = {
-        str(profile): tuple(phrases) for profile, phrases in dict(data["refusal_phrases"]).items()
-    }
+    refusals = {str(profile): tuple(phrases) for profile, phrases in dict(data["refusal_phrases"]).items()}
     return Rules(
         use_cases=use_cases,
         answer_types=answer_types,
@@ -155,7 +153,6 @@ def resolve_answer_type(use_case: str) -> AnswerType:
     answer_type = rules.answer_types.get(name)
     if answer_type is None:
         raise UserError(
-            f"unknown use case or answer type {use_case!r}; valid names: "
-            + ", ".join(valid_use_case_names())
+            f"unknown use case or answer type {use_case!r}; valid names: " + ", ".join(valid_use_case_names())
         )
     return answer_type

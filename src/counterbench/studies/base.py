@@ -58,3 +58,7 @@ class Study(Protocol):
     def canonical_use_case(self, name: str) -> str:
         """Map an alias (e.g. ``service_pricing_client``) to the study's own use-case name."""
         ...
+
+    def canonical_identifier(self, name: str) -> str:
+        """Map an identifier alias to the study's own value (unknown names are returned unchanged)."""
+        ...

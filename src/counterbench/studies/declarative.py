@@ -45,6 +45,13 @@ class DeclarativeStudy:
         self._aliases = {
             alias: uc.name for uc in definition.use_cases.values() for alias in (uc.name, *uc.aliases)
         }
+        self._identifier_aliases = {
+            alias: ident.value for ident in definition.identifiers for alias in (ident.value, *ident.aliases)
+        }
+
+    def canonical_identifier(self, name: str) -> str:
+        """Map an identifier alias (e.g. the release's ``Shia``) to the study's value; unknown names pass."""
+        return self._identifier_aliases.get(name, name)
 
     def canonical_use_case(self, name: str) -> str:
         try:

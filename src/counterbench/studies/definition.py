@@ -35,6 +35,8 @@ class Identifier:
     phrases: Mapping[str, str]
     #: explicit phrase forms (form name -> language -> text) overriding the derivation rules
     forms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: other names for the same identifier (e.g. the published release's "Shia" for "Shia Muslim")
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,12 @@ def _parse_axes(
                 str(f): ctx.per_language(v, f"{iwhere}.forms.{f}", languages)
                 for f, v in (m.get("forms") or {}).items()
             }
-            idents.append(Identifier(str(axis), value, phrases, overrides))
+            aliases = tuple(str(a) for a in (m.get("aliases") or []))
+            for alias in aliases:
+                if alias in seen:
+                    raise ctx.fail(iwhere, f"alias '{alias}' is already an identifier or alias (axis {seen[alias]})")
+                seen[alias] = str(axis)
+            idents.append(Identifier(str(axis), value, phrases, overrides, aliases))
         axes[str(axis)] = tuple(idents)
     return axes
 

@@ -6,6 +6,10 @@ question_variant_id, question_variant, prompt, ...``. We keep the release's ids 
 verbatim and pair each row with the study's system prompt (paper Table 21), so a new model can be
 run on exactly the published prompts. Files whose name contains ``_fairness`` are the fairness
 variant. Other scalar fields become design columns.
+
+Names are mapped onto the study's own: task aliases (``service_pricing_client``), identifier aliases
+(the release's ``Shia``/``Sunni``), and profile ids (the release numbers profiles ``R01``/``N01``/
+``S01`` in some tasks; the study uses ``P01``: :func:`canonical_profile_id`).
 """
 
 from __future__ import annotations
@@ -70,8 +74,8 @@ def _read_file(study: Study, path: Path, variant: str) -> list[dict[str, Any]]:
                 "use_case": use_case,
                 "language": language,
                 "axis": str(rec["axis"]),
-                "identifier": str(rec["identifier_value"]),
-                "profile_id": str(rec["profile_id"]),
+                "identifier": study.canonical_identifier(str(rec["identifier_value"])),
+                "profile_id": canonical_profile_id(rec["profile_id"]),
                 "question_variant": _variant_number(rec["question_variant_id"], path, lineno),
                 "variant": variant,
                 "answer_type": _answer_type(study, use_case),
@@ -85,11 +89,24 @@ def _read_file(study: Study, path: Path, variant: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _variant_number(raw: Any, path: Path, lineno: int) -> int:
+def canonical_profile_id(raw: object) -> str:
+    """``R07``/``N07``/``S07`` (the release's per-task prefixes) -> ``P07``; other ids unchanged."""
+    text = str(raw)
+    match = re.fullmatch(r"[A-Z](\d+)", text)
+    return f"P{int(match.group(1)):02d}" if match else text
+
+
+def release_question_variant(raw: object) -> int | None:
+    """``Q2``/``2`` -> 2; ``None`` when there is no number."""
     digits = re.sub(r"\D", "", str(raw))
-    if not digits:
+    return int(digits) if digits else None
+
+
+def _variant_number(raw: Any, path: Path, lineno: int) -> int:
+    number = release_question_variant(raw)
+    if number is None:
         raise UserError(f"{path.name}:{lineno}: question_variant_id {raw!r} has no number")
-    return int(digits)
+    return number
 
 
 def _answer_type(study: Study, use_case: str) -> str:
