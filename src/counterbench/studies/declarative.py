@@ -45,6 +45,7 @@ class DeclarativeStudy:
         self._aliases = {
             alias: uc.name for uc in definition.use_cases.values() for alias in (uc.name, *uc.aliases)
         }
+        self._expanded: dict[tuple[str, ...], pd.DataFrame] = {}
         self._identifier_aliases = {
             alias: ident.value for ident in definition.identifiers for alias in (ident.value, *ident.aliases)
         }
@@ -99,69 +100,83 @@ class DeclarativeStudy:
         for v in variants:
             if v not in VARIANTS:
                 raise UserError(f"unknown variant '{v}' (one of: {', '.join(VARIANTS)})")
+        key = tuple(v for v in VARIANTS if v in variants)
+        if key not in self._expanded:
+            self._expanded[key] = self._expand(key)
+        return self._expanded[key].copy()
+
+    def _expand(self, variants: tuple[str, ...]) -> pd.DataFrame:
         d = self.definition
         forms = {
-            (ident.value, lang): self.identifier_forms(ident, lang)
-            for ident in d.identifiers
-            for lang in d.languages
+            (ident.value, lang): self.identifier_forms(ident, lang) for ident in d.identifiers for lang in d.languages
         }
-        rows: list[dict[str, Any]] = []
-        for variant in VARIANTS:
-            if variant not in variants:
-                continue
+        design_names = list(dict.fromkeys(k for uc in d.use_cases.values() for k in uc.profiles[0] if k != "profile_id"))
+        columns: dict[str, list[Any]] = {name: [] for name in (*BASE_COLUMNS, *design_names)}
+        for variant in variants:
             suffix = "_fair" if variant == "fairness" else ""
             for uc in d.use_cases.values():
                 system = self.system_prompt_for(uc.name, variant)
                 for lang, lang_spec in d.languages.items():
-                    template = uc.templates[lang]
-                    questions = uc.question_variants[lang]
+                    prefix = f"{uc.name}_{lang_spec['id_infix']}_"
+                    # (profile, question) combinations with everything but the identifier filled in
+                    partials = []
+                    for profile in uc.profiles:
+                        design = {k: (v[lang] if isinstance(v, Mapping) else v) for k, v in profile.items()}
+                        for qv_index, question in enumerate(uc.question_variants[lang], start=1):
+                            parts = _partial(uc.templates[lang], {**design, "question": question})
+                            partials.append((design, qv_index, parts))
                     number = 0
                     for ident in d.identifiers:
                         phrase_values = forms[(ident.value, lang)]
-                        for profile in uc.profiles:
-                            design = {k: (v[lang] if isinstance(v, Mapping) else v) for k, v in profile.items()}
-                            for qv_index, question in enumerate(questions, start=1):
-                                number += 1
-                                values = {**design, **phrase_values, "question": question}
-                                rows.append(
-                                    {
-                                        "prompt_id": f"{uc.name}_{lang_spec['id_infix']}_{number:05d}{suffix}",
-                                        "study": d.name,
-                                        "use_case": uc.name,
-                                        "language": lang,
-                                        "axis": ident.axis,
-                                        "identifier": ident.value,
-                                        "profile_id": design["profile_id"],
-                                        "question_variant": qv_index,
-                                        "variant": variant,
-                                        "answer_type": uc.answer_type,
-                                        "system": system,
-                                        "user": render(template, values),
-                                        **{k: v for k, v in design.items() if k != "profile_id"},
-                                    }
-                                )
-        return _to_frame(rows)
+                        for design, qv_index, parts in partials:
+                            number += 1
+                            columns["prompt_id"].append(f"{prefix}{number:05d}{suffix}")
+                            columns["axis"].append(ident.axis)
+                            columns["identifier"].append(ident.value)
+                            columns["profile_id"].append(design["profile_id"])
+                            columns["question_variant"].append(qv_index)
+                            columns["user"].append("".join(p if n is None else phrase_values[n] for p, n in parts))
+                            for name in design_names:
+                                columns[name].append(design.get(name))
+                    n = number
+                    for name, value in (
+                        ("study", d.name),
+                        ("use_case", uc.name),
+                        ("language", lang),
+                        ("variant", variant),
+                        ("answer_type", uc.answer_type),
+                        ("system", system),
+                    ):
+                        columns[name].extend([value] * n)
+        frame = pd.DataFrame({name: _column(name, values) for name, values in columns.items()})
+        return frame
 
 
-def _to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Build the table with base columns first and design columns in order of first appearance."""
-    design: dict[str, None] = {}
-    for row in rows:
-        for key in row:
-            if key not in BASE_COLUMNS:
-                design.setdefault(key, None)
-    frame = pd.DataFrame.from_records(rows, columns=[*BASE_COLUMNS, *design])
-    frame["question_variant"] = frame["question_variant"].astype("int64")
-    for col in design:
-        frame[col] = _tidy_design_column(frame[col])
-    return frame
+def _partial(template: str, values: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """Split a template into literal text and the names still to fill (the identifier's phrases)."""
+    pieces = PLACEHOLDER.split(template)
+    out: list[tuple[str, str | None]] = []
+    literal = ""
+    for i, piece in enumerate(pieces):
+        if i % 2 == 0:
+            literal += piece
+        elif piece in values:
+            literal += _fmt(values[piece])
+        else:
+            out.append((literal, None))
+            out.append(("", piece))
+            literal = ""
+    out.append((literal, None))
+    return [(p, n) for p, n in out if n is not None or p]
 
 
-def _tidy_design_column(col: pd.Series) -> pd.Series:
-    """Numbers stay numbers (float, NaN where a use case lacks the field); anything else is text."""
-    present = col.dropna()
-    if len(present) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
-        return col.astype("float64")
-    return col.map(lambda v: None if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)).astype(
-        "object"
-    )
+def _column(name: str, values: list[Any]) -> pd.Series:
+    """Typed column: ids and texts as strings, question_variant as int, design numbers as float."""
+    if name == "question_variant":
+        return pd.Series(values, dtype="int64")
+    if name in BASE_COLUMNS:
+        return pd.Series(values, dtype="object")
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
+        return pd.Series([float("nan") if v is None else float(v) for v in values], dtype="float64")
+    return pd.Series([None if v is None else _fmt(v) for v in values], dtype="object")

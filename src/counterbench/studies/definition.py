@@ -132,7 +132,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except OSError as err:
         raise UserError(f"cannot read study file {path}: {err.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
