@@ -110,7 +110,9 @@ class DeclarativeStudy:
         forms = {
             (ident.value, lang): self.identifier_forms(ident, lang) for ident in d.identifiers for lang in d.languages
         }
-        design_names = list(dict.fromkeys(k for uc in d.use_cases.values() for k in uc.profiles[0] if k != "profile_id"))
+        design_names = list(
+            dict.fromkeys(k for uc in d.use_cases.values() for k in uc.profiles[0] if k != "profile_id")
+        )
         columns: dict[str, list[Any]] = {name: [] for name in (*BASE_COLUMNS, *design_names)}
         for variant in variants:
             suffix = "_fair" if variant == "fairness" else ""
