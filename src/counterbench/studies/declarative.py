@@ -19,6 +19,11 @@ from counterbench.studies.base import BASE_COLUMNS, VARIANTS
 from counterbench.studies.definition import PLACEHOLDER, Identifier, StudyDefinition
 
 
+def render(template: str, values: Mapping[str, Any]) -> str:
+    """Fill ``{name}`` placeholders (only these; other braces are left alone)."""
+    return PLACEHOLDER.sub(lambda m: _fmt(values[m.group(1)]), template)
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) >= 1e15:
         return str(int(value))
