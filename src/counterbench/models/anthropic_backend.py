@@ -2,14 +2,16 @@
 
 How the generation config maps onto the Messages API:
 
-* ``temperature``, ``max_tokens`` — sent as they are. ``seed`` — not supported by the API; ignored
-  (it is still recorded with the response by the engine).
-* ``reasoning_effort`` — extended thinking with a token budget: ``low`` 1,024, ``medium`` 4,096,
-  ``high`` 16,384 (``none``/``off`` = no thinking). ``max_tokens`` becomes budget + ``max_tokens``
-  and ``temperature`` is left out (the API requires its default with thinking on).
-* ``structured`` — the Messages API has no grammar; the answer is steered by pre-filling the
-  assistant turn with ``###`` (the format's opening); the returned text starts with that prefix so it
-  reads like the other backends' answers. Not used together with thinking (the API forbids it).
+* ``max_tokens`` — sent as it is. ``seed`` — not supported by the API; ignored (still recorded).
+* ``temperature`` — sent as ``temperature`` (through ``extra_body`` with SDKs whose typed
+  signature no longer lists it); a model that rejects it answers HTTP 400, reported as is.
+* ``reasoning_effort`` — manual extended thinking with a token budget: ``low`` 1,024, ``medium``
+  4,096, ``high`` 16,384 (``none``/``off`` = no thinking). ``max_tokens`` becomes budget +
+  ``max_tokens`` and ``temperature`` is left out (the API requires its default with thinking on).
+* ``structured`` (with a known ``answer_type``) — with SDKs that have ``output_config``: a JSON
+  schema ``{"answer": <string matching the format's regex>}`` as ``output_config.format``, and the
+  ``answer`` is unwrapped from the reply; with older SDKs, the assistant turn is pre-filled with
+  ``###`` and the returned text starts with that prefix. Neither is combined with thinking.
 * ``stop_reason`` is mapped onto OpenAI's finish reasons: ``end_turn``/``stop_sequence`` -> ``stop``,
   ``max_tokens`` -> ``length``, ``refusal`` -> ``content_filter``; others are kept as they are.
 
@@ -18,6 +20,8 @@ The SDK's own retries are disabled (``max_retries=0``): the engine retries.
 
 from __future__ import annotations
 
+import inspect
+import json
 import time
 from typing import Any
 
@@ -57,9 +61,10 @@ class AnthropicBackend:
         self.timeout_s = timeout_s
         self._secret = api_key
         self._sdk = anthropic
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
+        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
+        typed = inspect.signature(self._client.messages.create).parameters
+        self._typed_temperature = "temperature" in typed
+        self._has_output_config = "output_config" in typed
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(name={self.name!r}, base_url={self.base_url!r}, api_key='***')"
@@ -75,12 +80,19 @@ class AnthropicBackend:
         if request.system:
             params["system"] = request.system
         budget = THINKING_BUDGETS.get((config.reasoning_effort or "").lower())
+        fmt = answer_format(request.answer_type) if config.structured else None
         if budget:
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
             params["max_tokens"] = budget + config.max_tokens
         else:
-            params["temperature"] = config.temperature
-            if config.structured and answer_format(request.answer_type) is not None:
+            if self._typed_temperature:
+                params["temperature"] = config.temperature
+            else:
+                params["extra_body"] = {"temperature": config.temperature}
+            if fmt is not None and self._has_output_config:
+                schema = fmt.json_schema()["json_schema"]["schema"]
+                params["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+            elif fmt is not None:
                 messages.append({"role": "assistant", "content": _PREFILL})
         params["messages"] = messages
         return params
@@ -115,11 +127,11 @@ class AnthropicBackend:
                 retryable=True,
             ) from None
         latency_ms = (time.perf_counter() - started) * 1000.0
-        text = "".join(
-            getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text"
-        )
+        text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
         if prefilled:
             text = _PREFILL + text if not text.startswith(_PREFILL) else text
+        elif "output_config" in params:
+            text = _unwrap_answer(text)
         usage = message.usage
         stop = message.stop_reason
         return ChatResult(
@@ -142,3 +154,11 @@ def _status_detail(exc: Any) -> str:
         if isinstance(err, dict) and err.get("message"):
             return " ".join(str(err["message"]).split())[:300]
     return " ".join(str(getattr(exc, "message", exc)).split())[:300]
+
+
+def _unwrap_answer(text: str) -> str:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return text
+    return str(obj["answer"]) if isinstance(obj, dict) and isinstance(obj.get("answer"), str) else text

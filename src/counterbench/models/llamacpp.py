@@ -9,9 +9,15 @@ and nothing is ever downloaded. The chat template is the one stored in the GGUF.
   :mod:`counterbench.models.answer_formats`, so the answer always matches ``### <digits> INR`` /
   ``### <digits> %``; the token cap is raised to :data:`GRAMMAR_MIN_TOKENS` if lower, which is
   more than the longest answer the grammar allows.
+* llama.cpp's extra buffer types (weight repacking, AMX kernels) are off unless
+  ``extra_buffers=True``: see :func:`_model_params`.
 * Prefix reuse: llama-cpp-python keeps the KV cache of the previous prompt and evaluates only the
   tokens after the longest common prefix, so consecutive prompts that share a system prompt skip it
-  (``reuse_prefix=False`` resets before every call, for measurement).
+  (``reuse_prefix=False`` resets before every call, for measurement). Measured on 2 busy cores
+  (load ~6), RupeeBias prompts of ~185 tokens: structured 1.6-1.8 s vs 3.3-3.7 s median per prompt,
+  free text 2.9 s vs 7.7 s; the answers were identical with and without reuse.
+* OpenMP workers sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE`` unless the user set it):
+  see :func:`_import_llama_cpp`.
 
 This is a tiny model: its "advice" is meaningless. It is here so the pipeline runs offline.
 """
@@ -21,8 +27,11 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +62,53 @@ def llama_cpp_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+_PARAMS_LOCK = threading.Lock()
+
+
+def _import_llama_cpp() -> Any:
+    """Import ``llama_cpp``; the first import makes OpenMP workers sleep rather than spin.
+
+    libgomp reads ``OMP_WAIT_POLICY`` once, when llama.cpp's CPU library loads. Spinning workers
+    on a machine busy with other work multiplied the CPU cost per prompt 2-4x and the latency up to
+    10x in our measurements; a value the user set is kept.
+    """
+    if "llama_cpp" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import llama_cpp
+
+    return llama_cpp
+
+
+@contextmanager
+def _model_params(*, use_extra_bufts: bool) -> Iterator[None]:
+    """Load models with llama.cpp's ``use_extra_bufts`` set as asked (``llama_cpp.Llama`` has no argument).
+
+    llama.cpp's extra buffer types include the AMX matmul kernels, chosen from CPUID alone. Under
+    hypervisors that report AMX without enabling its register state (seen in Firecracker VMs) the
+    first AMX instruction kills the process with SIGILL. For the embedded default (Q4_1, which the
+    other repacking kernels do not handle) they bring nothing, so they are off by default.
+    """
+    import llama_cpp.llama as llama_module
+
+    low = llama_module.llama_cpp
+    original = low.llama_model_default_params
+    if use_extra_bufts or not hasattr(original(), "use_extra_bufts"):
+        yield
+        return
+
+    def params() -> Any:
+        value = original()
+        value.use_extra_bufts = False
+        return value
+
+    with _PARAMS_LOCK:
+        low.llama_model_default_params = params
+        try:
+            yield
+        finally:
+            low.llama_model_default_params = original
+
+
 class LlamaCppBackend:
     """The embedded model. Create through :func:`counterbench.models.create_backend`."""
 
@@ -66,14 +122,13 @@ class LlamaCppBackend:
         n_ctx: int = 1024,
         n_threads: int | None = None,
         reuse_prefix: bool = True,
+        extra_buffers: bool = False,
     ) -> None:
         if not llama_cpp_available():
             raise UserError(f"{name}: llama-cpp-python is not installed; {INSTALL_HINT}")
         path = model_path if model_path is not None else default_model_path()
         if path is None:
-            raise UserError(
-                f"{name}: the default model (package {DEFAULT_DISTRIBUTION}) is missing; {INSTALL_HINT}"
-            )
+            raise UserError(f"{name}: the default model (package {DEFAULT_DISTRIBUTION}) is missing; {INSTALL_HINT}")
         if not path.is_file():
             raise UserError(f"{name}: no GGUF file at {str(path)!r}")
         self.name = name
@@ -81,6 +136,7 @@ class LlamaCppBackend:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
         self.reuse_prefix = reuse_prefix
+        self.extra_buffers = extra_buffers
         self._llm: Any = None
         self._grammars: dict[str, Any] = {}
         self._thread_lock = threading.Lock()
@@ -91,16 +147,17 @@ class LlamaCppBackend:
 
     def _load(self) -> Any:
         if self._llm is None:
-            from llama_cpp import Llama
+            Llama = _import_llama_cpp().Llama
 
             try:
-                self._llm = Llama(
-                    model_path=str(self.model_path),
-                    n_ctx=self.n_ctx,
-                    n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads,
-                    verbose=False,
-                )
+                with _model_params(use_extra_bufts=self.extra_buffers):
+                    self._llm = Llama(
+                        model_path=str(self.model_path),
+                        n_ctx=self.n_ctx,
+                        n_threads=self.n_threads,
+                        n_threads_batch=self.n_threads,
+                        verbose=False,
+                    )
             except (ValueError, RuntimeError) as exc:
                 raise UserError(f"{self.name}: cannot load {str(self.model_path)!r} ({exc})") from None
         return self._llm
@@ -108,9 +165,7 @@ class LlamaCppBackend:
     def _grammar(self, fmt: AnswerFormat) -> Any:
         grammar = self._grammars.get(fmt.answer_type)
         if grammar is None:
-            from llama_cpp import LlamaGrammar
-
-            grammar = LlamaGrammar.from_string(fmt.gbnf, verbose=False)
+            grammar = _import_llama_cpp().LlamaGrammar.from_string(fmt.gbnf, verbose=False)
             self._grammars[fmt.answer_type] = grammar
         return grammar
 

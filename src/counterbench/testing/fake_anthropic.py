@@ -42,9 +42,7 @@ _ERROR_TYPES = {
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
     body = {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}
-    return web.Response(
-        status=status, body=json.dumps(body).encode(), content_type="application/json", headers=headers
-    )
+    return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json", headers=headers)
 
 
 def _text(content: Any) -> str:
@@ -70,12 +68,11 @@ class FakeAnthropicServer(FakeServerBase):
             return _error(400, "request body is not a Messages request")
         system = _text(payload.get("system", ""))
         user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-        prefill = (
-            _text(messages[-1].get("content")) if messages and messages[-1].get("role") == "assistant" else ""
-        )
+        prefill = _text(messages[-1].get("content")) if messages and messages[-1].get("role") == "assistant" else ""
         self.counters.recent_bodies.append(payload)
         self.counters.recent_headers.append(dict(request.headers))
-        provided = request.headers.get("x-api-key", "")
+        auth = request.headers.get("Authorization", "")
+        provided = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
         if self.config.api_key is not None and provided != self.config.api_key:
             self.counters.requests += 1
             self.counters.outcomes["unauthorized"] += 1
@@ -106,6 +103,8 @@ class FakeAnthropicServer(FakeServerBase):
             answer, stop = "", "refusal"
         if prefill and answer.startswith(prefill):
             answer = answer[len(prefill) :]
+        if answer and (payload.get("output_config") or {}).get("format"):
+            answer = json.dumps({"answer": answer})
         body = {
             "id": "msg_fake",
             "type": "message",
