@@ -12,6 +12,10 @@ import typer
 
 COMMAND_MODULES = (
     "counterbench.commands.prompts_cmd",
+    "counterbench.commands.run_cmd",
+    "counterbench.commands.store_cmd",
+    "counterbench.commands.analyze_cmd",
+    "counterbench.commands.report_cmd",
 )
 
 

@@ -70,7 +70,7 @@ def load_price_table(user_file: Path | str | None = None) -> PriceTable:
 
 def _parse(text: str, where: str) -> list[tuple[str, Price]]:
     try:
-        data: Any = yaml.safe_load(text)
+        data: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""

@@ -37,6 +37,7 @@ from counterbench.run.writer import BatchWriter, Row
 _FATAL_ALWAYS = frozenset({401, 403})
 _FATAL_BEFORE_SUCCESS = frozenset({404})
 _TIMEOUT_GRACE_S = 2.0
+_FINAL_EMPTY = frozenset({"length", "content_filter"})
 
 
 @dataclass
@@ -127,7 +128,7 @@ class Engine:
         """Run every lane to completion or until stopped; return ``completed``/``interrupted``/... ."""
         self._stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
-        installed: list[int] = []
+        installed: list[signal.Signals] = []
         if self.settings.handle_signals:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 try:
@@ -141,7 +142,10 @@ class Engine:
                 self._serve_from_cache(lane)
                 lane.groups = lane.work.iter_groups()
                 n = min(self.settings.concurrency, len(lane.work.groups))
-                self._workers.extend(asyncio.create_task(self._worker(lane)) for _ in range(n))
+                for _ in range(n):
+                    task = asyncio.create_task(self._worker(lane))
+                    task.add_done_callback(self._worker_done)
+                    self._workers.append(task)
             results = await asyncio.gather(*self._workers, return_exceptions=True)
             errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
             if errors:
@@ -152,15 +156,19 @@ class Engine:
                 await ticker
             for sig in installed:
                 loop.remove_signal_handler(sig)
-            self.writer.flush()
+            self.writer.flush(wait=False)
             self.display.refresh()
         return self.stop_reason or "completed"
+
+    def _worker_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.stop("failed")  # a bug or a store failure: stop the others, then re-raise
 
     async def _tick(self) -> None:
         n = 0
         while True:
             await asyncio.sleep(self.writer.max_seconds)
-            self.writer.flush()
+            self.writer.flush(wait=False)
             if self.writer.failure is not None:
                 self.stop("failed")
             n += 1
@@ -195,7 +203,8 @@ class Engine:
         while True:
             attempts += 1
             tokens = item.est_input_tokens + self.config.max_tokens
-            await self._throttle(lane, tokens)
+            if lane.cooldown_until or lane.request_bucket is not None or lane.token_bucket is not None:
+                await self._throttle(lane, tokens)
             try:
                 async with asyncio.timeout(timeout):
                     result = await lane.backend.complete(request)
@@ -206,6 +215,17 @@ class Engine:
             else:
                 if lane.token_bucket is not None and result.input_tokens is not None:
                     lane.token_bucket.settle((result.input_tokens + (result.output_tokens or 0)) - tokens)
+                if (
+                    attempts < policy.max_attempts
+                    and self.stop_reason is None
+                    and result.finish_reason not in _FINAL_EMPTY
+                    and not (result.text or "").strip()
+                ):
+                    # an empty reply is almost always a transient glitch: ask again (kept if it persists)
+                    lane.counters.retries += 1
+                    if await self._sleep_unless_stopped(policy.delay(attempts)):
+                        return
+                    continue
                 self._record_result(lane, group, result, attempts, started)
                 return
             if not error.retryable or attempts >= policy.max_attempts:
@@ -221,10 +241,9 @@ class Engine:
                 return
 
     async def _throttle(self, lane: Lane, tokens: int) -> None:
-        if lane.cooldown_until:
-            wait = lane.cooldown_until - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
+        wait = lane.cooldown_until - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
         if lane.request_bucket is not None:
             await lane.request_bucket.acquire(1.0)
         if lane.token_bucket is not None:
@@ -286,9 +305,9 @@ class Engine:
     ) -> None:
         message = self.redactor.redact(str(error)) or type(error).__name__
         if error.status in _FATAL_ALWAYS:
-            lane.fatal = f"{lane.model} refused the credentials ({message}); check its API key"
+            lane.fatal = f"{message} (the server refused the credentials: check the API key)"
         elif lane.successes == 0 and (error.status is None or error.status in _FATAL_BEFORE_SUCCESS):
-            lane.fatal = f"could not use {lane.model}: {message}; check the model name, URL and network"
+            lane.fatal = f"{message} (could not use this model: check its name, URL and network)"
         if lane.fatal is not None:
             self.stop("failed")
             return
@@ -333,5 +352,6 @@ class Engine:
 def lane_summary(lane: Lane) -> dict[str, Any]:
     out = lane.counters.as_dict()
     out["already_done"] = lane.work.already_done
+    out["stored_errors"] = lane.work.stored_errors
     out["simulated"] = bool(lane.simulated)
     return out

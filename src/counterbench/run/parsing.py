@@ -78,7 +78,7 @@ class ResponseParser:
             return Parsed("ok", reason="free_text")
         try:
             answer: Any = self._parse_answer(text or "", key, profile=self.profile)
-        except Exception as exc:  # noqa: BLE001 - keep the paid response, flag it, re-parse later
+        except Exception as exc:  # keep the paid response; re-parse later
             if not self._warned:
                 log.warning("parser failed on a response (%s); stored as unparseable", type(exc).__name__)
                 self._warned = True

@@ -9,6 +9,7 @@ store (unless ``no_cache``); prompts with identical requests in the same run are
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +18,15 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.run.costs import estimate_input_tokens
-from counterbench.run.store import PROMPT_COLUMNS, Store, clean_value, prompt_hash, request_fingerprint
+from counterbench.run.store import (
+    PROMPT_COLUMNS,
+    Store,
+    prompt_hash,
+    request_fingerprint,
+)
 
 REQUIRED = ("prompt_id", "system", "user")
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 @dataclass(slots=True)
@@ -45,6 +52,8 @@ class Work:
     from_cache: list[tuple[PromptItem, str, tuple[Any, ...]]] = field(default_factory=list)
     already_done: int = 0
     retrying_errors: int = 0
+    #: stored ``error`` rows left alone (no ``retry_errors``)
+    stored_errors: int = 0
 
     @property
     def n_prompts(self) -> int:
@@ -54,7 +63,7 @@ class Work:
         return iter(self.groups)
 
 
-def prompt_items(table: pd.DataFrame) -> tuple[list[PromptItem], list[dict[str, Any]]]:
+def prompt_items(table: pd.DataFrame) -> tuple[list[PromptItem], list[tuple[Any, ...]]]:
     """Validate ``table`` and return engine items plus rows for the store's ``prompts`` table."""
     missing = [c for c in REQUIRED if c not in table.columns]
     if missing:
@@ -67,35 +76,52 @@ def prompt_items(table: pd.DataFrame) -> tuple[list[PromptItem], list[dict[str, 
     if table["user"].isna().any():
         bad = ids[table["user"].isna()].iloc[0]
         raise UserError(f"prompt {bad} has no user text")
-    design_cols = [c for c in table.columns if c not in REQUIRED and c not in PROMPT_COLUMNS]
-    items: list[PromptItem] = []
-    records: list[dict[str, Any]] = []
-    columns = list(table.columns)
-    for raw in table.itertuples(index=False, name=None):
-        row = {col: clean_value(val) for col, val in zip(columns, raw, strict=True)}
-        pid = str(row["prompt_id"])
-        system = "" if row.get("system") is None else str(row["system"])
-        user = str(row["user"])
-        phash = prompt_hash(system, user)
-        meta = {k: v for k, v in row.items() if k not in ("system", "user") and v is not None}
-        items.append(
-            PromptItem(
-                prompt_id=pid,
-                prompt_hash=phash,
-                system=system,
-                user=user,
-                use_case=_opt_str(row.get("use_case")),
-                answer_type=_opt_str(row.get("answer_type")),
-                metadata=meta,
-                est_input_tokens=estimate_input_tokens(system, user),
-            )
+    columns = [str(c) for c in table.columns]
+    n = len(table)
+    values = {c: column_values(table[c]) for c in columns}
+
+    def col(name: str) -> list[Any]:
+        return values.get(name) or [None] * n
+
+    pids = [str(v) for v in col("prompt_id")]
+    systems = ["" if v is None else str(v) for v in col("system")]
+    users = [str(v) for v in col("user")]
+    hashes = [prompt_hash(s, u) for s, u in zip(systems, users, strict=True)]
+    use_cases = [_opt_str(v) for v in col("use_case")]
+    answer_types = [_opt_str(v) for v in col("answer_type")]
+    meta_cols = [c for c in columns if c not in ("system", "user")]
+    metas = [
+        {c: v for c, v in zip(meta_cols, vals, strict=True) if v is not None}
+        for vals in zip(*(values[c] for c in meta_cols), strict=True)
+    ]
+    design_cols = [c for c in columns if c not in REQUIRED and c not in PROMPT_COLUMNS]
+    encode = _JSON.encode
+    designs: list[str | None] = [None] * n
+    if design_cols:
+        for i, vals in enumerate(zip(*(values[c] for c in design_cols), strict=True)):
+            design = {c: v for c, v in zip(design_cols, vals, strict=True) if v is not None}
+            designs[i] = encode(design) if design else None
+    items = [
+        PromptItem(pid, phash, system, user, uc, at, meta, estimate_input_tokens(system, user))
+        for pid, phash, system, user, uc, at, meta in zip(
+            pids, hashes, systems, users, use_cases, answer_types, metas, strict=True
         )
-        record = {c: row.get(c) for c in PROMPT_COLUMNS}
-        record.update(prompt_id=pid, prompt_hash=phash, system=system, user=user)
-        design = {c: row[c] for c in design_cols if row.get(c) is not None}
-        record["design"] = json.dumps(design, default=str, ensure_ascii=False) if design else None
-        records.append(record)
+    ]
+    prompt_side = [systems if c == "system" else users if c == "user" else col(c) for c in PROMPT_COLUMNS]
+    records = list(zip(pids, hashes, *prompt_side, designs, strict=True))
     return items, records
+
+
+def column_values(series: pd.Series) -> list[Any]:
+    """A column as Python values with every kind of missing value (NaN, NA, NaT) as ``None``."""
+    out = series.tolist()
+    if series.hasnans or series.dtype == object:
+        missing = series.isna().tolist()
+        if any(missing):
+            out = [None if m else v for v, m in zip(out, missing, strict=True)]
+    if series.dtype == object or series.dtype.kind in "mM":
+        out = [v if v is None or isinstance(v, str | int | float) else clean_value(v) for v in out]
+    return out
 
 
 def _opt_str(value: Any) -> str | None:
@@ -128,6 +154,7 @@ def plan_model(
                 continue
             if not retry_errors:
                 work.already_done += 1
+                work.stored_errors += 1
                 continue
             work.retrying_errors += 1
         todo.append((item, request_fingerprint(model, item.system, item.user, config_fp)))
@@ -148,3 +175,21 @@ def plan_model(
     if not no_cache:
         work.groups.extend(by_fp.values())
     return work
+
+
+def clean_value(value: Any) -> Any:
+    """Make a pandas/numpy cell storable: NaN -> None, numpy scalars -> Python."""
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, str | bytes):
+        try:
+            value = item()
+        except (TypeError, ValueError):
+            return str(value)
+        if isinstance(value, float) and math.isnan(value):
+            return None
+    return value
+

@@ -85,8 +85,9 @@ class RunDisplay:
         self.mode = mode
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
-        self._last_plain = 0.0
+        self._rates: dict[str, str] = {}
         self._started = time.monotonic()
+        self._last_plain = self._started
 
     def start(self) -> None:
         if self.mode != "rich":
@@ -124,7 +125,9 @@ class RunDisplay:
         if self.mode == "rich" and self._progress is not None:
             elapsed = max(1e-6, time.monotonic() - self._started)
             for name, c in self.counters.items():
-                rate = f"{c.done / elapsed:,.1f}/s"
+                rate = self._rates.get(name) or f"{c.done / elapsed:,.1f}/s"
+                if c.done >= c.total:
+                    self._rates[name] = rate  # frozen once the model is done
                 self._progress.update(
                     self._tasks[name], completed=c.done, rate=rate, status=(note or _status_line(c))
                 )

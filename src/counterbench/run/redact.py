@@ -33,7 +33,7 @@ class Redactor:
                 from dotenv import dotenv_values
 
                 values.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
-            except Exception:  # noqa: BLE001 - the registry reports a bad env file properly
+            except Exception:  # the registry reports a bad env file
                 pass
         return cls({v.strip() for k, v in values.items() if _SECRET_NAME.search(k) and v and v.strip()})
 

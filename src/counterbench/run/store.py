@@ -19,9 +19,9 @@ killed process. A file that is not a SQLite database, or not a counterbench stor
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import math
 import os
 import socket
 import sqlite3
@@ -51,6 +51,9 @@ PROMPT_COLUMNS: tuple[str, ...] = (
     "system",
     "user",
 )
+
+#: a prompt record's columns, in order
+PROMPT_RECORD_COLUMNS: tuple[str, ...] = ("prompt_id", "prompt_hash", *PROMPT_COLUMNS, "design")
 
 #: response columns in insert order (see :data:`INSERT_RESPONSE_SQL`)
 RESPONSE_COLUMNS: tuple[str, ...] = (
@@ -133,28 +136,23 @@ CREATE TABLE IF NOT EXISTS responses (
     cached INTEGER NOT NULL DEFAULT 0,
     model_reported TEXT, source TEXT,
     started_at REAL, finished_at REAL, run_id INTEGER,
-    UNIQUE (prompt_id, model, config_fp)
+    UNIQUE (model, config_fp, prompt_id)
 );
 CREATE INDEX IF NOT EXISTS responses_request_fp ON responses (request_fp);
-CREATE INDEX IF NOT EXISTS responses_model ON responses (model, config_fp);
 """
 
 _UPDATABLE = [c for c in RESPONSE_COLUMNS if c not in ("prompt_id", "model", "config_fp", "attempts")]
 INSERT_RESPONSE_SQL = (
     f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))}) "
-    "ON CONFLICT (prompt_id, model, config_fp) DO UPDATE SET "
+    "ON CONFLICT (model, config_fp, prompt_id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _UPDATABLE)
     + ", attempts = responses.attempts + excluded.attempts WHERE responses.status = 'error'"
 )
 
 
 def text_hash(*parts: str | None) -> str:
-    """A stable hex digest of ``parts`` (``None`` and ``""`` hash alike)."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update((part or "").encode("utf-8"))
-        digest.update(b"\x00")
-    return digest.hexdigest()
+    """A stable sha256 hex digest of ``parts`` (``None`` and ``""`` hash alike)."""
+    return hashlib.sha256("\x00".join([p or "" for p in parts]).encode("utf-8")).hexdigest()
 
 
 def prompt_hash(system: str | None, user: str | None) -> str:
@@ -162,8 +160,8 @@ def prompt_hash(system: str | None, user: str | None) -> str:
 
 
 def request_fingerprint(model: str, system: str | None, user: str | None, config_fp: str) -> str:
-    """sha256 of model + system + user + generation config: equal fingerprints, equal requests."""
-    return text_hash(model, system, user, config_fp)
+    """sha256 (128 bits, hex) of model + system + user + generation config: equal fingerprints, equal requests."""
+    return text_hash(model, system, user, config_fp)[:32]
 
 
 class Store:
@@ -180,10 +178,8 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(sqlite3.Error):
             self.conn.close()
-        except sqlite3.Error:
-            pass
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -214,11 +210,12 @@ class Store:
         except sqlite3.Error as err:
             raise _store_error(self.path, err) from None
 
-    def save_prompts(self, records: Iterable[dict[str, Any]]) -> None:
-        """Insert prompt rows (``prompt_id``, ``prompt_hash``, the prompt columns, ``design``)."""
-        cols = ("prompt_id", "prompt_hash", *PROMPT_COLUMNS, "design")
+    def save_prompts(self, records: Iterable[dict[str, Any] | tuple[Any, ...]]) -> None:
+        """Insert prompt rows: dicts, or tuples in :data:`PROMPT_RECORD_COLUMNS` order."""
+        cols = PROMPT_RECORD_COLUMNS
         sql = f"INSERT OR IGNORE INTO prompts ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-        self.execute_write(sql, [tuple(rec.get(c) for c in cols) for rec in records])
+        rows = [rec if isinstance(rec, tuple) else tuple(rec.get(c) for c in cols) for rec in records]
+        self.execute_write(sql, rows)
 
     def start_run(self, kind: str, command: str, config: dict[str, Any], version: str) -> int:
         """Record a new run; refuse when a live process on this host is already running on the store."""
@@ -294,8 +291,12 @@ class Store:
         return out
 
 
-def open_store(path: Path | str | None = None, *, create: bool = True) -> Store:
-    """Open (and create or migrate) a store; every failure is a one-line :class:`UserError`."""
+def open_store(path: Path | str | None = None, *, create: bool = True, check: bool | None = None) -> Store:
+    """Open (and create or migrate) a store; every failure is a one-line :class:`UserError`.
+
+    ``check`` runs SQLite's ``quick_check`` first (default: when opening for writing, i.e. ``create``);
+    readers skip it, since a damaged page still fails loudly when it is read.
+    """
     store_path = Path(path if path is not None else DEFAULT_STORE)
     if store_path.is_dir():
         raise UserError(f"store {store_path} is a folder; give a file path, e.g. {store_path / DEFAULT_STORE}")
@@ -315,7 +316,7 @@ def open_store(path: Path | str | None = None, *, create: bool = True) -> Store:
         raise _store_error(store_path, err) from None
     store = Store(store_path, conn)
     try:
-        _prepare(store, fresh=not exists)
+        _prepare(store, check=create if check is None else check)
     except sqlite3.Error as err:
         store.close()
         raise _store_error(store_path, err) from None
@@ -338,7 +339,7 @@ def _check_header(path: Path) -> None:
         )
 
 
-def _prepare(store: Store, *, fresh: bool) -> None:
+def _prepare(store: Store, *, check: bool) -> None:
     conn = store.conn
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -357,11 +358,13 @@ def _prepare(store: Store, *, fresh: bool) -> None:
     if str(mode).lower() != "wal":
         raise UserError(f"store {store.path}: cannot switch to WAL mode (is the folder on a network drive?)")
     conn.execute("PRAGMA synchronous = NORMAL")
-    if has_tables:
-        check = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-        if check != "ok":
+    conn.execute("PRAGMA cache_size = -65536")
+    conn.execute("PRAGMA wal_autocheckpoint = 4000")
+    if has_tables and check:
+        verdict = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if verdict != "ok":
             raise UserError(
-                f"store {store.path} is corrupted ({check}); it was left untouched — restore a copy, "
+                f"store {store.path} is corrupted ({verdict}); it was left untouched — restore a copy, "
                 "try `sqlite3 FILE .recover`, or choose another --store"
             )
     with conn:
@@ -396,18 +399,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def clean_value(value: Any) -> Any:
-    """Make a pandas/numpy cell storable: NaN -> None, numpy scalars -> Python."""
-    if value is None:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    item = getattr(value, "item", None)
-    if callable(item) and not isinstance(value, str | bytes):
-        try:
-            value = item()
-        except (TypeError, ValueError):
-            return str(value)
-        if isinstance(value, float) and math.isnan(value):
-            return None
-    return value
+def load_results(
+    store_path: Path | str, models: Sequence[str] | None = None, profile: str | None = None, **options: Any
+) -> Any:
+    """One row per stored response, joined with its prompt (see :func:`counterbench.run.results.load_results`)."""
+    from counterbench.run.results import load_results as _load
+
+    return _load(store_path, models, profile, **options)

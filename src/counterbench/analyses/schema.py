@@ -1,0 +1,141 @@
+"""The analysis tables: names, columns, meaning. Reports and exports rely on these staying stable.
+
+Conventions shared by every table:
+
+- One row per cell, tidy. ``model`` is the model string; ``language`` the language code (``en``,
+  ``hinglish``); ``use_case`` the study's use-case name (``service_pricing_client`` is reported as
+  ``service_pricing_customer``); ``axis`` and ``identifier`` as in the prompt table.
+- Δ% and Mean Δ% are in percent (paper §4.2); ``v10`` columns hold Violation@τ in percent for the τ
+  in the ``tau`` column (10 unless ``--tau`` says otherwise); ``*_share`` and ``share`` columns are
+  fractions in [0, 1].
+- ``ci_low``/``ci_high``: 95% percentile bootstrap interval, resampling pairs (the paper's method)
+  or, for per-setting statistics (ρ, W), the settings; ``cluster_ci_low``/``cluster_ci_high``:
+  resampling slots (spec §3). ``v10_ci_*``: Wilson interval; ``v10_boot_ci_*``: pair bootstrap.
+  Methods, replicates and seeds are in the summary's ``ci_methods``.
+- Rows are ordered by model (leaderboard rank), then language, use case, axis, identifier in study
+  order. Empty tables keep their columns.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["TABLE_COLUMNS", "TABLE_DESCRIPTIONS", "conform", "empty_table"]
+
+_CI = ("ci_low", "ci_high")
+_CLUSTER = ("cluster_ci_low", "cluster_ci_high")
+_V = ("v10", "v10_ci_low", "v10_ci_high", "v10_boot_ci_low", "v10_boot_ci_high")
+
+#: table name -> its columns, in order
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "leaderboard": (
+        "rank", "model", "simulated", "overall_mean_delta", *_CI, *_CLUSTER, "overall_v10",
+        "en_mean_delta", "en_ci_low", "en_ci_high", "hinglish_mean_delta", "hinglish_ci_low", "hinglish_ci_high",
+        "en_v10", "en_v10_ci_low", "en_v10_ci_high", "hinglish_v10", "hinglish_v10_ci_low", "hinglish_v10_ci_high",
+        "axis_mean", "n_pairs", "caste_region_share", "tau",
+    ),
+    "axis_mean_delta": (
+        "model", "language", "axis", "mean_delta", *_CI, *_CLUSTER, *_V, "n_pairs", "share_of_pairs", "tau",
+    ),
+    "use_case_mean_delta": ("model", "language", "use_case", "mean_delta", *_CI, *_CLUSTER, *_V, "n_pairs", "tau"),
+    "use_case_axis_mean_delta": (
+        "model", "language", "use_case", "axis", "mean_delta", *_CI, *_CLUSTER, "v10", "n_pairs", "tau",
+    ),
+    "pairs_per_axis": ("model", "axis", "n_pairs", "share"),
+    "kendalls_w": (
+        "model", "language", "use_case", "axis", "w", "chi2", "p_value", "n_blocks", "k", "fully_tied", "included",
+        "q_bh_all", "significant",
+    ),
+    "kendalls_w_axis": (
+        "model", "language", "axis", "mean_w", "p_fisher", "q_bh_within_axis", "q_bh_all", "significant",
+        "n_use_cases",
+    ),
+    "kendalls_w_model": ("model", "language", "mean_w", "p_fisher", "q_bh", "significant", "n_axes"),
+    "cpg": (
+        "model", "language", "use_case", "axis", "reference", "comparison", "gap", *_CI, "sign_consistency",
+        "tie_share", "mean_reference", "mean_comparison", "n_slots", "significant",
+    ),
+    "mog": (
+        "model", "language", "use_case", "axis", "max_gap", "top_identifier", "bottom_identifier", "top_mean",
+        "bottom_mean", *_CI, "n_identifiers", "n_slots",
+    ),
+    "identifier_deviation": ("model", "axis", "identifier", "deviation", "n_slices"),
+    "qv_robustness": ("model", "language", "axis", "mean_min_rho", *_CI, "robust", "n_use_cases"),
+    "qv_robustness_model": ("model", "language", "mean_min_rho", *_CI, "robust", "n_settings"),
+    "qv_robustness_by_use_case": (
+        "model", "language", "use_case", "axis", "min_rho", "n_variants", "n_identifiers",
+    ),
+    "merit_sensitivity": ("model", "use_case", "language", "mean_delta", *_CI, *_CLUSTER, "n_pairs"),
+    "profile_rank_agreement": ("model", "use_case", "language", "mean_rho", *_CI, "n_axes"),
+    "language_moderation": (
+        "model", "axis", "rho", "p_value", "n_use_cases", "en_mean_delta", "hinglish_mean_delta",
+        "delta_mean_delta", *_CI, *_CLUSTER, "significant",
+    ),
+    "fairness_ablation": (
+        "model", "language", "use_cases", "standard_mean_delta", "fairness_mean_delta", "delta", "relative_change",
+        *_CI, *_CLUSTER, "n_pairs_standard", "n_pairs_fairness", "significant",
+    ),
+    "parse_health": (
+        "model", "variant", "use_case", "language", "n", "n_ok", "n_refused", "n_unparseable", "errors",
+        "n_out_of_range", "n_values", "ok_share", "refused_share", "unparseable_share", "error_share",
+        "out_of_range_share",
+    ),
+}
+
+#: one line per table: what a row is (the report and the docs use these)
+TABLE_DESCRIPTIONS: dict[str, str] = {
+    "leaderboard": "per model: Mean Δ% over all pairs (both languages pooled), per language, V@τ, "
+    "unweighted mean of the axis means (paper Table 2); sorted by overall Mean Δ%",
+    "axis_mean_delta": "per model × language × axis: Mean Δ% and V@τ with CIs (paper Tables 3–4)",
+    "use_case_mean_delta": "per model × language × use case: Mean Δ% with CIs (paper Fig. 6)",
+    "use_case_axis_mean_delta": "per model × language × use case × axis: Mean Δ% (paper Fig. 2 radar)",
+    "pairs_per_axis": "per model × axis: matched pairs (both languages) and their share of the model's pairs",
+    "kendalls_w": "per model × language × use case × axis: Friedman χ², Kendall's W, p, BH q across all "
+    "cells (paper Fig. 7)",
+    "kendalls_w_axis": "per model × language × axis: mean W over use cases, Fisher-combined p, BH q within "
+    "the axis column and across all cells (paper Tables 5–6)",
+    "kendalls_w_model": "per model × language: Mean W over axes, Fisher-combined p over axes, BH q across "
+    "models (paper Fig. 3a)",
+    "cpg": "per model × language × use case × canonical pair: signed canonical pair gap on matched slots, "
+    "sign consistency, paired slot bootstrap CI (paper Fig. 8)",
+    "mog": "per model × language × use case × axis: maximum gap between identifier means, top and bottom "
+    "identifier, slot bootstrap CI (paper Fig. 9)",
+    "identifier_deviation": "per model × axis × identifier: deviation of the identifier mean from the axis "
+    "mean in %, averaged over use cases and languages (paper Figs. 4, 10, 11)",
+    "qv_robustness": "per model × language × axis: mean over use cases of the minimum pairwise Spearman ρ "
+    "between question variants' identifier rankings; robust when ≥ 0.85 (paper Tables 7–8)",
+    "qv_robustness_model": "per model × language: the same over every use case × axis setting "
+    "(the tables' 'Mean min ρ' column)",
+    "qv_robustness_by_use_case": "per setting (model × language × use case × axis): minimum pairwise ρ",
+    "merit_sensitivity": "per model × use case × language: Mean Δ% between profiles for a fixed identifier "
+    "and question variant (paper Fig. 12)",
+    "profile_rank_agreement": "per model × use case × language: mean pairwise Spearman ρ between identifier "
+    "columns of the profiles × identifiers matrix, averaged over axes (paper Fig. 13)",
+    "language_moderation": "per model × axis: Spearman ρ between English and Hinglish identifier rankings "
+    "and ΔMean Δ% = Hinglish − English with CIs (paper Fig. 5)",
+    "fairness_ablation": "per model × language: Mean Δ% with and without the fairness instruction on the "
+    "same slots, their difference and relative change (paper Fig. 14)",
+    "parse_health": "per model × prompt variant × use case × language: responses, values, refusals, "
+    "unparseable answers, transport errors, out-of-range values (paper Table 22)",
+}
+
+
+def empty_table(name: str) -> pd.DataFrame:
+    """An empty frame with ``name``'s columns."""
+    return pd.DataFrame({col: pd.Series(dtype="object") for col in TABLE_COLUMNS[name]})
+
+
+def conform(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``name``'s columns first, in order (missing ones added as NaN), extras after."""
+    if frame.empty and not len(frame.columns):
+        return empty_table(name)
+    out = frame.copy()
+    for col in TABLE_COLUMNS[name]:
+        if col not in out.columns:
+            out[col] = pd.NA if col in ("use_cases",) else float("nan")
+    extras = [c for c in out.columns if c not in TABLE_COLUMNS[name]]
+    out = out[[*TABLE_COLUMNS[name], *extras]].reset_index(drop=True)
+    for col in out.columns:
+        if isinstance(out[col].dtype, pd.CategoricalDtype):
+            out[col] = out[col].astype(object)
+    return out

@@ -1,0 +1,272 @@
+"""``counterbench report`` (analysis → HTML + Markdown) and ``counterbench audit`` (run + analyze + report)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from counterbench.commands.common import (
+    AxisOpt,
+    FromReleaseOpt,
+    IdentifierOpt,
+    LanguageOpt,
+    PresetOpt,
+    ProfileOpt,
+    QuestionVariantOpt,
+    SampleSlotsOpt,
+    SeedOpt,
+    UseCaseOpt,
+    VariantOpt,
+    filters_from_options,
+)
+from counterbench.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from counterbench.report.context import ReportInput
+
+EXIT_INTERRUPTED = 130
+EXIT_MAX_COST = 3
+
+ModelOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model", "-m", help="Model string, repeatable: local, sim:biased, openai:gpt-4o-mini, ..."),
+]
+BootstrapOpt = Annotated[int | None, typer.Option("--bootstrap", help="Bootstrap replicates per interval (2000).")]
+TauOpt = Annotated[float | None, typer.Option("--tau", help="Violation threshold in percent (10).")]
+SamplesOpt = Annotated[bool, typer.Option("--samples/--no-samples", help="Show a few raw responses (escaped).")]
+TitleOpt = Annotated[str | None, typer.Option("--title", help="The report's title.")]
+MarkdownOpt = Annotated[
+    Path | None, typer.Option("--markdown", help="Where to write the Markdown twin (default: next to the HTML).")
+]
+
+
+def _announce(html: Path, extra: list[str]) -> None:
+    for line in extra:
+        print(line)
+    print("Open the report in a browser:")
+    print(html.resolve())
+
+
+def report_command(
+    analysis: Annotated[
+        Path | None, typer.Option("--analysis", help="A folder written by `counterbench analyze ... --out DIR`.")
+    ] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="Analyse this store on the fly; with --analysis, only for sample responses."),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    markdown: MarkdownOpt = None,
+    model: ModelOpt = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="Analysis profile with --store: default or rupeebias-v1.")
+    ] = None,
+    bootstrap: BootstrapOpt = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Base seed of every bootstrap stream (0).")] = None,
+    tau: TauOpt = None,
+    samples: SamplesOpt = True,
+    title: TitleOpt = None,
+) -> None:
+    """Write one self-contained HTML report (works offline) and a Markdown twin.
+
+    From a folder written by `counterbench analyze` (--analysis DIR) or from a store analysed now (--store PATH).
+    """
+    from counterbench.report.api import analyze_store, generation_settings, write_report
+    from counterbench.report.context import load_analysis_dir
+
+    if analysis is None:
+        if store is None:
+            raise UserError("give --analysis DIR (written by `counterbench analyze`) or --store PATH (analysed now)")
+        data = analyze_store(store, models=model, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                             with_samples=samples)
+    else:
+        given = [name for name, v in (("--profile", profile), ("--bootstrap", bootstrap), ("--seed", seed),
+                                      ("--tau", tau), ("--model", model)) if v]
+        if given:
+            raise UserError(f"{given[0]} applies when analysing a store; the --analysis folder is analysed already")
+        data = load_analysis_dir(analysis)
+        if store is not None:
+            results = _load_store(store, _models_of(data), data.summary.get("profile"))
+            data.model_settings = generation_settings(results)
+            if samples:
+                from counterbench.report.samples import select_samples
+
+                data.samples = select_samples(results)
+    data.title = title
+    files = write_report(data, out, markdown=markdown)
+    _announce(files.html, [f"Markdown: {files.markdown}"] if files.markdown else [])
+
+
+def _models_of(data: ReportInput) -> list[str] | None:
+    from counterbench.report.context import build_context
+
+    return build_context(data).models or None
+
+
+def _load_store(store: Path, models: list[str] | None, profile: Any) -> pd.DataFrame:
+    from counterbench.run.results import load_results
+
+    if not store.is_file():
+        raise UserError(f"store {store} does not exist")
+    return load_results(store, models=models, profile=str(profile) if profile else None)
+
+
+def audit_command(
+    study: Annotated[str, typer.Argument(help="A built-in study (e.g. rupeebias) or a study .yaml.")],
+    model: ModelOpt = None,
+    use_case: UseCaseOpt = None,
+    language: LanguageOpt = None,
+    axis: AxisOpt = None,
+    identifier: IdentifierOpt = None,
+    profile: ProfileOpt = None,
+    question_variant: QuestionVariantOpt = None,
+    variant: VariantOpt = None,
+    sample_slots: SampleSlotsOpt = None,
+    seed: SeedOpt = 0,
+    preset: PresetOpt = None,
+    from_release: FromReleaseOpt = None,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Maximum tokens per answer.")] = 64,
+    generation_seed: Annotated[
+        int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
+    ] = None,
+    reasoning_effort: Annotated[
+        str | None, typer.Option("--reasoning-effort", help="e.g. low/medium/high (off by default).")
+    ] = None,
+    structured: Annotated[
+        bool, typer.Option("--structured/--free-text", help="Constrain answers to the study's format.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Requests in flight per model.")] = 16,
+    rpm: Annotated[float | None, typer.Option("--rpm", help="Requests per minute per model.")] = None,
+    tpm: Annotated[float | None, typer.Option("--tpm", help="Tokens per minute per model.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request before retrying.")] = 60.0,
+    max_attempts: Annotated[int, typer.Option("--max-attempts", help="Tries per request (retries + 1).")] = 6,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", help="Stop sending once this many USD would be spent.")
+    ] = None,
+    prices: Annotated[
+        Path | None, typer.Option("--prices", help="A price table YAML consulted before the built-in one.")
+    ] = None,
+    store: Annotated[Path, typer.Option("--store", help="The SQLite store (created if missing).")] = Path(
+        "counterbench.db"
+    ),
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Send identical requests again instead of reusing stored answers.")
+    ] = False,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="Send again the requests that failed in earlier runs.")
+    ] = False,
+    parse_profile: Annotated[
+        str, typer.Option("--parse-profile", help="Parse and analyse with: default or rupeebias-v1.")
+    ] = "default",
+    env_file: Annotated[
+        Path | None, typer.Option("--env-file", help="A .env file with API keys and base URLs (never stored).")
+    ] = None,
+    progress: Annotated[
+        bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal).")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for report.html, report.md and the analysis tables.")
+    ] = Path("counterbench-report"),
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates per interval.")] = 2000,
+    analysis_seed: Annotated[
+        int, typer.Option("--analysis-seed", help="Base seed of every bootstrap stream.")
+    ] = 0,
+    tau: Annotated[float, typer.Option("--tau", help="Violation threshold in percent.")] = 10.0,
+    samples: SamplesOpt = True,
+    title: TitleOpt = None,
+) -> None:
+    """Run a study on models, analyse the answers and write the report, in one go; rerun to resume.
+
+    Writes OUT/report.html, OUT/report.md and the analysis tables (CSV + Parquet) in OUT/analysis.
+
+    Exit codes: 0 done, 2 a mistake, 3 stopped at --max-cost (reported so far), 130 interrupted (rerun).
+    """
+    from counterbench.models.base import GenerationConfig
+    from counterbench.prompts import build_prompts
+    from counterbench.run.limits import RetryPolicy
+    from counterbench.run.runner import format_summary, run_prompts
+
+    if not model:
+        raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder for the report and the analysis tables")
+    filters = filters_from_options(
+        use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
+        question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=seed, preset=preset,
+    )
+    table = build_prompts(study, filters, from_release=from_release)
+    config = GenerationConfig(
+        temperature=temperature, max_tokens=max_tokens, seed=generation_seed,
+        reasoning_effort=reasoning_effort or None, structured=structured,
+    )
+    command = shlex.join(["counterbench", *sys.argv[1:]])
+    summary = run_prompts(
+        table, list(model), store=store, config=config, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        timeout=timeout, max_cost=max_cost, prices=prices, no_cache=no_cache, retry_errors=retry_errors,
+        env_file=env_file, parse_profile=parse_profile, retry=RetryPolicy(max_attempts=max_attempts),
+        progress="auto" if progress is None else ("rich" if progress else "plain"), command=command,
+    )
+    print(format_summary(summary))
+    if summary.status == "interrupted":
+        print(f"Interrupted; everything answered so far is saved. Resume (and get the report) with:\n"
+              f"  {summary.resume_command}")
+        raise typer.Exit(EXIT_INTERRUPTED)
+    files = audit_report(
+        store, list(summary.models), table, config.fingerprint(), out, parse_profile=parse_profile,
+        bootstrap=bootstrap, seed=analysis_seed, tau=tau, samples=samples, title=title,
+    )
+    lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}"]
+    if summary.status == "max_cost":
+        lines.insert(0, f"Stopped at --max-cost {max_cost:g} USD: the report covers the answers so far. Raise "
+                        f"it and rerun to continue:\n  {summary.resume_command}")
+    _announce(files.html, lines)
+    if summary.status == "max_cost":
+        raise typer.Exit(EXIT_MAX_COST)
+
+
+def audit_report(
+    store: Path,
+    models: list[str],
+    prompts: pd.DataFrame,
+    config_fp: str,
+    out: Path,
+    *,
+    parse_profile: str,
+    bootstrap: int,
+    seed: int,
+    tau: float,
+    samples: bool,
+    title: str | None,
+) -> Any:
+    """Analyse exactly this audit's answers (its prompts, models and generation config) and report."""
+    from counterbench.analyses.rupeebias import analyze
+    from counterbench.report.api import generation_settings, write_report
+    from counterbench.report.context import from_analysis
+    from counterbench.report.samples import select_samples
+    from counterbench.run.results import load_results
+
+    results = load_results(store, models=models, profile=parse_profile)
+    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
+    if results.empty:
+        raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
+    result = analyze(results.reset_index(drop=True), profile=parse_profile, bootstrap=bootstrap, seed=seed, tau=tau)
+    try:
+        result.write(out / "analysis")
+    except OSError as err:
+        raise UserError(f"cannot write the analysis tables to {out / 'analysis'}: {err.strerror or err}") from None
+    data = from_analysis(result, samples=select_samples(results) if samples else None, title=title,
+                         source=str(store))
+    data.model_settings = generation_settings(results)
+    return write_report(data, out / "report.html")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_command)
+    app.command("audit")(audit_command)

@@ -1,0 +1,209 @@
+"""``counterbench run``, ``counterbench models`` and ``counterbench import``."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from counterbench.commands.common import (
+    AxisOpt,
+    FromReleaseOpt,
+    IdentifierOpt,
+    LanguageOpt,
+    PresetOpt,
+    ProfileOpt,
+    QuestionVariantOpt,
+    SampleSlotsOpt,
+    SeedOpt,
+    UseCaseOpt,
+    VariantOpt,
+    filters_from_options,
+)
+from counterbench.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from counterbench.prompts import PromptFilters
+
+StoreOpt = Annotated[Path, typer.Option("--store", help="The SQLite store (created if missing).")]
+EnvFileOpt = Annotated[
+    Path | None, typer.Option("--env-file", help="A .env file with API keys and base URLs (never stored).")
+]
+EXIT_INTERRUPTED = 130
+EXIT_MAX_COST = 3
+
+
+def run_command(
+    study: Annotated[
+        str | None, typer.Argument(help="A built-in study (e.g. rupeebias) or a study .yaml; or use --prompts.")
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", "-m", help="Model string, repeatable: local, sim:biased, openai:gpt-4o-mini, ..."),
+    ] = None,
+    prompts_file: Annotated[
+        Path | None, typer.Option("--prompts", help="Run a saved prompt table (.parquet/.csv/.jsonl) instead.")
+    ] = None,
+    use_case: UseCaseOpt = None,
+    language: LanguageOpt = None,
+    axis: AxisOpt = None,
+    identifier: IdentifierOpt = None,
+    profile: ProfileOpt = None,
+    question_variant: QuestionVariantOpt = None,
+    variant: VariantOpt = None,
+    sample_slots: SampleSlotsOpt = None,
+    seed: SeedOpt = 0,
+    preset: PresetOpt = None,
+    from_release: FromReleaseOpt = None,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Maximum tokens per answer.")] = 64,
+    generation_seed: Annotated[
+        int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
+    ] = None,
+    reasoning_effort: Annotated[
+        str | None, typer.Option("--reasoning-effort", help="e.g. low/medium/high (off by default).")
+    ] = None,
+    structured: Annotated[
+        bool, typer.Option("--structured/--free-text", help="Constrain answers to the study's format.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Requests in flight per model.")] = 16,
+    rpm: Annotated[float | None, typer.Option("--rpm", help="Requests per minute per model.")] = None,
+    tpm: Annotated[float | None, typer.Option("--tpm", help="Tokens per minute per model.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request before retrying.")] = 60.0,
+    max_attempts: Annotated[int, typer.Option("--max-attempts", help="Tries per request (retries + 1).")] = 6,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", help="Stop sending once this many USD would be spent.")
+    ] = None,
+    prices: Annotated[
+        Path | None, typer.Option("--prices", help="A price table YAML consulted before the built-in one.")
+    ] = None,
+    store: StoreOpt = Path("counterbench.db"),
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Send identical requests again instead of reusing stored answers.")
+    ] = False,
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="Send again the requests that failed in earlier runs.")
+    ] = False,
+    parse_profile: Annotated[
+        str, typer.Option("--parse-profile", help="Parse answers with: default or rupeebias-v1.")
+    ] = "default",
+    env_file: EnvFileOpt = None,
+    progress: Annotated[
+        bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal).")
+    ] = None,
+) -> None:
+    """Send prompts to models and keep every answer in the store; rerun the same command to resume.
+
+    Exit codes: 0 done, 2 a mistake in the command, 3 stopped at --max-cost, 130 interrupted.
+    """
+    from counterbench.models.base import GenerationConfig
+    from counterbench.run.limits import RetryPolicy
+    from counterbench.run.runner import format_summary, run_prompts
+
+    if not model:
+        raise UserError("give at least one --model (see `counterbench models`)")
+    if concurrency < 1:
+        raise UserError(f"--concurrency must be at least 1, got {concurrency}")
+    filters = filters_from_options(
+        use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
+        question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=seed, preset=preset,
+    )
+    table = _load_table(study, prompts_file, filters, from_release)
+    config = GenerationConfig(
+        temperature=temperature, max_tokens=max_tokens, seed=generation_seed,
+        reasoning_effort=reasoning_effort or None, structured=structured,
+    )
+    command = shlex.join(["counterbench", *sys.argv[1:]])
+    summary = run_prompts(
+        table,
+        list(model),
+        store=store,
+        config=config,
+        concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        timeout=timeout,
+        max_cost=max_cost,
+        prices=prices,
+        no_cache=no_cache,
+        retry_errors=retry_errors,
+        env_file=env_file,
+        parse_profile=parse_profile,
+        retry=RetryPolicy(max_attempts=max_attempts),
+        progress="auto" if progress is None else ("rich" if progress else "plain"),
+        command=command,
+    )
+    print(format_summary(summary))
+    if summary.status == "interrupted":
+        print(f"Interrupted; everything answered so far is saved. Resume with:\n  {summary.resume_command}")
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if summary.status == "max_cost":
+        print(
+            f"Stopped: the next requests would exceed --max-cost {max_cost:g} USD. "
+            f"Raise it and rerun to continue:\n  {summary.resume_command}"
+        )
+        raise typer.Exit(EXIT_MAX_COST)
+
+
+def _load_table(
+    study: str | None, prompts_file: Path | None, filters: PromptFilters, from_release: Path | None
+) -> pd.DataFrame:
+    from counterbench.prompts import PromptFilters, build_prompts, read_prompt_table
+
+    if prompts_file is not None:
+        if study is not None:
+            raise UserError("give either a study or --prompts FILE, not both")
+        if filters != PromptFilters() or from_release is not None:
+            raise UserError("prompt filters apply to a study; filter the file with `counterbench prompts` instead")
+        return read_prompt_table(prompts_file)
+    if study is None:
+        raise UserError("name a study (e.g. `counterbench run rupeebias --model local`) or give --prompts FILE")
+    return build_prompts(study, filters, from_release=from_release)
+
+
+def models_command(
+    env_file: EnvFileOpt = None,
+    probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Check local servers' ports.")] = True,
+) -> None:
+    """List the model backends, what each needs, and whether it is ready on this machine."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from counterbench.models.registry import list_backends
+
+    table = Table(title="Model backends")
+    for col in ("kind", "example", "needs", "ready", "detail"):
+        table.add_column(col, overflow="fold")
+    for info in list_backends(dotenv_path=env_file, probe=probe):
+        table.add_row(info.kind, info.example, info.needs, "yes" if info.ready else "no", info.detail)
+    Console().print(table)
+
+
+def import_command(
+    paths: Annotated[list[Path], typer.Argument(help="Release run files (.jsonl) or folders of them.")],
+    store: StoreOpt = Path("counterbench.db"),
+    profile: Annotated[str, typer.Option("--profile", help="Parse with: default or rupeebias-v1.")] = "default",
+) -> None:
+    """Load the RupeeBias release's run files into the store under their model names."""
+    from counterbench.run.release_import import import_release_runs
+
+    report = import_release_runs(paths, store, profile=profile, command=shlex.join(["counterbench", *sys.argv[1:]]))
+    print(f"read {report.records:,} records from {len(report.files)} file(s); stored {report.stored:,} new "
+          f"responses ({report.already_stored:,} already in the store, {report.duplicates:,} duplicate records)")
+    for name, n in sorted(report.by_model.items()):
+        print(f"  {name}: {n:,}")
+    print("  statuses: " + ", ".join(f"{k} {v:,}" for k, v in sorted(report.statuses.items())))
+    for skipped in report.skipped_files:
+        print(f"  skipped {skipped}")
+    print(f"store: {store}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_command)
+    app.command("models")(models_command)
+    app.command("import")(import_command)

@@ -1,0 +1,192 @@
+"""Python API of the report: build it from analysis tables (or a store) and write HTML + Markdown.
+
+::
+
+    from counterbench.report import analyze_store, load_analysis_dir, write_report
+
+    files = write_report(load_analysis_dir("analysis/"), "report.html")   # + report.md
+    files = write_report(analyze_store("counterbench.db"), "report.html")
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from counterbench.errors import UserError
+from counterbench.report.context import ReportInput, build_context, from_analysis
+from counterbench.report.document import Section
+from counterbench.report.methods import banners, headlines, samples_section
+from counterbench.report.provenance import methods_section
+from counterbench.report.sections import build_sections
+from counterbench.report.sections_gaps import KIND_LABELS
+
+STUDY_TITLES = {"rupeebias": "RupeeBias"}
+
+
+@dataclass
+class ReportFiles:
+    html: Path
+    markdown: Path | None
+
+
+def _subtitle(summary: dict[str, Any], n_models: int) -> str:
+    bits = [f"{n_models} model{'s' if n_models != 1 else ''}"]
+    profile = summary.get("profile")
+    if profile:
+        bits.append(f"profile {profile}")
+    boot = summary.get("bootstrap")
+    reps, seed = (boot.get("replicates"), boot.get("seed")) if isinstance(boot, dict) else (boot, summary.get("seed"))
+    if isinstance(reps, int | float) and not isinstance(reps, bool):
+        bits.append(f"{int(reps):,} bootstrap replicates")
+    if isinstance(seed, int | str) and not isinstance(seed, bool):
+        bits.append(f"seed {seed}")
+    return " · ".join(bits)
+
+
+def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) -> dict[str, Any]:
+    """Everything the HTML and Markdown renderers need (sections, banners, headlines, labels)."""
+    from counterbench import __version__
+
+    ctx = build_context(data)
+    when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    sections: list[Section] = build_sections(ctx)
+    sample = samples_section(ctx)
+    if sample is not None:
+        sections.append(sample)
+    sections.append(methods_section(ctx, __version__, when))
+    study = str(data.summary.get("study") or "rupeebias")
+    title = data.title or f"{STUDY_TITLES.get(study, study)} audit report"
+    return {
+        "title": title,
+        "subtitle": _subtitle(data.summary, len(ctx.models)) + f" · written {when}",
+        "banners": banners(ctx),
+        "headlines": headlines(ctx),
+        "models": [{"name": m, "kind": ctx.kinds[m], "kind_label": KIND_LABELS[ctx.kinds[m]]} for m in ctx.models],
+        "sections": sections,
+        "version": __version__,
+        "generated_at": when,
+    }
+
+
+def _as_input(data: Any) -> ReportInput:
+    if isinstance(data, ReportInput):
+        return data
+    if hasattr(data, "tables") and hasattr(data, "summary"):
+        return from_analysis(data)
+    raise TypeError(f"expected a ReportInput or an AnalysisResult, got {type(data).__name__}")
+
+
+def render_report(data: ReportInput | Any, *, generated_at: dt.datetime | None = None) -> tuple[str, str]:
+    """The report as (HTML, Markdown) strings."""
+    from counterbench.report.html import render_html
+    from counterbench.report.markdown import render_markdown
+
+    page = page_model(_as_input(data), generated_at=generated_at)
+    return render_html(page), render_markdown(page)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except OSError as err:
+        raise UserError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def write_report(
+    data: ReportInput | Any,
+    out: Path | str = "report.html",
+    *,
+    markdown: Path | str | None = None,
+    write_markdown: bool = True,
+    samples: pd.DataFrame | None = None,
+) -> ReportFiles:
+    """Write the HTML report to ``out`` and the Markdown one next to it (``report.md`` by default).
+
+    ``data`` is a :class:`ReportInput` or an ``AnalysisResult``; ``samples`` (raw responses, see
+    :func:`~counterbench.report.samples.select_samples`) replaces the input's own sample if given.
+    """
+    report = _as_input(data)
+    if samples is not None:
+        report.samples = samples
+    html_path = Path(out)
+    if html_path.suffix.lower() not in (".html", ".htm"):
+        raise UserError(f"--out {html_path}: the report is an HTML file; give a name ending in .html")
+    html, md = render_report(report)
+    _write_text(html_path, html)
+    md_path: Path | None = None
+    if write_markdown:
+        md_path = Path(markdown) if markdown is not None else html_path.with_suffix(".md")
+        _write_text(md_path, md)
+    return ReportFiles(html_path, md_path)
+
+
+def analyze_store(
+    store: Path | str,
+    *,
+    models: Sequence[str] | None = None,
+    profile: str | None = None,
+    bootstrap: int | None = None,
+    seed: int | None = None,
+    tau: float | None = None,
+    with_samples: bool = True,
+) -> ReportInput:
+    """Load a store, run the analysis, and pick a sample of raw responses: a ready report input."""
+    from counterbench.analyses.rupeebias import analyze
+    from counterbench.report.samples import select_samples
+    from counterbench.run.results import load_results
+
+    if not Path(store).is_file():
+        raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
+    results = load_results(store, models=list(models) if models else None, profile=profile or "default")
+    if results.empty:
+        raise UserError(f"store {store} has no responses yet; run `counterbench run ... --store {store}` first")
+    options: dict[str, Any] = {k: v for k, v in (("profile", profile), ("bootstrap", bootstrap), ("seed", seed),
+                                                  ("tau", tau)) if v is not None}
+    result = analyze(results, **options)
+    report = from_analysis(result, samples=select_samples(results) if with_samples else None, source=str(store))
+    report.model_settings = generation_settings(results)
+    return report
+
+
+def generation_settings(results: pd.DataFrame) -> dict[str, str]:
+    """Per model, its generation config(s) in words, from a results table's config columns."""
+    names = {"temperature": "temperature", "max_tokens": "max tokens", "seed": "seed",
+             "reasoning_effort": "reasoning effort", "structured": "structured output"}
+    cols = [c for c in names if c in results.columns]
+    if not cols or "model" not in results.columns:
+        return {}
+    out: dict[str, str] = {}
+    configs = results[["model", *cols]].astype(object).drop_duplicates()
+    for model, part in configs.groupby("model", sort=False):
+        described = []
+        for record in part.to_dict("records"):
+            bits = []
+            for c in cols:
+                value = record[c]
+                if value is None or (isinstance(value, float) and value != value):
+                    continue
+                if c == "structured":
+                    value = "on" if value else "off"
+                bits.append(f"{names[c]} {value}")
+            described.append(", ".join(bits))
+        out[str(model)] = " | ".join(described)
+    return out

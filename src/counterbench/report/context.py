@@ -1,0 +1,220 @@
+"""What a report is made from: analysis tables + summary (+ a sample of raw responses), and the
+orderings and labels every section shares (models by leaderboard rank, axes and use cases in study
+order, model kinds for the banners).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from counterbench.errors import UserError
+
+LANGUAGE_ORDER = ("en", "hinglish")
+LANGUAGE_NAMES = {"en": "English", "hinglish": "Hinglish"}
+USE_CASE_ORDER = (
+    "salary_estimation",
+    "salary_increment_estimation",
+    "counter_offer_recommendation",
+    "service_pricing_vendor",
+    "service_pricing_customer",
+    "service_pricing_client",
+)
+USE_CASE_NAMES = {
+    "salary_estimation": "Salary",
+    "salary_increment_estimation": "Salary hike",
+    "counter_offer_recommendation": "Counter-offer",
+    "service_pricing_vendor": "Price (vendor)",
+    "service_pricing_customer": "Price (customer)",
+    "service_pricing_client": "Price (customer)",
+}
+AXIS_ORDER = ("Religion", "Caste", "Region", "Gender", "Disability", "Urban/Rural")
+
+DEMO_MODEL = "local"
+DEMO_MODEL_NAME = "SmolLM2-135M-Instruct"
+
+
+def language_name(code: str) -> str:
+    return LANGUAGE_NAMES.get(code, code)
+
+
+def use_case_name(code: str) -> str:
+    return USE_CASE_NAMES.get(code, code.replace("_", " ").capitalize())
+
+
+@dataclass
+class ReportInput:
+    """Everything a report shows. ``tables`` may lack entries or hold empty frames."""
+
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
+    samples: pd.DataFrame | None = None
+    title: str | None = None
+    source: str = ""
+    #: model -> its generation settings in words (from the results table, when the report has it)
+    model_settings: dict[str, str] = field(default_factory=dict)
+
+
+def from_analysis(result: Any, *, samples: pd.DataFrame | None = None, title: str | None = None,
+                  source: str = "") -> ReportInput:
+    """Wrap an ``AnalysisResult`` (anything with ``tables`` and ``summary``)."""
+    return ReportInput(dict(result.tables), dict(result.summary), samples, title, source)
+
+
+def _read_table(directory: Path, name: str) -> pd.DataFrame | None:
+    parquet, csv = directory / f"{name}.parquet", directory / f"{name}.csv"
+    try:
+        if parquet.is_file():
+            return pd.read_parquet(parquet)
+        if csv.is_file():
+            try:
+                return pd.read_csv(csv)
+            except pd.errors.EmptyDataError:
+                return pd.DataFrame()
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read {name} table in {directory}: {err}") from None
+    return None
+
+
+def load_analysis_dir(directory: Path | str) -> ReportInput:
+    """Read what ``counterbench analyze`` wrote to ``directory`` (Parquet preferred, else CSV)."""
+    path = Path(directory)
+    summary_file = path / "summary.json"
+    if not path.is_dir():
+        raise UserError(f"analysis folder {path} does not exist; write it with `counterbench analyze ... --out {path}`")
+    if not summary_file.is_file():
+        raise UserError(f"{path} has no summary.json; is it the --out folder of `counterbench analyze`?")
+    try:
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read {summary_file}: {err}") from None
+    if not isinstance(summary, dict):
+        raise UserError(f"{summary_file} is not a JSON object")
+    names = sorted({f.stem for f in path.iterdir() if f.suffix in (".parquet", ".csv") and f.is_file()})
+    tables = {name: t for name in names if (t := _read_table(path, name)) is not None}
+    return ReportInput(tables, summary, source=str(path))
+
+
+def _ordered(values: Iterable[Any], preferred: Iterable[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for v in values:
+        if isinstance(v, float) and math.isnan(v):
+            continue
+        if v not in seen:
+            seen.append(v)
+    first = [p for p in preferred if p in seen]
+    return first + [v for v in seen if v not in first]
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    try:
+        return bool(value) and not (isinstance(value, float) and math.isnan(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def simulated_from_summary(summary: Mapping[str, Any]) -> set[str]:
+    """Model names the summary flags as simulated (accepts a dict, a list, or per-model records)."""
+    out: set[str] = set()
+    flags = summary.get("simulated")
+    if isinstance(flags, Mapping):
+        out |= {str(m) for m, v in flags.items() if _truthy(v)}
+    elif isinstance(flags, list):
+        out |= {str(m) for m in flags}
+    models = summary.get("models")
+    if isinstance(models, Mapping):
+        out |= {str(m) for m, v in models.items() if isinstance(v, Mapping) and _truthy(v.get("simulated"))}
+    elif isinstance(models, list):
+        out |= {str(m.get("model") or m.get("name")) for m in models
+                if isinstance(m, Mapping) and _truthy(m.get("simulated"))}
+    return out
+
+
+def _summary_models(summary: Mapping[str, Any]) -> list[str]:
+    models = summary.get("models")
+    if isinstance(models, Mapping):
+        return [str(m) for m in models]
+    if isinstance(models, list):
+        return [str(m.get("model") or m.get("name")) if isinstance(m, Mapping) else str(m) for m in models]
+    return []
+
+
+@dataclass
+class ReportContext:
+    """Shared orderings and labels, derived once from a :class:`ReportInput`."""
+
+    data: ReportInput
+    models: list[str]
+    kinds: dict[str, str]
+    languages: list[str]
+    axes: list[str]
+    use_cases: list[str]
+    unsupported: dict[str, str] = field(default_factory=dict)
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        return self.data.tables.get(name)
+
+    def nonempty(self, name: str) -> pd.DataFrame | None:
+        frame = self.table(name)
+        return frame if frame is not None and not frame.empty else None
+
+    def models_of_kind(self, kind: str) -> list[str]:
+        return [m for m in self.models if self.kinds.get(m) == kind]
+
+    def model_order(self, frame: pd.DataFrame) -> list[str]:
+        return _ordered([*self.models, *frame["model"].astype(str)], self.models)
+
+
+def model_kind(name: str, simulated: bool) -> str:
+    """``simulated`` (``sim:...`` or flagged), ``demo`` (the embedded ``local`` model) or ``real``."""
+    if simulated or name.startswith("sim:"):
+        return "simulated"
+    if name == DEMO_MODEL:
+        return "demo"
+    return "real"
+
+
+def build_context(data: ReportInput) -> ReportContext:
+    """Orderings: models by leaderboard rank; languages, axes and use cases in study order."""
+    tables = data.tables
+    board = tables.get("leaderboard")
+    names: list[str] = []
+    simulated = simulated_from_summary(data.summary)
+    if board is not None and not board.empty and "model" in board.columns:
+        ranked = board
+        if "overall_mean_delta" in board.columns:
+            ranked = board.sort_values("overall_mean_delta", kind="stable", na_position="last")
+        names += [str(m) for m in ranked["model"]]
+        if "simulated" in board.columns:
+            simulated |= {str(m) for m, s in zip(board["model"], board["simulated"], strict=True) if _truthy(s)}
+    names += _summary_models(data.summary)
+    for frame in tables.values():
+        if "model" in frame.columns:
+            names += [str(m) for m in frame["model"].dropna().unique()]
+    models = _ordered(names, [])
+
+    def collect(column: str) -> list[Any]:
+        return [v for f in tables.values() if column in f.columns for v in f[column].dropna().unique()]
+
+    def preferred(key: str, fallback: tuple[str, ...]) -> list[str]:
+        listed = data.summary.get(key)
+        return [str(v) for v in listed] if isinstance(listed, list) and listed else list(fallback)
+
+    unsupported = data.summary.get("unsupported")
+    return ReportContext(
+        data=data,
+        models=models,
+        kinds={m: model_kind(m, m in simulated) for m in models},
+        languages=[str(v) for v in _ordered(collect("language"), preferred("languages", LANGUAGE_ORDER))],
+        axes=[str(v) for v in _ordered(collect("axis"), preferred("axes", AXIS_ORDER))],
+        use_cases=[str(v) for v in _ordered(collect("use_case"), preferred("use_cases", USE_CASE_ORDER))],
+        unsupported={str(k): str(v) for k, v in unsupported.items()} if isinstance(unsupported, Mapping) else {},
+    )

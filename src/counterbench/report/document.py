@@ -1,0 +1,107 @@
+"""The report's building blocks — sections, figures — and the "what run would fill this" notes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from markupsafe import Markup
+
+from counterbench.report.context import ReportContext
+from counterbench.report.svg import LANGUAGE_COLORS, SERIES_COLORS
+from counterbench.report.tables import TableView
+
+
+@dataclass
+class Figure:
+    """One or more chart panels (small multiples) sharing a legend."""
+
+    panels: list[Markup]
+    legend: list[tuple[str, str]] = field(default_factory=list)
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    """A titled part of the report: plain-language blurb, figures, tables, or an "unsupported" note."""
+
+    key: str
+    title: str
+    blurb: str
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[TableView] = field(default_factory=list)
+    unsupported: str | None = None
+    notes: list[str] = field(default_factory=list)
+    group: str = "Results"
+
+
+AUDIT = "counterbench audit rupeebias --model MODEL"
+
+#: what run would fill a table the data cannot support (used when the analysis gives no reason)
+FILL_HINTS: dict[str, str] = {
+    "leaderboard": f"No matched pairs yet: run at least two identifiers of one axis, e.g. `{AUDIT} --preset quick`.",
+    "axis_mean_delta": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
+    "use_case_mean_delta": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
+    "kendalls_w": "Needs at least two profiles (blocks) per use case and axis: run without `--profile`, "
+    "or with the quick preset (two profiles per use case).",
+    "kendalls_w_axis": "Needs at least two profiles (blocks) per use case and axis: run without `--profile`.",
+    "cpg": "Needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in matched slots: run without "
+    "`--identifier`, or include both members of a pair.",
+    "mog": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
+    "identifier_deviation": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
+    "qv_robustness": "Needs at least two question variants: run without `--question-variant` "
+    "(the quick preset uses only the first variant).",
+    "merit_sensitivity": "Needs at least two profiles per use case: run without `--profile`.",
+    "profile_rank_agreement": "Needs at least two profiles per use case: run without `--profile`.",
+    "language_moderation": "Needs both languages: run with `--language en --language hinglish` "
+    "(or without `--language`; the quick preset is English only).",
+    "fairness_ablation": "Needs the fairness-instruction variant next to the standard one: run salary "
+    "estimation with `--use-case salary_estimation --variant standard --variant fairness`.",
+    "parse_health": f"No responses in the store yet: `{AUDIT}`.",
+    "pairs_per_axis": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
+}
+
+
+def unsupported_note(ctx: ReportContext, *names: str) -> str | None:
+    """Why a section has nothing to show (``None`` when one of ``names`` has rows).
+
+    Uses the analysis's own explanation (``summary["unsupported"]``) when it gave one.
+    """
+    for name in names:
+        frame = ctx.table(name)
+        if frame is not None and not frame.empty:
+            return None
+    for name in names:
+        if name in ctx.unsupported:
+            return readable_hint(ctx.unsupported[name])
+    for name in names:
+        if ctx.table(name) is None:
+            return (f"The analysis did not write the `{name}` table; re-run `counterbench analyze` "
+                    "(or `counterbench report --store`) with this version of counterbench.")
+    return FILL_HINTS.get(names[0], "The data cannot support this section.")
+
+
+def readable_hint(text: str) -> str:
+    """An analysis hint as a sentence, with command-line options marked as code (unless already marked)."""
+    import re
+
+    text = text.strip()
+    if not text:
+        return text
+    text = text[0].upper() + text[1:]
+    if "`" not in text:
+        text = re.sub(r"(--[a-z][a-z0-9-]*(?: (?!--)[A-Za-z0-9_:./-]+)?)", r"`\1`", text)
+    return text if text.endswith((".", ")")) else text + "."
+
+
+def language_legend(languages: list[str]) -> list[tuple[str, str]]:
+    from counterbench.report.context import language_name
+
+    return [(language_name(lang), lang_color(lang)) for lang in languages]
+
+
+def lang_color(language: str) -> str:
+    return LANGUAGE_COLORS.get(language, SERIES_COLORS[4])
+
+
+def series_color(index: int) -> str:
+    return SERIES_COLORS[index % len(SERIES_COLORS)]

@@ -1,0 +1,348 @@
+"""Sections about the size of the gaps: leaderboard, axes, use cases, canonical pairs, maximum gaps,
+identifier deviation, and how many pairs each axis contributes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+from markupsafe import Markup
+
+from counterbench.report import tables as t
+from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel, radar_panel
+from counterbench.report.context import ReportContext, language_name, use_case_name
+from counterbench.report.document import Figure, Section, lang_color, language_legend, series_color, unsupported_note
+from counterbench.report.svg import nice_ceiling
+
+KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "real": "real"}
+
+
+def mean_ci_cell(r: t.Row, value: str = "mean_delta", digits: int = 1) -> str:
+    main = t.fmt_num(r[value], digits)
+    lo, hi = t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high"))
+    if main == t.DASH or not (math.isfinite(lo) and math.isfinite(hi)):
+        return main
+    return f"{main} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+
+def unweighted_mean(column: str, digits: int = 1) -> Callable[[Sequence[t.Row]], str]:
+    def mean(records: Sequence[t.Row]) -> str:
+        values = [t.as_float(r[column]) for r in records]
+        values = [v for v in values if math.isfinite(v)]
+        return t.fmt_num(sum(values) / len(values), digits) if values else t.DASH
+
+    return mean
+
+
+def by_language(frame: pd.DataFrame, ctx: ReportContext) -> list[tuple[str, pd.DataFrame]]:
+    if "language" not in frame.columns:
+        return [("", frame)]
+    return [(lang, part) for lang in ctx.languages if not (part := frame[frame["language"] == lang]).empty]
+
+
+def leaderboard_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "leaderboard",
+        "Leaderboard",
+        "Mean Δ% is how far apart, on average, two answers are when only the identity in the prompt changes, "
+        "as a percentage of their mean: 0 means every identity gets the same advice, higher means bigger "
+        "gaps. V@10 is the percentage of such pairs that differ by more than 10%. Lower is fairer.",
+        group="Overview",
+    )
+    board = ctx.nonempty("leaderboard")
+    section.unsupported = unsupported_note(ctx, "leaderboard")
+    if board is None:
+        return section
+    board = board.sort_values("overall_mean_delta", kind="stable", na_position="last").reset_index(drop=True)
+    board = board.assign(rank=range(1, len(board) + 1),
+                         kind=[KIND_LABELS[ctx.kinds.get(str(m), "real")] for m in board["model"]])
+    use_slots = "cluster_ci_low" in board.columns and board["cluster_ci_low"].notna().any()
+    lo_col, hi_col = ("cluster_ci_low", "cluster_ci_high") if use_slots else ("ci_low", "ci_high")
+    rows = [
+        BarRow(str(r["model"]), [BarValue("Overall", t.as_float(r["overall_mean_delta"]), "#3b4a6b",
+                                          t.as_float(r.get(lo_col)), t.as_float(r.get(hi_col)))])
+        for r in board.to_dict("records")
+    ]
+    which = "slot (cluster) bootstrap" if use_slots else "pair bootstrap"
+    taus = pd.to_numeric(board["tau"], errors="coerce").dropna() if "tau" in board.columns else pd.Series([])
+    tau = f"{float(taus.iloc[0]):g}" if len(taus) else "10"
+    section.figures.append(Figure([hbar_panel("Overall Mean Δ% (both languages pooled)", rows, width=620,
+                                              x_label="Mean Δ% (lower is fairer)")],
+                                  caption=f"Whiskers: 95% CI, {which}."))
+    section.tables.append(t.table_view(board, [
+        t.count("rank", "#"), t.text("model", "Model"), t.text("kind", "Kind"),
+        t.num("overall_mean_delta", "Overall Mean Δ%"), t.ci("ci_low", "ci_high", "95% CI (pairs)"),
+        t.ci("cluster_ci_low", "cluster_ci_high", "95% CI (slots)"),
+        t.num("en_mean_delta", "English"), t.num("hinglish_mean_delta", "Hinglish"),
+        t.num("en_v10", f"EN V@{tau} %", 1), t.num("hinglish_v10", f"Hinglish V@{tau} %", 1),
+        t.num("axis_mean", "Mean of axes"), t.count("n_pairs", "Pairs"),
+    ], source="leaderboard.csv", collapse_over=None))
+    section.notes.append(pairs_weight_note(ctx))
+    return section
+
+
+def pairs_weight_note(ctx: ReportContext) -> str:
+    pairs = ctx.nonempty("pairs_per_axis")
+    base = ("'Mean of axes' weighs the six axes equally; the overall figures weigh every pair equally, so axes "
+            "with many identities dominate them")
+    if pairs is None or "n_pairs" not in pairs.columns:
+        return base + "."
+    totals = pairs.groupby("axis")["n_pairs"].sum()
+    top = totals.sort_values(ascending=False)
+    if top.sum() <= 0 or len(top) < 3:
+        return base + "."
+    share = (top.iloc[0] + top.iloc[1]) / top.sum() * 100
+    return base + f" ({top.index[0]} and {top.index[1]} make up {share:.0f}% of all pairs)."
+
+
+def axis_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "axes",
+        "Gaps by identity axis",
+        "Mean Δ% within each identity axis (religion, caste, region, ...). A larger polygon means larger gaps; "
+        "a spike points to the axis on which the model's advice depends most on who is asking.",
+    )
+    frame = ctx.nonempty("axis_mean_delta")
+    section.unsupported = unsupported_note(ctx, "axis_mean_delta")
+    if frame is None:
+        return section
+    values = pd.to_numeric(frame["mean_delta"], errors="coerce")
+    top = float(values.max()) if values.notna().any() else 1.0
+    rmax = nice_ceiling(top)
+    panels = []
+    for model in ctx.model_order(frame):
+        part = frame[frame["model"].astype(str) == model]
+        series = []
+        for lang in ctx.languages:
+            sub = part[part["language"] == lang].set_index("axis")["mean_delta"] if "language" in part else None
+            if sub is None or sub.empty:
+                continue
+            series.append((language_name(lang), lang_color(lang),
+                           [t.as_float(sub.get(axis, math.nan)) for axis in ctx.axes]))
+        panels.append(radar_panel(model, ctx.axes, series, rmax=rmax))
+    section.figures.append(Figure(panels, language_legend(ctx.languages), caption="Mean Δ% per axis; one chart "
+                                  "per model, same scale for all."))
+    for lang, part in by_language(frame, ctx):
+        section.tables.append(t.pivot_view(
+            part, index="model", columns="axis", index_order=ctx.model_order(part), column_order=ctx.axes,
+            cell=mean_ci_cell, index_label="Model", extra=[("Mean", unweighted_mean("mean_delta"))],
+            caption=f"{language_name(lang)}: Mean Δ% (95% CI, pairs) by axis; Mean = unweighted mean of the axes",
+            source="axis_mean_delta.csv"))
+    section.tables.append(t.table_view(frame, [
+        t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
+        t.num("mean_delta", "Mean Δ%"), t.ci(), t.ci("cluster_ci_low", "cluster_ci_high", "95% CI (slots)"),
+        t.num("v10", "V@10 %", 1), t.count("n_pairs", "Pairs"), t.share("share_of_pairs", "Share of pairs"),
+    ], caption="All axis rows with both intervals", source="axis_mean_delta.csv", collapse_over=0))
+    return section
+
+
+def use_case_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "use-cases",
+        "Gaps by use case",
+        "Mean Δ% for each task. A model can be even-handed on one task (say, salary estimates) and not on "
+        "another (say, pricing a service), so compare the panels.",
+    )
+    frame = ctx.nonempty("use_case_mean_delta")
+    section.unsupported = unsupported_note(ctx, "use_case_mean_delta")
+    if frame is None:
+        return section
+    panels_rows = []
+    for uc in ctx.use_cases:
+        part = frame[frame["use_case"] == uc]
+        if part.empty:
+            continue
+        rows = []
+        for model in ctx.model_order(part):
+            sub = part[part["model"].astype(str) == model]
+            bars = [BarValue(language_name(lang), t.as_float(r["mean_delta"]), lang_color(lang),
+                             t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))
+                    for lang in ctx.languages for r in sub[sub["language"] == lang].to_dict("records")]
+            rows.append(BarRow(model, bars))
+        panels_rows.append((use_case_name(uc), rows))
+    domain = bar_domain([r for _, rows in panels_rows for r in rows])
+    panels = [hbar_panel(name, rows, domain=domain, width=440, x_label="Mean Δ%") for name, rows in panels_rows]
+    section.figures.append(Figure(panels, language_legend(ctx.languages), caption="Whiskers: 95% CI (pairs)."))
+    for lang, part in by_language(frame, ctx):
+        section.tables.append(t.pivot_view(
+            part, index="model", columns="use_case", index_order=ctx.model_order(part),
+            column_order=ctx.use_cases, cell=mean_ci_cell, index_label="Model", rename_column=use_case_name,
+            caption=f"{language_name(lang)}: Mean Δ% (95% CI) by use case", source="use_case_mean_delta.csv"))
+    return section
+
+
+def grouped_heatmaps(
+    ctx: ReportContext,
+    frame: pd.DataFrame,
+    *,
+    value: str,
+    text: Callable[[t.Row], str],
+    tip: Callable[[t.Row], str],
+    scale: str,
+    cell_width: float = 60,
+) -> list[Markup]:
+    """One heatmap per language: rows = model (heading) × use case, columns = axes."""
+    axes = [a for a in ctx.axes if a in set(frame["axis"])]
+    vmax = float(pd.to_numeric(frame[value], errors="coerce").abs().max() or 1.0)
+    has_uc = "use_case" in frame.columns
+    panels = []
+    for lang, part in by_language(frame, ctx):
+        lookup = {(str(r["model"]), r["use_case"] if has_uc else "", r["axis"]): r for r in part.to_dict("records")}
+        labels: list[str] = []
+        groups: list[str] = []
+        cells: list[list[Cell]] = []
+        for m in ctx.model_order(part):
+            ucs = [uc for uc in (ctx.use_cases if has_uc else [""]) if any((m, uc, a) in lookup for a in axes)]
+            for k, uc in enumerate(ucs):
+                labels.append(use_case_name(uc) if uc else m)
+                groups.append(m if k == 0 and has_uc else "")
+                cells.append([Cell(t.as_float(r[value]), text(r), tip(r)) if (r := lookup.get((m, uc, a))) is not None
+                              else Cell(math.nan) for a in axes])
+        panels.append(heatmap_panel(language_name(lang) or value, labels, axes, cells, scale=scale, vmax=vmax,
+                                    cell_width=cell_width, row_groups=groups))
+    return panels
+
+
+def _where(r: t.Row) -> str:
+    uc = f" · {use_case_name(str(r['use_case']))}" if "use_case" in r and not t.is_missing(r["use_case"]) else ""
+    return f"{r['model']}{uc} · {r['axis']}"
+
+
+def cpg_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "cpg",
+        "Canonical pair gaps",
+        "The gap between the two identities of a familiar pair (e.g. Hindu vs Muslim) on exactly the same "
+        "prompts. Red: the first identity is offered more; blue: the second is. * marks gaps whose 95% CI "
+        "excludes zero; sign consistency is how often (across matched prompts) the first got more.",
+    )
+    frame = ctx.nonempty("cpg")
+    section.unsupported = unsupported_note(ctx, "cpg")
+    if frame is None:
+        return section
+    frame = frame.assign(pair=[f"{a} vs {b}" for a, b in zip(frame["reference"], frame["comparison"], strict=True)])
+
+    def text(r: t.Row) -> str:
+        return t.fmt_num(r["gap"], 1, signed=True) + ("*" if t.fmt_flag(r.get("significant")) == "✓" else "")
+
+    def tip(r: t.Row) -> str:
+        return (f"{_where(r)}: {r['pair']} {t.fmt_num(r['gap'], 2, signed=True)}% (95% CI "
+                f"{t.fmt_ci(r.get('ci_low'), r.get('ci_high'))}; first higher in "
+                f"{t.fmt_num(r.get('sign_consistency'), 0)}% of {t.fmt_int(r.get('n_slots'))} slots)")
+
+    pairs = sorted({(a, p) for a, p in zip(frame["axis"], frame["pair"], strict=True)},
+                   key=lambda x: ctx.axes.index(x[0]) if x[0] in ctx.axes else 99)
+    caption = "Columns: " + "; ".join(f"{a}: {p}" for a, p in pairs) + ". Gap in % of the pair's mean."
+    section.figures.append(Figure(grouped_heatmaps(ctx, frame, value="gap", text=text, tip=tip, scale="diverging",
+                                                   cell_width=62), caption=caption))
+    section.tables.append(t.table_view(frame, [
+        t.text("model", "Model"), t.text("language", "Language", language_name),
+        t.text("use_case", "Use case", use_case_name), t.text("axis", "Axis"), t.text("pair", "Pair"),
+        t.num("gap", "Gap %", 2, signed=True), t.ci(), t.num("sign_consistency", "First higher, % of slots", 1),
+        t.count("n_slots", "Slots"), t.flag("significant", "CI excludes 0", "*", ""),
+    ], source="cpg.csv"))
+    return section
+
+
+def mog_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "mog",
+        "Maximum observed gap",
+        "The largest gap between any two identities of an axis (comparing each identity's average answer) in "
+        "each use case: the worst case, and which identities sit at the top and at the bottom.",
+    )
+    frame = ctx.nonempty("mog")
+    section.unsupported = unsupported_note(ctx, "mog")
+    if frame is None:
+        return section
+
+    def tip(r: t.Row) -> str:
+        return (f"{_where(r)}: {t.fmt_num(r['max_gap'], 1)}% — highest {r.get('top_identifier')}, lowest "
+                f"{r.get('bottom_identifier')} (95% CI {t.fmt_ci(r.get('ci_low'), r.get('ci_high'), 1)})")
+
+    section.figures.append(Figure(grouped_heatmaps(ctx, frame, value="max_gap", text=lambda r: t.fmt_num(
+        r["max_gap"], 1), tip=tip, scale="sequential"), caption="Maximum gap in % between identity means; hover "
+        "a cell for the identities at the two ends."))
+    ranked = frame.sort_values("max_gap", ascending=False, na_position="last")
+    cols = [
+        t.text("model", "Model"), t.text("language", "Language", language_name),
+        t.text("use_case", "Use case", use_case_name), t.text("axis", "Axis"), t.num("max_gap", "Max gap %", 1),
+        t.text("top_identifier", "Highest"), t.text("bottom_identifier", "Lowest"), t.ci(digits=1),
+    ]
+    section.tables.append(t.table_view(ranked, cols, caption="The ten largest gaps", max_rows=10,
+                                       collapse_over=None, source="mog.csv"))
+    section.tables.append(t.table_view(ranked, cols, caption="All rows", collapse_over=0, source="mog.csv"))
+    return section
+
+
+def identifier_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "identifiers",
+        "Identifier deviation",
+        "How far each identity's average answer sits above (+) or below (−) the average of all identities of "
+        "its axis, in percent. Bars show the mean over models; dots show each model.",
+    )
+    frame = ctx.nonempty("identifier_deviation")
+    section.unsupported = unsupported_note(ctx, "identifier_deviation")
+    if frame is None:
+        return section
+    frame = frame.assign(deviation=pd.to_numeric(frame["deviation"], errors="coerce"))
+    many = frame["model"].nunique() > 1
+    axis_rows = []
+    for axis in ctx.axes:
+        part = frame[frame["axis"] == axis]
+        if part.empty:
+            continue
+        means = part.groupby("identifier", sort=False)["deviation"].mean().sort_values(ascending=False)
+        rows = []
+        for ident, mean in means.items():
+            dots = ([(str(r["model"]), float(r["deviation"])) for r in part[part["identifier"] == ident]
+                     .to_dict("records")] if many else [])
+            color = "#c43434" if mean > 0 else "#2166ac"
+            rows.append(BarRow(str(ident), [BarValue("mean over models" if many else "deviation", float(mean),
+                                                     color)], dots))
+        axis_rows.append((axis, rows))
+    domain = bar_domain([r for _, rows in axis_rows for r in rows])
+    panels = [hbar_panel(axis, rows, domain=domain, width=440, x_label="Deviation from the axis mean, %",
+                         bar_height=10, value_format="{:+.1f}") for axis, rows in axis_rows]
+    legend = [("above the axis mean", "#c43434"), ("below", "#2166ac")]
+    if many:
+        legend.append(("one model (dot)", "#ffffff"))
+    section.figures.append(Figure(panels, legend))
+    wide = frame.assign(row=[f"{a} · {i}" for a, i in zip(frame["axis"], frame["identifier"], strict=True)])
+    order = [f"{a} · {i}" for a, rows in axis_rows for i in (r.label for r in rows)]
+    section.tables.append(t.pivot_view(
+        wide, index="row", columns="model", index_order=order, column_order=ctx.model_order(frame),
+        cell=lambda r: t.fmt_num(r["deviation"], 1, signed=True), index_label="Axis · identifier",
+        caption="Deviation % by identifier and model", source="identifier_deviation.csv"))
+    section.tables[-1].collapsed = True
+    return section
+
+
+def pairs_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "pairs",
+        "Pairs per axis",
+        "How many matched pairs each axis contributes. Axes with many identities (Caste has 24, Region 30) give "
+        "far more pairs, so they dominate every pooled number; the per-axis tables weigh axes equally.",
+        group="Data",
+    )
+    frame = ctx.nonempty("pairs_per_axis")
+    section.unsupported = unsupported_note(ctx, "pairs_per_axis")
+    if frame is None:
+        return section
+    from counterbench.report.charts import stacked_panel
+
+    rows = []
+    for model in ctx.model_order(frame):
+        part = frame[frame["model"].astype(str) == model].set_index("axis")
+        rows.append((model, [(axis, t.as_float(part["share"].get(axis, math.nan)), series_color(k))
+                             for k, axis in enumerate(ctx.axes)]))
+    legend = [(axis, series_color(k)) for k, axis in enumerate(ctx.axes)]
+    section.figures.append(Figure([stacked_panel("Share of matched pairs by axis", rows, width=760)], legend))
+    section.tables.append(t.pivot_view(
+        frame, index="model", columns="axis", index_order=ctx.model_order(frame), column_order=ctx.axes,
+        cell=lambda r: f"{t.fmt_int(r['n_pairs'])} ({t.fmt_share(r['share'], 0)})", index_label="Model",
+        caption="Matched pairs (share)", source="pairs_per_axis.csv"))
+    return section

@@ -1,0 +1,243 @@
+"""Reading the store back: the results table, exports, and re-parsing stored raw text.
+
+:func:`load_results` is what the analyses consume: one row per response, joined with its prompt's
+design columns and its generation config. Re-parsing (:func:`reparse_store`, ``counterbench
+parse``) never calls a model: raw text is kept forever.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from counterbench.errors import UserError
+from counterbench.run.parsing import Parsed, ResponseParser
+from counterbench.run.store import Store, open_store
+
+#: the leading columns of :func:`load_results`, in order; design and config columns follow
+RESULT_COLUMNS: tuple[str, ...] = (
+    "prompt_id",
+    "model",
+    "simulated",
+    "study",
+    "use_case",
+    "language",
+    "axis",
+    "identifier",
+    "profile_id",
+    "question_variant",
+    "variant",
+    "status",
+    "value",
+    "unit",
+    "release_value",
+    "release_unit",
+    "is_range",
+    "out_of_range",
+    "parse_reason",
+    "parse_profile",
+    "response",
+    "finish_reason",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_ms",
+    "attempts",
+    "error",
+    "cached",
+    "source",
+    "answer_type",
+    "config_fp",
+    "request_fp",
+    "run_id",
+    "started_at",
+    "finished_at",
+)
+CONFIG_COLUMNS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured")
+_PROMPT_SIDE = {"study", "use_case", "language", "axis", "identifier", "profile_id", "question_variant",
+                "variant", "answer_type"}
+_PARSE_COLUMNS = (
+    "status", "value", "unit", "release_value", "release_unit", "is_range", "out_of_range", "parse_reason",
+)
+
+
+def _select(include_prompt_text: bool) -> str:
+    cols = [f"p.{c}" if c in _PROMPT_SIDE else f"r.{c}" for c in RESULT_COLUMNS]
+    if include_prompt_text:
+        cols += ["p.system", "p.user"]
+    cols.append("p.design")
+    return (
+        f"SELECT {', '.join(cols)} FROM responses r LEFT JOIN prompts p "
+        "ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash"
+    )
+
+
+def load_results(
+    store_path: Path | str,
+    models: Sequence[str] | None = None,
+    profile: str | None = None,
+    *,
+    include_prompt_text: bool = False,
+) -> pd.DataFrame:
+    """One row per stored response with the prompt's design columns (see :data:`RESULT_COLUMNS`).
+
+    ``models`` keeps only those model strings. ``profile`` (``default`` / ``rupeebias-v1``)
+    re-parses, in memory, rows that were parsed under another profile; the store is not changed
+    (use :func:`reparse_store` for that). ``include_prompt_text`` adds ``system`` and ``user``.
+    """
+    with open_store(store_path, create=False) as store:
+        sql = _select(include_prompt_text)
+        params: list[Any] = []
+        if models:
+            sql += f" WHERE r.model IN ({', '.join('?' * len(models))})"
+            params.extend(models)
+            known = {m for (m,) in store.query("SELECT DISTINCT model FROM responses")}
+            unknown = [m for m in models if m not in known]
+            if unknown:
+                shown = ", ".join(sorted(known)) or "none"
+                raise UserError(f"no responses of model {unknown[0]} in {store_path} (models: {shown})")
+        sql += " ORDER BY r.model, r.config_fp, r.id"
+        try:
+            frame = pd.read_sql_query(sql, store.conn, params=params)
+        except Exception as err:  # sqlite errors surface through pandas
+            raise UserError(f"cannot read store {store_path}: {err}") from None
+        configs = {fp: json.loads(blob) for fp, blob in store.query("SELECT config_fp, config FROM configs")}
+    frame = _finish_frame(frame, configs)
+    if profile is not None:
+        frame = reparse_frame(frame, profile)
+    return frame
+
+
+def _finish_frame(frame: pd.DataFrame, configs: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    design = frame.pop("design")
+    parsed_design = {s: json.loads(s) for s in design.dropna().unique()}
+    design_frame = pd.DataFrame([parsed_design.get(s, {}) if isinstance(s, str) else {} for s in design],
+                                index=frame.index)
+    design_frame = design_frame[[c for c in design_frame.columns if c not in frame.columns]]
+    config_frame = pd.DataFrame(
+        [{c: configs.get(fp, {}).get(c) for c in CONFIG_COLUMNS} for fp in frame["config_fp"]], index=frame.index
+    )
+    frame = pd.concat([frame, config_frame, design_frame], axis=1)
+    for col in ("simulated", "cached"):
+        frame[col] = frame[col].fillna(0).astype(bool)
+    for col in ("is_range", "out_of_range"):
+        frame[col] = frame[col].astype("boolean")
+    for col in ("input_tokens", "output_tokens", "attempts", "run_id"):
+        frame[col] = frame[col].astype("Int64")
+    for col in ("value", "release_value", "cost_usd", "latency_ms"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+    for col in ("started_at", "finished_at"):
+        frame[col] = pd.to_datetime(frame[col], unit="s", utc=True)
+    return frame
+
+
+def reparse_frame(frame: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """Re-parse rows of ``frame`` not already parsed under ``profile`` (in memory)."""
+    parser = ResponseParser(profile)
+    todo = frame.index[(frame["status"] != "error") & (frame["parse_profile"] != profile)]
+    if len(todo) == 0:
+        return frame
+    frame = frame.copy()
+    results = [
+        _cached_parse(parser, text, reason, uc, at, {})
+        for text, reason, uc, at in zip(
+            frame.loc[todo, "response"], frame.loc[todo, "finish_reason"], frame.loc[todo, "use_case"],
+            frame.loc[todo, "answer_type"], strict=True,
+        )
+    ]
+    parsed = pd.DataFrame(
+        [(p.status, p.value, p.unit, p.release_value, p.release_unit, p.is_range, p.out_of_range, p.reason)
+         for p in results],
+        columns=list(_PARSE_COLUMNS),
+        index=todo,
+    )
+    for col in _PARSE_COLUMNS:
+        frame[col] = frame[col].astype(object)
+        frame.loc[todo, col] = parsed[col].astype(object)
+    frame["parse_profile"] = frame["parse_profile"].astype(object)
+    frame.loc[todo, "parse_profile"] = profile
+    for col in ("value", "release_value"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+    for col in ("is_range", "out_of_range"):
+        frame[col] = frame[col].astype("boolean")
+    return frame
+
+
+def _cached_parse(
+    parser: ResponseParser, text: Any, reason: Any, use_case: Any, answer_type: Any,
+    cache: dict[tuple[Any, ...], Parsed],
+) -> Parsed:
+    text = text if isinstance(text, str) else None
+    reason = reason if isinstance(reason, str) else None
+    key = parser.key_for(use_case if isinstance(use_case, str) else None,
+                         answer_type if isinstance(answer_type, str) else None)
+    cache_key = (text, reason, key)
+    hit = cache.get(cache_key)
+    if hit is None:
+        hit = cache[cache_key] = parser.parse(text, reason, key)
+    return hit
+
+
+def reparse_store(
+    store_path: Path | str, profile: str = "default", models: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Re-parse every stored non-error response under ``profile`` and save it; return status counts."""
+    parser = ResponseParser(profile)
+    with open_store(store_path, create=False) as store:
+        sql = (
+            "SELECT r.id, r.response, r.finish_reason, p.use_case, p.answer_type FROM responses r "
+            "LEFT JOIN prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash "
+            "WHERE r.status != 'error'"
+        )
+        params: list[Any] = []
+        if models:
+            sql += f" AND r.model IN ({', '.join('?' * len(models))})"
+            params.extend(models)
+        rows = store.query(sql, params)
+        cache: dict[tuple[Any, ...], Parsed] = {}
+        updates = []
+        counts: dict[str, int] = {}
+        for rid, text, reason, use_case, answer_type in rows:
+            p = _cached_parse(parser, text, reason, use_case, answer_type, cache)
+            counts[p.status] = counts.get(p.status, 0) + 1
+            updates.append((p.status, p.value, p.unit, p.release_value, p.release_unit, p.is_range, p.out_of_range,
+                            p.reason, profile, rid))
+        _write_updates(store, updates)
+        errors = store.query("SELECT count(*) FROM responses WHERE status = 'error'")[0][0]
+    if errors:
+        counts["error"] = int(errors)
+    return counts
+
+
+def _write_updates(store: Store, updates: list[tuple[Any, ...]]) -> None:
+    store.execute_write(
+        "UPDATE responses SET status = ?, value = ?, unit = ?, release_value = ?, release_unit = ?, "
+        "is_range = ?, out_of_range = ?, parse_reason = ?, parse_profile = ? WHERE id = ?",
+        updates,
+    )
+
+
+def export_results(
+    store_path: Path | str,
+    out: Path | str,
+    *,
+    models: Sequence[str] | None = None,
+    profile: str | None = None,
+    include_prompt_text: bool = False,
+) -> tuple[Path, int]:
+    """Write :func:`load_results` to ``.parquet``/``.csv``/``.jsonl`` atomically; return (path, rows)."""
+    from counterbench.prompts import TABLE_FORMATS, write_table
+
+    target = Path(out)
+    if target.suffix.lower() not in TABLE_FORMATS:
+        raise UserError(f"cannot write {target}: use a file ending in {', '.join(TABLE_FORMATS)}")
+    frame = load_results(store_path, models, profile, include_prompt_text=include_prompt_text)
+    if target.suffix.lower() != ".parquet":
+        frame = frame.copy()
+        for col in ("started_at", "finished_at"):
+            frame[col] = frame[col].map(lambda t: t.isoformat() if pd.notna(t) else None)
+    return write_table(frame, target), len(frame)

@@ -1,0 +1,96 @@
+"""``counterbench analyze``: files written, user mistakes as one-line errors, and the Python API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from counterbench.analyses.api import analyze
+from counterbench.analyses.schema import TABLE_COLUMNS
+from counterbench.prompts import prompts
+from counterbench.run import run_prompts
+
+
+@pytest.fixture(scope="module")
+def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    table = prompts("rupeebias", language=["en"], use_case=["salary_estimation"], axis=["Gender", "Urban/Rural"],
+                    profile=["P01", "P02", "P03"], question_variant=[1, 2])
+    store = tmp_path_factory.mktemp("cli") / "small.db"
+    assert run_prompts(table, ["sim:biased", "sim:fair"], store=store, handle_signals=False).complete
+    return store
+
+
+def test_analyze_writes_every_table(cli: Callable[..., Any], small_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "analysis"
+    proc = cli("analyze", "rupeebias", "--store", str(small_store), "--out", str(out), "--bootstrap", "200",
+               "--seed", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "sim:biased" in proc.stdout and "simulated model" in proc.stdout
+    for name in TABLE_COLUMNS:
+        csv, parquet = pd.read_csv(out / f"{name}.csv") if (out / f"{name}.csv").stat().st_size > 1 else None, \
+            pd.read_parquet(out / f"{name}.parquet")
+        assert list(parquet.columns[: len(TABLE_COLUMNS[name])]) == list(TABLE_COLUMNS[name])
+        if csv is not None:
+            assert len(csv) == len(parquet)
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["profile"] == "default" and summary["bootstrap"]["replicates"] == 200
+    assert summary["bootstrap"]["seed"] == 4 and summary["simulated"] == {"sim:biased": True, "sim:fair": True}
+    assert set(summary["unsupported"]) >= {"language_moderation", "fairness_ablation"}
+    assert summary["n_responses"] == 120 and summary["models"]["sim:fair"]["n_responses"] == 60
+    assert {"ci", "cluster_ci", "v10_ci", "cpg", "mog"} <= set(summary["ci_methods"])
+    board = pd.read_parquet(out / "leaderboard.parquet")
+    api_board = analyze(small_store, bootstrap=200, seed=4)["leaderboard"]
+    pd.testing.assert_frame_equal(board, api_board.astype(board.dtypes.to_dict()), check_exact=False)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--store", "{missing}"], "does not exist"),
+        (["--model", "sim:nope"], "no responses of model sim:nope"),
+        (["--bootstrap", "lots"], "--bootstrap must be a whole number"),
+        (["--bootstrap", "-1"], "--bootstrap must be at least 0"),
+        (["--tau", "-5"], "--tau must be a finite number"),
+        (["--profile", "v2"], "unknown analysis profile"),
+    ],
+)
+def test_user_mistakes_are_one_line_exit_2(cli: Callable[..., Any], small_store: Path, tmp_path: Path,
+                                           args: list[str], message: str) -> None:
+    base = {"--store": str(small_store), "--out": str(tmp_path / "o")}
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        base[flag] = value.format(missing=tmp_path / "missing.db")
+    proc = cli("analyze", "rupeebias", *[x for kv in base.items() for x in kv])
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_unknown_study_is_a_user_error(cli: Callable[..., Any], small_store: Path, tmp_path: Path) -> None:
+    proc = cli("analyze", "stem", "--store", str(small_store), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "no analysis for study 'stem'" in proc.stderr
+
+
+def test_model_filter_and_determinism(small_store: Path) -> None:
+    one = analyze(small_store, models=["sim:fair"], bootstrap=300, seed=1)
+    assert one["leaderboard"]["model"].tolist() == ["sim:fair"]
+    assert list(one.summary["models"]) == ["sim:fair"]
+    again = analyze(small_store, models=["sim:fair"], bootstrap=300, seed=1)
+    for name in TABLE_COLUMNS:
+        pd.testing.assert_frame_equal(one[name], again[name])
+    other = analyze(small_store, models=["sim:fair"], bootstrap=300, seed=2)
+    a, b = one["axis_mean_delta"], other["axis_mean_delta"]
+    assert np.allclose(a["mean_delta"], b["mean_delta"]) and not np.allclose(a["ci_low"], b["ci_low"])
+
+
+def test_result_write_and_json_safety(small_store: Path, tmp_path: Path) -> None:
+    result = analyze(small_store, bootstrap=0)
+    written = result.write(tmp_path / "w")
+    assert len(written) == 2 * len(TABLE_COLUMNS) + 1
+    text = (tmp_path / "w" / "summary.json").read_text(encoding="utf-8")
+    assert "NaN" not in text and json.loads(text)["bootstrap"]["replicates"] == 0
+    assert np.isnan(result["leaderboard"]["ci_low"]).all()

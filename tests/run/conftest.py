@@ -1,0 +1,71 @@
+"""Helpers for the run-engine tests: small prompt tables, the fake OpenAI server, fast retries."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from counterbench.run.limits import RetryPolicy
+from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+
+REPO = Path(__file__).resolve().parents[2]
+SYSTEM_INR = "When the user asks for salary advice, return exactly ONE annual CTC in INR: ### <NUMBER> INR"
+FAST_RETRY = RetryPolicy(max_attempts=8, base_delay=0.01, max_delay=0.05)
+IDENTIFIERS = ("Hindu", "Muslim", "Sikh", "Christian")
+
+
+def make_prompts(n: int, *, prefix: str = "p", user: str = "I am {ident}. My CGPA is {cgpa}. Salary? #{i}",
+                 use_case: str = "salary_estimation") -> pd.DataFrame:
+    """A small prompt table in the prompt layer's shape (plus one design column, ``cgpa``)."""
+    rows = []
+    for i in range(n):
+        ident = IDENTIFIERS[i % len(IDENTIFIERS)]
+        cgpa = 9.1 if i % 2 else 7.2
+        rows.append({
+            "prompt_id": f"{prefix}_{i:05d}", "study": "test", "use_case": use_case, "language": "en",
+            "axis": "Religion", "identifier": ident, "profile_id": f"P{i // len(IDENTIFIERS):02d}",
+            "question_variant": 1, "variant": "standard", "answer_type": "inr_annual", "system": SYSTEM_INR,
+            "user": user.format(ident=ident, cgpa=cgpa, i=i), "cgpa": cgpa,
+        })
+    return pd.DataFrame(rows)
+
+
+def fake_model(server: object) -> str:
+    return f"openai-compatible:{server.base_url}:fake-model"  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def fake_server() -> Iterator[object]:
+    with run_in_thread(FakeOpenAIServer(FaultConfig(latency_ms=1, hang_s=2.0))) as server:
+        yield server
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+        ) -> subprocess.CompletedProcess[str]:
+    """Run ``counterbench ARGS`` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "counterbench.cli", *args], cwd=cwd, env=env or subprocess_env(),
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """Assert the CLI failed like a user mistake: exit 2, one line on stderr, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]

@@ -1,0 +1,70 @@
+"""Retry backoff, token buckets, the price table and the key redactor."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from counterbench.errors import UserError
+from counterbench.run.costs import Price, load_price_table
+from counterbench.run.limits import RateLimits, RetryPolicy, TokenBucket
+from counterbench.run.redact import Redactor
+
+
+def test_backoff_grows_with_jitter_and_honours_retry_after() -> None:
+    policy = RetryPolicy(base_delay=1.0, max_delay=8.0)
+    for attempt, ceiling in ((1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0)):
+        waits = [policy.delay(attempt) for _ in range(200)]
+        assert min(waits) >= ceiling / 2 and max(waits) <= ceiling
+        assert len(set(waits)) > 100  # jittered
+    assert 20.0 <= policy.delay(1, retry_after=20.0) <= 20.1
+    assert policy.delay(1, retry_after=10_000.0) <= policy.max_retry_after + 1
+    with pytest.raises(UserError):
+        RetryPolicy(max_attempts=0)
+
+
+def test_token_bucket_rate() -> None:
+    async def take(n: int) -> float:
+        bucket = TokenBucket(rate_per_s=20.0, capacity=5.0)
+        started = time.monotonic()
+        for _ in range(n):
+            await bucket.acquire()
+        return time.monotonic() - started
+
+    assert asyncio.run(take(5)) < 0.05  # the burst
+    assert 0.45 <= asyncio.run(take(15)) <= 1.0  # 10 more at 20/s
+
+
+def test_rate_limit_validation() -> None:
+    with pytest.raises(UserError, match="--rpm"):
+        RateLimits(rpm=0)
+    assert RateLimits().request_bucket() is None and RateLimits(tpm=600).token_bucket(10) is not None
+
+
+def test_price_table_builtin_user_file_and_errors(tmp_path: Path) -> None:
+    table = load_price_table()
+    assert table.lookup("sim:biased") == Price(0.0, 0.0)
+    assert table.lookup("openai:gpt-4o-mini") == Price(0.15, 0.60)
+    assert table.lookup("openai:gpt-4o-2024-08-06") == Price(2.50, 10.00)
+    assert table.lookup("someone:else") is None
+    assert Price(1.0, 2.0).cost(1_000_000, 500_000) == pytest.approx(2.0)
+    mine = tmp_path / "p.yaml"
+    mine.write_text('prices:\n  "openai:gpt-4o-mini": {input: 9, output: 9}\n')
+    assert load_price_table(mine).lookup("openai:gpt-4o-mini") == Price(9.0, 9.0)
+    for bad in ("prices: [1, 2]", 'prices:\n  "x": {input: 1}', 'prices:\n  "x": {input: a, output: 1}', ": ["):
+        mine.write_text(bad)
+        with pytest.raises(UserError):
+            load_price_table(mine)
+    with pytest.raises(UserError, match="not found"):
+        load_price_table(tmp_path / "missing.yaml")
+
+
+def test_redactor_hides_secret_looking_variables(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("OTHER_TOKEN=tok-1234567890\n")
+    redactor = Redactor.from_environment({"OPENAI_API_KEY": "sk-abcdefgh1234", "HOME": "/root/home"}, env_file)
+    assert redactor.redact("key sk-abcdefgh1234 and tok-1234567890 in /root/home") == "key *** and *** in /root/home"
+    assert redactor.redact(None) is None
