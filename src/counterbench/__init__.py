@@ -1,15 +1,62 @@
-"""counterbench: audit LLMs for demographic bias with controlled counterfactual prompts."""
+"""counterbench: audit LLMs for demographic bias with controlled counterfactual prompts.
+
+The pipeline, one function per step (each also a CLI verb)::
+
+    import counterbench
+    table = counterbench.prompts("rupeebias", preset="quick")             # prompts
+    counterbench.run_prompts(table, ["sim:biased"], store="cb.db")        # run
+    results = counterbench.load_results("cb.db")                          # the stored answers
+    analysis = counterbench.analyze("cb.db")                              # analyze -> .tables, .summary
+    counterbench.write_report(analysis, "report.html")                    # report
+
+Heavy parts are imported on first use, so ``import counterbench`` stays cheap.
+"""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from counterbench.errors import UserError
 from counterbench.prompts import PromptFilters, build_prompts, prompts
+
+if TYPE_CHECKING:
+    from counterbench.analyses.api import analyze
+    from counterbench.parse import parse_answer
+    from counterbench.report.api import write_report
+    from counterbench.run.results import load_results
+    from counterbench.run.runner import run_prompts
 
 try:
     __version__ = version("counterbench")
 except PackageNotFoundError:  # running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = ["PromptFilters", "UserError", "__version__", "build_prompts", "prompts"]
+_LAZY = {
+    "analyze": "counterbench.analyses.api",
+    "parse_answer": "counterbench.parse",
+    "write_report": "counterbench.report.api",
+    "load_results": "counterbench.run.results",
+    "run_prompts": "counterbench.run.runner",
+}
+
+__all__ = [
+    "PromptFilters",
+    "UserError",
+    "__version__",
+    "analyze",
+    "build_prompts",
+    "load_results",
+    "parse_answer",
+    "prompts",
+    "run_prompts",
+    "write_report",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'counterbench' has no attribute {name!r}")
