@@ -58,3 +58,24 @@ def filters_from_options(
         seed=seed,
         preset=preset,
     )
+
+
+StructuredOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--structured/--free-text",
+        help="Constrain answers to the study's format (default: on for the embedded `local` model only).",
+    ),
+]
+
+
+def resolve_structured(structured: bool | None, models: list[str]) -> bool:
+    """``--structured``/``--free-text`` as given; otherwise on only when every model is the embedded one.
+
+    The 135M embedded model rarely follows the ``### <NUMBER> INR`` format in free text, so its
+    answers are constrained by a grammar unless the user asks for free text. Hosted and server models
+    are asked in free text, as in the paper, unless ``--structured`` is given.
+    """
+    if structured is not None:
+        return structured
+    return bool(models) and all(m == "local" or m.startswith("local:") for m in models)

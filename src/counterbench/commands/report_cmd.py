@@ -19,9 +19,11 @@ from counterbench.commands.common import (
     QuestionVariantOpt,
     SampleSlotsOpt,
     SeedOpt,
+    StructuredOpt,
     UseCaseOpt,
     VariantOpt,
     filters_from_options,
+    resolve_structured,
 )
 from counterbench.errors import UserError
 
@@ -139,9 +141,7 @@ def audit_command(
     reasoning_effort: Annotated[
         str | None, typer.Option("--reasoning-effort", help="e.g. low/medium/high (off by default).")
     ] = None,
-    structured: Annotated[
-        bool, typer.Option("--structured/--free-text", help="Constrain answers to the study's format.")
-    ] = False,
+    structured: StructuredOpt = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Requests in flight per model.")] = 16,
     rpm: Annotated[float | None, typer.Option("--rpm", help="Requests per minute per model.")] = None,
     tpm: Annotated[float | None, typer.Option("--tpm", help="Tokens per minute per model.")] = None,
@@ -204,7 +204,7 @@ def audit_command(
     table = build_prompts(study, filters, from_release=from_release)
     config = GenerationConfig(
         temperature=temperature, max_tokens=max_tokens, seed=generation_seed,
-        reasoning_effort=reasoning_effort or None, structured=structured,
+        reasoning_effort=reasoning_effort or None, structured=resolve_structured(structured, list(model)),
     )
     command = shlex.join(["counterbench", *sys.argv[1:]])
     summary = run_prompts(
