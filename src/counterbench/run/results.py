@@ -114,13 +114,14 @@ def load_results(
 
 def _finish_frame(frame: pd.DataFrame, configs: dict[str, dict[str, Any]]) -> pd.DataFrame:
     design = frame.pop("design")
-    parsed_design = {s: json.loads(s) for s in design.dropna().unique()}
-    design_frame = pd.DataFrame([parsed_design.get(s, {}) if isinstance(s, str) else {} for s in design],
-                                index=frame.index)
+    codes, uniques = pd.factorize(design)  # few distinct designs (one per profile): parse each once
+    parsed = pd.DataFrame([json.loads(s) for s in uniques] + [{}])
+    design_frame = parsed.iloc[codes].set_axis(frame.index)  # code -1 (no design) picks the empty last row
     design_frame = design_frame[[c for c in design_frame.columns if c not in frame.columns]]
-    config_frame = pd.DataFrame(
-        [{c: configs.get(fp, {}).get(c) for c in CONFIG_COLUMNS} for fp in frame["config_fp"]], index=frame.index
-    )
+    fp_codes, fps = pd.factorize(frame["config_fp"])
+    per_config = pd.DataFrame([{c: configs.get(fp, {}).get(c) for c in CONFIG_COLUMNS} for fp in fps] + [{}],
+                              columns=list(CONFIG_COLUMNS))
+    config_frame = per_config.iloc[fp_codes].set_axis(frame.index)
     frame = pd.concat([frame, config_frame, design_frame], axis=1)
     for col in ("simulated", "cached"):
         frame[col] = frame[col].fillna(0).astype(bool)

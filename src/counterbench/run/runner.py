@@ -173,7 +173,9 @@ async def arun_prompts(
                 raise UserError(f"{writer.failure}{where}")
             fatal = next((lane.fatal for lane in lanes if lane.fatal), None)
             if fatal is not None:
-                raise UserError(f"{fatal}; answers received so far are stored, rerun to resume")
+                got = int(totals.done)
+                kept = f"the {got:,} answers received are stored, rerun to resume" if got else "nothing was stored"
+                raise UserError(f"{fatal}; {kept}")
             if status == "failed":
                 raise UserError(f"writing to store {store_obj.path} failed for a while, so the run stopped; "
                                 "every answer received was saved in the end — rerun to resume")
