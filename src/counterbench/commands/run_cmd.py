@@ -23,7 +23,30 @@ from counterbench.commands.common import (
     UseCaseOpt,
     VariantOpt,
     filters_from_options,
-    resolve_structured,
+)
+from counterbench.commands.run_options import (
+    DEFAULT_STORE,
+    EXIT_INTERRUPTED,
+    EXIT_MAX_COST,
+    ConcurrencyOpt,
+    EnvFileOpt,
+    GenerationSeedOpt,
+    MaxAttemptsOpt,
+    MaxCostOpt,
+    MaxTokensOpt,
+    NoCacheOpt,
+    ParseProfileOpt,
+    PricesOpt,
+    ProgressOpt,
+    ReasoningEffortOpt,
+    RetryErrorsOpt,
+    RpmOpt,
+    StoreOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    TpmOpt,
+    generation_config,
+    send,
 )
 from counterbench.errors import UserError
 
@@ -32,12 +55,6 @@ if TYPE_CHECKING:
 
     from counterbench.prompts import PromptFilters
 
-StoreOpt = Annotated[Path, typer.Option("--store", help="The SQLite store (created if missing).")]
-EnvFileOpt = Annotated[
-    Path | None, typer.Option("--env-file", help="A .env file with API keys and base URLs (never stored).")
-]
-EXIT_INTERRUPTED = 130
-EXIT_MAX_COST = 3
 
 
 def run_command(
@@ -62,48 +79,30 @@ def run_command(
     seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Maximum tokens per answer.")] = 64,
-    generation_seed: Annotated[
-        int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
-    ] = None,
-    reasoning_effort: Annotated[
-        str | None, typer.Option("--reasoning-effort", help="e.g. low/medium/high (off by default).")
-    ] = None,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = 64,
+    generation_seed: GenerationSeedOpt = None,
+    reasoning_effort: ReasoningEffortOpt = None,
     structured: StructuredOpt = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", help="Requests in flight per model.")] = 16,
-    rpm: Annotated[float | None, typer.Option("--rpm", help="Requests per minute per model.")] = None,
-    tpm: Annotated[float | None, typer.Option("--tpm", help="Tokens per minute per model.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request before retrying.")] = 60.0,
-    max_attempts: Annotated[int, typer.Option("--max-attempts", help="Tries per request (retries + 1).")] = 6,
-    max_cost: Annotated[
-        float | None, typer.Option("--max-cost", help="Stop sending once this many USD would be spent.")
-    ] = None,
-    prices: Annotated[
-        Path | None, typer.Option("--prices", help="A price table YAML consulted before the built-in one.")
-    ] = None,
-    store: StoreOpt = Path("counterbench.db"),
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Send identical requests again instead of reusing stored answers.")
-    ] = False,
-    retry_errors: Annotated[
-        bool, typer.Option("--retry-errors", help="Send again the requests that failed in earlier runs.")
-    ] = False,
-    parse_profile: Annotated[
-        str, typer.Option("--parse-profile", help="Parse answers with: default or rupeebias-v1.")
-    ] = "default",
+    concurrency: ConcurrencyOpt = 16,
+    rpm: RpmOpt = None,
+    tpm: TpmOpt = None,
+    timeout: TimeoutOpt = 60.0,
+    max_attempts: MaxAttemptsOpt = 6,
+    max_cost: MaxCostOpt = None,
+    prices: PricesOpt = None,
+    store: StoreOpt = DEFAULT_STORE,
+    no_cache: NoCacheOpt = False,
+    retry_errors: RetryErrorsOpt = False,
+    parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
-    progress: Annotated[
-        bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal).")
-    ] = None,
+    progress: ProgressOpt = None,
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
 
     Exit codes: 0 done, 2 a mistake in the command, 3 stopped at --max-cost, 130 interrupted.
     """
-    from counterbench.models.base import GenerationConfig
-    from counterbench.run.limits import RetryPolicy
-    from counterbench.run.runner import format_summary, run_prompts
+    from counterbench.run.runner import format_summary
 
     if not model:
         raise UserError("give at least one --model (see `counterbench models`)")
@@ -114,29 +113,14 @@ def run_command(
         question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=seed, preset=preset,
     )
     table = _load_table(study, prompts_file, filters, from_release)
-    config = GenerationConfig(
-        temperature=temperature, max_tokens=max_tokens, seed=generation_seed,
-        reasoning_effort=reasoning_effort or None, structured=resolve_structured(structured, list(model)),
+    config = generation_config(
+        list(model or []), temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
+        reasoning_effort=reasoning_effort, structured=structured,
     )
-    command = shlex.join(["counterbench", *sys.argv[1:]])
-    summary = run_prompts(
-        table,
-        list(model),
-        store=store,
-        config=config,
-        concurrency=concurrency,
-        rpm=rpm,
-        tpm=tpm,
-        timeout=timeout,
-        max_cost=max_cost,
-        prices=prices,
-        no_cache=no_cache,
-        retry_errors=retry_errors,
-        env_file=env_file,
-        parse_profile=parse_profile,
-        retry=RetryPolicy(max_attempts=max_attempts),
-        progress="auto" if progress is None else ("rich" if progress else "plain"),
-        command=command,
+    summary = send(
+        table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
+        max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
+        retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
     )
     print(format_summary(summary))
     if summary.status == "interrupted":

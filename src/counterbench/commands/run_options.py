@@ -1,0 +1,135 @@
+"""Options shared by the verbs that send prompts (``run`` and ``audit``), and the call they make.
+
+Both verbs take the same generation, rate-limit, retry, cost and store options; they are declared
+once here and turned into one :func:`~counterbench.run.runner.run_prompts` call by :func:`send`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from counterbench.commands.common import resolve_structured
+from counterbench.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from counterbench.models.base import GenerationConfig
+    from counterbench.run.runner import RunSummary
+
+ModelOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model", "-m", help="Model string, repeatable: local, sim:biased, openai:gpt-4o-mini, ..."),
+]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
+MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="Maximum tokens per answer.")]
+GenerationSeedOpt = Annotated[
+    int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
+]
+ReasoningEffortOpt = Annotated[
+    str | None, typer.Option("--reasoning-effort", help="e.g. low/medium/high (off by default).")
+]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", help="Requests in flight per model.")]
+RpmOpt = Annotated[float | None, typer.Option("--rpm", help="Requests per minute per model.")]
+TpmOpt = Annotated[float | None, typer.Option("--tpm", help="Tokens per minute per model.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per request before retrying.")]
+MaxAttemptsOpt = Annotated[int, typer.Option("--max-attempts", help="Tries per request (retries + 1).")]
+MaxCostOpt = Annotated[float | None, typer.Option("--max-cost", help="Stop sending once this many USD would be spent.")]
+PricesOpt = Annotated[
+    Path | None, typer.Option("--prices", help="A price table YAML consulted before the built-in one.")
+]
+StoreOpt = Annotated[Path, typer.Option("--store", help="The SQLite store (created if missing).")]
+NoCacheOpt = Annotated[
+    bool, typer.Option("--no-cache", help="Send identical requests again instead of reusing stored answers.")
+]
+RetryErrorsOpt = Annotated[
+    bool, typer.Option("--retry-errors", help="Send again the requests that failed in earlier runs.")
+]
+ParseProfileOpt = Annotated[
+    str, typer.Option("--parse-profile", help="Parse (and analyse) answers with: default or rupeebias-v1.")
+]
+EnvFileOpt = Annotated[
+    Path | None, typer.Option("--env-file", help="A .env file with API keys and base URLs (never stored).")
+]
+ProgressOpt = Annotated[
+    bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal).")
+]
+
+DEFAULT_STORE = Path("counterbench.db")
+#: exit codes of run and audit besides 0 (done) and 2 (a user mistake)
+EXIT_MAX_COST = 3
+EXIT_INTERRUPTED = 130
+
+
+def generation_config(
+    models: list[str],
+    *,
+    temperature: float,
+    max_tokens: int,
+    generation_seed: int | None,
+    reasoning_effort: str | None,
+    structured: bool | None,
+) -> GenerationConfig:
+    """The generation config every model of this command gets (recorded with each response)."""
+    from counterbench.models.base import GenerationConfig
+
+    return GenerationConfig(
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=generation_seed,
+        reasoning_effort=reasoning_effort or None,
+        structured=resolve_structured(structured, models),
+    )
+
+
+def send(
+    table: pd.DataFrame,
+    models: list[str],
+    config: GenerationConfig,
+    *,
+    concurrency: int,
+    rpm: float | None,
+    tpm: float | None,
+    timeout: float,
+    max_attempts: int,
+    max_cost: float | None,
+    prices: Path | None,
+    store: Path,
+    no_cache: bool,
+    retry_errors: bool,
+    parse_profile: str,
+    env_file: Path | None,
+    progress: bool | None,
+) -> RunSummary:
+    """Check the options and run ``table`` on ``models``; the summary says how it ended."""
+    from counterbench.run.limits import RetryPolicy
+    from counterbench.run.runner import run_prompts
+
+    if not models:
+        raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")
+    if concurrency < 1:
+        raise UserError(f"--concurrency must be at least 1, got {concurrency}")
+    return run_prompts(
+        table,
+        models,
+        store=store,
+        config=config,
+        concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        timeout=timeout,
+        max_cost=max_cost,
+        prices=prices,
+        no_cache=no_cache,
+        retry_errors=retry_errors,
+        env_file=env_file,
+        parse_profile=parse_profile,
+        retry=RetryPolicy(max_attempts=max_attempts),
+        progress="auto" if progress is None else ("rich" if progress else "plain"),
+        command=shlex.join(["counterbench", *sys.argv[1:]]),
+    )
