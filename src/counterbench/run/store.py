@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.studies.base import BASE_COLUMNS
 
 APPLICATION_ID = 0x43424E43  # "CBNC"
 SCHEMA_VERSION = 1
@@ -38,19 +39,7 @@ DEFAULT_STORE = "counterbench.db"
 FINISHED_STATUSES = ("ok", "refused", "unparseable")
 
 #: prompt-table columns kept as real columns; the rest of a prompt row goes to ``design`` (JSON)
-PROMPT_COLUMNS: tuple[str, ...] = (
-    "study",
-    "use_case",
-    "language",
-    "axis",
-    "identifier",
-    "profile_id",
-    "question_variant",
-    "variant",
-    "answer_type",
-    "system",
-    "user",
-)
+PROMPT_COLUMNS: tuple[str, ...] = tuple(c for c in BASE_COLUMNS if c != "prompt_id")
 
 #: a prompt record's columns, in order
 PROMPT_RECORD_COLUMNS: tuple[str, ...] = ("prompt_id", "prompt_hash", *PROMPT_COLUMNS, "design")
