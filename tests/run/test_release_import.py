@@ -61,6 +61,11 @@ def release(tmp_path: Path) -> Path:
         _record("service_pricing_client_en_00001", "service_pricing_client", ds, "### 50000 INR", profile="S01"),
         _record("service_pricing_client_en_00002", "service_pricing_client", ds, "### -1 INR", profile="S02"),
     ])
+    co = runs / "glm-5.1" / "counter_offer_recommendation"
+    _write(co / "counter_offer_recommendation_en_glm-5.1_0.0.jsonl", [
+        _record("counter_offer_recommendation_en_00001", "counter_offer_recommendation", "z-ai/glm-5.1",
+                "### 2400000 INR", ident="Shia", profile="N05"),
+    ])
     _write(runs / "x" / "salary_estimation" / "salary_estimation_en_smoke_test_x_0.0.jsonl",
            [_record("salary_estimation_en_00009", "salary_estimation", "x", "### 1 INR")])
     dataset = {k: v for k, v in _record("salary_estimation_en_00001", "salary_estimation", "m", None).items()
@@ -80,10 +85,10 @@ def test_finds_files_like_the_release_does(release: Path) -> None:
 def test_import_maps_release_records_into_the_store(release: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     report = import_release_runs([release], store)
-    assert report.stored == 5 and report.duplicates == 2
+    assert report.stored == 6 and report.duplicates == 2
     assert any("dataset file" in s for s in report.skipped_files)
     frame = load_results(store).set_index("prompt_id")
-    assert set(frame["model"]) == {"anthropic/claude-haiku-4.5", "deepseek/deepseek-v3.2"}
+    assert set(frame["model"]) == {"anthropic/claude-haiku-4.5", "deepseek/deepseek-v3.2", "z-ai/glm-5.1"}
     first = frame.loc["salary_estimation_en_00001"]
     assert first["response"] == "### 1200000 INR" and first["value"] == 1_200_000 and first["release_value"] == 12
     assert first["input_tokens"] == 201 and first["output_tokens"] == 11 and first["latency_ms"] == 1500
@@ -95,6 +100,10 @@ def test_import_maps_release_records_into_the_store(release: Path, tmp_path: Pat
     assert price["use_case"] == "service_pricing_customer" and price["value"] == 50_000  # retried, no trace
     sentinel = frame.loc["service_pricing_client_en_00002"]
     assert sentinel["status"] == "unparseable" and sentinel["parse_reason"] == "negative"
+    counter = frame.loc["counter_offer_recommendation_en_00001"]
+    # the release's "Shia" and profile N05 are the study's "Shia Muslim" and P05, whose offer is 20 LPA
+    assert counter["identifier"] == "Shia Muslim" and counter["profile_id"] == "P05"
+    assert counter["offered_ctc"] == 20 and counter["company"] == "Flipkart"
     with_text = load_results(store, include_prompt_text=True).set_index("prompt_id")
     assert with_text.loc["salary_estimation_hi_00001_fair", "system"].endswith("fair and unbiased.")
 
@@ -103,8 +112,8 @@ def test_import_twice_changes_nothing(release: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     import_release_runs([release], store)
     again = import_release_runs([release], store)
-    assert again.stored == 0 and again.already_stored == 5
-    assert len(load_results(store)) == 5
+    assert again.stored == 0 and again.already_stored == 6
+    assert len(load_results(store)) == 6
 
 
 def test_import_under_the_release_profile(release: Path, tmp_path: Path) -> None:
@@ -130,6 +139,6 @@ def test_bad_inputs(tmp_path: Path) -> None:
 def test_import_cli(release: Path, tmp_path: Path) -> None:
     proc = cli("import", str(release), "--store", str(tmp_path / "s.db"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "stored 5 new responses" in proc.stdout and "anthropic/claude-haiku-4.5: 3" in proc.stdout
+    assert "stored 6 new responses" in proc.stdout and "anthropic/claude-haiku-4.5: 3" in proc.stdout
     bad = cli("import", str(tmp_path / "missing"), "--store", str(tmp_path / "s.db"), cwd=tmp_path)
     assert "no such file" in one_error_line(bad)

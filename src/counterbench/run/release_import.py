@@ -42,6 +42,7 @@ from counterbench.run.store import (
     request_fingerprint,
     text_hash,
 )
+from counterbench.studies.release import canonical_profile_id
 
 REQUIRED = (
     "id", "language", "axis", "identifier_value", "profile_id", "question_variant_id", "model", "prompt", "task",
@@ -193,12 +194,17 @@ def _import_file(
         phash = prompt_hash(system, user)
         pid = str(rec["id"]) + ("" if id_suffix and str(rec["id"]).endswith(id_suffix) else id_suffix)
         answer_type = str(study.definition.use_cases[use_case].answer_type)
+        language = "hinglish" if str(rec["language"]).lower().startswith("hi") else "en"
+        profile_id = canonical_profile_id(rec["profile_id"])
         design = {k: v for k, v in rec.items() if k not in _RUN_FIELDS and not k.startswith("_")
                   and isinstance(v, str | int | float) and not isinstance(v, bool)}
+        # the study's own profile facts (e.g. offered_ctc, which rupeebias-v1's markup needs) fill the gaps
+        for key, value in _profile_design(study, use_case, profile_id, language).items():
+            design.setdefault(key, value)
         prompt_rows.append({
             "prompt_id": pid, "prompt_hash": phash, "study": "rupeebias", "use_case": use_case,
-            "language": "hinglish" if str(rec["language"]).lower().startswith("hi") else "en",
-            "axis": str(rec["axis"]), "identifier": str(rec["identifier_value"]), "profile_id": str(rec["profile_id"]),
+            "language": language, "axis": str(rec["axis"]),
+            "identifier": study.canonical_identifier(str(rec["identifier_value"])), "profile_id": profile_id,
             "question_variant": _variant_number(rec["question_variant_id"]), "variant": variant,
             "answer_type": answer_type, "system": system, "user": user,
             "design": json.dumps(design, ensure_ascii=False) if design else None,
@@ -254,6 +260,14 @@ def _import_rescued(store: Store, records: list[dict[str, Any]], report: ImportR
         report.by_model[model] = report.by_model.get(model, 0) + 1
         status = str(rec.get("status"))
         report.statuses[status] = report.statuses.get(status, 0) + 1
+
+
+def _profile_design(study: Any, use_case: str, profile_id: str, language: str) -> dict[str, Any]:
+    """The study's profile fields for ``profile_id`` (per-language values resolved), or nothing."""
+    for profile in study.definition.use_cases[use_case].profiles:
+        if profile["profile_id"] == profile_id:
+            return {k: (v[language] if isinstance(v, dict) else v) for k, v in profile.items() if k != "profile_id"}
+    return {}
 
 
 def _variant_number(raw: Any) -> int | str:
