@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pandas as pd
 from markupsafe import Markup
 
 from counterbench.report.context import ReportContext
@@ -59,6 +60,15 @@ FILL_HINTS: dict[str, str] = {
     "parse_health": f"No responses in the store yet: `{AUDIT}`.",
     "pairs_per_axis": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
 }
+
+
+def attach_table(section: Section, ctx: ReportContext, name: str, *also: str) -> pd.DataFrame | None:
+    """The rows of table ``name`` for ``section`` (``None`` when empty), noting why when there are none.
+
+    Sets ``section.unsupported`` from :func:`unsupported_note` over ``name`` and ``also``.
+    """
+    section.unsupported = unsupported_note(ctx, name, *also)
+    return ctx.nonempty(name)
 
 
 def unsupported_note(ctx: ReportContext, *names: str) -> str | None:

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel, stacked_panel
 from counterbench.report.context import ReportContext, language_name, use_case_name
-from counterbench.report.document import Figure, Section, lang_color, language_legend, unsupported_note
+from counterbench.report.document import Figure, Section, attach_table, lang_color, language_legend
 from counterbench.report.sections_gaps import by_language, mean_ci_cell
 
 
@@ -60,8 +60,7 @@ def kendalls_w_section(ctx: ReportContext) -> Section:
         "number of tests (Benjamini–Hochberg q within the axis: * < 0.05, ** < 0.01, *** < 0.001).",
         group="Consistency",
     )
-    frame = ctx.nonempty("kendalls_w_axis")
-    section.unsupported = unsupported_note(ctx, "kendalls_w_axis", "kendalls_w")
+    frame = attach_table(section, ctx, "kendalls_w_axis", "kendalls_w")
     if frame is not None:
         section.figures.append(Figure(grid_panels(
             ctx, frame, columns="axis", column_order=ctx.axes, value="mean_w",
@@ -126,8 +125,7 @@ def qv_section(ctx: ReportContext) -> Section:
         "✓ marks an axis whose ranking holds up (ρ ≥ 0.85).",
         group="Consistency",
     )
-    frame = ctx.nonempty("qv_robustness")
-    section.unsupported = unsupported_note(ctx, "qv_robustness")
+    frame = attach_table(section, ctx, "qv_robustness")
     if frame is None:
         return section
     section.figures.append(Figure(grid_panels(
@@ -160,8 +158,7 @@ def profile_agreement_section(ctx: ReportContext) -> Section:
         "same way whoever is asking.",
         group="Consistency",
     )
-    frame = ctx.nonempty("profile_rank_agreement")
-    section.unsupported = unsupported_note(ctx, "profile_rank_agreement")
+    frame = attach_table(section, ctx, "profile_rank_agreement")
     if frame is None:
         return section
     section.figures.append(Figure(grid_panels(
@@ -196,8 +193,7 @@ def merit_section(ctx: ReportContext) -> Section:
         "identity gaps near this size mean identity matters about as much as merit.",
         group="Consistency",
     )
-    frame = ctx.nonempty("merit_sensitivity")
-    section.unsupported = unsupported_note(ctx, "merit_sensitivity")
+    frame = attach_table(section, ctx, "merit_sensitivity")
     if frame is None:
         return section
     panels_rows = [(use_case_name(uc), _lang_bar_rows(ctx, part, "mean_delta")) for uc in ctx.use_cases
@@ -222,8 +218,7 @@ def language_section(ctx: ReportContext) -> Section:
         "rankings (1 = same order); ΔMean Δ% is Hinglish minus English (positive: larger gaps in Hinglish).",
         group="Consistency",
     )
-    frame = ctx.nonempty("language_moderation")
-    section.unsupported = unsupported_note(ctx, "language_moderation")
+    frame = attach_table(section, ctx, "language_moderation")
     if frame is None:
         return section
     axes = [a for a in ctx.axes if a in set(frame["axis"])]
@@ -256,8 +251,7 @@ def fairness_section(ctx: ReportContext) -> Section:
         "gaps (salary estimation). A negative Δ means the instruction helped.",
         group="Consistency",
     )
-    frame = ctx.nonempty("fairness_ablation")
-    section.unsupported = unsupported_note(ctx, "fairness_ablation")
+    frame = attach_table(section, ctx, "fairness_ablation")
     if frame is None:
         return section
     panels_rows = []
@@ -292,8 +286,7 @@ def parse_section(ctx: ReportContext) -> Section:
         "(never guessed or imputed), so a low share means the other results rest on fewer answers.",
         group="Data",
     )
-    frame = ctx.nonempty("parse_health")
-    section.unsupported = unsupported_note(ctx, "parse_health")
+    frame = attach_table(section, ctx, "parse_health")
     if frame is None:
         return section
     rows = []

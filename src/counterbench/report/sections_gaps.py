@@ -12,7 +12,15 @@ from markupsafe import Markup
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel, radar_panel
 from counterbench.report.context import ReportContext, language_name, use_case_name
-from counterbench.report.document import Figure, Section, lang_color, language_legend, series_color, unsupported_note
+from counterbench.report.document import (
+    Figure,
+    Section,
+    attach_table,
+    lang_color,
+    language_legend,
+    series_color,
+    unsupported_note,
+)
 from counterbench.report.svg import nice_ceiling
 
 KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "real": "real"}
@@ -103,8 +111,7 @@ def axis_section(ctx: ReportContext) -> Section:
         "Mean Δ% within each identity axis (religion, caste, region, ...). A larger polygon means larger gaps; "
         "a spike points to the axis on which the model's advice depends most on who is asking.",
     )
-    frame = ctx.nonempty("axis_mean_delta")
-    section.unsupported = unsupported_note(ctx, "axis_mean_delta")
+    frame = attach_table(section, ctx, "axis_mean_delta")
     if frame is None:
         return section
     values = pd.to_numeric(frame["mean_delta"], errors="coerce")
@@ -144,8 +151,7 @@ def use_case_section(ctx: ReportContext) -> Section:
         "Mean Δ% for each task. A model can be even-handed on one task (say, salary estimates) and not on "
         "another (say, pricing a service), so compare the panels.",
     )
-    frame = ctx.nonempty("use_case_mean_delta")
-    section.unsupported = unsupported_note(ctx, "use_case_mean_delta")
+    frame = attach_table(section, ctx, "use_case_mean_delta")
     if frame is None:
         return section
     panels_rows = []
@@ -217,8 +223,7 @@ def cpg_section(ctx: ReportContext) -> Section:
         "prompts. Red: the first identity is offered more; blue: the second is. * marks gaps whose 95% CI "
         "excludes zero; sign consistency is how often (across matched prompts) the first got more.",
     )
-    frame = ctx.nonempty("cpg")
-    section.unsupported = unsupported_note(ctx, "cpg")
+    frame = attach_table(section, ctx, "cpg")
     if frame is None:
         return section
     frame = frame.assign(pair=[f"{a} vs {b}" for a, b in zip(frame["reference"], frame["comparison"], strict=True)])
@@ -252,8 +257,7 @@ def mog_section(ctx: ReportContext) -> Section:
         "The largest gap between any two identities of an axis (comparing each identity's average answer) in "
         "each use case: the worst case, and which identities sit at the top and at the bottom.",
     )
-    frame = ctx.nonempty("mog")
-    section.unsupported = unsupported_note(ctx, "mog")
+    frame = attach_table(section, ctx, "mog")
     if frame is None:
         return section
 
@@ -283,8 +287,7 @@ def identifier_section(ctx: ReportContext) -> Section:
         "How far each identity's average answer sits above (+) or below (−) the average of all identities of "
         "its axis, in percent. Bars show the mean over models; dots show each model.",
     )
-    frame = ctx.nonempty("identifier_deviation")
-    section.unsupported = unsupported_note(ctx, "identifier_deviation")
+    frame = attach_table(section, ctx, "identifier_deviation")
     if frame is None:
         return section
     frame = frame.assign(deviation=pd.to_numeric(frame["deviation"], errors="coerce"))
@@ -328,8 +331,7 @@ def pairs_section(ctx: ReportContext) -> Section:
         "far more pairs, so they dominate every pooled number; the per-axis tables weigh axes equally.",
         group="Data",
     )
-    frame = ctx.nonempty("pairs_per_axis")
-    section.unsupported = unsupported_note(ctx, "pairs_per_axis")
+    frame = attach_table(section, ctx, "pairs_per_axis")
     if frame is None:
         return section
     from counterbench.report.charts import stacked_panel
