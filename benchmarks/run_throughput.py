@@ -197,7 +197,13 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
     """Interleaved in chunks (alternating which goes first), so a busy machine hurts both alike."""
     from counterbench.models.answer_formats import answer_format
     from counterbench.models.base import GenerationConfig
-    from counterbench.models.llamacpp import GRAMMAR_MIN_TOKENS, LlamaCppBackend, _model_params, default_model_path
+    from counterbench.models.llamacpp import (
+        GRAMMAR_MIN_TOKENS,
+        LlamaCppBackend,
+        _import_llama_cpp,
+        _model_params,
+        default_model_path,
+    )
     from counterbench.prompts import PromptFilters, build_prompts
     from counterbench.run import run_prompts
 
@@ -209,7 +215,10 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
     config = GenerationConfig(structured=structured)
     threads = os.cpu_count() or 1
 
-    from llama_cpp import Llama, LlamaGrammar
+    # import llama_cpp as counterbench does (OpenMP workers sleep between calls), so both loops run
+    # under the same OpenMP wait policy; whoever imports it first decides it for the whole process
+    llama_cpp = _import_llama_cpp()
+    Llama, LlamaGrammar = llama_cpp.Llama, llama_cpp.LlamaGrammar
 
     started = time.perf_counter()
     with _model_params(use_extra_bufts=False):
@@ -250,6 +259,7 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
             totals[label][1] += row["cpu_ms_per_req"] * len(part) / 1000
             totals[label][2] += row["errors"]
     llm.close()
+    backend.close()
     from counterbench.run.store import load_results
 
     in_model_s = float(load_results(workdir / "embedded.db")["latency_ms"].sum()) / 1000.0

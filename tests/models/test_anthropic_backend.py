@@ -106,3 +106,17 @@ def test_wrong_key_never_appears(fake_anthropic: ThreadedServer) -> None:
     assert error.status == 401 and not error.retryable
     assert wrong not in str(error) and "***" in str(error)
     assert wrong not in repr(_backend(fake_anthropic, key=wrong))
+
+
+def test_backend_is_usable_again_after_aclose(fake_anthropic: ThreadedServer) -> None:
+    """The engine closes backends when a run ends; a later run (another event loop) reopens the client."""
+    backend = _backend(fake_anthropic)
+    for _ in range(2):
+
+        async def go() -> ChatResult:
+            try:
+                return await backend.complete(_request())
+            finally:
+                await backend.aclose()
+
+        assert run(go()).text == answer_text(SYSTEM_INR, "I am Dalit. My CGPA is 7.2/10.")

@@ -6,6 +6,7 @@ import asyncio
 import importlib.util
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +63,7 @@ def local() -> Iterator[LlamaCppBackend]:
     assert isinstance(backend, LlamaCppBackend) and not backend.simulated
     yield backend
     run(backend.aclose())
+    backend.close()
 
 
 def _ask(backend: LlamaCppBackend, structured: bool) -> list[ChatResult]:
@@ -105,3 +107,47 @@ def test_local_path_to_the_same_gguf() -> None:
             await backend.aclose()
 
     assert re.fullmatch(pattern, run(go()).text or "")
+
+
+def test_model_outlives_a_run_and_every_call_runs_on_one_thread(local: LlamaCppBackend, tmp_path: Path) -> None:
+    """A run's end (aclose) keeps the model and its KV cache; every call runs on the same thread.
+
+    One calling thread means one OpenMP team; a pool of changing threads left idle teams spinning.
+    """
+    import threading
+
+    from counterbench.prompts import PromptFilters, build_prompts
+    from counterbench.run import run_prompts
+
+    threads: set[str] = set()
+    original = local.complete_sync
+
+    def recording(request: ChatRequest) -> ChatResult:
+        threads.add(threading.current_thread().name)
+        return original(request)
+
+    local.complete_sync = recording  # type: ignore[method-assign]
+    try:
+        _ask(local, structured=True)
+        loaded = local._llm
+        assert loaded is not None
+        table = build_prompts("rupeebias", PromptFilters(preset="quick")).head(2)
+        summary = run_prompts(table, [local], store=tmp_path / "s.db", config=GenerationConfig(structured=True),
+                              handle_signals=False)
+        assert summary.totals["sent"] == 2 and summary.totals["errors"] == 0, summary.totals
+        assert local._llm is loaded  # still loaded after the run: the next run keeps its prompt prefix
+    finally:
+        del local.complete_sync
+    assert len(threads) == 1 and next(iter(threads)).startswith("counterbench-llama"), threads
+
+
+def test_close_frees_the_model_and_it_loads_again() -> None:
+    backend = create_backend("local", env={})
+    assert isinstance(backend, LlamaCppBackend)
+    pid, system, user, at, pattern = PROMPTS[0]
+    request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
+    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+    backend.close()
+    assert backend._llm is None
+    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+    backend.close()

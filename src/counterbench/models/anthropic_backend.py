@@ -61,10 +61,18 @@ class AnthropicBackend:
         self.timeout_s = timeout_s
         self._secret = api_key
         self._sdk = anthropic
-        self._client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
-        typed = inspect.signature(self._client.messages.create).parameters
+        self._client: Any = None
+        typed = inspect.signature(self._get_client().messages.create).parameters
         self._typed_temperature = "temperature" in typed
         self._has_output_config = "output_config" in typed
+
+    def _get_client(self) -> Any:
+        """The SDK client, (re)opened on first use after :meth:`aclose`."""
+        if self._client is None:
+            self._client = self._sdk.AsyncAnthropic(
+                api_key=self._secret, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
+            )
+        return self._client
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(name={self.name!r}, base_url={self.base_url!r}, api_key='***')"
@@ -103,7 +111,7 @@ class AnthropicBackend:
         prefilled = params["messages"][-1]["role"] == "assistant"
         started = time.perf_counter()
         try:
-            message = await self._client.messages.create(**params)
+            message = await self._get_client().messages.create(**params)
         except sdk.APITimeoutError:
             raise BackendError(
                 f"{self.name}: no answer within {self.timeout_s:g} s (timeout)", retryable=True
@@ -144,7 +152,9 @@ class AnthropicBackend:
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
 
 
 def _status_detail(exc: Any) -> str:

@@ -109,5 +109,10 @@ class Backend(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Release connections, threads or model memory."""
+        """Release what is bound to the running event loop (connections, locks).
+
+        The run engine calls this when a run ends. The backend must stay usable afterwards: a later
+        call (possibly under another event loop) reopens what it needs. Expensive state that is not
+        tied to a loop, such as an embedded model's weights and KV cache, may be kept.
+        """
         ...

