@@ -7,7 +7,9 @@ against the same server, we send ``--requests`` distinct chat requests with
 * ``aiohttp``      — a bare ``aiohttp`` session + ``asyncio.Semaphore`` loop (reads and decodes the JSON);
 * ``openai_sdk``   — ``AsyncOpenAI`` + semaphore (``max_retries=0``);
 * ``counterbench`` — :func:`counterbench.run.run_prompts` end to end: validating the prompt table,
-  opening the store, planning, sending, parsing every answer and committing it to SQLite.
+  opening the store, planning, sending, parsing every answer and committing it to SQLite; ``http://``
+  goes through counterbench's lean HTTP/1.1 client (:mod:`counterbench.models.http1`);
+* ``counterbench_aiohttp`` — the same with ``COUNTERBENCH_HTTP_CLIENT=aiohttp`` (aiohttp inside the engine),
 
 and report wall time, requests per second and client CPU per request (``time.process_time``: this
 process only; the server is elsewhere). ``counterbench_noop_s`` is the fixed cost of a resumed run
@@ -145,14 +147,15 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
         users = make_prompts(n, f"b{counter}")["user"].tolist()
         return lambda: asyncio.run(fn(base_url, users, c))
 
-    def run_engine(c: int) -> tuple[Callable[[], int], Path, pd.DataFrame]:
+    def run_engine(c: int, http_client: str = "auto") -> tuple[Callable[[], int], Path, pd.DataFrame]:
         nonlocal counter
         counter += 1
         table = make_prompts(n, f"c{counter}")
         store = workdir / f"bench_{counter}.db"
+        env = {**os.environ, "COUNTERBENCH_HTTP_CLIENT": http_client}
 
         def go() -> int:
-            summary = run_prompts(table, [model], store=store, concurrency=c, handle_signals=False, timeout=30)
+            summary = run_prompts(table, [model], store=store, concurrency=c, handle_signals=False, timeout=30, env=env)
             return int(summary.totals["errors"]) + (summary.totals["done"] != n)
 
         return go, store, table
@@ -161,7 +164,9 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
     warm = min(200, n)
     asyncio.run(bare_aiohttp(base_url, make_prompts(warm, "w")["user"].tolist(), 16))
     asyncio.run(openai_sdk(base_url, make_prompts(warm, "w")["user"].tolist(), 16))
-    run_prompts(make_prompts(warm, "w"), [model], store=workdir / "warm.db", concurrency=16, handle_signals=False)
+    for client in ("auto", "aiohttp"):
+        run_prompts(make_prompts(warm, f"w{client}"), [model], store=workdir / f"warm-{client}.db", concurrency=16,
+                    handle_signals=False, env={**os.environ, "COUNTERBENCH_HTTP_CLIENT": client})
 
     rows: list[dict[str, Any]] = []
     noop: dict[int, float] = {}
@@ -171,13 +176,15 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
             rows.append({"concurrency": c, **measure("openai_sdk", run_bare(openai_sdk, c), n)})
             go, store, table = run_engine(c)
             rows.append({"concurrency": c, **measure("counterbench", go, n)})
+            go_aiohttp, _, _ = run_engine(c, "aiohttp")
+            rows.append({"concurrency": c, **measure("counterbench_aiohttp", go_aiohttp, n)})
             started = time.perf_counter()
             run_prompts(table, [model], store=store, concurrency=c, handle_signals=False)
             noop[c] = round(time.perf_counter() - started, 4)
     summary: dict[str, Any] = {}
     for c in concurrencies:
         best: dict[str, dict[str, float]] = {}
-        for label in ("aiohttp", "openai_sdk", "counterbench"):
+        for label in ("aiohttp", "openai_sdk", "counterbench", "counterbench_aiohttp"):
             mine = [r for r in rows if r["concurrency"] == c and r["client"] == label]
             best[label] = {
                 "req_per_s_median": statistics.median(r["req_per_s"] for r in mine),
@@ -187,6 +194,7 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
         summary[str(c)] = {
             **{f"{k}_{m}": v for k, d in best.items() for m, v in d.items()},
             "counterbench_vs_aiohttp": round(best["counterbench"]["req_per_s_median"] / base, 3),
+            "counterbench_aiohttp_vs_aiohttp": round(best["counterbench_aiohttp"]["req_per_s_median"] / base, 3),
             "openai_sdk_vs_aiohttp": round(best["openai_sdk"]["req_per_s_median"] / base, 3),
             "counterbench_noop_s": noop[c],
         }

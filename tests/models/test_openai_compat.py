@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,37 @@ from counterbench.testing import ThreadedServer, answer_text
 from tests.models.conftest import PLANTED_KEY, SYSTEM_INR, SYSTEM_PCT, run
 
 FORMAT_INR = re.compile(r"^### (0|[1-9][0-9]{0,8}) INR$")
+
+
+@pytest.fixture(autouse=True, params=["auto", "aiohttp"])
+def http_client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs twice: on the lean HTTP/1.1 client (``auto`` for http://) and on aiohttp."""
+    from counterbench.models import registry
+
+    real = registry.load_environment
+
+    def with_choice(env: Mapping[str, str] | None, dotenv_path: Path | None) -> dict[str, str]:
+        return {**real(env, dotenv_path), registry.HTTP_CLIENT_VAR: request.param}
+
+    monkeypatch.setattr(registry, "load_environment", with_choice)
+    return str(request.param)
+
+
+def test_http_client_choice(http_client: str) -> None:
+    backend = create_backend("openai-compatible:http://127.0.0.1:9/v1:m", env={})
+    assert isinstance(backend, OpenAICompatBackend)
+    assert backend._use_http1 is (http_client == "auto")
+    hosted = create_backend("openai:gpt-4o-mini", env={"OPENAI_API_KEY": PLANTED_KEY})
+    assert isinstance(hosted, OpenAICompatBackend) and not hosted._use_http1  # https: always aiohttp
+
+
+def test_bad_http_client_choice_is_a_user_error() -> None:
+    from counterbench.errors import UserError
+    from counterbench.models.registry import _FACTORIES, HTTP_CLIENT_VAR, parse_model_string
+
+    spec = parse_model_string("openai-compatible:http://127.0.0.1:9/v1:m")
+    with pytest.raises(UserError, match=f"{HTTP_CLIENT_VAR} must be 'auto' or 'aiohttp', got 'curl'"):
+        _FACTORIES[spec.kind](spec, {HTTP_CLIENT_VAR: "curl"}, 5.0)
 
 
 def _request(user: str = "I am Hindu. My CGPA is 9.1/10.", **config: object) -> ChatRequest:

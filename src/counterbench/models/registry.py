@@ -20,6 +20,9 @@ names (``dotenv_path``; its values win, since the user chose that file; ``os.env
 modified). A key is only ever sent to its own provider: ``OPENAI_API_KEY`` never goes to a vLLM,
 Ollama or other server. Every mistake raises :class:`~counterbench.errors.UserError` with one line
 that never contains a key.
+
+``COUNTERBENCH_HTTP_CLIENT=aiohttp`` sends ``http://`` endpoints through ``aiohttp`` instead of the
+lean client of :mod:`counterbench.models.http1` (default ``auto``), should a server disagree with it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from counterbench.errors import UserError
 from counterbench.models.base import Backend
 
 OPENAI_URL = "https://api.openai.com/v1"
+HTTP_CLIENT_VAR = "COUNTERBENCH_HTTP_CLIENT"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 OLLAMA_DEFAULT_HOST = "127.0.0.1:11434"
 OPENROUTER_HEADERS = {"X-Title": "counterbench"}
@@ -151,19 +155,23 @@ def create_backend(
     return _FACTORIES[spec.kind](spec, load_environment(env, dotenv_path), timeout_s)
 
 
-def _openai_compat(spec: ModelSpec, *, base_url: str | None, **options: Any) -> Backend:
-    from counterbench.models.openai_compat import OpenAICompatBackend
+def _openai_compat(spec: ModelSpec, env: Mapping[str, str], *, base_url: str | None, **options: Any) -> Backend:
+    from counterbench.models.openai_compat import HTTPClientChoice, OpenAICompatBackend
 
     if base_url is None:  # URL kinds always carry one (checked by parse_model_string)
         raise UserError(f"model {spec.raw!r}: no base URL")
-    return OpenAICompatBackend(name=spec.raw, model=spec.model, base_url=base_url, **options)
+    client = (env.get(HTTP_CLIENT_VAR) or "auto").strip().lower()
+    if client not in ("auto", "aiohttp"):
+        raise UserError(f"{HTTP_CLIENT_VAR} must be 'auto' or 'aiohttp', got {client!r}")
+    http_client: HTTPClientChoice = "aiohttp" if client == "aiohttp" else "auto"
+    return OpenAICompatBackend(name=spec.raw, model=spec.model, base_url=base_url, http_client=http_client, **options)
 
 
 def _make_openai(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
     key = _key(env, "OPENAI_API_KEY", spec.raw, required=True)
     base = check_url(env.get("OPENAI_BASE_URL") or OPENAI_URL, "OPENAI_BASE_URL")
     return _openai_compat(
-        spec, base_url=base, api_key=key, timeout_s=timeout_s, max_tokens_field="max_completion_tokens"
+        spec, env, base_url=base, api_key=key, timeout_s=timeout_s, max_tokens_field="max_completion_tokens"
     )
 
 
@@ -172,6 +180,7 @@ def _make_openrouter(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) 
     base = check_url(env.get("OPENROUTER_BASE_URL") or OPENROUTER_URL, "OPENROUTER_BASE_URL")
     return _openai_compat(
         spec,
+        env,
         base_url=base,
         api_key=key,
         timeout_s=timeout_s,
@@ -182,12 +191,12 @@ def _make_openrouter(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) 
 
 def _make_vllm(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
     key = _key(env, "VLLM_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, base_url=spec.url, api_key=key, timeout_s=timeout_s, structured_mode="regex")
+    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s, structured_mode="regex")
 
 
 def _make_compatible(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
     key = _key(env, "OPENAI_COMPATIBLE_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, base_url=spec.url, api_key=key, timeout_s=timeout_s)
+    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s)
 
 
 def ollama_base_url(env: Mapping[str, str]) -> str:
@@ -210,7 +219,7 @@ def ollama_base_url(env: Mapping[str, str]) -> str:
 
 def _make_ollama(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
     key = _key(env, "OLLAMA_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, base_url=ollama_base_url(env), api_key=key, timeout_s=timeout_s)
+    return _openai_compat(spec, env, base_url=ollama_base_url(env), api_key=key, timeout_s=timeout_s)
 
 
 def _make_anthropic(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:

@@ -199,7 +199,7 @@ class Engine:
         request = ChatRequest(item.prompt_id, item.system, item.user, self.config, item.answer_type, item.metadata)
         started = time.time()
         policy = self.settings.retry
-        timeout = self.settings.timeout_s + _TIMEOUT_GRACE_S
+        timeout = self._timeout_for(lane.backend)
         attempts = 0
         while True:
             attempts += 1
@@ -207,8 +207,11 @@ class Engine:
             if lane.cooldown_until or lane.request_bucket is not None or lane.token_bucket is not None:
                 await self._throttle(lane, tokens)
             try:
-                async with asyncio.timeout(timeout):
+                if timeout is None:
                     result = await lane.backend.complete(request)
+                else:
+                    async with asyncio.timeout(timeout):
+                        result = await lane.backend.complete(request)
             except BackendError as exc:
                 error = exc
             except TimeoutError:
@@ -243,6 +246,17 @@ class Engine:
             lane.counters.retries += 1
             if await self._sleep_unless_stopped(delay):
                 return
+
+    def _timeout_for(self, backend: Backend) -> float | None:
+        """The engine's own deadline per attempt, or ``None`` when the backend enforces one as strict.
+
+        A backend with ``enforces_timeout`` bounds each whole request itself (the HTTP client's total
+        timeout), so a second timer per request would only cost CPU.
+        """
+        own = getattr(backend, "timeout_s", None) if getattr(backend, "enforces_timeout", False) else None
+        if isinstance(own, int | float) and 0 < own <= self.settings.timeout_s:
+            return None
+        return self.settings.timeout_s + _TIMEOUT_GRACE_S
 
     async def _throttle(self, lane: Lane, tokens: int) -> None:
         wait = lane.cooldown_until - time.monotonic()

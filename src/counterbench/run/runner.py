@@ -107,7 +107,6 @@ async def arun_prompts(
                     )
         store_obj = open_store(store)
         try:
-            store_obj.save_prompts(records)
             config_fp = config.fingerprint()
             store_obj.save_config(config_fp, config.as_dict())
             largest = max(i.est_input_tokens for i in items) + config.max_tokens
@@ -145,6 +144,7 @@ async def arun_prompts(
             safe_command = redactor.redact(command)
             run_id = store_obj.start_run("run", safe_command or "python: run_prompts", run_config, __version__)
             writer = BatchWriter(store_obj, max_rows=batch_rows, max_seconds=batch_seconds)
+            writer.save_prompts(records)  # on the writer thread, while the first requests are out
             display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=progress)
             engine = Engine(
                 lanes,
