@@ -220,3 +220,24 @@ def test_refused_connection() -> None:
 def test_only_plain_http_urls() -> None:
     with pytest.raises(ValueError, match="http://"):
         HTTP1Client("https://api.openai.com/v1/chat/completions", {}, timeout_s=1)
+
+
+def test_oversized_replies_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http1, "MAX_BODY_BYTES", 1000)
+    scripts = [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b"x" * 1024 + b"\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n" + b"y" * 70_000,
+    ]
+
+    async def reply(writer: asyncio.StreamWriter, seen: Seen) -> None:
+        writer.write(scripts[len(seen.requests) - 1])
+
+    async def go(url: str, seen: Seen) -> None:
+        client = _client(url)
+        for _ in scripts:
+            with pytest.raises(HTTPProtocolError, match=r"too large|larger than"):
+                await client.post(b"{}")
+        client.close()
+
+    assert asyncio.run(_serve(reply, go)).connections == 3

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 _MAX_HEAD_BYTES = 64 * 1024
+#: a reply body larger than this is refused (a chat completion is a few kilobytes)
+MAX_BODY_BYTES = 32 * 1024 * 1024
 #: an idle connection older than this is closed rather than reused: servers drop idle keep-alive
 #: connections (uvicorn, under vLLM, after 5 s), and a POST that meets a closing connection cannot
 #: safely be sent again (the server may have acted on it), so it would surface as an error
@@ -98,6 +100,8 @@ class _Connection(asyncio.Protocol):
             return
         self.buffer += data
         try:
+            if len(self.buffer) > MAX_BODY_BYTES + _MAX_HEAD_BYTES:
+                raise HTTPProtocolError(f"reply larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
             self._parse()
         except HTTPProtocolError as exc:
             self._fail(exc)
@@ -176,8 +180,8 @@ class _Connection(asyncio.Protocol):
                 reply.length = int(headers["content-length"])
             except ValueError:
                 raise HTTPProtocolError("bad Content-Length") from None
-            if reply.length < 0:
-                raise HTTPProtocolError("bad Content-Length")
+            if not 0 <= reply.length <= MAX_BODY_BYTES:
+                raise HTTPProtocolError(f"bad or too large Content-Length {reply.length}")
             reply.mode = "length"
         else:
             reply.mode = "close"
@@ -195,6 +199,8 @@ class _Connection(asyncio.Protocol):
                     raise HTTPProtocolError("chunk not followed by CRLF")
                 reply.body += buffer[: reply.chunk_left]
                 del buffer[: reply.chunk_left + 2]
+                if len(reply.body) > MAX_BODY_BYTES:
+                    raise HTTPProtocolError(f"reply larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
                 reply.chunk_left = -1
                 continue
             if reply.chunk_left == 0:  # after the last chunk: optional trailers, then an empty line
