@@ -7,12 +7,14 @@ client does the one thing the OpenAI protocol needs — ``POST`` a JSON body, re
 reused connections — in about a third of that (``benchmarks/run_throughput.py``). ``https://``
 endpoints (hosted APIs) keep using ``aiohttp``.
 
-What it handles: keep-alive reuse, ``Content-Length``, ``Transfer-Encoding: chunked`` and
-read-until-close bodies, ``Connection: close``, HTTP/1.0 servers, informational 1xx responses,
-idle connections the server may have dropped (not reused after :data:`MAX_IDLE_S`), and a total
-timeout per request. A request is never sent twice: a connection lost mid-request is an error for
-the engine to retry (and count), as with ``aiohttp``. What it does not: TLS, proxies,
-redirects, compression (it never asks for them), cookies.
+Replies are parsed by ``httptools`` (llhttp, Node.js's HTTP parser); this module only pools
+connections and turns parser events into one :class:`HTTPResponse`. It handles keep-alive reuse,
+``Content-Length``, ``Transfer-Encoding: chunked`` and read-until-close bodies, ``Connection:
+close``, HTTP/1.0 servers, informational 1xx responses, idle connections the server may have
+dropped (not reused after :data:`MAX_IDLE_S`), oversized replies (refused past
+:data:`MAX_BODY_BYTES`) and a total timeout per request. A request is never sent twice: a
+connection lost mid-request is an error for the engine to retry (and count), as with ``aiohttp``.
+It does not do TLS, proxies, redirects, compression (it never asks for it) or cookies.
 
 Errors: :class:`HTTPConnectionError` (connect failed, connection reset or closed mid-reply),
 :class:`HTTPProtocolError` (a reply that is not HTTP/1.x), :class:`TimeoutError`. Messages never
@@ -27,6 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import httptools
+from httptools import HttpParserError, HttpParserUpgrade
+
 _MAX_HEAD_BYTES = 64 * 1024
 #: a reply body larger than this is refused (a chat completion is a few kilobytes)
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -34,7 +39,6 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 #: connections (uvicorn, under vLLM, after 5 s), and a POST that meets a closing connection cannot
 #: safely be sent again (the server may have acted on it), so it would surface as an error
 MAX_IDLE_S = 4.0
-_NO_BODY_STATUSES = frozenset({204, 304})
 
 
 class HTTPConnectionError(ConnectionError):
@@ -53,30 +57,22 @@ class HTTPResponse:
     body: bytes
 
 
-class _Reply:
-    """Incremental parser for one response on a connection."""
-
-    __slots__ = ("body", "chunk_left", "headers", "keep_alive", "length", "mode", "status")
-
-    def __init__(self) -> None:
-        self.status = 0
-        self.headers: dict[str, str] = {}
-        self.mode = ""  # "length", "chunked", "close" or "none"
-        self.length = 0
-        self.body = bytearray()
-        self.chunk_left = -1  # chunked: bytes left in the current chunk, -1 = expecting a size line
-        self.keep_alive = True
-
-
 class _Connection(asyncio.Protocol):
+    """One keep-alive connection; replies are parsed by ``httptools`` (llhttp, the parser of Node.js)."""
+
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
-        self.reply: _Reply | None = None
+        self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[HTTPResponse] | None = None
         self.closed = False
         self.idle_since = 0.0
+        self._headers: dict[str, str] = {}
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._received = 0
+        self._headers_done = False
+        self._framed = False  # the reply has Content-Length or chunked framing (else: body until close)
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
 
@@ -86,11 +82,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        reply = self.reply
-        if reply is not None and reply.mode == "close":  # the body is everything up to the close
-            reply.body = self.buffer[:]
-            self.buffer.clear()
-            self._finish(reply)
+        if self.waiter is not None and self._headers_done and not self._framed:
+            self._complete(keep_alive=False)  # the body was everything up to the close
             return
         self._fail(HTTPConnectionError("the server closed the connection before the reply was complete"))
 
@@ -98,22 +91,58 @@ class _Connection(asyncio.Protocol):
         if self.waiter is None:  # bytes nobody asked for: the connection cannot be trusted any more
             self.close()
             return
-        self.buffer += data
+        self._received += len(data)
         try:
-            if len(self.buffer) > MAX_BODY_BYTES + _MAX_HEAD_BYTES:
+            if self._received > MAX_BODY_BYTES + _MAX_HEAD_BYTES:
                 raise HTTPProtocolError(f"reply larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-            self._parse()
+            self.parser.feed_data(data)
+        except (HttpParserError, HttpParserUpgrade) as exc:
+            cause = exc.__context__
+            detail = cause if isinstance(cause, HTTPProtocolError) else HTTPProtocolError(f"invalid HTTP reply ({exc})")
+            self._fail(detail)
+            self.close()
         except HTTPProtocolError as exc:
             self._fail(exc)
             self.close()
+
+    # -- httptools callbacks ---------------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._headers = {}
+        self._body = []
+        self._body_size = 0
+        self._headers_done = False
+        self._framed = False
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1").strip()
+
+    def on_headers_complete(self) -> None:
+        self._headers_done = True
+        headers = self._headers
+        self._framed = "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length", "0")
+        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+            raise HTTPProtocolError(f"bad or too large Content-Length {length[:20]!r}")
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+        self._body_size += len(body)
+        if self._body_size > MAX_BODY_BYTES:
+            raise HTTPProtocolError(f"reply larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
+
+    def on_message_complete(self) -> None:
+        if self.parser.get_status_code() < 200:  # informational (100 Continue): the real reply follows
+            return
+        self._complete(keep_alive=self.parser.should_keep_alive())
 
     # -- requests --------------------------------------------------------------------------------
 
     def send(self, data: bytes) -> asyncio.Future[HTTPResponse]:
         assert self.transport is not None
         self.waiter = self.loop.create_future()
-        self.reply = None
-        self.buffer.clear()
+        self._received = 0
+        self._headers_done = False
         self.transport.write(data)
         return self.waiter
 
@@ -122,118 +151,15 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
-    # -- parsing ---------------------------------------------------------------------------------
-
-    def _parse(self) -> None:
-        buffer = self.buffer
-        while True:
-            reply = self.reply
-            if reply is None:
-                end = buffer.find(b"\r\n\r\n")
-                if end < 0:
-                    if len(buffer) > _MAX_HEAD_BYTES:
-                        raise HTTPProtocolError("response headers too long")
-                    return
-                reply = self._head(bytes(buffer[:end]))
-                del buffer[: end + 4]
-                if 100 <= reply.status < 200:  # informational: the real reply follows
-                    continue
-                self.reply = reply
-            if reply.mode == "length":
-                if len(buffer) < reply.length:
-                    return
-                reply.body = buffer[: reply.length]
-                del buffer[: reply.length]
-                self._finish(reply)
-                return
-            if reply.mode == "none":
-                self._finish(reply)
-                return
-            if reply.mode == "close":
-                return  # connection_lost completes it
-            if not self._chunks(reply):
-                return
-            self._finish(reply)
-            return
-
-    def _head(self, head: bytes) -> _Reply:
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-            raise HTTPProtocolError(f"not an HTTP/1.x status line: {lines[0][:60]!r}")
-        reply = _Reply()
-        reply.status = int(parts[1])
-        headers = reply.headers
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise HTTPProtocolError(f"malformed header line: {line[:60]!r}")
-            headers[name.strip().lower()] = value.strip()
-        connection = headers.get("connection", "").lower()
-        reply.keep_alive = "close" not in connection and (parts[0] != "HTTP/1.0" or "keep-alive" in connection)
-        if reply.status in _NO_BODY_STATUSES or 100 <= reply.status < 200:
-            reply.mode = "none"
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            reply.mode = "chunked"
-        elif "content-length" in headers:
-            try:
-                reply.length = int(headers["content-length"])
-            except ValueError:
-                raise HTTPProtocolError("bad Content-Length") from None
-            if not 0 <= reply.length <= MAX_BODY_BYTES:
-                raise HTTPProtocolError(f"bad or too large Content-Length {reply.length}")
-            reply.mode = "length"
-        else:
-            reply.mode = "close"
-            reply.keep_alive = False
-        return reply
-
-    def _chunks(self, reply: _Reply) -> bool:
-        """Consume chunked body bytes from the buffer; True once the last chunk and trailers are in."""
-        buffer = self.buffer
-        while True:
-            if reply.chunk_left > 0:
-                if len(buffer) < reply.chunk_left + 2:
-                    return False
-                if buffer[reply.chunk_left : reply.chunk_left + 2] != b"\r\n":
-                    raise HTTPProtocolError("chunk not followed by CRLF")
-                reply.body += buffer[: reply.chunk_left]
-                del buffer[: reply.chunk_left + 2]
-                if len(reply.body) > MAX_BODY_BYTES:
-                    raise HTTPProtocolError(f"reply larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-                reply.chunk_left = -1
-                continue
-            if reply.chunk_left == 0:  # after the last chunk: optional trailers, then an empty line
-                if buffer[:2] == b"\r\n":
-                    del buffer[:2]
-                    return True
-                end = buffer.find(b"\r\n\r\n")
-                if end < 0:
-                    return False
-                del buffer[: end + 4]
-                return True
-            end = buffer.find(b"\r\n")
-            if end < 0:
-                if len(buffer) > 1024:
-                    raise HTTPProtocolError("chunk size line too long")
-                return False
-            size_text = bytes(buffer[:end]).split(b";", 1)[0].strip()
-            try:
-                reply.chunk_left = int(size_text, 16)
-            except ValueError:
-                raise HTTPProtocolError(f"bad chunk size {size_text[:20]!r}") from None
-            del buffer[: end + 2]
-
-    def _finish(self, reply: _Reply) -> None:
-        self.reply = None
+    def _complete(self, *, keep_alive: bool) -> None:
         waiter, self.waiter = self.waiter, None
-        if not reply.keep_alive or self.buffer:
+        if not keep_alive or waiter is None:  # a reply nobody asked for also ends the connection
             self.close()
         if waiter is not None and not waiter.done():
-            waiter.set_result(HTTPResponse(reply.status, reply.headers, bytes(reply.body)))
+            status = self.parser.get_status_code()
+            waiter.set_result(HTTPResponse(status, self._headers, b"".join(self._body)))
 
     def _fail(self, exc: Exception) -> None:
-        self.reply = None
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
