@@ -3,7 +3,8 @@
 ``http://`` endpoints (local servers: vLLM, Ollama, llama.cpp server) go through the minimal
 keep-alive client of :mod:`counterbench.models.http1`, about a third of ``aiohttp``'s CPU per
 request; ``https://`` endpoints (hosted APIs) through one shared ``aiohttp`` session.
-``http_client="aiohttp"`` forces ``aiohttp`` everywhere.
+``http_client="aiohttp"`` (or ``COUNTERBENCH_HTTP_CLIENT=aiohttp``) forces ``aiohttp`` everywhere, as
+does a ``connection_limit``, which only ``aiohttp`` implements.
 
 One class serves every OpenAI-compatible endpoint: OpenAI, OpenRouter, vLLM, Ollama, llama.cpp
 server and anything else that speaks ``POST {base_url}/chat/completions``. The differences between
@@ -83,7 +84,7 @@ class OpenAICompatBackend:
     """An OpenAI chat-completions endpoint. Create through :func:`counterbench.models.create_backend`."""
 
     simulated = False
-    #: aiohttp's total timeout bounds each whole request (connect, send, read), so the engine needs no timer
+    #: both HTTP clients bound each whole request (connect, send, read) by ``timeout_s``: the engine adds no timer
     enforces_timeout = True
 
     def __init__(
