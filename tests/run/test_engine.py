@@ -260,3 +260,20 @@ def test_store_failure_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest
     summary = run_prompts(make_prompts(300), [f"sim:{sim}"], store=store)
     assert summary.totals["sent"] == 300 - stored - rescued
     assert len(_responses(store)) == 300
+
+
+def test_engine_adds_its_own_timer_only_when_the_backend_does_not_enforce_the_timeout() -> None:
+    from types import SimpleNamespace
+
+    from counterbench.run.engine import _TIMEOUT_GRACE_S, Engine, EngineSettings
+
+    def deadline(backend: object, run_timeout: float) -> float | None:
+        engine = Engine([], config=GenerationConfig(), settings=EngineSettings(timeout_s=run_timeout),
+                        writer=None, parser=None, redactor=None, display=None, run_id=0)  # type: ignore[arg-type]
+        return engine._timeout_for(backend)  # type: ignore[arg-type]
+
+    strict = SimpleNamespace(enforces_timeout=True, timeout_s=5.0)
+    assert deadline(strict, 60.0) is None  # the HTTP client's own total timeout is the stricter one
+    assert deadline(strict, 2.0) == 2.0 + _TIMEOUT_GRACE_S  # the run asked for less than the backend enforces
+    assert deadline(SimpleNamespace(timeout_s=5.0), 60.0) == 60.0 + _TIMEOUT_GRACE_S  # e.g. the embedded model
+    assert deadline(SimpleNamespace(enforces_timeout=True), 60.0) == 60.0 + _TIMEOUT_GRACE_S
