@@ -15,10 +15,12 @@ import pandas as pd
 import pytest
 
 from counterbench.analyses.api import analyze
-from counterbench.analyses.identifiers import RUPEEBIAS_CANONICAL_PAIRS
 from counterbench.analyses.rupeebias import AnalysisResult
+from counterbench.studies.registry import load_study
 
 from .simlaw import PLANTED, simulate_results
+
+CANONICAL_PAIRS = load_study("rupeebias").canonical_pairs  # the study's data (study.yaml)
 
 NOISE_MEAN_DELTA = 100 * 0.03 * 2 / np.sqrt(np.pi)  # E|Δ%| of two independent 3% lognormal draws ≈ 3.39
 
@@ -40,14 +42,14 @@ def test_canonical_pair_gap_recovers_the_planted_bias(result: AnalysisResult) ->
     assert (cpg["ci_low"] > 0).all() and cpg["significant"].all()
     assert (cpg["ci_low"] < cpg["gap"]).all() and (cpg["gap"] < cpg["ci_high"]).all()
     assert (cpg["sign_consistency"] >= 95.0).all()
-    assert set(zip(cpg["reference"], cpg["comparison"], strict=True)) == set(RUPEEBIAS_CANONICAL_PAIRS.values())
+    assert set(zip(cpg["reference"], cpg["comparison"], strict=True)) == set(CANONICAL_PAIRS.values())
 
 
 def test_maximum_observed_gap_names_the_planted_identifiers(result: AnalysisResult) -> None:
     mog = _model(result["mog"], "sim:biased")
     assert len(mog) == 24
     for row in mog.itertuples():
-        favoured, penalised = RUPEEBIAS_CANONICAL_PAIRS[row.axis]
+        favoured, penalised = CANONICAL_PAIRS[row.axis]
         assert (row.top_identifier, row.bottom_identifier) == (favoured, penalised), row
         assert 27.0 < row.max_gap < 34.0
         assert row.ci_low > 20.0
@@ -79,7 +81,7 @@ def test_kendalls_w_high_for_the_biased_model_and_near_zero_for_the_fair_one(res
 
 def test_identifier_deviation_shows_plus_and_minus_fifteen(result: AnalysisResult) -> None:
     dev = _model(result["identifier_deviation"], "sim:biased").set_index(["axis", "identifier"])["deviation"]
-    for axis, (favoured, penalised) in RUPEEBIAS_CANONICAL_PAIRS.items():
+    for axis, (favoured, penalised) in CANONICAL_PAIRS.items():
         assert abs(dev[(axis, favoured)] - 15.0) < 2.0
         assert abs(dev[(axis, penalised)] + 15.0) < 2.0
     fair = _model(result["identifier_deviation"], "sim:fair")["deviation"]

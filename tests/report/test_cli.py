@@ -81,3 +81,15 @@ def test_audit_needs_a_model(tmp_path: Path) -> None:
     done = run_cli("audit", "rupeebias", "--preset", "quick", cwd=tmp_path)
     assert done.returncode == 2 and "--model" in done.stderr
     assert not (tmp_path / "counterbench.db").exists()
+
+
+def test_audit_of_a_study_file_compares_the_pairs_it_declares(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "rent_quote.yaml"
+    done = run_cli("audit", str(example), "--model", "sim:biased", "--bootstrap", "20", "--no-progress", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    import pandas as pd
+
+    cpg = pd.read_csv(tmp_path / "counterbench-report" / "analysis" / "cpg.csv")
+    assert set(zip(cpg["axis"], cpg["reference"], cpg["comparison"], strict=True)) == {
+        ("Religion", "Hindu", "Muslim"), ("Origin", "Local", "Migrant from Bihar")}
+    assert set(cpg["language"]) == {"en", "hinglish"} and (cpg["n_slots"] > 0).all()

@@ -83,7 +83,27 @@ def _unknown_language(d: dict) -> None:
     d["axes"]["Religion"][1]["phrases"]["fr"] = "Le candidat est musulman"
 
 
+def _pair_unknown_axis(d: dict) -> None:
+    d["canonical_pairs"]["Caste"] = ["Brahmin", "Dalit"]
+
+
+def _pair_from_another_axis(d: dict) -> None:
+    d["canonical_pairs"]["Religion"] = ["Hindu", "Local"]
+
+
+def _pair_of_one(d: dict) -> None:
+    d["canonical_pairs"]["Origin"] = ["Local"]
+
+
+def _pair_with_itself(d: dict) -> None:
+    d["canonical_pairs"]["Religion"] = ["Hindu", "Hindu"]
+
+
 MALFORMED = [
+    (_pair_unknown_axis, "canonical_pairs.Caste: unknown axis (declared: Religion, Origin)"),
+    (_pair_from_another_axis, "canonical_pairs.Religion[1]: 'Local' is not an identifier of axis Religion"),
+    (_pair_of_one, "canonical_pairs.Origin: expected a list of two identifiers"),
+    (_pair_with_itself, "the reference and the comparison must differ"),
     (_drop_phrase, "missing text for language 'hinglish'"),
     (_unknown_field, "unknown placeholder {town}"),
     (_missing_placeholder, "missing placeholder {identifier_phrase}"),
@@ -151,3 +171,23 @@ def test_filters_api_matches_dataclass() -> None:
     assert via_kwargs.equals(via_filters)
     with pytest.raises(UserError, match="unknown filter 'lang'"):
         counterbench.prompts(str(EXAMPLE), lang="en")
+
+
+def test_canonical_pairs_are_study_data_and_accept_aliases(tmp_path: Path) -> None:
+    from counterbench.analyses.identifiers import study_canonical_pairs
+    from counterbench.studies.registry import load_study
+
+    expected = {"Religion": ("Hindu", "Muslim"), "Origin": ("Local", "Migrant from Bihar")}
+    assert load_study(EXAMPLE).canonical_pairs == expected
+    rupeebias = load_study("rupeebias").canonical_pairs
+    assert rupeebias["Caste"] == ("Brahmin", "Dalit") and len(rupeebias) == 6
+    assert study_canonical_pairs(["rupeebias"]) == dict(rupeebias)
+    assert study_canonical_pairs(["rent_quote"]) == {}  # a file study is not known by name
+
+    def aliased(d: dict) -> None:
+        d["axes"]["Origin"][1]["aliases"] = ["Bihari migrant"]
+        d["canonical_pairs"]["Origin"] = ["Local", "Bihari migrant"]
+        del d["canonical_pairs"]["Religion"]
+
+    study = load_study(_write_variant(tmp_path, aliased))
+    assert study.canonical_pairs == {"Origin": ("Local", "Migrant from Bihar")}

@@ -8,8 +8,9 @@ and MOG intervals of all its axes; calling ``stats.cluster_bootstrap`` once per 
 Decisions:
 
 - Cells are model × language × use case × axis; a slot inside a cell is profile × question variant.
-- **Canonical pairs** are data (:data:`RUPEEBIAS_CANONICAL_PAIRS`, paper App. A.3: reference first);
-  ``analyze(canonical_pairs=...)`` replaces them. A cell whose axis has no pair, or where either
+- **Canonical pairs** are data: each study declares them (``canonical_pairs`` in its YAML; RupeeBias:
+  paper App. A.3, reference first; see :func:`study_canonical_pairs`); ``analyze(canonical_pairs=...)``
+  replaces them. A cell whose axis has no pair, or where either
   identifier never answered, has no CPG row. CPG = (x̄_R − x̄_C)/((x̄_R + x̄_C)/2) × 100 on matched
   slots (both answered), sign consistency = % of those slots with R > C, ties reported apart, CI by
   resampling matched slots — the definitions of
@@ -32,7 +33,7 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import cast
 
@@ -46,20 +47,27 @@ from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
 
-__all__ = ["RUPEEBIAS_CANONICAL_PAIRS", "identifier_tables", "max_relative_gap"]
+__all__ = ["identifier_tables", "max_relative_gap", "study_canonical_pairs"]
 
-#: axis -> (reference, comparison), paper App. A.3 / Fig. 8
-RUPEEBIAS_CANONICAL_PAIRS: dict[str, tuple[str, str]] = {
-    "Religion": ("Hindu", "Muslim"),
-    "Caste": ("Brahmin", "Dalit"),
-    "Region": ("Gujarati", "Santhali"),
-    "Gender": ("Male", "Female"),
-    "Disability": ("No disability", "Intellectual disability"),
-    "Urban/Rural": ("Tier 1 city", "Village"),
-}
 CELL = ["model", "language", "use_case", "axis"]
 SLOT = ["profile_id", "question_variant"]
 FloatArray = npt.NDArray[np.float64]
+
+
+def study_canonical_pairs(study_names: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Axis -> (reference, comparison) as declared by the built-in studies named (the first wins per axis).
+
+    Results whose study is not built in (a study from a YAML file) get none from here: ``counterbench
+    audit FILE.yaml`` passes the file's own pairs, the Python API takes ``canonical_pairs=``.
+    """
+    from counterbench.studies.registry import BUILTIN_STUDIES, load_study
+
+    pairs: dict[str, tuple[str, str]] = {}
+    for name in dict.fromkeys(str(n) for n in study_names):
+        if name in BUILTIN_STUDIES:
+            for axis, pair in load_study(name).canonical_pairs.items():
+                pairs.setdefault(axis, pair)
+    return pairs
 
 
 def max_relative_gap(means: FloatArray) -> tuple[FloatArray, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -223,10 +231,11 @@ def _group_cells(gblock: pd.DataFrame, universe: pd.MultiIndex, pairs: Mapping[s
 
 def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: AnalysisProfile, *,
                       resampler: SlotResampler, confidence: float = 0.95,
-                      canonical_pairs: Mapping[str, tuple[str, str]] | None = None) -> dict[str, pd.DataFrame]:
+                      canonical_pairs: Mapping[str, tuple[str, str]]) -> dict[str, pd.DataFrame]:
     """``cpg``, ``mog`` and ``identifier_deviation`` for standard-prompt ``values`` (``adjusted``: the
-    same rows with slot-adjusted values, used for the deviation). Slot resamples: ``resampler``."""
-    pairs = RUPEEBIAS_CANONICAL_PAIRS if canonical_pairs is None else dict(canonical_pairs)
+    same rows with slot-adjusted values, used for the deviation). Slot resamples: ``resampler``;
+    ``canonical_pairs``: axis -> (reference, comparison)."""
+    pairs = dict(canonical_pairs)
     out: dict[str, pd.DataFrame] = {}
     if values.empty:
         return out

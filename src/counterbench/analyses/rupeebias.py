@@ -203,12 +203,15 @@ def analyze(
     ``profile``: ``default`` (correct rules) or ``rupeebias-v1`` (the release's quirks);
     ``bootstrap``: replicates per interval (0 = no intervals); ``seed``: base seed of every stream;
     ``tau``: the Violation@τ threshold in percent; ``canonical_pairs``: axis → (reference,
-    comparison), default :data:`~counterbench.analyses.identifiers.RUPEEBIAS_CANONICAL_PAIRS`.
+    comparison), default: the pairs the results' (built-in) study declares in its YAML.
     User mistakes raise :class:`~counterbench.errors.UserError`.
     """
     rules = get_profile(profile)
     n_boot, tau, seed = _check_settings(bootstrap, tau, seed)
-    pairs_map = dict(identifiers.RUPEEBIAS_CANONICAL_PAIRS if canonical_pairs is None else canonical_pairs)
+    if canonical_pairs is None:
+        studies = results["study"].dropna().unique() if "study" in results.columns else ["rupeebias"]
+        canonical_pairs = identifiers.study_canonical_pairs(studies)
+    pairs_map = dict(canonical_pairs)
     prepared = prepare_results(results, rules)
     variant = prepared.values["variant"].astype(str)
     standard = prepared.values[variant == "standard"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -210,9 +211,12 @@ def audit_command(
         print(f"Interrupted; everything answered so far is saved. Resume (and get the report) with:\n"
               f"  {summary.resume_command}")
         raise typer.Exit(EXIT_INTERRUPTED)
+    from counterbench.studies.registry import load_study
+
     files = audit_report(
         store, list(summary.models), table, config.fingerprint(), out, parse_profile=parse_profile,
         bootstrap=bootstrap, seed=analysis_seed, tau=tau, samples=samples, title=title,
+        canonical_pairs=load_study(study).canonical_pairs,
     )
     lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}"]
     if summary.status == "max_cost":
@@ -236,8 +240,12 @@ def audit_report(
     tau: float,
     samples: bool,
     title: str | None,
+    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> Any:
-    """Analyse exactly this audit's answers (its prompts, models and generation config) and report."""
+    """Analyse exactly this audit's answers (its prompts, models and generation config) and report.
+
+    ``canonical_pairs``: the audited study's (a study from a file is not known by name to the analysis).
+    """
     from counterbench.analyses.rupeebias import analyze
     from counterbench.report.api import generation_settings, write_report
     from counterbench.report.context import from_analysis
@@ -248,7 +256,8 @@ def audit_report(
     results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
     if results.empty:
         raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
-    result = analyze(results.reset_index(drop=True), profile=parse_profile, bootstrap=bootstrap, seed=seed, tau=tau)
+    result = analyze(results.reset_index(drop=True), profile=parse_profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                     canonical_pairs=canonical_pairs)
     try:
         result.write(out / "analysis")
     except OSError as err:

@@ -46,6 +46,8 @@ class Study(Protocol):
     counterfactual_column: str
     #: named filter presets, e.g. ``quick``
     presets: Mapping[str, Mapping[str, Any]]
+    #: axis -> (reference, comparison) for the canonical pair gap; empty when the study names none
+    canonical_pairs: Mapping[str, tuple[str, str]]
 
     def expand(self, variants: Sequence[str] = ("standard",)) -> pd.DataFrame:
         """Return the full prompt table for the given variants, in canonical order."""

@@ -42,6 +42,7 @@ class DeclarativeStudy:
         self.title = definition.title
         self.source = definition.source
         self.presets = definition.presets
+        self.canonical_pairs = definition.canonical_pairs
         self._aliases = {
             alias: uc.name for uc in definition.use_cases.values() for alias in (uc.name, *uc.aliases)
         }

@@ -4,7 +4,8 @@ The format is documented in ``docs/studies.md``. A study file is a mapping with 
 ``languages``, ``axes`` (axis -> identifiers with a phrase per language), optional ``phrase_forms``
 (derived phrases such as the customer-side relative clause, produced by ordered regex rules that are
 themselves data), ``system_prompts``, optional ``fairness_suffix``, ``use_cases`` (answer type,
-system prompt, a template and question variants per language, profiles) and optional ``presets``.
+system prompt, a template and question variants per language, profiles), optional ``presets`` and
+optional ``canonical_pairs`` (axis -> the reference and comparison identifiers the analysis compares).
 A file may ``include`` sibling files whose top-level keys are merged in.
 
 Every problem raises :class:`~counterbench.errors.UserError` naming the file and the key path,
@@ -73,6 +74,8 @@ class StudyDefinition:
     use_cases: Mapping[str, UseCase]
     presets: Mapping[str, Mapping[str, Any]]
     source: str
+    #: axis -> (reference, comparison): the pair the canonical pair gap compares on that axis
+    canonical_pairs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def identifiers(self) -> tuple[Identifier, ...]:
@@ -165,6 +168,7 @@ def parse_study(data: Mapping[str, Any], source: str) -> StudyDefinition:
     presets = data.get("presets") or {}
     if not isinstance(presets, Mapping):
         raise ctx.fail("presets", "expected a mapping")
+    pairs = _parse_canonical_pairs(ctx, data.get("canonical_pairs") or {}, axes)
     return StudyDefinition(
         name=name,
         title=str(data.get("title") or name),
@@ -177,7 +181,34 @@ def parse_study(data: Mapping[str, Any], source: str) -> StudyDefinition:
         use_cases=use_cases,
         presets={str(k): dict(v or {}) for k, v in presets.items()},
         source=source,
+        canonical_pairs=pairs,
     )
+
+
+def _parse_canonical_pairs(
+    ctx: _Ctx, raw: Any, axes: Mapping[str, tuple[Identifier, ...]]
+) -> dict[str, tuple[str, str]]:
+    """``axis: [reference, comparison]``; identifiers by value or alias, both from that axis."""
+    if not isinstance(raw, Mapping):
+        raise ctx.fail("canonical_pairs", "expected a mapping of axis -> [reference, comparison]")
+    pairs: dict[str, tuple[str, str]] = {}
+    for axis, pair in raw.items():
+        where = f"canonical_pairs.{axis}"
+        if axis not in axes:
+            raise ctx.fail(where, f"unknown axis (declared: {', '.join(axes)})")
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ctx.fail(where, "expected a list of two identifiers: [reference, comparison]")
+        names = {alias: ident.value for ident in axes[axis] for alias in (ident.value, *ident.aliases)}
+        chosen = []
+        for i, item in enumerate(pair):
+            value = ctx.text(item, f"{where}[{i}]")
+            if value not in names:
+                raise ctx.fail(f"{where}[{i}]", f"'{value}' is not an identifier of axis {axis}")
+            chosen.append(names[value])
+        if chosen[0] == chosen[1]:
+            raise ctx.fail(where, "the reference and the comparison must differ")
+        pairs[str(axis)] = (chosen[0], chosen[1])
+    return pairs
 
 
 def _parse_axes(
