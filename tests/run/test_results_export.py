@@ -79,3 +79,21 @@ def test_reparse_store_changes_profile_without_calling_a_model(filled_store: Pat
     stored = load_results(filled_store, models=["sim:fair"]).set_index("prompt_id")
     assert (stored["parse_profile"] == "rupeebias-v1").all()
     assert json.dumps(stored.loc["p_00001", "value"]) == json.dumps(v1.loc["p_00001", "value"])
+
+
+def test_reading_in_chunks_gives_the_frame_one_read_gives(tmp_path: Path, fake_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Chunks where a column is all NULL (errors, refusals, units) must not change any dtype or value."""
+    from counterbench.run import results
+    from tests.run.conftest import FAST_RETRY, fake_model
+
+    store = tmp_path / "s.db"
+    prompts = make_prompts(12)
+    prompts.loc[4, "user"] += " [[fault:400]]"  # not retryable: an error row with its message
+    prompts.loc[9, "user"] += " [[fault:content_filter]]"  # refused, no value, no unit
+    run_prompts(prompts, [fake_model(fake_server), "sim:fair"], store=store, retry=FAST_RETRY)
+    monkeypatch.setattr(results, "READ_CHUNK_ROWS", 10**9)
+    whole = load_results(store, include_prompt_text=True)
+    assert whole["error"].notna().sum() >= 1 and (whole["status"] == "refused").sum() >= 1
+    for rows in (1, 3, 5):
+        monkeypatch.setattr(results, "READ_CHUNK_ROWS", rows)
+        pd.testing.assert_frame_equal(load_results(store, include_prompt_text=True), whole)
