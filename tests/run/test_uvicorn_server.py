@@ -118,7 +118,7 @@ def test_connections_the_server_closed_while_idle_are_not_used(server: tuple[str
     async def go() -> list[str | None]:
         try:
             texts = [(await backend.complete(request)).text for _ in range(3)]
-            await asyncio.sleep(1.5)  # the server closes the idle connection meanwhile
+            await asyncio.sleep(2.5)  # the server closes the idle connection after 1 s meanwhile
             texts += [(await backend.complete(request)).text for _ in range(3)]
             return texts
         finally:
