@@ -54,11 +54,36 @@ def test_answers_and_sends_the_config(fake_anthropic: ThreadedServer) -> None:
     assert "seed" not in body and "thinking" not in body
 
 
-def test_structured_output_matches_the_format(fake_anthropic: ThreadedServer) -> None:
+def test_structured_output_is_a_forced_tool_by_default(fake_anthropic: ThreadedServer) -> None:
     result = _complete(fake_anthropic, _request(structured=True))
     assert re.fullmatch(r"### (0|[1-9][0-9]{0,8}) INR", result.text or "")
+    assert result.finish_reason == "stop"  # tool_use maps to stop
     body = fake_anthropic.counters.recent_bodies[-1]
-    assert "output_config" in body or body["messages"][-1] == {"role": "assistant", "content": "###"}
+    assert body["tool_choice"] == {"type": "tool", "name": "answer"}
+    (tool,) = body["tools"]
+    assert tool["name"] == "answer"
+    assert tool["input_schema"]["properties"]["answer"]["pattern"] == r"^### (0|[1-9][0-9]{0,8}) INR$"
+    assert "output_config" not in body
+
+
+def test_structured_modes_json_schema_and_none(fake_anthropic: ThreadedServer) -> None:
+    from counterbench.models.anthropic_backend import AnthropicBackend
+
+    backend = _backend(fake_anthropic)
+    assert isinstance(backend, AnthropicBackend)
+    if backend._has_output_config:
+        result = _complete(fake_anthropic, _request(structured=True, structured_mode="json_schema"))
+        assert re.fullmatch(r"### (0|[1-9][0-9]{0,8}) INR", result.text or "")
+        body = fake_anthropic.counters.recent_bodies[-1]
+        assert body["output_config"]["format"]["type"] == "json_schema" and "tools" not in body
+    plain = _complete(fake_anthropic, _request(structured=True, structured_mode="none"))
+    assert plain.text == answer_text(SYSTEM_INR, "I am Dalit. My CGPA is 7.2/10.")
+    body = fake_anthropic.counters.recent_bodies[-1]
+    assert "tools" not in body and "output_config" not in body
+    from counterbench.errors import UserError
+
+    with pytest.raises(UserError, match="not available for anthropic models"):
+        backend.build_params(_request(structured=True, structured_mode="regex"))
 
 
 def test_reasoning_effort_turns_on_thinking(fake_anthropic: ThreadedServer) -> None:

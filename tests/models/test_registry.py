@@ -191,7 +191,9 @@ def test_missing_anthropic_sdk_breaks_only_anthropic(monkeypatch: pytest.MonkeyP
 def test_list_backends_reports_readiness() -> None:
     rows = list_backends(env={"OPENAI_API_KEY": PLANTED_KEY, "OLLAMA_HOST": "127.0.0.1:9"}, probe=True)
     by_kind = {row.kind: row for row in rows}
-    assert set(by_kind) == {"openai", "openrouter", "anthropic", "vllm", "ollama", "openai-compatible", "local", "sim"}
+    assert set(by_kind) == {
+        "openai", "openrouter", "anthropic", "vllm", "llamacpp", "ollama", "openai-compatible", "local", "sim"
+    }
     assert by_kind["openai"].ready and not by_kind["openrouter"].ready
     assert "OPENROUTER_API_KEY" in by_kind["openrouter"].detail
     assert not by_kind["ollama"].ready and "not reachable" in by_kind["ollama"].detail

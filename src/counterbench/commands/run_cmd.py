@@ -42,6 +42,8 @@ from counterbench.commands.run_options import (
     RetryErrorsOpt,
     RpmOpt,
     StoreOpt,
+    StructuredFallbackOpt,
+    StructuredModeOpt,
     TemperatureOpt,
     TimeoutOpt,
     TpmOpt,
@@ -84,6 +86,8 @@ def run_command(
     generation_seed: GenerationSeedOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     structured: StructuredOpt = None,
+    structured_mode: StructuredModeOpt = None,
+    structured_fallback: StructuredFallbackOpt = "free-text",
     concurrency: ConcurrencyOpt = 16,
     rpm: RpmOpt = None,
     tpm: TpmOpt = None,
@@ -115,7 +119,8 @@ def run_command(
     table = _load_table(study, prompts_file, filters, from_release)
     config = generation_config(
         list(model or []), temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
-        reasoning_effort=reasoning_effort, structured=structured,
+        reasoning_effort=reasoning_effort, structured=structured, structured_mode=structured_mode,
+        structured_fallback=structured_fallback,
     )
     summary = send(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,

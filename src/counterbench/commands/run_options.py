@@ -34,6 +34,21 @@ GenerationSeedOpt = Annotated[
 ReasoningEffortOpt = Annotated[
     str | None, typer.Option("--reasoning-effort", help="e.g. low/medium/high (off by default).")
 ]
+StructuredModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--structured-mode",
+        help="How --structured is sent: json_schema, json_object, grammar, regex, tool or none "
+        "(default: the model family's own; see `counterbench models --probe MODEL`).",
+    ),
+]
+StructuredFallbackOpt = Annotated[
+    str,
+    typer.Option(
+        "--structured-fallback",
+        help="If the server refuses the constraint: free-text (warn, go on without it) or stop.",
+    ),
+]
 ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", help="Requests in flight per model.")]
 RpmOpt = Annotated[float | None, typer.Option("--rpm", help="Requests per minute per model.")]
 TpmOpt = Annotated[float | None, typer.Option("--tpm", help="Tokens per minute per model.")]
@@ -74,17 +89,29 @@ def generation_config(
     generation_seed: int | None,
     reasoning_effort: str | None,
     structured: bool | None,
+    structured_mode: str | None = None,
+    structured_fallback: str = "free-text",
 ) -> GenerationConfig:
-    """The generation config every model of this command gets (recorded with each response)."""
-    from counterbench.models.base import GenerationConfig
+    """The generation config every model of this command gets (recorded with each response).
 
-    return GenerationConfig(
+    A ``--structured-mode`` other than ``none`` implies ``--structured``.
+    """
+    from counterbench.models.base import GenerationConfig
+    from counterbench.models.structured import check_config
+
+    if structured is None and structured_mode is not None:
+        structured = structured_mode != "none"
+    config = GenerationConfig(
         temperature=temperature,
         max_tokens=max_tokens,
         seed=generation_seed,
         reasoning_effort=reasoning_effort or None,
         structured=resolve_structured(structured, models),
+        structured_mode=structured_mode or None,
+        structured_fallback=structured_fallback,
     )
+    check_config(config)
+    return config
 
 
 def send(

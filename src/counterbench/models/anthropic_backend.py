@@ -8,11 +8,13 @@ How the generation config maps onto the Messages API:
 * ``reasoning_effort`` — manual extended thinking with a token budget: ``low`` 1,024, ``medium``
   4,096, ``high`` 16,384 (``none``/``off`` = no thinking). ``max_tokens`` becomes budget +
   ``max_tokens`` and ``temperature`` is left out (the API requires its default with thinking on).
-* ``structured`` (with a known ``answer_type``) — with SDKs that have ``output_config``: a JSON
-  schema ``{"answer": <string matching the format's regex>}`` as ``output_config.format``, and the
-  ``answer`` is unwrapped from the reply; with older SDKs, the assistant turn is pre-filled with
-  ``###`` and the returned text starts with that prefix. Neither is combined with thinking.
-* ``stop_reason`` is mapped onto OpenAI's finish reasons: ``end_turn``/``stop_sequence`` -> ``stop``,
+* ``structured`` (with a constraint) — mode ``tool`` (the default): one tool, ``answer``, whose input
+  schema is the constraint's JSON schema, forced with ``tool_choice``; the tool input's ``answer`` is
+  the stored text. Mode ``json_schema`` (SDKs with ``output_config``): the same schema as
+  ``output_config.format``, the reply's ``answer`` unwrapped. Mode ``none``: free text. Neither is
+  combined with thinking (the API refuses a forced tool with thinking on). A refusal of the
+  constraint is handled as in :mod:`counterbench.models.structured`.
+* ``stop_reason`` is mapped onto OpenAI's finish reasons: ``end_turn``/``stop_sequence``/``tool_use`` -> ``stop``,
   ``max_tokens`` -> ``length``, ``refusal`` -> ``content_filter``; others are kept as they are.
 
 The SDK's own retries are disabled (``max_retries=0``): the engine retries.
@@ -25,18 +27,27 @@ import json
 import time
 from typing import Any
 
-from counterbench.models.answer_formats import answer_format
-from counterbench.models.base import BackendError, ChatRequest, ChatResult
+from counterbench.errors import UserError
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig
 from counterbench.models.openai_compat import is_retryable_status, parse_retry_after
+from counterbench.models.structured import (
+    StructuredState,
+    answer_schema,
+    constraint_for,
+    resolve_mode,
+    send_gated,
+    unwrap_object,
+)
 
 THINKING_BUDGETS = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
 _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
+    "tool_use": "stop",
     "max_tokens": "length",
     "refusal": "content_filter",
 }
-_PREFILL = "###"
+TOOL_NAME = "answer"
 
 
 class AnthropicBackend:
@@ -65,6 +76,17 @@ class AnthropicBackend:
         typed = inspect.signature(self._get_client().messages.create).parameters
         self._typed_temperature = "temperature" in typed
         self._has_output_config = "output_config" in typed
+        self.structured_state = StructuredState(name)
+
+    def structured_mode_for(self, config: GenerationConfig) -> str:
+        """``tool`` by default; ``json_schema`` needs an SDK with ``output_config``."""
+        mode = resolve_mode("anthropic", config)
+        if mode == "json_schema" and not self._has_output_config:
+            raise UserError(
+                f"{self.name}: --structured-mode json_schema needs a newer anthropic SDK (output_config); "
+                "upgrade it or use --structured-mode tool"
+            )
+        return mode
 
     def _get_client(self) -> Any:
         """The SDK client, (re)opened on first use after :meth:`aclose`."""
@@ -80,35 +102,53 @@ class AnthropicBackend:
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def build_params(self, request: ChatRequest) -> dict[str, Any]:
-        """Keyword arguments for ``messages.create`` (public for tests; contains no key)."""
+    def build_params(self, request: ChatRequest, mode: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``messages.create`` (public for tests; contains no key).
+
+        ``mode`` defaults to :meth:`structured_mode_for` the request's config.
+        """
         config = request.config
         messages: list[dict[str, Any]] = [{"role": "user", "content": request.user}]
-        params: dict[str, Any] = {"model": self.model, "max_tokens": config.max_tokens}
+        params: dict[str, Any] = {"model": self.model, "max_tokens": config.max_tokens, "messages": messages}
         if request.system:
             params["system"] = request.system
         budget = THINKING_BUDGETS.get((config.reasoning_effort or "").lower())
-        fmt = answer_format(request.answer_type) if config.structured else None
         if budget:
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
             params["max_tokens"] = budget + config.max_tokens
+            return params
+        if self._typed_temperature:
+            params["temperature"] = config.temperature
         else:
-            if self._typed_temperature:
-                params["temperature"] = config.temperature
-            else:
-                params["extra_body"] = {"temperature": config.temperature}
-            if fmt is not None and self._has_output_config:
-                schema = fmt.json_schema()["json_schema"]["schema"]
-                params["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
-            elif fmt is not None:
-                messages.append({"role": "assistant", "content": _PREFILL})
-        params["messages"] = messages
+            params["extra_body"] = {"temperature": config.temperature}
+        mode = self.structured_mode_for(config) if mode is None else mode
+        constraint = constraint_for(request) if mode != "none" else None
+        if constraint is not None and mode == "tool":
+            params["tools"] = [
+                {"name": TOOL_NAME, "description": "Give your answer.", "input_schema": answer_schema(constraint)}
+            ]
+            params["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
+        elif constraint is not None and mode == "json_schema":
+            params["output_config"] = {"format": {"type": "json_schema", "schema": answer_schema(constraint)}}
         return params
 
     async def complete(self, request: ChatRequest) -> ChatResult:
+        config = request.config
+        mode = self.structured_mode_for(config)
+        params = self.build_params(request, mode)
+        if "tools" not in params and "output_config" not in params:
+            return await self._call(params)
+        result, _ = await send_gated(
+            self.structured_state,
+            mode,
+            config.structured_fallback,
+            lambda: self._call(params),
+            lambda: self._call(self.build_params(request, "none")),
+        )
+        return result
+
+    async def _call(self, params: dict[str, Any]) -> ChatResult:
         sdk = self._sdk
-        params = self.build_params(request)
-        prefilled = params["messages"][-1]["role"] == "assistant"
         started = time.perf_counter()
         try:
             message = await self._get_client().messages.create(**params)
@@ -136,8 +176,9 @@ class AnthropicBackend:
             ) from None
         latency_ms = (time.perf_counter() - started) * 1000.0
         text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
-        if prefilled:
-            text = _PREFILL + text if not text.startswith(_PREFILL) else text
+        if "tools" in params:
+            inputs = [getattr(b, "input", None) for b in message.content if getattr(b, "type", "") == "tool_use"]
+            text = unwrap_object(inputs[0], text) if inputs else text
         elif "output_config" in params:
             text = _unwrap_answer(text)
         usage = message.usage
@@ -152,6 +193,7 @@ class AnthropicBackend:
         )
 
     async def aclose(self) -> None:
+        self.structured_state.forget_loop()
         client, self._client = self._client, None
         if client is not None:
             await client.close()
@@ -171,4 +213,4 @@ def _unwrap_answer(text: str) -> str:
         obj = json.loads(text)
     except ValueError:
         return text
-    return str(obj["answer"]) if isinstance(obj, dict) and isinstance(obj.get("answer"), str) else text
+    return unwrap_object(obj, text)

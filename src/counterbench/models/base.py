@@ -20,9 +20,15 @@ from typing import Any, Protocol, runtime_checkable
 class GenerationConfig:
     """Sampling settings recorded with every response.
 
-    ``structured`` asks the backend to constrain the answer to the study's format (a llama.cpp
-    grammar for the embedded model, ``response_format``/``json_schema`` where an API supports it).
+    ``structured`` asks the backend to constrain the answer to the study's format, the way its server
+    family supports (see :mod:`counterbench.models.structured`); ``structured_mode`` overrides the
+    family's default (``json_schema``, ``json_object``, ``grammar``, ``regex``, ``tool``, ``none``), and
+    ``structured_fallback`` says what to do when a server refuses the constraint: ``free-text`` (send
+    the prompts without it, with a warning recorded in the run) or ``stop``.
     ``reasoning_effort`` is ``None`` (off) by default.
+
+    The two structured fields enter :meth:`as_dict` (and so the fingerprint) only when they differ
+    from their defaults, so configs recorded before they existed keep their fingerprints.
     """
 
     temperature: float = 0.0
@@ -30,14 +36,24 @@ class GenerationConfig:
     seed: int | None = None
     reasoning_effort: str | None = None
     structured: bool = False
+    structured_mode: str | None = None
+    structured_fallback: str = "free-text"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for name, default in _LATER_DEFAULTS.items():
+            if out[name] == default:
+                del out[name]
+        return out
 
     def fingerprint(self) -> str:
         """Stable short hash of the config (part of the store's unique key)."""
         blob = json.dumps(self.as_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+#: fields added after stores were first written, left out of ``as_dict`` at their default value
+_LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +94,9 @@ class BackendError(Exception):
     """A failed request. ``retryable`` tells the engine whether to try again.
 
     ``status`` is the HTTP status when there was one; ``retry_after`` the server's Retry-After in
-    seconds when given. The message never contains an API key.
+    seconds when given. ``fatal`` means no later request of this model can succeed either (e.g. the
+    server refused the structured-output constraint and the user chose to stop): the run stops.
+    The message never contains an API key.
     """
 
     def __init__(
@@ -88,11 +106,13 @@ class BackendError(Exception):
         retryable: bool,
         status: int | None = None,
         retry_after: float | None = None,
+        fatal: bool = False,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.fatal = fatal
 
 
 @runtime_checkable

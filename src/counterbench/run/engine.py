@@ -324,6 +324,8 @@ class Engine:
         message = self.redactor.redact(str(error)) or type(error).__name__
         if error.status in _FATAL_ALWAYS:
             lane.fatal = f"{message} (the server refused the credentials: check the API key)"
+        elif getattr(error, "fatal", False):  # e.g. a refused structured-output constraint, --structured-fallback stop
+            lane.fatal = message
         elif lane.successes == 0 and (error.status is None or error.status in _FATAL_BEFORE_SUCCESS):
             lane.fatal = f"{message} (could not use this model: check its name, URL and network)"
         if lane.fatal is not None:

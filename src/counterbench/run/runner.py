@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.models.base import Backend, GenerationConfig
+from counterbench.models.structured import check_config as check_structured_config
+from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.run.costs import load_price_table
 from counterbench.run.engine import Engine, EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits, RetryPolicy
@@ -88,6 +91,7 @@ async def arun_prompts(
     _check_settings(concurrency, timeout, max_cost, batch_rows, batch_seconds)
     config = config or GenerationConfig()
     _check_config(config)
+    check_structured_config(config)
     limits = RateLimits(rpm=rpm, tpm=tpm)
     parser = ResponseParser(parse_profile)
     items, records = prompt_items(prompts)
@@ -98,6 +102,7 @@ async def arun_prompts(
     redactor = Redactor.from_environment(env, dotenv)
     backends = await _create_backends(models, dotenv, timeout, env)
     try:
+        modes = structured_modes(backends, config)  # also rejects a mode a model's family lacks
         if max_cost is not None:
             for b in backends:
                 if price_table.lookup(b.name) is None:
@@ -138,6 +143,7 @@ async def arun_prompts(
                 "no_cache": no_cache,
                 "retry_errors": retry_errors,
                 "parse_profile": parse_profile,
+                "structured_modes": modes,
             }
             from counterbench import __version__
 
@@ -157,6 +163,7 @@ async def arun_prompts(
                 run_id=run_id,
             )
             display.start()
+            watch_notices(backends, display.message)
             status = "failed"
             try:
                 status = await engine.run()
@@ -165,7 +172,13 @@ async def arun_prompts(
                 writer.close()
                 unsaved = writer.rescue()
                 totals = sum_counters([lane.counters for lane in lanes])
+                notes = structured_notices(backends)
                 with contextlib.suppress(UserError):
+                    if notes:  # recorded with the run's settings: some answers were sent without the constraint
+                        store_obj.execute_write_params(
+                            "UPDATE runs SET config = json_set(config, '$.notes', json(?)) WHERE run_id = ?",
+                            (json.dumps(notes), run_id),
+                        )
                     store_obj.finish_run(run_id, status, totals.as_dict())
             if writer.failure is not None:
                 where = f"; the unsaved answers are in {unsaved} (load them with `counterbench import`)"
@@ -188,6 +201,7 @@ async def arun_prompts(
                 elapsed_s=time.monotonic() - started,
                 resume_command=safe_command,
                 unsaved_file=unsaved,
+                notes=notes,
             )
         finally:
             store_obj.close()
@@ -255,6 +269,7 @@ def format_summary(summary: RunSummary) -> str:
         odd = {k: v for k, v in reasons.items() if k not in ("stop", "end_turn", "eos")}
         if odd:
             lines.append("  finish reasons: " + ", ".join(f"{k} {v:,}" for k, v in sorted(odd.items())))
+    lines.extend(f"warning: {note}" for note in summary.notes)
     lines.append(f"store: {summary.store} (run {summary.run_id}, {summary.elapsed_s:.1f} s)")
     earlier = sum(int(c.get("stored_errors", 0)) for c in summary.models.values())
     if summary.totals.get("errors") or earlier:

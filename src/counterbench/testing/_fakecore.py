@@ -68,6 +68,10 @@ class FaultConfig:
     hang_s: float = 30.0
     seed: int = 0
     api_key: str | None = None
+    #: top-level request fields the server does not support: a request carrying one is refused with
+    #: ``reject_status`` and a request-validation error body, as servers that validate requests do
+    reject_fields: tuple[str, ...] = ()
+    reject_status: int = 500
 
 
 @dataclass
@@ -268,6 +272,8 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hang-s", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--api-key", default=None, help="require this key (401 otherwise)")
+    parser.add_argument("--reject-fields", default="", help="comma-separated request fields refused as invalid")
+    parser.add_argument("--reject-status", type=int, default=500, help="the status of such a refusal")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long")
 
 
@@ -285,6 +291,8 @@ def config_from_args(args: argparse.Namespace) -> FaultConfig:
         hang_s=args.hang_s,
         seed=args.seed,
         api_key=args.api_key,
+        reject_fields=tuple(f for f in args.reject_fields.split(",") if f),
+        reject_status=args.reject_status,
     )
 
 

