@@ -55,7 +55,7 @@ def test_run_prompt_file_with_faults_shows_retries(tmp_path: Path, prompt_file: 
 
 
 def test_models_lists_every_backend(tmp_path: Path) -> None:
-    proc = cli("models", "--no-probe", cwd=tmp_path)
+    proc = cli("models", "--no-ports", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for kind in ("openai", "openrouter", "anthropic", "vllm", "ollama", "local", "sim"):
         assert kind in proc.stdout

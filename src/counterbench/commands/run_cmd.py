@@ -157,9 +157,25 @@ def _load_table(
 
 def models_command(
     env_file: EnvFileOpt = None,
-    probe: Annotated[bool, typer.Option("--probe/--no-probe", help="Check local servers' ports.")] = True,
+    probe: Annotated[
+        str | None,
+        typer.Option(
+            "--probe",
+            help="Send one tiny request per structured mode to MODEL and say what its server supports.",
+            metavar="MODEL",
+        ),
+    ] = None,
+    ports: Annotated[bool, typer.Option("--ports/--no-ports", help="Check local servers' ports.")] = True,
+    timeout: TimeoutOpt = 60.0,
 ) -> None:
-    """List the model backends, what each needs, and whether it is ready on this machine."""
+    """List the model backends, what each needs, and whether it is ready; --probe MODEL tests one endpoint."""
+    if probe is not None:
+        from counterbench.models.probe import probe as probe_model
+
+        report = probe_model(probe, dotenv_path=env_file, timeout_s=timeout)
+        print("\n".join(report.lines()))
+        return
+
     from rich.console import Console
     from rich.table import Table
 
@@ -168,7 +184,7 @@ def models_command(
     table = Table(title="Model backends")
     for col in ("kind", "example", "needs", "ready", "detail"):
         table.add_column(col, overflow="fold")
-    for info in list_backends(dotenv_path=env_file, probe=probe):
+    for info in list_backends(dotenv_path=env_file, probe=ports):
         table.add_row(info.kind, info.example, info.needs, "yes" if info.ready else "no", info.detail)
     Console().print(table)
 

@@ -321,6 +321,26 @@ class OpenAICompatBackend:
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
         )
 
+    async def list_models(self) -> list[str]:
+        """The model ids the server lists at ``GET {base_url}/models`` (raises :class:`BackendError`)."""
+        session = self._get_session()
+        try:
+            async with session.get(self.base_url + "/models") as resp:
+                raw = await resp.read()
+                if resp.status != 200:
+                    raise self._status_error(resp.status, raw, resp.headers)
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise BackendError(
+                self._redact(f"{self.name}: cannot list models ({type(exc).__name__}: {exc})"), retryable=True
+            ) from None
+        try:
+            data = json.loads(raw).get("data")
+        except (ValueError, AttributeError):
+            data = None
+        if not isinstance(data, list):
+            raise BackendError(f"{self.name}: GET /models did not return a model list", retryable=False)
+        return [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id") is not None]
+
     async def aclose(self) -> None:
         self.structured_state.forget_loop()
         client, self._http1 = self._http1, None
