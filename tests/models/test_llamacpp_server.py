@@ -1,0 +1,121 @@
+"""A REAL llama-cpp-python server (``python -m llama_cpp.server``, FastAPI + uvicorn) on 127.0.0.1.
+
+One server per module, started with the embedded SmolLM2 GGUF through
+:mod:`counterbench.testing.llamacpp_server`, which loads the model without llama.cpp's extra (AMX)
+buffer types — without that the server segfaults on the first completion on this machine's CPU.
+Prompts of two answer kinds (a salary in INR, a hike in %) are run free-text and structured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from counterbench.models.probe import probe
+from counterbench.testing.llamacpp_server import LlamaCppServer, server_available
+
+_missing = server_available()
+if _missing:
+    pytest.skip(f"llama-cpp-python's server cannot start here: {_missing}", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+
+FORMATS = {"inr_annual": r"### (0|[1-9][0-9]{0,8}) INR", "percent": r"### (0|[1-9][0-9]{0,2}) %"}
+PER_KIND = 2
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LlamaCppServer]:
+    threads = str(os.cpu_count() or 2)
+    with LlamaCppServer("--n_ctx", "1024", "--n_threads", threads, "--n_threads_batch", threads) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def prompts() -> pd.DataFrame:
+    from counterbench.prompts import PromptFilters, build_prompts
+
+    table = build_prompts("rupeebias", PromptFilters(preset="quick", language=["en"]))
+    salary = table[table["use_case"] == "salary_estimation"].head(PER_KIND)
+    hike = table[table["use_case"] == "salary_increment_estimation"].head(PER_KIND)
+    return pd.concat([salary, hike], ignore_index=True)
+
+
+def _run(model: str, prompts: pd.DataFrame, store: Path, **config: Any) -> tuple[Any, float]:
+    from counterbench.models import GenerationConfig
+    from counterbench.run import run_prompts
+
+    started = time.perf_counter()
+    summary = run_prompts(prompts, [model], store=store, config=GenerationConfig(**config), concurrency=2,
+                          timeout=120, handle_signals=False)
+    return summary, (time.perf_counter() - started) / len(prompts)
+
+
+def _answers(store: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(store) as conn:
+        return conn.execute(
+            "SELECT p.answer_type, r.response, r.status FROM responses r JOIN prompts p USING (prompt_id, prompt_hash)"
+        ).fetchall()
+
+
+def _in_format(rows: list[tuple[str, str, str]]) -> float:
+    return sum(bool(re.fullmatch(FORMATS[kind], (text or "").strip())) for kind, text, _ in rows) / len(rows)
+
+
+def test_free_text_and_structured_on_a_real_llamacpp_server(
+    server: LlamaCppServer, prompts: pd.DataFrame, tmp_path: Path
+) -> None:
+    model = f"llamacpp:{server.base_url}:smollm"
+    free, free_s = _run(model, prompts, tmp_path / "free.db", structured=False)
+    assert free.totals["errors"] == 0 and free.totals["sent"] == len(prompts)
+    structured, structured_s = _run(model, prompts, tmp_path / "structured.db", structured=True)
+    assert structured.totals["errors"] == 0 and structured.totals["retries"] == 0 and not structured.notes
+    rows = _answers(tmp_path / "structured.db")
+    assert {kind for kind, _, _ in rows} == set(FORMATS) and len(rows) == len(prompts)
+    for kind, text, status in rows:  # every structured answer is in the format, and parses
+        assert re.fullmatch(FORMATS[kind], text), (kind, text)
+        assert status == "ok", (kind, text)
+    with sqlite3.connect(tmp_path / "structured.db") as conn:
+        (blob,) = conn.execute("SELECT config FROM runs").fetchone()
+    assert json.loads(blob)["structured_modes"] == {model: "grammar"}  # the store records the mode used
+    figures = {"free_text_in_format": _in_format(_answers(tmp_path / "free.db")), "free_text_s_per_prompt": free_s,
+               "structured_in_format": _in_format(rows), "structured_s_per_prompt": structured_s}
+    print("llama_cpp.server figures:", json.dumps(figures))
+
+
+def test_json_object_mode_on_the_real_server(server: LlamaCppServer, prompts: pd.DataFrame, tmp_path: Path) -> None:
+    model = f"llamacpp:{server.base_url}:smollm"
+    summary, _ = _run(model, prompts, tmp_path / "s.db", structured=True, structured_mode="json_object")
+    assert summary.totals["errors"] == 0 and not summary.notes
+    for kind, text, _ in _answers(tmp_path / "s.db"):  # unwrapped from {"answer": ...}
+        assert re.fullmatch(FORMATS[kind], text), (kind, text)
+
+
+def test_openai_compatible_json_schema_is_refused_once_then_free_text(
+    server: LlamaCppServer, prompts: pd.DataFrame, tmp_path: Path
+) -> None:
+    """The issue's case: ``openai-compatible`` sends json_schema, which this server answers with a 500."""
+    model = f"openai-compatible:{server.base_url}:smollm"
+    summary, _ = _run(model, prompts.head(2), tmp_path / "s.db", structured=True)
+    assert summary.totals["retries"] == 0 and summary.totals["errors"] == 0 and summary.totals["sent"] == 2
+    (note,) = summary.notes
+    assert "refused the json_schema structured-output constraint (HTTP 500: 1 validation error" in note
+
+
+def test_probe_reports_what_the_server_supports(server: LlamaCppServer) -> None:
+    report = probe(f"openai-compatible:{server.base_url}:smollm", env={})
+    assert report.server_models == ["smollm"]
+    status = {m.mode: m.status for m in report.modes}
+    assert status["json_schema"] == "refused"
+    assert status["json_object"] == "works" and status["grammar"] == "works"
+    assert status["regex"] in ("ignored", "works")  # llama-cpp-python drops the vLLM field it does not know
+    assert "grammar" in report.supported() and "json_schema" not in report.supported()
