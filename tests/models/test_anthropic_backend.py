@@ -145,3 +145,25 @@ def test_backend_is_usable_again_after_aclose(fake_anthropic: ThreadedServer) ->
                 await backend.aclose()
 
         assert run(go()).text == answer_text(SYSTEM_INR, "I am Dalit. My CGPA is 7.2/10.")
+
+
+def test_a_refused_tool_falls_back_to_free_text_once(fake_anthropic: ThreadedServer) -> None:
+    fake_anthropic.config.reject_fields = ("tools",)
+    fake_anthropic.config.reject_status = 400
+    backend = _backend(fake_anthropic)
+    requests = [_request(user=f"I am Dalit. My CGPA is 7.{i}/10.", structured=True) for i in range(4)]
+
+    async def go() -> list[ChatResult]:
+        import asyncio
+
+        try:
+            return list(await asyncio.gather(*(backend.complete(r) for r in requests)))
+        finally:
+            await backend.aclose()
+
+    results = run(go())
+    assert [r.text for r in results] == [answer_text(SYSTEM_INR, r.user) for r in requests]
+    assert fake_anthropic.counters.outcomes["rejected"] == 1  # the tool was offered once, never again
+    assert sum("tools" in b for b in fake_anthropic.counters.recent_bodies) == 1
+    (notice,) = backend.structured_state.notices()
+    assert "refused the tool structured-output constraint (HTTP 400" in notice

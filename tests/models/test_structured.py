@@ -247,3 +247,21 @@ def test_cli_probe_on_the_fake_server(rejecting: ThreadedServer, tmp_path: Path)
     assert lines[-1] == "structured modes that work: grammar, regex"
     bad = cli("run", "rupeebias", "--model", "sim:fair", "--structured-mode", "yaml", cwd=tmp_path)
     assert bad.returncode == 2 and "--structured-mode must be one of" in bad.stderr
+
+
+def test_cli_generation_config_for_structured_options() -> None:
+    from counterbench.commands.run_options import generation_config
+
+    def config(**options: Any) -> GenerationConfig:
+        base: dict[str, Any] = {"temperature": 0.0, "max_tokens": 64, "generation_seed": None,
+                                "reasoning_effort": None, "structured": None}
+        return generation_config(["openai:gpt-4o-mini"], **{**base, **options})
+
+    assert config() == GenerationConfig()
+    assert config(structured_mode="json_object") == GenerationConfig(structured=True, structured_mode="json_object")
+    assert config(structured=True, structured_mode="none").fingerprint() == GenerationConfig().fingerprint()
+    assert config(structured_fallback="stop") == GenerationConfig()  # free text: nothing to fall back from
+    stop = config(structured=True, structured_fallback="stop")
+    assert stop.structured and stop.structured_fallback == "stop"
+    with pytest.raises(UserError, match="--structured-fallback must be one of free-text, stop"):
+        config(structured=True, structured_fallback="retry")

@@ -94,21 +94,25 @@ def generation_config(
 ) -> GenerationConfig:
     """The generation config every model of this command gets (recorded with each response).
 
-    A ``--structured-mode`` other than ``none`` implies ``--structured``.
+    A ``--structured-mode`` other than ``none`` implies ``--structured``; ``none`` means free text.
+    Free text records neither structured setting, so it shares its fingerprint with plain free text.
     """
     from counterbench.models.base import GenerationConfig
     from counterbench.models.structured import check_config
 
-    if structured is None and structured_mode is not None:
-        structured = structured_mode != "none"
+    if structured_mode == "none":
+        structured, structured_mode = False, None
+    elif structured is None and structured_mode is not None:
+        structured = True
+    on = resolve_structured(structured, models)
     config = GenerationConfig(
         temperature=temperature,
         max_tokens=max_tokens,
         seed=generation_seed,
         reasoning_effort=reasoning_effort or None,
-        structured=resolve_structured(structured, models),
-        structured_mode=structured_mode or None,
-        structured_fallback=structured_fallback,
+        structured=on,
+        structured_mode=(structured_mode or None) if on else None,
+        structured_fallback=structured_fallback if on else "free-text",
     )
     check_config(config)
     return config

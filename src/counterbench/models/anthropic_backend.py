@@ -192,6 +192,14 @@ class AnthropicBackend:
             model_reported=message.model,
         )
 
+    async def list_models(self) -> list[str]:
+        """The model ids the API lists (raises :class:`BackendError`)."""
+        try:
+            page = await self._get_client().models.list()
+        except self._sdk.APIError as exc:
+            raise BackendError(self._redact(f"{self.name}: cannot list models ({exc})"), retryable=False) from None
+        return [str(getattr(m, "id", m)) for m in getattr(page, "data", [])]
+
     async def aclose(self) -> None:
         self.structured_state.forget_loop()
         client, self._client = self._client, None

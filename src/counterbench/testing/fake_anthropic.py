@@ -77,6 +77,11 @@ class FakeAnthropicServer(FakeServerBase):
             self.counters.requests += 1
             self.counters.outcomes["unauthorized"] += 1
             return _error(401, f"invalid x-api-key: {provided}")
+        rejected = next((f for f in self.config.reject_fields if f in payload), None)
+        if rejected is not None:  # e.g. a model without tool use or structured outputs
+            self.counters.requests += 1
+            self.counters.outcomes["rejected"] += 1
+            return _error(self.config.reject_status, f"{rejected}: Extra inputs are not permitted")
         fault = self.choose_fault(hashlib.sha1(raw, usedforsecurity=False).hexdigest(), user)
         await self.delay()
         if fault == "hang":
