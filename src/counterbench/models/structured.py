@@ -7,18 +7,18 @@ answer), ``.gbnf`` (a llama.cpp grammar) and ``.json_schema()`` (an OpenAI ``res
 request shaping here uses nothing else, so any outcome kind's constraint works unchanged.
 :func:`constraint_for` finds a request's constraint.
 
-==================  ===============  =====================================================================
-family (model kind) default mode     modes it accepts (``--structured-mode``)
-==================  ===============  =====================================================================
-``openai``          ``json_schema``  ``json_schema``, ``json_object``, ``none``
-``openrouter``      ``json_schema``  ``json_schema``, ``none`` (routed only to providers that support it)
-``anthropic``       ``tool``         ``tool``, ``json_schema`` (``output_config``), ``none``
-``vllm``            ``regex``        ``regex``, ``grammar``, ``json_schema``, ``none``
-``ollama``          ``json_schema``  ``json_schema`` (Ollama's ``format``), ``json_object``, ``none``
-``llamacpp``        ``grammar``      ``grammar``, ``json_schema``, ``json_object``, ``none``
-``openai-compatible`` ``json_schema`` every HTTP mode above but ``tool``
-``local``           ``grammar``      ``grammar``, ``none``
-==================  ===============  =====================================================================
+=====================  ===============  ==================================================================
+family (model kind)    default mode     modes it accepts (``--structured-mode``)
+=====================  ===============  ==================================================================
+``openai``             ``json_schema``  ``json_schema``, ``json_object``, ``none``
+``openrouter``         ``json_schema``  ``json_schema``, ``none`` (routed only to providers that take it)
+``anthropic``          ``tool``         ``tool``, ``json_schema`` (``output_config``), ``none``
+``vllm``               ``regex``        ``regex``, ``grammar``, ``json_schema``, ``none``
+``ollama``             ``json_schema``  ``json_schema`` (Ollama's ``format``), ``json_object``, ``none``
+``llamacpp``           ``grammar``      ``grammar``, ``json_schema``, ``json_object``, ``none``
+``openai-compatible``  ``json_schema``  every mode above but ``tool``
+``local``              ``grammar``      ``grammar``, ``none``
+=====================  ===============  ==================================================================
 
 How each mode is spelled in the request body (:func:`shape_payload`):
 
