@@ -169,6 +169,7 @@ async def arun_prompts(
                 status = await engine.run()
             finally:
                 display.stop()
+                watch_notices(backends, None)
                 writer.close()
                 unsaved = writer.rescue()
                 totals = sum_counters([lane.counters for lane in lanes])
