@@ -75,7 +75,7 @@ def test_free_text_and_structured_on_a_real_llamacpp_server(
     server: LlamaCppServer, prompts: pd.DataFrame, tmp_path: Path
 ) -> None:
     model = f"llamacpp:{server.base_url}:smollm"
-    free, free_s = _run(model, prompts, tmp_path / "free.db", structured=False)
+    free, free_s = _run(model, prompts, tmp_path / "free.db", structured=False, max_tokens=32)
     assert free.totals["errors"] == 0 and free.totals["sent"] == len(prompts)
     structured, structured_s = _run(model, prompts, tmp_path / "structured.db", structured=True)
     assert structured.totals["errors"] == 0 and structured.totals["retries"] == 0 and not structured.notes
@@ -94,7 +94,8 @@ def test_free_text_and_structured_on_a_real_llamacpp_server(
 
 def test_json_object_mode_on_the_real_server(server: LlamaCppServer, prompts: pd.DataFrame, tmp_path: Path) -> None:
     model = f"llamacpp:{server.base_url}:smollm"
-    summary, _ = _run(model, prompts, tmp_path / "s.db", structured=True, structured_mode="json_object")
+    one_each = prompts.groupby("answer_type").head(1)
+    summary, _ = _run(model, one_each, tmp_path / "s.db", structured=True, structured_mode="json_object")
     assert summary.totals["errors"] == 0 and not summary.notes
     for kind, text, _ in _answers(tmp_path / "s.db"):  # unwrapped from {"answer": ...}
         assert re.fullmatch(FORMATS[kind], text), (kind, text)
@@ -105,7 +106,7 @@ def test_openai_compatible_json_schema_is_refused_once_then_free_text(
 ) -> None:
     """The issue's case: ``openai-compatible`` sends json_schema, which this server answers with a 500."""
     model = f"openai-compatible:{server.base_url}:smollm"
-    summary, _ = _run(model, prompts.head(2), tmp_path / "s.db", structured=True)
+    summary, _ = _run(model, prompts.head(2), tmp_path / "s.db", structured=True, max_tokens=16)
     assert summary.totals["retries"] == 0 and summary.totals["errors"] == 0 and summary.totals["sent"] == 2
     (note,) = summary.notes
     assert "refused the json_schema structured-output constraint (HTTP 500: 1 validation error" in note
