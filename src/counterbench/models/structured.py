@@ -237,7 +237,7 @@ class ConstraintGate:
             f"{name}: the server refused the {self.mode} structured-output constraint "
             f"({_short(str(error), name)}); {then}"
         )
-        if self.owner.on_notice is not None:
+        if self.owner.on_notice is not None and fallback == "free-text":  # a stop says it in its error
             self.owner.on_notice("warning: " + self.notice)
         return self.notice
 
