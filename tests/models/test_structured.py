@@ -265,3 +265,13 @@ def test_cli_generation_config_for_structured_options() -> None:
     assert stop.structured and stop.structured_fallback == "stop"
     with pytest.raises(UserError, match="--structured-fallback must be one of free-text, stop"):
         config(structured=True, structured_fallback="retry")
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_requests_that_cannot_succeed_are_not_retried(open_fake_openai: ThreadedServer, status: int) -> None:
+    open_fake_openai.config.reject_fields = ("seed",)
+    open_fake_openai.config.reject_status = status
+    backend = _backend(f"openai-compatible:{open_fake_openai.base_url}:m")
+    with pytest.raises(BackendError) as err:
+        _send(backend, _request(seed=1))
+    assert err.value.status == status and not err.value.retryable
