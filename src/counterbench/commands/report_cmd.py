@@ -49,6 +49,7 @@ from counterbench.commands.run_options import (
     send,
 )
 from counterbench.errors import UserError
+from counterbench.viewer.links import viewer_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,7 +120,8 @@ def report_command(
                 data.samples = select_samples(results)
     data.title = title
     files = write_report(data, out, markdown=markdown)
-    _announce(files.html, [f"Markdown: {files.markdown}"] if files.markdown else [])
+    _announce(files.html, ([f"Markdown: {files.markdown}"] if files.markdown else [])
+              + [f"Browse the answers behind the tables: {viewer_command(str(store) if store else None)}"])
 
 
 def _models_of(data: ReportInput) -> list[str] | None:
@@ -218,7 +220,8 @@ def audit_command(
         bootstrap=bootstrap, seed=analysis_seed, tau=tau, samples=samples, title=title,
         canonical_pairs=load_study(study).canonical_pairs,
     )
-    lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}"]
+    lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}",
+             f"Browse the answers behind the tables: {viewer_command(str(store))}"]
     if summary.status == "max_cost":
         lines.insert(0, f"Stopped at --max-cost {max_cost:g} USD: the report covers the answers so far. Raise "
                         f"it and rerun to continue:\n  {summary.resume_command}")
