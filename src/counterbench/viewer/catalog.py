@@ -31,20 +31,32 @@ SLOT_KEY: tuple[str, ...] = (
 )
 #: filters offered on every page (each may be repeated)
 FILTERS: tuple[str, ...] = ("study", "model", "use_case", "language", "axis", "identifier", "status", "variant")
-#: catalog columns besides the filters and the slot key
-_CATALOG_SQL = """
-CREATE TABLE cat.items AS
-SELECT r.id AS id, r.model AS model, r.config_fp AS config_fp, r.status AS status, r.value AS value,
-       COALESCE(p.study, '') AS study, COALESCE(p.use_case, '') AS use_case, COALESCE(p.language, '') AS language,
-       COALESCE(p.axis, '') AS axis, COALESCE(p.identifier, '') AS identifier,
-       COALESCE(p.profile_id, '') AS profile_id, COALESCE(CAST(p.question_variant AS TEXT), '') AS question_variant,
-       COALESCE(p.variant, 'standard') AS variant
-FROM main.responses r LEFT JOIN main.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash
+_PROMPT_KEYS = ("study", "use_case", "language", "axis", "identifier", "profile_id", "question_variant", "variant")
+#: the prompts' key columns, copied to memory first (a join against the store's wide prompt rows is 3× slower)
+_PROMPTS_SQL = """
+INSERT OR IGNORE INTO cat.prompts
+SELECT prompt_id, prompt_hash, COALESCE(study, ''), COALESCE(use_case, ''), COALESCE(language, ''),
+       COALESCE(axis, ''), COALESCE(identifier, ''), COALESCE(profile_id, ''),
+       COALESCE(CAST(question_variant AS TEXT), ''), COALESCE(variant, 'standard')
+FROM main.prompts
 """
-_INDEXES = (
+_ITEMS_SQL = """
+INSERT INTO cat.items
+SELECT r.id, r.model, r.config_fp, r.status, r.value, COALESCE(p.study, ''), COALESCE(p.use_case, ''),
+       COALESCE(p.language, ''), COALESCE(p.axis, ''), COALESCE(p.identifier, ''), COALESCE(p.profile_id, ''),
+       COALESCE(p.question_variant, ''), COALESCE(p.variant, 'standard')
+FROM main.responses r LEFT JOIN cat.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash
+WHERE r.id > ?
+"""
+_CREATE = (
+    "CREATE TABLE cat.prompts (prompt_id TEXT, prompt_hash TEXT, study TEXT, use_case TEXT, language TEXT, "
+    "axis TEXT, identifier TEXT, profile_id TEXT, question_variant TEXT, variant TEXT, "
+    "PRIMARY KEY (prompt_id, prompt_hash))",
+    "CREATE TABLE cat.items (id INTEGER PRIMARY KEY, model TEXT, config_fp TEXT, status TEXT, value REAL, "
+    "study TEXT, use_case TEXT, language TEXT, axis TEXT, identifier TEXT, profile_id TEXT, question_variant TEXT, "
+    "variant TEXT)",
     "CREATE INDEX cat.items_slot ON items (use_case, language, axis, profile_id, question_variant, variant, model)",
     "CREATE INDEX cat.items_model ON items (model, axis)",
-    "CREATE INDEX cat.items_axis ON items (axis, identifier)",
 )
 REFRESH_SECONDS = 5.0
 PAGE_SIZE = 50
@@ -141,6 +153,8 @@ class Catalog:
         self.aliases = {k: dict(v) for k, v in (aliases or {}).items()}
         self._lock = threading.Lock()
         self._version: int | None = None
+        self._top = 0
+        self._count = 0
         self._checked = 0.0
         self.options: dict[str, list[str]] = {}
         self.build_seconds = 0.0
@@ -152,7 +166,12 @@ class Catalog:
     # -- catalog ------------------------------------------------------------------------------
 
     def refresh(self, *, force: bool = False) -> None:
-        """Rebuild the catalog when another connection has written to the store (checked every few s)."""
+        """Catch up with writes by other processes (checked at most every :data:`REFRESH_SECONDS`).
+
+        New responses (a run in progress) are appended; any other change (a re-parse, deleted rows)
+        rebuilds the catalog. A retried ``error`` row keeps its id, so its new status shows after the
+        next rebuild (restart the viewer to force one).
+        """
         now = time.monotonic()
         if not force and now - self._checked < REFRESH_SECONDS:
             return
@@ -162,18 +181,31 @@ class Catalog:
             if not force and version == self._version:
                 return
             started = time.perf_counter()
-            self.conn.execute("DROP TABLE IF EXISTS cat.items")
-            self.conn.execute(_CATALOG_SQL)
-            for sql in _INDEXES:
-                self.conn.execute(sql)
+            top, count = self.conn.execute("SELECT COALESCE(max(id), 0), count(*) FROM main.responses").fetchone()
+            appended = not force and top > self._top and count - self._count == self.conn.execute(
+                "SELECT count(*) FROM main.responses WHERE id > ?", (self._top,)).fetchone()[0]
+            if not appended:
+                self.conn.execute("DROP TABLE IF EXISTS cat.items")
+                self.conn.execute("DROP TABLE IF EXISTS cat.prompts")
+                for sql in _CREATE:
+                    self.conn.execute(sql)
+                self._top = 0
+            self.conn.execute(_PROMPTS_SQL)
+            self.conn.execute(_ITEMS_SQL, (self._top,))
             self.conn.commit()
-            self.options = {
-                col: [str(v) for (v,) in self.conn.execute(
-                    f"SELECT {col} FROM cat.items WHERE {col} != '' GROUP BY {col} ORDER BY min(id)")]
-                for col in FILTERS
-            }
-            self._version = version
+            self._top, self._count, self._version = int(top), int(count), version
+            self.options = self._options()
             self.build_seconds = time.perf_counter() - started
+
+    def _options(self) -> dict[str, list[str]]:
+        """Each filter's values, in store order (the prompt table's order for prompt columns)."""
+        out: dict[str, list[str]] = {}
+        for col in FILTERS:
+            table = "cat.prompts" if col in _PROMPT_KEYS else "cat.items"
+            order = "min(rowid)" if table == "cat.prompts" else "min(id)"
+            out[col] = [str(v) for (v,) in self.conn.execute(
+                f"SELECT {col} FROM {table} WHERE {col} IS NOT NULL AND {col} != '' GROUP BY {col} ORDER BY {order}")]
+        return out
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
