@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "counterbench.commands.analyze_cmd",
     "counterbench.commands.report_cmd",
     "counterbench.commands.view_cmd",
+    "counterbench.commands.check_cmd",
 )
 
 
