@@ -19,6 +19,7 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.models.base import Backend, GenerationConfig
+from counterbench.models.labels import model_spec
 from counterbench.run.costs import load_price_table
 from counterbench.run.engine import Engine, EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits, RetryPolicy
@@ -100,7 +101,7 @@ async def arun_prompts(
     try:
         if max_cost is not None:
             for b in backends:
-                if price_table.lookup(b.name) is None:
+                if price_table.lookup(model_spec(b)) is None:
                     raise UserError(
                         f"--max-cost needs a price for {b.name}; add a pattern for it to a price file "
                         "and pass --prices FILE"
@@ -116,7 +117,7 @@ async def arun_prompts(
                     backend=b,
                     config_fp=config_fp,
                     work=plan_model(store_obj, items, b.name, config_fp, no_cache=no_cache, retry_errors=retry_errors),
-                    price=price_table.lookup(b.name),
+                    price=price_table.lookup(model_spec(b)),
                     request_bucket=limits.request_bucket(),
                     token_bucket=limits.token_bucket(largest),
                 )
@@ -127,6 +128,7 @@ async def arun_prompts(
                 lane.counters.skipped = lane.work.already_done
             run_config = {
                 "models": [b.name for b in backends],
+                "model_specs": {b.name: model_spec(b) for b in backends},
                 "generation": config.as_dict(),
                 "config_fp": config_fp,
                 "prompts": len(items),
