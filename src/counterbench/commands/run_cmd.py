@@ -156,6 +156,7 @@ def models_command(
 ) -> None:
     """List the model backends, what each needs, and whether it is ready on this machine."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from counterbench.models.registry import list_backends
@@ -163,8 +164,9 @@ def models_command(
     table = Table(title="Model backends")
     for col in ("kind", "example", "needs", "ready", "detail"):
         table.add_column(col, overflow="fold")
-    for info in list_backends(dotenv_path=env_file, probe=probe):
-        table.add_row(info.kind, info.example, info.needs, "yes" if info.ready else "no", info.detail)
+    for info in list_backends(dotenv_path=env_file, probe=probe):  # escaped: hints hold "[local]" extras
+        table.add_row(*(escape(x) for x in (info.kind, info.example, info.needs, "yes" if info.ready else "no",
+                                            info.detail)))
     Console().print(table)
 
 

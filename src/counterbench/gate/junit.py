@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from counterbench.errors import UserError
+from counterbench.fileperms import as_user_file
 from counterbench.gate.rules import Outcome, Thresholds
 
 
@@ -46,9 +47,7 @@ def write_junit(path: Path, text: str) -> Path:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
+        as_user_file(tmp)
         os.replace(tmp, path)
     except OSError as err:
         raise UserError(f"cannot write {path}: {err.strerror or err}") from None
