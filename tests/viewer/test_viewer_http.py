@@ -98,6 +98,14 @@ def test_slot_spread_is_the_largest_pair_gap() -> None:
     assert all(x != x for x in spread_of([5.0]))
 
 
+def test_a_partial_slot_key_opens_the_first_matching_slot(viewer: str, planted_store: PlantedStore) -> None:
+    (model, use_case, axis, first), = sql(planted_store.path, "SELECT r.model, p.use_case, p.axis, p.identifier "
+                                          "FROM responses r JOIN prompts p USING (prompt_id, prompt_hash) "
+                                          "ORDER BY r.id LIMIT 1")
+    status, _, html = get(viewer + "/slot?" + urlencode({"model": model, "use_case": use_case}))
+    assert status == 200 and f'data-identifier="{first}"' in html and f"· {axis} ·" in html
+
+
 def test_unknown_slot_is_404_not_500(viewer: str) -> None:
     status, _, html = get(viewer + "/slot?" + urlencode({"model": "nope", "axis": "x"}))
     assert status == 404 and "no answers in this slot" in html

@@ -292,23 +292,28 @@ class Catalog:
         return count, [dict(zip(names, row, strict=True)) for row in rows]
 
     def slot(self, slot: Mapping[str, str], identifiers: Sequence[str] = ()) -> SlotView:
-        """Every identity's answer in one slot (``identifiers`` first when given), with its spread."""
+        """Every identity's answer in one slot (``identifiers`` first when given), with its spread.
+
+        Key columns left out of ``slot`` are free: the first stored slot that matches the others is
+        shown (so a link may name just a model, a use case and a profile).
+        """
         if not slot.get("model"):
             raise LookupError("a slot needs a model")
-        keys = [k for k in SLOT_KEY if k != "config_fp" or slot.get(k)]
-        where = " WHERE " + " AND ".join(f"c.{k} = ?" for k in keys)
-        params = [str(slot.get(k) or "") for k in keys]
+        given = [k for k in SLOT_KEY if slot.get(k)]
+        where = " WHERE " + " AND ".join(f"c.{k} = ?" for k in given)
+        first = self._query(f"SELECT {', '.join(SLOT_KEY)} FROM cat.items c{where} ORDER BY c.id LIMIT 1",
+                            [str(slot[k]) for k in given])
+        if not first:
+            raise LookupError("no answers in this slot")
+        key = {k: str(v) for k, v in zip(SLOT_KEY, first[0], strict=True)}
         rows = self._query(
             "SELECT c.id, c.identifier, c.status, c.value, r.unit, r.parse_reason, r.response, r.error, r.prompt_id, "
-            "p.user, p.system, c.config_fp FROM cat.items c JOIN main.responses r ON r.id = c.id "
-            f"LEFT JOIN main.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash{where} "
-            "ORDER BY c.id",
-            params,
+            "p.user, p.system FROM cat.items c JOIN main.responses r ON r.id = c.id "
+            "LEFT JOIN main.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash WHERE "
+            + " AND ".join(f"c.{k} = ?" for k in SLOT_KEY) + " ORDER BY c.id",
+            [key[k] for k in SLOT_KEY],
         )
-        if not rows:
-            raise LookupError("no answers in this slot")
-        config_fp = str(rows[0][-1])
-        answers = [Answer(*row[:-1]) for row in rows if row[-1] == config_fp]
+        answers = [Answer(*row) for row in rows]
         wanted = [i for i in identifiers if i]
         if wanted:
             order = {ident: k for k, ident in enumerate(wanted)}
@@ -317,7 +322,6 @@ class Catalog:
         spread, mean_gap = spread_of([a.value for a in usable if a.value is not None])
         low = min(usable, key=lambda a: a.value or 0.0) if usable else None
         high = max(usable, key=lambda a: a.value or 0.0) if usable else None
-        key = {k: (config_fp if k == "config_fp" else str(slot.get(k) or "")) for k in SLOT_KEY}
         others = [m for (m,) in self._query(
             "SELECT DISTINCT model FROM cat.items WHERE use_case = ? AND language = ? AND axis = ? AND profile_id = ? "
             "AND question_variant = ? AND variant = ? AND model != ? ORDER BY model",
