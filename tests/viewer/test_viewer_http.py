@@ -139,3 +139,25 @@ def test_user_mistakes_are_one_line(tmp_path: Path, planted_store: PlantedStore)
         busy.listen(1)
         taken = run_cli("view", "--store", str(planted_store.path), "--port", str(busy.getsockname()[1]))
     assert taken.returncode == 2 and "choose another --port" in taken.stderr
+
+
+def test_the_catalog_follows_a_store_being_written(planted_store: PlantedStore, tmp_path: Path) -> None:
+    copy = tmp_path / "live.db"
+    copy.write_bytes(planted_store.path.read_bytes())
+    catalog = Catalog(copy)
+    try:
+        before = catalog.total()
+        with contextlib.closing(sqlite3.connect(copy)) as conn, conn:  # a run appends answers
+            cols = [r[1] for r in conn.execute("PRAGMA table_info(responses)") if r[1] != "id"]
+            conn.execute(f"INSERT INTO responses ({', '.join(cols)}) SELECT {', '.join(cols[:2])}, 'sim:late', "
+                         f"{', '.join(cols[3:])} FROM responses WHERE model = 'sim:fair' LIMIT 7")
+        catalog._checked = 0.0  # skip the few seconds between checks
+        catalog.refresh()
+        assert catalog.total() == before + 7 and "sim:late" in catalog.options["model"]
+        with contextlib.closing(sqlite3.connect(copy)) as conn, conn:  # a re-parse changes rows in place
+            conn.execute("UPDATE responses SET status = 'unparseable' WHERE model = 'sim:late'")
+        catalog._checked = 0.0
+        catalog.refresh()
+        assert catalog.responses({"model": ["sim:late"], "status": ["unparseable"]})[0] == 7
+    finally:
+        catalog.close()
