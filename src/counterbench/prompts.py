@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from counterbench.errors import UserError
+from counterbench.fileperms import as_user_file
 from counterbench.studies.base import BASE_COLUMNS, VARIANTS, Study
 from counterbench.studies.registry import load_study
 
@@ -203,6 +204,7 @@ def write_table(table: pd.DataFrame, path: Path | str) -> Path:
             table.to_csv(tmp, index=False, lineterminator="\n")
         else:
             table.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        as_user_file(tmp)
         os.replace(tmp, out)
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror}") from None

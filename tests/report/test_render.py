@@ -62,7 +62,9 @@ def test_self_contained_and_script_free(rendered: tuple[str, str]) -> None:
     html, _ = rendered
     assert "<script" not in html.lower()
     assert "<link" not in html.lower() and "@import" not in html and "url(" not in html
-    assert not re.search(r'(src|href)\s*=\s*"(?!#)', html), "only in-page links are allowed"
+    assert not re.search(r'src\s*=\s*"', html)
+    # in-page links, and links to the local answer viewer (followed only when the reader clicks)
+    assert not re.search(r'href\s*=\s*"(?!#|http://127\.0\.0\.1:8765/slots\?)', html), "only in-page links"
     assert "Content-Security-Policy" in html and "default-src 'none'" in html
     assert len(html) < 1_500_000
 

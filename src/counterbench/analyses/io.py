@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from counterbench.errors import UserError
+from counterbench.fileperms import as_user_file
 
 if TYPE_CHECKING:
     from counterbench.analyses.rupeebias import AnalysisResult
@@ -34,6 +35,7 @@ def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        as_user_file(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -16,6 +16,8 @@ COMMAND_MODULES = (
     "counterbench.commands.store_cmd",
     "counterbench.commands.analyze_cmd",
     "counterbench.commands.report_cmd",
+    "counterbench.commands.view_cmd",
+    "counterbench.commands.check_cmd",
 )
 
 

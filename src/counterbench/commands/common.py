@@ -78,4 +78,7 @@ def resolve_structured(structured: bool | None, models: list[str]) -> bool:
     """
     if structured is not None:
         return structured
-    return bool(models) and all(m == "local" or m.startswith("local:") for m in models)
+    from counterbench.models.labels import split_label
+
+    specs = [split_label(m)[1] for m in models]
+    return bool(specs) and all(m == "local" or m.startswith("local:") for m in specs)

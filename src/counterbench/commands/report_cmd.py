@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from counterbench.commands.check_cmd import FailOnOpt, JunitOpt, gate_after_audit
 from counterbench.commands.common import (
     AxisOpt,
     FromReleaseOpt,
@@ -51,6 +52,7 @@ from counterbench.commands.run_options import (
     send,
 )
 from counterbench.errors import UserError
+from counterbench.viewer.links import viewer_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -121,7 +123,8 @@ def report_command(
                 data.samples = select_samples(results)
     data.title = title
     files = write_report(data, out, markdown=markdown)
-    _announce(files.html, [f"Markdown: {files.markdown}"] if files.markdown else [])
+    _announce(files.html, ([f"Markdown: {files.markdown}"] if files.markdown else [])
+              + [f"Browse the answers behind the tables: {viewer_command(str(store) if store else None)}"])
 
 
 def _models_of(data: ReportInput) -> list[str] | None:
@@ -182,12 +185,15 @@ def audit_command(
     tau: Annotated[float, typer.Option("--tau", help="Violation threshold in percent.")] = 10.0,
     samples: SamplesOpt = True,
     title: TitleOpt = None,
+    fail_on: FailOnOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """Run a study on models, analyse the answers and write the report, in one go; rerun to resume.
 
     Writes OUT/report.html, OUT/report.md and the analysis tables (CSV + Parquet) in OUT/analysis.
 
-    Exit codes: 0 done, 2 a mistake, 3 stopped at --max-cost (reported so far), 130 interrupted (rerun).
+    Exit codes: 0 done, 1 a --fail-on threshold was crossed (see `counterbench check`), 2 a mistake,
+    3 stopped at --max-cost (reported so far), 130 interrupted (rerun).
     """
     from counterbench.prompts import build_prompts
     from counterbench.run.runner import format_summary
@@ -223,11 +229,13 @@ def audit_command(
         bootstrap=bootstrap, seed=analysis_seed, tau=tau, samples=samples, title=title,
         canonical_pairs=load_study(study).canonical_pairs,
     )
-    lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}"]
+    lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}",
+             f"Browse the answers behind the tables: {viewer_command(str(store))}"]
     if summary.status == "max_cost":
         lines.insert(0, f"Stopped at --max-cost {max_cost:g} USD: the report covers the answers so far. Raise "
                         f"it and rerun to continue:\n  {summary.resume_command}")
     _announce(files.html, lines)
+    gate_after_audit(out / "analysis", fail_on, junit)
     if summary.status == "max_cost":
         raise typer.Exit(EXIT_MAX_COST)
 

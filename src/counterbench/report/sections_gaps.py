@@ -22,6 +22,7 @@ from counterbench.report.document import (
     unsupported_note,
 )
 from counterbench.report.svg import nice_ceiling
+from counterbench.viewer.links import link_rows
 
 KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "real": "real"}
 
@@ -247,6 +248,7 @@ def cpg_section(ctx: ReportContext) -> Section:
         t.num("gap", "Gap %", 2, signed=True), t.ci(), t.num("sign_consistency", "First higher, % of slots", 1),
         t.count("n_slots", "Slots"), t.flag("significant", "CI excludes 0", "*", ""),
     ], source="cpg.csv"))
+    link_rows(section.tables[-1], frame, ctx, "Gap %")
     return section
 
 
@@ -276,6 +278,7 @@ def mog_section(ctx: ReportContext) -> Section:
     ]
     section.tables.append(t.table_view(ranked, cols, caption="The ten largest gaps", max_rows=10,
                                        collapse_over=None, source="mog.csv"))
+    link_rows(section.tables[-1], ranked, ctx, "Max gap %")
     section.tables.append(t.table_view(ranked, cols, caption="All rows", collapse_over=0, source="mog.csv"))
     return section
 

@@ -153,6 +153,9 @@ class TableView:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     css: str = ""
+    #: per row, a URL for the cell in column ``link_column`` (the answer viewer's page behind it)
+    links: list[str] = field(default_factory=list)
+    link_column: int = -1
 
 
 def table_view(

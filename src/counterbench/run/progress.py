@@ -6,8 +6,10 @@ path); a display task samples them a few times a second.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -67,15 +69,80 @@ def sum_counters(parts: list[Counters]) -> Counters:
     return out
 
 
+#: seconds between two plain progress lines (no terminal: nohup, CI logs)
+PLAIN_EVERY_S = 5.0
+#: the widest model label in the terminal bar (longer ones are shortened in the middle)
+LABEL_WIDTH = 24
+#: rates are measured over this many recent seconds
+RATE_WINDOW_S = 30.0
+
+
 def _status_line(c: Counters) -> str:
+    spent = f" · spent ${c.cost_usd:.4f}" if c.cost_usd > 0 else ""
     return (
         f"errors {c.errors} · refused {c.refused} · unparseable {c.unparseable} · "
-        f"retries {c.retries} · cached {c.cached} · ${c.cost_usd:.4f}"
+        f"retries {c.retries} · cached {c.cached}{spent}"
     )
 
 
+def _compact_status(c: Counters) -> str:
+    spent = f" ${c.cost_usd:.4f}" if c.cost_usd > 0 else ""
+    return f"err {c.errors} ref {c.refused} unp {c.unparseable}{spent}"
+
+
+def shorten(label: str, width: int = LABEL_WIDTH) -> str:
+    """``label`` cut in the middle to ``width`` characters (its start and end are what tell models apart)."""
+    if len(label) <= width:
+        return label
+    keep = width - 1
+    head = (keep + 1) // 2
+    return label[:head] + "…" + label[len(label) - (keep - head):]
+
+
+def format_duration(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds < 0:
+        return "-:--:--"
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class RateMeter:
+    """Answers per second over the last :data:`RATE_WINDOW_S` seconds, and the time left at that rate."""
+
+    def __init__(self) -> None:
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def update(self, now: float, done: int) -> float:
+        samples = self._samples
+        samples.append((now, done))
+        while len(samples) > 2 and now - samples[1][0] >= RATE_WINDOW_S:
+            samples.popleft()
+        t0, d0 = samples[0]
+        return (done - d0) / (now - t0) if now > t0 and done > d0 else 0.0
+
+    @staticmethod
+    def eta(rate: float, left: int) -> float:
+        if left <= 0:
+            return 0.0
+        return left / rate if rate > 0 else float("nan")
+
+
+def progress_line(name: str, c: Counters, rate: float, note: str = "") -> str:
+    """The plain progress line: count/total, %, rate, ETA, then what went wrong and what was spent."""
+    pct = 100.0 * c.done / c.total if c.total else 100.0
+    eta = format_duration(RateMeter.eta(rate, c.total - c.done))
+    line = f"[{name}] {c.done:,}/{c.total:,} ({pct:.1f}%) · {rate:,.1f}/s · ETA {eta} · {_status_line(c)}"
+    return line + (f" · {note}" if note else "")
+
+
 class RunDisplay:
-    """Shows progress for a set of named counters; ``mode`` is ``rich``, ``plain`` or ``off``."""
+    """Shows progress for a set of named counters; ``mode`` is ``rich``, ``plain`` or ``off``.
+
+    ``rich`` (a terminal): one bar per model with the label shortened to :data:`LABEL_WIDTH`, then
+    count/total, %, rate and ETA, which keep their width at 80 columns (the status text gives way
+    first). ``plain``: one line per model every :data:`PLAIN_EVERY_S` seconds with the same numbers.
+    Spend is shown once a priced model has cost something.
+    """
 
     def __init__(self, counters: dict[str, Counters], mode: str = "auto", stream: IO[str] | None = None) -> None:
         self.counters = counters
@@ -85,7 +152,8 @@ class RunDisplay:
         self.mode = mode
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
-        self._rates: dict[str, str] = {}
+        self._meters = {name: RateMeter() for name in counters}
+        self._rates: dict[str, float] = {}
         self._started = time.monotonic()
         self._last_plain = self._started
 
@@ -93,57 +161,62 @@ class RunDisplay:
         if self.mode != "rich":
             return
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TaskProgressColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn
+        from rich.table import Column
 
+        fixed = {"no_wrap": True, "overflow": "ignore"}
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TaskProgressColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[status]}"),
+            TextColumn("[bold]{task.description}", markup=True,
+                       table_column=Column(no_wrap=True, max_width=LABEL_WIDTH, overflow="ellipsis")),
+            BarColumn(bar_width=12),
+            MofNCompleteColumn(table_column=Column(**fixed)),  # type: ignore[arg-type]
+            TaskProgressColumn(table_column=Column(**fixed)),  # type: ignore[arg-type]
+            TextColumn("{task.fields[rate]}", table_column=Column(**fixed)),  # type: ignore[arg-type]
+            TextColumn("ETA {task.fields[eta]}", table_column=Column(**fixed)),  # type: ignore[arg-type]
+            TextColumn("{task.fields[status]}", markup=False,
+                       table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=0)),
             console=Console(file=self.stream),
             refresh_per_second=4,
             transient=False,
+            expand=False,
         )
+        from rich.markup import escape
+
         for name, c in self.counters.items():
-            self._tasks[name] = self._progress.add_task(name, total=c.total, rate="", status="")
+            self._tasks[name] = self._progress.add_task(escape(shorten(name)), total=c.total, rate="", eta="-:--:--",
+                                                        status="")
         self._progress.start()
 
+    def _rate(self, name: str, c: Counters, now: float) -> float:
+        if c.done >= c.total and name in self._rates:
+            return self._rates[name]  # frozen once the model is done
+        rate = self._meters[name].update(now, c.done)
+        self._rates[name] = rate
+        return rate
+
     def refresh(self, note: str = "") -> None:
+        now = time.monotonic()
         if self.mode == "rich" and self._progress is not None:
-            elapsed = max(1e-6, time.monotonic() - self._started)
             for name, c in self.counters.items():
-                rate = self._rates.get(name) or f"{c.done / elapsed:,.1f}/s"
-                if c.done >= c.total:
-                    self._rates[name] = rate  # frozen once the model is done
+                rate = self._rate(name, c, now)
                 self._progress.update(
-                    self._tasks[name], completed=c.done, rate=rate, status=(note or _status_line(c))
+                    self._tasks[name], completed=c.done, rate=f"{rate:,.1f}/s",
+                    eta=format_duration(RateMeter.eta(rate, c.total - c.done)),
+                    status=(note or _compact_status(c)),
                 )
         elif self.mode == "plain":
-            now = time.monotonic()
-            if now - self._last_plain >= 10.0 or note:
+            for name, c in self.counters.items():
+                self._rate(name, c, now)
+            if now - self._last_plain >= PLAIN_EVERY_S or note:
                 self._last_plain = now
                 for name, c in self.counters.items():
-                    print(f"[{name}] {c.done}/{c.total} · {_status_line(c)}{' · ' + note if note else ''}",
-                          file=self.stream, flush=True)
+                    print(progress_line(name, c, self._rates.get(name, 0.0), note), file=self.stream, flush=True)
 
     def message(self, text: str) -> None:
         if self.mode == "off":
             return
         if self._progress is not None:
-            self._progress.console.print(text)
+            self._progress.console.print(text, markup=False, highlight=False)
         else:
             print(text, file=self.stream, flush=True)
 

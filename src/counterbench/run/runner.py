@@ -20,6 +20,7 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.models.base import Backend, GenerationConfig
+from counterbench.models.labels import model_spec
 from counterbench.models.structured import check_config as check_structured_config
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.run.costs import load_price_table
@@ -105,7 +106,7 @@ async def arun_prompts(
         modes = structured_modes(backends, config)  # also rejects a mode a model's family lacks
         if max_cost is not None:
             for b in backends:
-                if price_table.lookup(b.name) is None:
+                if price_table.lookup(model_spec(b)) is None:
                     raise UserError(
                         f"--max-cost needs a price for {b.name}; add a pattern for it to a price file "
                         "and pass --prices FILE"
@@ -121,7 +122,7 @@ async def arun_prompts(
                     backend=b,
                     config_fp=config_fp,
                     work=plan_model(store_obj, items, b.name, config_fp, no_cache=no_cache, retry_errors=retry_errors),
-                    price=price_table.lookup(b.name),
+                    price=price_table.lookup(model_spec(b)),
                     request_bucket=limits.request_bucket(),
                     token_bucket=limits.token_bucket(largest),
                 )
@@ -132,6 +133,7 @@ async def arun_prompts(
                 lane.counters.skipped = lane.work.already_done
             run_config = {
                 "models": [b.name for b in backends],
+                "model_specs": {b.name: model_spec(b) for b in backends},
                 "generation": config.as_dict(),
                 "config_fp": config_fp,
                 "prompts": len(items),

@@ -1,0 +1,52 @@
+"""``counterbench check``: the fairness gate over an analysis folder (exit 1 when a threshold is crossed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+FailOnOpt = Annotated[
+    list[str] | None,
+    typer.Option("--fail-on", metavar="SPEC",
+                 help="Thresholds, repeatable: 'default', a YAML file, or RULE=VALUE with mean-delta=5, "
+                      "pair-gap=5, w=model|axis|cell|off."),
+]
+JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write the verdict as JUnit XML for CI.")]
+EXIT_GATE_FAILED = 1
+
+
+def check_command(
+    analysis: Annotated[Path, typer.Option("--analysis", help="A folder written by `counterbench analyze --out`.")],
+    fail_on: FailOnOpt = None,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="Check only this model.")] = None,
+    junit: JunitOpt = None,
+) -> None:
+    """Fail (exit 1) when a model's results cross a fairness threshold; print what failed.
+
+    Default thresholds: overall Mean Δ% ≤ 5; no significant canonical pair gap above 5%; no significant
+    Kendall's W at the model level. Exit codes: 0 passed, 1 a threshold was crossed, 2 a mistake.
+    """
+    from counterbench.gate import check, parse_fail_on
+    from counterbench.report.context import load_analysis_dir
+
+    thresholds = parse_fail_on(fail_on or [])
+    data = load_analysis_dir(analysis)
+    verdict = check(data.tables, thresholds, model or None, source=str(analysis))
+    print(verdict.summary())
+    if junit is not None:
+        print(f"JUnit XML: {verdict.write_junit(junit)}")
+    if not verdict.passed:
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def gate_after_audit(analysis: Path, fail_on: list[str] | None, junit: Path | None) -> None:
+    """``audit --fail-on``: check the analysis the audit just wrote; exit 1 when it fails."""
+    if fail_on is None and junit is None:
+        return
+    check_command(analysis, fail_on or ["default"], None, junit)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check_command)

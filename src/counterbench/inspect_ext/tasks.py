@@ -1,0 +1,149 @@
+"""counterbench studies as Inspect AI tasks, and a scorer that uses counterbench's parser.
+
+A sample is one prompt: its input is the prompt's system and user messages, its id the
+``prompt_id``, and its metadata every other column of the prompt table (study, use case, language,
+axis, identifier, profile, question variant, variant, answer type and the study's design columns),
+so ``counterbench import --inspect-log`` can put the answer back in its slot. Generation follows
+counterbench's defaults (temperature 0, 64 tokens); ``inspect eval`` options override them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
+from inspect_ai.solver import TaskState, generate
+
+from counterbench.prompts import PromptFilters, build_prompts
+from counterbench.run.parsing import ResponseParser
+
+#: prompt-table columns that are the messages, not metadata
+MESSAGE_COLUMNS = ("system", "user")
+#: Inspect stop reasons -> the finish reasons counterbench stores
+STOP_REASONS = {"stop": "stop", "max_tokens": "length", "model_length": "length", "content_filter": "content_filter",
+                "tool_calls": "tool_calls"}
+
+
+def _listed(value: Any) -> list[str] | None:
+    """A ``-T`` value as a list: ``a,b`` or a YAML list; empty -> ``None`` (all)."""
+    if value is None or value == "":
+        return None
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    out = [str(v).strip() for v in items if str(v).strip()]
+    return out or None
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly Python value (numpy scalars unwrapped, NaN dropped by the caller)."""
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        value = value.item()
+    return value
+
+
+def _missing(value: Any) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def samples_from_prompts(table: pd.DataFrame) -> list[Sample]:
+    """One :class:`Sample` per prompt row (see the module docstring)."""
+    meta_cols = [c for c in table.columns if c not in MESSAGE_COLUMNS and c != "prompt_id"]
+    out = []
+    for row in table.to_dict("records"):
+        messages: list[Any] = []
+        if isinstance(row.get("system"), str) and row["system"]:
+            messages.append(ChatMessageSystem(content=row["system"]))
+        messages.append(ChatMessageUser(content=str(row["user"])))
+        metadata = {str(c): _plain(row[c]) for c in meta_cols if not _missing(row[c])}
+        out.append(Sample(input=messages, id=str(row["prompt_id"]), metadata=metadata))
+    return out
+
+
+@scorer(metrics=[mean()])
+def counterbench_parse(profile: str = "default") -> Scorer:
+    """1 when counterbench's parser finds the answer the prompt asks for (``ok``), else 0.
+
+    The parsed value and unit are the score's ``answer``; status and parse reason are in its metadata.
+    Bias is not a per-sample score: import the log (``counterbench import --inspect-log``) and analyse it.
+    """
+    parser = ResponseParser(profile)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        meta = state.metadata or {}
+        key = parser.key_for(meta.get("use_case"), meta.get("answer_type"))
+        choice = state.output.choices[0] if state.output and state.output.choices else None
+        finish = STOP_REASONS.get(str(choice.stop_reason), str(choice.stop_reason)) if choice else None
+        parsed = parser.parse(state.output.completion if state.output else None, finish, key)
+        answer = None if parsed.value is None else f"{parsed.value:g}{' ' + parsed.unit if parsed.unit else ''}"
+        return Score(value=1.0 if parsed.status == "ok" else 0.0, answer=answer,
+                     explanation=f"{parsed.status}{': ' + parsed.reason if parsed.reason else ''}",
+                     metadata={"status": parsed.status, "value": parsed.value, "unit": parsed.unit,
+                               "parse_reason": parsed.reason, "parse_profile": profile})
+
+    return score
+
+
+def study_task(name: str, filters: PromptFilters, *, max_tokens: int, temperature: float, parse_profile: str) -> Task:
+    table = build_prompts(name, filters)
+    return Task(
+        dataset=MemoryDataset(samples_from_prompts(table), name=str(name)),
+        solver=generate(),
+        scorer=counterbench_parse(parse_profile),
+        config=GenerateConfig(temperature=temperature, max_tokens=max_tokens),
+        metadata={"counterbench_study": str(name), "counterbench_prompts": len(table)},
+    )
+
+
+def _filters(preset: str | None, use_case: Any, language: Any, axis: Any, identifier: Any, variant: Any,
+             sample_slots: int | None, seed: int) -> PromptFilters:
+    return PromptFilters(use_case=_listed(use_case), language=_listed(language), axis=_listed(axis),
+                         identifier=_listed(identifier), variant=_listed(variant),
+                         sample_slots=int(sample_slots) if sample_slots else None, seed=int(seed),
+                         preset=str(preset) if preset else None)
+
+
+@task
+def study(
+    study: str = "rupeebias",
+    preset: str | None = None,
+    use_case: str | Sequence[str] | None = None,
+    language: str | Sequence[str] | None = None,
+    axis: str | Sequence[str] | None = None,
+    identifier: str | Sequence[str] | None = None,
+    variant: str | Sequence[str] | None = None,
+    sample_slots: int | None = None,
+    seed: int = 0,
+    max_tokens: int = 64,
+    temperature: float = 0.0,
+    parse_profile: str = "default",
+) -> Task:
+    """Any counterbench study (a built-in name or a study YAML file) with counterbench's prompt filters."""
+    return study_task(study, _filters(preset, use_case, language, axis, identifier, variant, sample_slots, seed),
+                      max_tokens=max_tokens, temperature=temperature, parse_profile=parse_profile)
+
+
+@task
+def rupeebias(
+    preset: str | None = None,
+    use_case: str | Sequence[str] | None = None,
+    language: str | Sequence[str] | None = None,
+    axis: str | Sequence[str] | None = None,
+    identifier: str | Sequence[str] | None = None,
+    variant: str | Sequence[str] | None = None,
+    sample_slots: int | None = None,
+    seed: int = 0,
+    max_tokens: int = 64,
+    temperature: float = 0.0,
+    parse_profile: str = "default",
+) -> Task:
+    """The built-in RupeeBias study (``-T preset=quick`` for the 870-prompt subset)."""
+    return study_task("rupeebias", _filters(preset, use_case, language, axis, identifier, variant, sample_slots,
+                                            seed), max_tokens=max_tokens, temperature=temperature,
+                      parse_profile=parse_profile)

@@ -1,0 +1,174 @@
+"""The viewer's web app: a small Starlette ASGI app over a :class:`~counterbench.viewer.catalog.Catalog`.
+
+Pages (all GET, all server-rendered, no JavaScript at all):
+
+* ``/`` — responses matching the filters (study, model, use case, language, axis, identifier,
+  status, prompt variant) and a full-text search in the raw answers, a page at a time;
+* ``/slots`` — the slots matching the filters, widest spread first (what a report cell links to);
+* ``/slot`` — one slot: every identity's answer to the same prompt side by side (value, unit,
+  parse status, raw text) and the slot's spread;
+* ``/static/viewer.css`` — the only stylesheet.
+
+Model text is untrusted: jinja2 escapes everything, and every response carries a strict
+Content-Security-Policy (no scripts, no inline styles, nothing fetched from elsewhere), plus
+``TrustedHostMiddleware`` so only ``127.0.0.1``/``localhost`` host names are served (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from counterbench.viewer.catalog import FILTERS, PAGE_SIZE, SLOT_KEY, Catalog
+from counterbench.viewer.links import query_string
+
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
+       "frame-ancestors 'none'")
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
+LABELS = {"study": "Study", "model": "Model", "use_case": "Use case", "language": "Language", "axis": "Axis",
+          "identifier": "Identifier", "status": "Status", "variant": "Prompt variant"}
+
+
+class SecurityHeaders:
+    """Adds :data:`SECURITY_HEADERS` to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.decode().lower() not in SECURITY_HEADERS]
+                headers += [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("counterbench.viewer", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["num"] = fmt_value
+    env.filters["pct"] = fmt_pct
+    env.globals["link"] = link
+    env.globals["slot_link"] = slot_link
+    return env
+
+
+@lru_cache(maxsize=1)
+def stylesheet() -> str:
+    return resources.files("counterbench.viewer").joinpath("assets/viewer.css").read_text(encoding="utf-8")
+
+
+def fmt_value(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    number = float(value)
+    return f"{number:,.0f}" if abs(number) >= 1000 else f"{number:,.4g}"
+
+
+def fmt_pct(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{float(value):.1f}%"
+
+
+def link(path: str, params: dict[str, Any], **changes: Any) -> str:
+    """``path`` with ``params`` (lists repeat) updated by ``changes`` as its query string."""
+    merged = {**params, **changes}
+    query = query_string({k: [str(x) for x in (v if isinstance(v, list | tuple) else [v])] for k, v in merged.items()})
+    return f"{path}?{query}" if query else path
+
+
+def slot_link(row: dict[str, Any], identifiers: list[str] | None = None) -> str:
+    """The slot view of the slot ``row`` belongs to (``identifiers`` listed first)."""
+    return link("/slot", {k: [str(row[k])] for k in SLOT_KEY}, identifier=list(identifiers or []))
+
+
+def filters_of(request: Request) -> dict[str, list[str]]:
+    params = request.query_params
+    return {k: [v for v in params.getlist(k) if v] for k in (*FILTERS, "profile_id", "question_variant")}
+
+
+def page_of(request: Request) -> int:
+    try:
+        return max(0, int(request.query_params.get("page", "0")))
+    except ValueError:
+        return 0
+
+
+def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    html = environment().get_template(name).render(labels=LABELS, page_size=PAGE_SIZE, **context)
+    return HTMLResponse(html, status_code=status_code)
+
+
+def create_app(catalog: Catalog) -> Starlette:
+    """The viewer app serving ``catalog`` (which the caller opened and closes)."""
+
+    def common(request: Request) -> dict[str, Any]:
+        catalog.refresh()
+        filters = filters_of(request)
+        return {"store": str(catalog.path), "options": catalog.options, "filters": filters,
+                "page": page_of(request), "total": catalog.total(), "path": request.url.path}
+
+    async def index(request: Request) -> Response:
+        ctx = common(request)
+        search = request.query_params.get("q", "").strip()
+        count, rows = catalog.responses(ctx["filters"], search=search, page=ctx["page"])
+        return render("responses.html.j2", **ctx, search=search, count=count, rows=rows, slot_key=SLOT_KEY)
+
+    async def slots(request: Request) -> Response:
+        ctx = common(request)
+        count, rows = catalog.slots(ctx["filters"], page=ctx["page"])
+        return render("slots.html.j2", **ctx, search="", count=count, rows=rows, slot_key=SLOT_KEY)
+
+    async def slot(request: Request) -> Response:
+        ctx = common(request)
+        key = {k: request.query_params.get(k, "") for k in SLOT_KEY}
+        wanted = request.query_params.getlist("identifier")
+        try:
+            view = catalog.slot(key, wanted)
+        except LookupError as err:
+            return render("missing.html.j2", status_code=404, **ctx, search="", message=str(err))
+        return render("slot.html.j2", **ctx, search="", view=view, wanted=wanted, slot_key=SLOT_KEY)
+
+    async def css(request: Request) -> Response:
+        return Response(stylesheet(), media_type="text/css")
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return render("missing.html.j2", status_code=404, **common(request), search="", message="no such page")
+
+    return Starlette(
+        routes=[Route("/", index), Route("/slots", slots), Route("/slot", slot), Route("/static/viewer.css", css)],
+        middleware=[Middleware(SecurityHeaders),
+                    Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])],
+        exception_handlers={404: not_found},
+    )

@@ -1,0 +1,62 @@
+"""Running the viewer: open the catalog, bind 127.0.0.1, serve with uvicorn until interrupted."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from counterbench.errors import UserError
+from counterbench.viewer.links import DEFAULT_HOST, DEFAULT_PORT
+
+
+def analysis_aliases() -> dict[str, dict[str, str]]:
+    """Names the analysis tables use for stored values (e.g. a renamed use case), so report links match."""
+    try:
+        from counterbench.analyses import prepare
+    except ImportError:  # pragma: no cover - the analysis package is part of counterbench
+        return {}
+    use_cases = getattr(prepare, "USE_CASE_ALIASES", {})
+    return {"use_case": dict(use_cases)} if isinstance(use_cases, dict) else {}
+
+
+def bind(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1 (``port`` 0: any free port); a busy port is a user error."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((DEFAULT_HOST, port))
+    except OSError as err:
+        sock.close()
+        raise UserError(f"cannot listen on {DEFAULT_HOST}:{port} ({err.strerror or err}); "
+                        "choose another --port (0 picks a free one)") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(store: str | Path, port: int = DEFAULT_PORT, *, announce: Callable[[str], None] | None = None) -> None:
+    """Serve ``store`` read-only at ``http://127.0.0.1:PORT`` until Ctrl-C."""
+    import uvicorn
+
+    from counterbench.viewer.app import create_app
+    from counterbench.viewer.catalog import Catalog
+
+    catalog = Catalog(store, aliases=analysis_aliases())
+    sock = bind(port)
+    url = f"http://{DEFAULT_HOST}:{sock.getsockname()[1]}/"
+    say = announce or (lambda line: print(line, flush=True))
+    say(f"{catalog.total():,} responses in {catalog.path} (indexed in {catalog.build_seconds:.1f} s), read-only")
+    say(f"Open {url} in a browser; Ctrl-C stops the viewer.")
+    config = uvicorn.Config(create_app(catalog), log_level="warning", access_log=False, lifespan="off",
+                            server_header=False)
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
+        pass
+    finally:
+        sock.close()
+        catalog.close()
+        print("viewer stopped", file=sys.stderr)

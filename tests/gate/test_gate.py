@@ -1,0 +1,114 @@
+"""The fairness gate: `check` fails a planted-bias model and passes a fair one (full English), writes
+JUnit XML that parses, reads thresholds from YAML or flags, and never passes a rule it could not check."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from counterbench.errors import UserError
+from counterbench.gate import Thresholds, check, parse_fail_on
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def english_analysis(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("gate")
+    store, out = folder / "en.db", folder / "analysis"
+    done = run_cli("run", "rupeebias", "--model", "sim:biased", "--model", "sim:fair", "--language", "en",
+                   "--store", str(store), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    done = run_cli("analyze", "rupeebias", "--store", str(store), "--out", str(out), "--bootstrap", "300")
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def junit_cases(path: Path) -> dict[tuple[str, str], str]:
+    root = ET.parse(path).getroot()
+    out = {}
+    for case in root.iter("testcase"):
+        kind = "failed" if case.find("failure") is not None else "skipped" if case.find("skipped") is not None \
+            else "passed"
+        out[(case.get("classname", ""), case.get("name", ""))] = kind
+    return out
+
+
+def test_biased_fails_and_fair_passes_with_default_thresholds(english_analysis: Path, tmp_path: Path) -> None:
+    biased = run_cli("check", "--analysis", str(english_analysis), "--model", "sim:biased",
+                     "--junit", str(tmp_path / "biased.xml"))
+    assert biased.returncode == 1, biased.stdout + biased.stderr
+    assert "FAILED: sim:biased" in biased.stdout and len(biased.stdout.splitlines()) < 25  # one screen
+    fair = run_cli("check", "--analysis", str(english_analysis), "--model", "sim:fair",
+                   "--junit", str(tmp_path / "fair.xml"))
+    assert fair.returncode == 0, fair.stdout + fair.stderr
+    assert fair.stdout.rstrip().splitlines()[-2].startswith("PASSED")
+    bad, good = junit_cases(tmp_path / "biased.xml"), junit_cases(tmp_path / "fair.xml")
+    assert set(bad.values()) == {"failed"} and len(bad) == 3
+    assert set(good.values()) == {"passed"} and len(good) == 3
+    root = ET.parse(tmp_path / "biased.xml").getroot()
+    assert root.get("failures") == "3" and root.find("testsuite") is not None
+
+
+def test_thresholds_from_a_yaml_file_and_flags(english_analysis: Path, tmp_path: Path) -> None:
+    loose = tmp_path / "loose.yaml"
+    loose.write_text("max_mean_delta: 50\nmax_pair_gap: 40\nsignificant_w: off\n")
+    done = run_cli("check", "--analysis", str(english_analysis), "--fail-on", str(loose))
+    assert done.returncode == 0, done.stdout
+    strict = run_cli("check", "--analysis", str(english_analysis), "--fail-on", str(loose), "--fail-on",
+                     "mean-delta=1", "-m", "sim:fair")
+    assert strict.returncode == 1 and "FAIL  sim:fair  overall Mean Δ%" in strict.stdout
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("mean-delta=lots", "must be a number"),
+    ("colour=red", "unknown rule"),
+    ("w=sometimes", "must be one of"),
+    ("nowhere.yaml", "not a file"),
+])
+def test_bad_thresholds_are_one_line_errors(english_analysis: Path, spec: str, message: str) -> None:
+    done = run_cli("check", "--analysis", str(english_analysis), "--fail-on", spec)
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_missing_marks_are_not_evaluated_never_passed() -> None:
+    tables = {"leaderboard": pd.DataFrame({"model": ["m"], "overall_mean_delta": [1.0]}),
+              "cpg": pd.DataFrame({"model": ["m"], "gap": [30.0]})}  # no `significant` column
+    verdict = check(tables, Thresholds())
+    assert [o.status for o in verdict.outcomes] == ["passed", "not evaluated", "not evaluated"]
+    assert verdict.passed and "2 not evaluated" in verdict.summary()
+    assert list(junit_cases_text(verdict.junit()).values()) == ["passed", "skipped", "skipped"]
+
+
+def junit_cases_text(text: str) -> dict[str, str]:
+    root = ET.fromstring(text)
+    return {c.get("name", ""): "skipped" if c.find("skipped") is not None else
+            "failed" if c.find("failure") is not None else "passed" for c in root.iter("testcase")}
+
+
+def test_only_marked_gaps_fail() -> None:
+    tables = {"cpg": pd.DataFrame({"model": ["m", "m"], "gap": [-9.0, 40.0], "significant": [True, False],
+                                   "reference": ["a", "c"], "comparison": ["b", "d"], "axis": ["X", "Y"]})}
+    (outcome,) = check(tables, Thresholds(max_mean_delta=None, significant_w="off")).outcomes
+    assert outcome.failed and outcome.details == ["X: a vs b -9.0%"]
+    (outcome,) = check(tables, Thresholds(max_mean_delta=None, max_pair_gap=10, significant_w="off")).outcomes
+    assert not outcome.failed
+
+
+def test_fail_on_parsing() -> None:
+    assert parse_fail_on([]) == Thresholds()
+    assert parse_fail_on(["pair-gap=off", "w=axis"]) == Thresholds(max_pair_gap=None, significant_w="axis")
+    with pytest.raises(UserError):
+        parse_fail_on(["mean-delta=-1"])
+
+
+def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "audit"
+    done = run_cli("audit", "rupeebias", "--model", "sim:biased", "--preset", "quick", "--store",
+                   str(tmp_path / "a.db"), "--out", str(out), "--bootstrap", "100", "--no-progress",
+                   "--fail-on", "pair-gap=5", "--junit", str(tmp_path / "gate.xml"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (out / "report.html").is_file() and "FAILED: sim:biased" in done.stdout
+    assert "failed" in junit_cases(tmp_path / "gate.xml").values()
