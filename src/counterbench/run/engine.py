@@ -104,6 +104,8 @@ class Engine:
         self.reserved = 0.0
         self._stop_event: asyncio.Event | None = None
         self._workers: list[asyncio.Task[None]] = []
+        #: requests waiting to be retried (they hold no worker and no slot while they wait)
+        self._retries: set[asyncio.Task[None]] = set()
         self._signals = 0
 
     # -- control --------------------------------------------------------------------------------
@@ -129,7 +131,7 @@ class Engine:
                 "Stopping: letting in-flight requests finish and saving (press Ctrl-C again to abandon them)…"
             )
         else:
-            for task in self._workers:
+            for task in [*self._workers, *self._retries]:
                 task.cancel()
 
     # -- main loop -----------------------------------------------------------------------------
@@ -152,12 +154,14 @@ class Engine:
                 self._serve_from_cache(lane)
                 lane.groups = lane.work.iter_groups()
                 n = min(self.settings.concurrency, len(lane.work.groups))
-                lane.limit = AdaptiveLimit(max(1, n))
+                lane.limit = AdaptiveLimit(self.settings.concurrency)
                 for _ in range(n):
                     task = asyncio.create_task(self._worker(lane))
                     task.add_done_callback(self._worker_done)
                     self._workers.append(task)
             results = await asyncio.gather(*self._workers, return_exceptions=True)
+            while self._retries:  # the workers are done; wait for the retries still pending
+                results += await asyncio.gather(*list(self._retries), return_exceptions=True)
             errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
             if errors:
                 raise errors[0]
@@ -201,77 +205,94 @@ class Engine:
             finally:
                 self.reserved -= estimate
 
-    async def _process(self, lane: Lane, group: list[tuple[PromptItem, str]]) -> None:
+    def _retry_later(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float
+    ) -> None:
+        """Send ``group`` again after ``delay`` seconds, from its own task: the worker moves on meanwhile."""
+        lane.counters.retries += 1
+        task = asyncio.create_task(self._wait_and_process(lane, group, attempts, started, delay))
+        self._retries.add(task)
+        task.add_done_callback(self._retry_done)
+
+    def _retry_done(self, task: asyncio.Task[None]) -> None:
+        self._retries.discard(task)
+        self._worker_done(task)
+
+    async def _wait_and_process(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float
+    ) -> None:
+        if await self._sleep_unless_stopped(delay):
+            return  # abandoned: still pending, the next run sends it
+        if lane.fatal is None:
+            await self._process(lane, group, attempts, started)
+
+    async def _process(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int = 0, started: float | None = None
+    ) -> None:
         item = group[0][0]
         config = self.config
         if lane.work.bigger_tokens is not None and item.prompt_id in lane.work.bigger_tokens:
             config = lane.work.bigger_config or config
         request = ChatRequest(item.prompt_id, item.system, item.user, config, item.answer_type, item.metadata)
-        started = time.time()
+        started = time.time() if started is None else started
         policy = self.settings.retry
         timeout = self._timeout_for(lane.backend)
         limit = lane.limit
-        attempts = 0
-        while True:
-            attempts += 1
-            tokens = item.est_input_tokens + config.max_tokens
-            throttled = lane.request_bucket is not None or lane.token_bucket is not None
-            if throttled and await self._unless_stopped(self._throttle(lane, tokens)):
-                return
-            if limit is not None:
-                await limit.acquire()
-                if self.stop_reason is not None:
-                    limit.release()
-                    return  # not sent: still pending, the next run sends it
-            try:
-                if timeout is None:
-                    result = await lane.backend.complete(request)
-                else:
-                    async with asyncio.timeout(timeout):
-                        result = await lane.backend.complete(request)
-            except BaseException as exc:
-                if limit is not None:
-                    limit.release()
-                if isinstance(exc, BackendError):
-                    error = exc
-                elif isinstance(exc, TimeoutError):
-                    error = BackendError(f"{lane.model}: no answer within {self.settings.timeout_s:g} s",
-                                         retryable=True)
-                else:
-                    raise
-            else:
-                if limit is not None:
-                    limit.release()
-                    limit.on_success()
-                if lane.token_bucket is not None and result.input_tokens is not None:
-                    lane.token_bucket.settle((result.input_tokens + (result.output_tokens or 0)) - tokens)
-                if (
-                    attempts < policy.max_attempts
-                    and self.stop_reason is None
-                    and result.finish_reason not in _FINAL_EMPTY
-                    and not (result.text or "").strip()
-                ):
-                    # an empty reply is almost always a transient glitch: ask again (status `empty` if it persists)
-                    lane.counters.retries += 1
-                    if await self._sleep_unless_stopped(policy.delay(attempts)):
-                        self._record_result(lane, group, result, attempts, started)
-                        return
-                    continue
-                self._record_result(lane, group, result, attempts, started)
-                return
-            if limit is not None and error.status in _OVERLOAD:
-                limit.on_overload()
-            limit_n = policy.max_attempts
-            if lane.successes == 0 and error.status is None:
-                limit_n = min(limit_n, _ATTEMPTS_BEFORE_ANY_SUCCESS)  # likely unreachable: say so quickly
-            if not error.retryable or attempts >= limit_n:
-                self._record_failure(lane, group, error, attempts, started)
-                return
+        attempts += 1
+        tokens = item.est_input_tokens + config.max_tokens
+        throttled = lane.request_bucket is not None or lane.token_bucket is not None
+        if throttled and await self._unless_stopped(self._throttle(lane, tokens)):
+            return
+        if limit is not None:
+            await limit.acquire()
             if self.stop_reason is not None:
-                return  # abandoned: still pending, the next run sends it
-            lane.counters.retries += 1
-            if await self._sleep_unless_stopped(policy.delay(attempts, error.retry_after)):
+                limit.release()
+                return  # not sent: still pending, the next run sends it
+        try:
+            if timeout is None:
+                result = await lane.backend.complete(request)
+            else:
+                async with asyncio.timeout(timeout):
+                    result = await lane.backend.complete(request)
+        except BaseException as exc:
+            if limit is not None:
+                limit.release()
+            if isinstance(exc, BackendError):
+                error = exc
+            elif isinstance(exc, TimeoutError):
+                error = BackendError(f"{lane.model}: no answer within {self.settings.timeout_s:g} s",
+                                     retryable=True)
+            else:
+                raise
+        else:
+            if limit is not None:
+                limit.release()
+                limit.on_success()
+            if lane.token_bucket is not None and result.input_tokens is not None:
+                lane.token_bucket.settle((result.input_tokens + (result.output_tokens or 0)) - tokens)
+            if (
+                attempts < policy.max_attempts
+                and self.stop_reason is None
+                and result.finish_reason not in _FINAL_EMPTY
+                and not (result.text or "").strip()
+            ):
+                # an empty reply is almost always a transient glitch: ask again (status `empty` if it persists)
+                self._retry_later(lane, group, attempts, started, policy.delay(attempts))
                 return
+            self._record_result(lane, group, result, attempts, started)
+            return
+        if limit is not None and error.status in _OVERLOAD:
+            limit.on_overload()
+        limit_n = policy.max_attempts
+        if lane.successes == 0 and error.status is None:
+            limit_n = min(limit_n, _ATTEMPTS_BEFORE_ANY_SUCCESS)  # likely unreachable: say so quickly
+        if not error.retryable or attempts >= limit_n:
+            self._record_failure(lane, group, error, attempts, started)
+            return
+        if self.stop_reason is not None:
+            return  # abandoned: still pending, the next run sends it
+        self._retry_later(lane, group, attempts, started, policy.delay(attempts, error.retry_after))
+        return
 
     def _timeout_for(self, backend: Backend) -> float | None:
         """The engine's own deadline per attempt, or ``None`` when the backend enforces one as strict.

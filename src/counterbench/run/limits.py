@@ -25,7 +25,7 @@ class RetryPolicy:
     """
 
     max_attempts: int = 6
-    base_delay: float = 0.5
+    base_delay: float = 0.1
     max_delay: float = 30.0
     max_retry_after: float = 300.0
 
