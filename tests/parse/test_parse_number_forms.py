@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.parse.test_parse_properties import indian, western
 
 from counterbench.parse import parse_answer
-from tests.parse.test_parse_properties import indian, western
 
 
 @pytest.mark.parametrize(
