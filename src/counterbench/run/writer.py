@@ -1,14 +1,16 @@
 """Durable writes of response rows: each answer is committed within a few milliseconds of arriving.
 
-The event loop only appends a row to a queue (a C-level ``SimpleQueue.put``, no lock, no wake-up
-of the loop). One background thread commits: it takes the first waiting row, waits ``window``
-seconds (2 ms by default) for the rows that arrive meanwhile, and commits them all in one
-transaction — a *group commit*. An answer is therefore on disk (in the WAL, which survives a killed
-process) at most ``window`` plus one commit after it arrived, while a busy run still pays one
-commit per few dozen rows (measured: ``benchmarks/run_throughput.py``). SQLite releases the GIL
-while it writes, so the event loop keeps sending.
+Rows are buffered and committed by the event loop itself right after its current round of
+callbacks — so answers that arrive together share one commit (a *group commit*) — but at most once
+per ``window`` (1 ms by default), or at once when ``max_rows`` rows wait. An answer is therefore on
+disk (in the WAL, which survives a killed process) one loop round, and at most ``window``, plus one
+commit after the engine recorded it, while a busy run pays one commit per few dozen rows. Committing on the
+loop thread costs a fraction of a millisecond per batch (no fsync in WAL mode with
+``synchronous=NORMAL``); a background thread was measured to be worse: it must win the GIL back
+from the busy event loop for every row of a batch, which delayed commits by tens of milliseconds
+(``benchmarks/commit_latency.py``).
 
-After every commit the thread checks that the store file is still the file it opened (same device
+After every commit the writer checks that the store file is still the file it opened (same device
 and inode). When it vanished or was replaced, or a write fails (disk full, read-only), the run is
 told to stop (:attr:`BatchWriter.failure`) and every row that is not safely in the store is kept:
 after a failed write, the rows of that write and all later ones; after the file vanished, every row
@@ -19,12 +21,11 @@ the temporary folder — written whole or not at all, and never empty.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
-import queue
 import tempfile
-import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,85 +37,60 @@ from counterbench.run.store import RESPONSE_COLUMNS, Store
 Row = tuple[Any, ...]
 
 #: default group-commit window (seconds): the longest an answer waits before its commit starts
-DEFAULT_WINDOW_S = 0.002
-_STOP = object()
+DEFAULT_WINDOW_S = 0.001
 
 
 class BatchWriter:
-    """Commit rows on a background thread (``background=False``: synchronously, for tests and imports)."""
+    """Buffer rows and commit them in small groups on the event loop (see the module docstring)."""
 
-    def __init__(
-        self, store: Store, *, max_rows: int = 512, window: float = DEFAULT_WINDOW_S, background: bool = True
-    ) -> None:
+    def __init__(self, store: Store, *, max_rows: int = 512, window: float = DEFAULT_WINDOW_S) -> None:
         self.store = store
         self.max_rows = max_rows
         self.window = window
+        self.rows: list[Row] = []
         self.unsaved: list[Row] = []
         self.written = 0
         self.failure: UserError | None = None
         self.vanished = False
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._submitted = 0
-        self._processed = 0
-        self._done = threading.Condition()
         self._identity = _file_identity(store.path)
-        self._thread: threading.Thread | None = None
-        if background:
-            self._thread = threading.Thread(target=self._loop, name="counterbench-store", daemon=True)
-            self._thread.start()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.Handle | None = None
+        self._last_commit = 0.0
 
-    # -- the event-loop side ----------------------------------------------------------------------
+    def attach(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Commit on a timer of this loop (``None``: every row at once)."""
+        self._loop = loop
 
     def add(self, row: Row) -> None:
-        self._submitted += 1
-        if self._thread is None:
-            self._write([row])
-            self._processed += 1
-        else:
-            self._queue.put(row)
+        rows = self.rows
+        rows.append(row)
+        if len(rows) >= self.max_rows or self._loop is None:
+            self.flush()
+        elif self._timer is None:
+            # commit right after the loop's current round of callbacks (answers that arrive together
+            # share a commit), but at most once per `window`
+            wait = self._last_commit + self.window - time.monotonic()
+            loop = self._loop
+            self._timer = loop.call_later(wait, self._on_timer) if wait > 0 else loop.call_soon(self._on_timer)
 
-    def flush(self, *, wait: bool = True) -> None:
-        """Return once every row added so far is committed (or kept as unsaved); no-op without ``wait``."""
-        if not wait or self._thread is None:
-            return
-        target = self._submitted
-        with self._done:
-            while self._processed < target and self._thread.is_alive():
-                self._done.wait(0.5)
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.flush()
+
+    def flush(self) -> None:
+        """Commit the buffered rows now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        rows, self.rows = self.rows, []
+        if rows:
+            self._write(rows)
+            self._last_commit = time.monotonic()
 
     def close(self) -> None:
-        """Commit everything still queued and stop the thread."""
-        if self._thread is not None:
-            self.flush(wait=True)
-            self._queue.put(_STOP)
-            self._thread.join()
-            self._thread = None
-
-    # -- the writer thread ------------------------------------------------------------------------
-
-    def _loop(self) -> None:
-        get, window, max_rows = self._queue.get, self.window, self.max_rows
-        stopping = False
-        while not stopping:
-            first = get()
-            if first is _STOP:
-                return
-            if window > 0:
-                time.sleep(window)
-            batch = [first]
-            while len(batch) < max_rows:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    stopping = True
-                    break
-                batch.append(item)
-            self._write(batch)
-            with self._done:
-                self._processed += len(batch)
-                self._done.notify_all()
+        """Commit everything still buffered and stop using the loop."""
+        self._loop = None
+        self.flush()
 
     def _write(self, rows: list[Row]) -> None:
         if self.failure is None:
