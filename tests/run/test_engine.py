@@ -103,13 +103,15 @@ def test_thirty_percent_faults_complete_fully_with_retries_counted(tmp_path: Pat
         summary = run_prompts(prompts, [fake_model(server)], store=tmp_path / "s.db", concurrency=16,
                               timeout=0.5, retry=RetryPolicy(max_attempts=12, base_delay=0.01, max_delay=0.1))
         elapsed = time.monotonic() - started
-        outcomes = dict(server.counters.outcomes)
+        received = server.counters.requests
     assert summary.status == "completed"
     results = _responses(tmp_path / "s.db")
     assert len(results) == 200 and (results["status"] == "ok").all(), results["status"].value_counts()
     assert summary.totals["retries"] > 30
     assert summary.totals["retries"] == int(results["attempts"].sum()) - 200
-    assert sum(v for k, v in outcomes.items() if k != "ok") >= summary.totals["retries"] - 5
+    # every retry reached the server (a few may die on a connection the server had just closed); on a
+    # busy machine some answers come after the 0.5 s timeout, so the server may see more than the faults
+    assert received >= 200 + summary.totals["retries"] - 5
     assert elapsed < 60
 
 
