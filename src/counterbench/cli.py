@@ -1,7 +1,8 @@
 """The ``counterbench`` command line: thin wrappers over the Python API.
 
 Each verb lives in :mod:`counterbench.commands` and registers itself on :data:`app`. A
-:class:`~counterbench.errors.UserError` anywhere below becomes one line on stderr and exit code 2.
+:class:`~counterbench.errors.UserError` anywhere below — and a malformed command line (an unknown
+option, ``--question-variant abc``, ``--sample-slots 0``) — becomes one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -9,6 +10,11 @@ from __future__ import annotations
 import sys
 
 import typer
+
+try:  # typer >= 0.20 ships its own copy of click
+    from typer._click import exceptions as cli_errors
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as cli_errors  # type: ignore[no-redef]
 
 from counterbench.commands import register_all
 from counterbench.errors import UserError
@@ -26,10 +32,25 @@ register_all(app)
 def main() -> None:
     """Console-script entry point."""
     try:
-        app()
+        code = app(standalone_mode=False)
     except UserError as err:
         print(f"counterbench: error: {err}", file=sys.stderr)
         sys.exit(2)
+    except cli_errors.NoArgsIsHelpError as err:
+        print(err.format_message().rstrip())
+        sys.exit(2)
+    except cli_errors.UsageError as err:
+        where = f" (see `{err.ctx.command_path} --help`)" if err.ctx is not None else ""
+        message = " ".join(err.format_message().split())
+        print(f"counterbench: error: {message}{where}", file=sys.stderr)
+        sys.exit(2)
+    except cli_errors.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except typer.Abort:
+        print("Aborted.", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

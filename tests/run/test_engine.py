@@ -12,6 +12,7 @@ from counterbench.errors import UserError
 from counterbench.models.base import GenerationConfig
 from counterbench.run import run_prompts
 from counterbench.run.limits import RetryPolicy
+from counterbench.run.runner import format_summary
 from counterbench.run.store import load_results, open_store
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import FAST_RETRY, fake_model, make_prompts
@@ -102,13 +103,15 @@ def test_thirty_percent_faults_complete_fully_with_retries_counted(tmp_path: Pat
         summary = run_prompts(prompts, [fake_model(server)], store=tmp_path / "s.db", concurrency=16,
                               timeout=0.5, retry=RetryPolicy(max_attempts=12, base_delay=0.01, max_delay=0.1))
         elapsed = time.monotonic() - started
-        outcomes = dict(server.counters.outcomes)
+        received = server.counters.requests
     assert summary.status == "completed"
     results = _responses(tmp_path / "s.db")
     assert len(results) == 200 and (results["status"] == "ok").all(), results["status"].value_counts()
     assert summary.totals["retries"] > 30
     assert summary.totals["retries"] == int(results["attempts"].sum()) - 200
-    assert sum(v for k, v in outcomes.items() if k != "ok") >= summary.totals["retries"] - 5
+    # every retry reached the server (a few may die on a connection the server had just closed); on a
+    # busy machine some answers come after the 0.5 s timeout, so the server may see more than the faults
+    assert received >= 200 + summary.totals["retries"] - 5
     assert elapsed < 60
 
 
@@ -124,20 +127,68 @@ def test_retry_after_is_honoured_and_pauses_the_lane(tmp_path: Path) -> None:
 
 
 def test_finish_reasons_timeouts_and_empty_answers(tmp_path: Path, fake_server) -> None:
-    prompts = make_prompts(5)
+    prompts = make_prompts(6)
     prompts.loc[0, "user"] += " [[fault:length]]"
     prompts.loc[1, "user"] += " [[fault:content_filter]]"
     prompts.loc[2, "user"] += " [[fault:hang:1]]"
     prompts.loc[3, "user"] += " [[fault:empty:1]]"
     prompts.loc[4, "user"] += " [[fault:malformed:2]]"
-    run_prompts(prompts, [fake_model(fake_server)], store=tmp_path / "s.db", timeout=0.3, retry=FAST_RETRY)
+    prompts.loc[5, "user"] += " [[fault:empty]]"
+    summary = run_prompts(prompts, [fake_model(fake_server)], store=tmp_path / "s.db", timeout=0.3, retry=FAST_RETRY)
     rows = _responses(tmp_path / "s.db").set_index("prompt_id")
     assert rows.loc["p_00000", "finish_reason"] == "length"
+    assert rows.loc["p_00000", "status"] == "truncated" and rows.loc["p_00000", "response"] == "### 12"
+    assert pd.isna(rows.loc["p_00000", "value"])  # a cut answer never counts as 12
     assert rows.loc["p_00001", "finish_reason"] == "content_filter"
-    assert rows.loc["p_00001", "status"] == "refused"
+    assert rows.loc["p_00001", "status"] == "filtered"
     assert rows.loc["p_00002", "status"] == "ok" and rows.loc["p_00002", "attempts"] == 2  # timed out once
     assert rows.loc["p_00003", "status"] == "ok" and rows.loc["p_00003", "attempts"] == 2  # empty once
     assert rows.loc["p_00004", "status"] == "ok" and rows.loc["p_00004", "attempts"] == 3
+    assert rows.loc["p_00005", "status"] == "empty" and rows.loc["p_00005", "attempts"] == FAST_RETRY.max_attempts
+    assert summary.totals["unfinished"] == 3
+
+
+class _CutShortServer(FakeOpenAIServer):
+    """Cuts answers to prompts marked ``[[cut]]`` off (``finish_reason: length``) below 100 tokens."""
+
+    def _answer(self, payload: dict[str, object], system: str, user: str, *, finish_reason: str,
+                content: object = ...) -> object:
+        if "[[cut]]" in user and int(payload.get("max_tokens") or 0) < 100:  # type: ignore[call-overload]
+            return super()._answer(payload, system, user, finish_reason="length", content="### 12")
+        return super()._answer(payload, system, user, finish_reason=finish_reason, content=content)
+
+
+def test_retry_errors_resends_truncated_answers_with_a_larger_token_limit(tmp_path: Path) -> None:
+    with run_in_thread(_CutShortServer(FaultConfig(latency_ms=1))) as server:
+        _truncated_then_retried(tmp_path / "s.db", server)
+
+
+def _truncated_then_retried(store: Path, fake_server: FakeOpenAIServer) -> None:
+    from counterbench.analyses.prepare import prepare_results
+    from counterbench.analyses.profiles import get_profile
+
+    prompts = make_prompts(8)
+    prompts.loc[[1, 6], "user"] += " [[cut]]"  # cut off unless the limit is at least 100 tokens
+    prompts.loc[3, "user"] += " [[fault:empty:8]]"  # blank on every attempt of the first run
+    model = fake_model(fake_server)
+    run_prompts(prompts, [model], store=store, retry=FAST_RETRY)
+    first = _responses(store).set_index("prompt_id")
+    assert first["status"].value_counts().to_dict() == {"ok": 5, "truncated": 2, "empty": 1}
+    prepared = prepare_results(first.reset_index(), get_profile("default"))
+    assert len(prepared.values) == 5  # truncated and empty answers never enter an analysis
+    start = fake_server.counters.requests
+    plain = run_prompts(prompts, [model], store=store, retry=FAST_RETRY)
+    assert plain.totals["sent"] == 0 and fake_server.counters.requests == start
+    assert "--retry-errors" in format_summary(plain)
+    with pytest.raises(UserError, match="above --max-tokens"):
+        run_prompts(prompts, [model], store=store, retry_errors=True, retry_max_tokens=10)
+    again = run_prompts(prompts, [model], store=store, retry=FAST_RETRY, retry_errors=True, retry_max_tokens=256)
+    assert again.totals["sent"] == 3 and fake_server.counters.requests - start == 3
+    sent = list(fake_server.counters.recent_bodies)[-3:]
+    limits = sorted(body.get("max_tokens", body.get("max_completion_tokens")) for body in sent)
+    assert limits == [64, 256, 256]  # the larger limit only for the truncated ones
+    final = _responses(store)
+    assert (final["status"] == "ok").all() and len(final) == 8
 
 
 def test_max_cost_stops_before_overspending_and_resumes(tmp_path: Path, fake_server) -> None:
@@ -179,9 +230,14 @@ def test_unreachable_server_is_one_user_error_and_stores_no_errors(tmp_path: Pat
         run_prompts(make_prompts(5), [model], store=tmp_path / "s.db",
                     retry=RetryPolicy(max_attempts=3, base_delay=0.01))
     assert "\n" not in str(info.value)
-    with open_store(tmp_path / "s.db") as store:
-        assert store.query("SELECT count(*) FROM responses")[0][0] == 0
-        assert store.query("SELECT status FROM runs")[0][0] == "failed"
+    assert list(tmp_path.iterdir()) == []  # a new store that got nothing is not left behind
+    run_prompts(make_prompts(2), ["sim:fair"], store=tmp_path / "s.db")
+    with pytest.raises(UserError, match="could not use this model"):
+        run_prompts(make_prompts(5), [model], store=tmp_path / "s.db",
+                    retry=RetryPolicy(max_attempts=3, base_delay=0.01))
+    with open_store(tmp_path / "s.db") as store:  # an existing store keeps what it had, and the failed run
+        assert store.query("SELECT count(*) FROM responses")[0][0] == 2
+        assert store.query("SELECT status FROM runs ORDER BY run_id")[-1][0] == "failed"
 
 
 def test_rejected_key_stops_the_run(tmp_path: Path) -> None:
@@ -247,14 +303,16 @@ def test_store_failure_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest
     store = tmp_path / "s.db"
     sim = tmp_path / "slow.yaml"
     sim.write_text("extends: fair\nlatency_ms: 2\n")
-    with pytest.raises(UserError, match="unsaved answers are in") as info:
+    with pytest.raises(UserError, match="answers not in the store are in") as info:
         run_prompts(make_prompts(300), [f"sim:{sim}"], store=store, batch_rows=20, concurrency=4)
     monkeypatch.undo()
     rescue = next(tmp_path.glob("s.db.unsaved-*.jsonl"))
     assert str(rescue) in str(info.value)
+    assert not list(tmp_path.glob("*.part"))
     stored = len(_responses(store))
     rescued = len(rescue.read_text().splitlines())
-    assert stored == 40 and rescued > 0
+    assert 0 < stored <= 40 and rescued > 0
+    assert f"the {rescued:,} answers not in the store" in str(info.value)
     import_release_runs([rescue], store)
     assert len(_responses(store)) == stored + rescued
     summary = run_prompts(make_prompts(300), [f"sim:{sim}"], store=store)

@@ -10,7 +10,7 @@ import pytest
 
 from counterbench.errors import UserError
 from counterbench.run.costs import Price, load_price_table
-from counterbench.run.limits import RateLimits, RetryPolicy, TokenBucket
+from counterbench.run.limits import AdaptiveLimit, RateLimits, RetryPolicy, TokenBucket
 from counterbench.run.redact import Redactor
 
 
@@ -20,10 +20,52 @@ def test_backoff_grows_with_jitter_and_honours_retry_after() -> None:
         waits = [policy.delay(attempt) for _ in range(200)]
         assert min(waits) >= ceiling / 2 and max(waits) <= ceiling
         assert len(set(waits)) > 100  # jittered
-    assert 20.0 <= policy.delay(1, retry_after=20.0) <= 20.1
-    assert policy.delay(1, retry_after=10_000.0) <= policy.max_retry_after + 1
+    assert 20.0 <= policy.delay(1, retry_after=20.0) <= 21.0
+    # the server's Retry-After as given, even when shorter than the backoff would be
+    assert all(0.05 <= policy.delay(5, retry_after=0.05) <= 0.0525 for _ in range(50))
+    assert policy.delay(1, retry_after=10_000.0) <= policy.max_retry_after * 1.05
     with pytest.raises(UserError):
         RetryPolicy(max_attempts=0)
+    with pytest.raises(UserError):
+        RetryPolicy(max_delay=float("nan"))
+
+
+def test_adaptive_limit_shrinks_on_overload_and_grows_back() -> None:
+    async def scenario() -> list[int]:
+        limit = AdaptiveLimit(8, decrease=0.5, cut_interval=0.0)
+        for _ in range(8):
+            await limit.acquire()
+        waiter = asyncio.ensure_future(limit.acquire())
+        await asyncio.sleep(0)
+        assert not waiter.done() and limit.in_flight == 8
+        limit.on_overload()
+        assert limit.limit == 4.0
+        for _ in range(4):  # back to 4 in flight: the waiter still waits
+            limit.release()
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        limit.release()  # 3 in flight < 4: the waiter goes
+        await asyncio.sleep(0)
+        assert waiter.done() and limit.in_flight == 4
+        seen = [int(limit.limit)]
+        for _ in range(40):
+            limit.on_success()
+        seen.append(int(limit.limit))
+        limit.on_overload()
+        limit.on_overload()
+        seen.append(int(limit.limit))
+        blocked = [asyncio.ensure_future(limit.acquire()) for _ in range(3)]
+        await asyncio.sleep(0)
+        limit.close()  # a stopping run lets every waiter go at once
+        await asyncio.sleep(0)
+        assert all(b.done() for b in blocked)
+        return seen
+
+    assert asyncio.run(scenario()) == [4, 8, 2]
+    once = AdaptiveLimit(16)  # one burst of refusals counts once
+    for _ in range(10):
+        once.on_overload()
+    assert once.limit == 12.0 and once.cuts == 1
 
 
 def test_token_bucket_rate() -> None:

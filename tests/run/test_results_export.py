@@ -89,11 +89,11 @@ def test_reading_in_chunks_gives_the_frame_one_read_gives(tmp_path: Path, fake_s
     store = tmp_path / "s.db"
     prompts = make_prompts(12)
     prompts.loc[4, "user"] += " [[fault:400]]"  # not retryable: an error row with its message
-    prompts.loc[9, "user"] += " [[fault:content_filter]]"  # refused, no value, no unit
+    prompts.loc[9, "user"] += " [[fault:content_filter]]"  # filtered, no value, no unit
     run_prompts(prompts, [fake_model(fake_server), "sim:fair"], store=store, retry=FAST_RETRY)
     monkeypatch.setattr(results, "READ_CHUNK_ROWS", 10**9)
     whole = load_results(store, include_prompt_text=True)
-    assert whole["error"].notna().sum() >= 1 and (whole["status"] == "refused").sum() >= 1
+    assert whole["error"].notna().sum() >= 1 and (whole["status"] == "filtered").sum() >= 1
     for rows in (1, 3, 5):
         monkeypatch.setattr(results, "READ_CHUNK_ROWS", rows)
         pd.testing.assert_frame_equal(load_results(store, include_prompt_text=True), whole)

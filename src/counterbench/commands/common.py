@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from counterbench.errors import UserError
 from counterbench.prompts import PromptFilters
 
 UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep this use case (repeatable).")]
@@ -23,7 +24,7 @@ VariantOpt = Annotated[
     list[str] | None, typer.Option("--variant", help="standard (default) or fairness; repeat for both.")
 ]
 SampleSlotsOpt = Annotated[
-    int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.", min=1)
+    int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.")
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for --sample-slots.")]
 PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset, e.g. quick (870 prompts).")]
@@ -46,6 +47,10 @@ def filters_from_options(
     preset: str | None = None,
 ) -> PromptFilters:
     """Turn CLI option values into :class:`PromptFilters` (empty lists mean "all")."""
+    if sample_slots is not None and sample_slots < 1:
+        raise UserError(f"--sample-slots must be at least 1, got {sample_slots}")
+    if seed < 0:
+        raise UserError(f"--seed must be 0 or more, got {seed}")
     return PromptFilters(
         use_case=use_case or None,
         language=language or None,

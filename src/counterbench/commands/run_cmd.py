@@ -29,6 +29,7 @@ from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
     ConcurrencyOpt,
+    EndpointMovedOpt,
     EnvFileOpt,
     GenerationSeedOpt,
     MaxAttemptsOpt,
@@ -40,6 +41,7 @@ from counterbench.commands.run_options import (
     ProgressOpt,
     ReasoningEffortOpt,
     RetryErrorsOpt,
+    RetryMaxTokensOpt,
     RpmOpt,
     StoreOpt,
     StructuredFallbackOpt,
@@ -98,6 +100,8 @@ def run_command(
     store: StoreOpt = DEFAULT_STORE,
     no_cache: NoCacheOpt = False,
     retry_errors: RetryErrorsOpt = False,
+    retry_max_tokens: RetryMaxTokensOpt = None,
+    endpoint_moved: EndpointMovedOpt = False,
     parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
@@ -126,6 +130,7 @@ def run_command(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
         max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
         retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
+        retry_max_tokens=retry_max_tokens, endpoint_moved=endpoint_moved,
     )
     print(format_summary(summary))
     if summary.status == "interrupted":

@@ -63,7 +63,19 @@ NoCacheOpt = Annotated[
     bool, typer.Option("--no-cache", help="Send identical requests again instead of reusing stored answers.")
 ]
 RetryErrorsOpt = Annotated[
-    bool, typer.Option("--retry-errors", help="Send again the requests that failed in earlier runs.")
+    bool,
+    typer.Option("--retry-errors", help="Send again the requests that failed or did not finish (truncated, "
+                 "filtered, empty) in earlier runs."),
+]
+RetryMaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--retry-max-tokens", help="With --retry-errors: re-send truncated answers with this larger "
+                 "token limit."),
+]
+EndpointMovedOpt = Annotated[
+    bool,
+    typer.Option("--endpoint-moved", help="A model's base URL changed since its stored answers, and it is the "
+                 "same model: continue them."),
 ]
 ParseProfileOpt = Annotated[
     str, typer.Option("--parse-profile", help="Parse (and analyse) answers with: default or rupeebias-v1.")
@@ -136,6 +148,8 @@ def send(
     parse_profile: str,
     env_file: Path | None,
     progress: bool | None,
+    retry_max_tokens: int | None = None,
+    endpoint_moved: bool = False,
 ) -> RunSummary:
     """Check the options and run ``table`` on ``models``; the summary says how it ended."""
     from counterbench.run.limits import RetryPolicy
@@ -158,6 +172,8 @@ def send(
         prices=prices,
         no_cache=no_cache,
         retry_errors=retry_errors,
+        retry_max_tokens=retry_max_tokens,
+        endpoint_moved=endpoint_moved,
         env_file=env_file,
         parse_profile=parse_profile,
         retry=RetryPolicy(max_attempts=max_attempts),

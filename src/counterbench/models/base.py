@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,30 @@ class BackendError(Exception):
         self.status = status
         self.retry_after = retry_after
         self.fatal = fatal
+
+
+#: statuses of a stored response. ``ok``/``refused``/``unparseable`` are finished answers; the others
+#: are re-sent by ``--retry-errors``: ``error`` (no answer), ``truncated`` (``finish_reason: length``),
+#: ``filtered`` (``finish_reason: content_filter``) and ``empty`` (a blank reply, every attempt)
+FINISHED_STATUSES: tuple[str, ...] = ("ok", "refused", "unparseable")
+RETRYABLE_STATUSES: tuple[str, ...] = ("error", "truncated", "filtered", "empty")
+STATUSES: tuple[str, ...] = FINISHED_STATUSES + RETRYABLE_STATUSES
+
+
+def endpoint_of(backend: object) -> str | None:
+    """The base URL a backend sends to (``None``: none, or the provider's default), never a secret.
+
+    User info (``user:password@``), the query string and the fragment are dropped, since keys are
+    sometimes passed there.
+    """
+    url = getattr(backend, "base_url", None)
+    if not isinstance(url, str) or not url:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
 @runtime_checkable

@@ -135,7 +135,13 @@ def load_environment(env: Mapping[str, str] | None, dotenv_path: Path | None) ->
             raise UserError(f"env file {str(path)!r} does not exist")
         from dotenv import dotenv_values
 
-        merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+        try:
+            values = dotenv_values(path, encoding="utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"env file {str(path)!r} is not UTF-8 text; save it as UTF-8 (KEY=value lines)") from None
+        except OSError as err:
+            raise UserError(f"cannot read env file {str(path)!r}: {err.strerror or err}") from None
+        merged.update({k: v for k, v in values.items() if v is not None})
     return merged
 
 

@@ -21,7 +21,8 @@ Decisions, in the order they are applied:
 6. Among the counted candidates, those with a unit (INR marker or scale word for money, ``%`` for
    percent) outrank bare numbers, so "with a 9.1 CGPA expect ₹18 LPA" is ₹18 LPA. If what is left
    has more than one distinct value -> ``unparseable``/``ambiguous`` (never guess).
-7. The one value: a bad digit grouping (``10,5``) -> ``bad_grouping``; a negative number
+7. The one value: a bad digit grouping (``10,5``, ``12 00 00``) -> ``bad_grouping``; letters glued
+   to the number that are no known unit (``1.2B``) -> ``unreadable_number``; a negative number
    (including the ``-1`` sentinel) -> ``negative``; a truncated response whose value carries no
    unit (the number itself may be cut) -> ``truncated``. Otherwise ``ok``, with
    ``out_of_range`` set from the answer type's plausibility bounds (value kept).
@@ -100,6 +101,8 @@ def _numeric(text: str, answer_type: AnswerType, truncated: bool) -> ParsedAnswe
     first = chosen[0]
     if any(m.bad_grouping for m in chosen):
         return answer_unparseable("bad_grouping")
+    if any(m.unreadable for m in chosen):
+        return answer_unparseable("unreadable_number")
     if first.negative:
         return answer_unparseable("negative")
     if truncated and not _has_unit(first, accepts):

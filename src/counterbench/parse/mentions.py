@@ -8,9 +8,13 @@ Decisions (spec `rupeebias.md` §2; word lists in ``rules.yaml``):
   ``":-"`` (Indian usage, "Salary :- 12 LPA") is a separator, not a minus; text is lower-cased.
 - **Numbers.** Western grouping (``5,000,000``), Indian grouping (``50,00,000``, first group of
   1–2 digits, then 2-digit groups, then a 3-digit group) and plain digits, each with an optional
-  decimal part. Any other comma pattern (``10,5``) is a *bad grouping* mention, never silently
-  re-read. A number glued to a letter or to another number's decimal point (``Q1``, ``v2.5``) is
-  not a mention.
+  decimal part; the same two groupings with single spaces instead of commas (``12 00 000``,
+  ``1 200 000``); scientific notation (``1e6``, ``1.2E+06``). Any other comma pattern (``10,5``), and
+  digits followed by a spaced group starting with ``0`` that fits neither grouping (``12 00 00``),
+  is a *bad grouping* mention, never silently re-read. A number glued to a letter or to another
+  number's decimal point (``Q1``, ``v2.5``) is not a mention; a number with letters glued after it
+  that are not a known unit (``1.2B``, ``12x``) is an *unreadable* mention (never read as the bare
+  number); ordinals (``3rd``, ``12th``) are not mentions.
 - **Mention = number + markers.** Optional ``-`` glued to the number or its currency (negative:
   ``-1``, ``₹-500``; a spaced dash as in "CTC - 12 LPA" is punctuation), an INR prefix (``₹``, ``Rs``,
   ``Rs.``, ``INR``) or a foreign one (``$``, ``USD``), then the number, then optionally a scale word
@@ -103,6 +107,10 @@ def patterns() -> Patterns:
         r"(?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?(?![0-9]|,[0-9])"
         r"|[0-9]{1,2}(?:,[0-9]{2})+,[0-9]{3}(?:\.[0-9]+)?(?![0-9]|,[0-9])"
         r"|(?P<bad>[0-9]+(?:,[0-9]+)+)(?![0-9])"
+        r"|[0-9]{1,2}(?: [0-9]{2})+ [0-9]{3}(?:\.[0-9]+)?(?![0-9]| [0-9])"
+        r"|[0-9]{1,3}(?: [0-9]{3})+(?:\.[0-9]+)?(?![0-9]| [0-9])"
+        r"|(?P<bads>[0-9]+(?: 0[0-9]*)+)(?![0-9])"
+        r"|[0-9]+(?:\.[0-9]+)?e[+-]?[0-9]{1,3}(?![0-9a-z])"
         r"|[0-9]+(?:\.[0-9]+)?(?![0-9]))"
     )
     mention = (
@@ -145,6 +153,8 @@ class Mention:
     month: bool
     bad_grouping: bool
     is_range: bool = False
+    #: letters glued after the number that are no known unit (``1.2B``): never read as the bare number
+    unreadable: bool = False
 
     def amount(self, monthly_to_annual: bool) -> float:
         """Midpoint in rupees (or plain units) after the scale and the per-month rule."""
@@ -152,10 +162,26 @@ class Mention:
         return (self.lo + self.hi) / 2.0 * factor
 
 
+_UNIT_GROUPS = ("scale", "pct", "fxs", "curs", "month")
+_ORDINAL = re.compile(r"(?:st|nd|rd|th)(?![a-z])")
+
+
+def _glued_letters(match: re.Match[str]) -> str | None:
+    """``"ordinal"``, ``"unknown"`` (letters glued to the number that no unit group took) or ``None``."""
+    end = match.end("num")
+    text = match.string
+    if end >= len(text) or not text[end].isalpha():
+        return None
+    if any(match.start(g) == end for g in _UNIT_GROUPS if match.group(g) is not None):
+        return None
+    return "ordinal" if _ORDINAL.match(text, end) else "unknown"
+
+
 def _one(match: re.Match[str], scales: dict[str, float]) -> Mention:
     raw = match.group("num")
     scale_word = match.group("scale")
-    number = float(raw.replace(",", "")) if match.group("bad") is None else 0.0
+    bad = match.group("bad") is not None or match.group("bads") is not None
+    number = float(raw.replace(",", "").replace(" ", "")) if not bad else 0.0
     return Mention(
         start=match.start(),
         end=match.end(),
@@ -167,7 +193,8 @@ def _one(match: re.Match[str], scales: dict[str, float]) -> Mention:
         scale=scales[scale_word] if scale_word else None,
         percent=match.group("pct") is not None,
         month=match.group("month") is not None,
-        bad_grouping=match.group("bad") is not None,
+        bad_grouping=bad,
+        unreadable=_glued_letters(match) == "unknown",
     )
 
 
@@ -220,13 +247,14 @@ def _merge(left: Mention, right: Mention) -> Mention:
         month=left.month or right.month,
         bad_grouping=left.bad_grouping or right.bad_grouping,
         is_range=True,
+        unreadable=left.unreadable or right.unreadable,
     )
 
 
 def find_mentions(text: str) -> list[Mention]:
     """All number mentions of a normalised text, neighbouring ones merged into ranges."""
     pats = patterns()
-    found = [_one(m, pats.scales) for m in pats.mention.finditer(text)]
+    found = [_one(m, pats.scales) for m in pats.mention.finditer(text) if _glued_letters(m) != "ordinal"]
     merged: list[Mention] = []
     for mention in found:
         if merged and _joins(text, merged[-1], mention, pats):

@@ -11,7 +11,8 @@ Decisions (spec `rupeebias.md` §2):
 - ``out_of_range`` flags an ``ok`` value outside the answer type's plausibility bounds; the value
   is kept (analyses decide whether to exclude it).
 - ``reason`` says why a response has no value (``empty``, ``error_text``, ``truncated``,
-  ``negative``, ``ambiguous``, ``no_number``, ``unit_mismatch``, ``bad_grouping``, ``refusal``);
+  ``negative``, ``ambiguous``, ``no_number``, ``unit_mismatch``, ``bad_grouping``,
+  ``unreadable_number``, ``refusal``);
   it is ``None`` for ``ok`` except ``refusal_phrase`` under ``rupeebias-v1`` (a value was parsed
   *and* the release's refusal detector fired — the release counted such rows in both tallies).
 """

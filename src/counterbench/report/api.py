@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import tempfile
@@ -100,6 +101,10 @@ def _umask() -> int:
 
 
 def _write_text(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename; a failure leaves no file behind."""
+    if path.is_dir():
+        raise UserError(f"cannot write {path}: it is a folder; give a file name, e.g. {path / 'report.html'}")
+    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -108,6 +113,9 @@ def _write_text(path: Path, text: str) -> None:
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except OSError as err:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise UserError(f"cannot write {path}: {err.strerror or err}") from None
 
 

@@ -3,6 +3,8 @@
 Everything that reaches the page is escaped by jinja2 unless it is a :class:`~markupsafe.Markup` made
 by counterbench itself (the inline SVG charts, which escape their own text, and the stylesheet). A
 Content-Security-Policy meta tag forbids scripts and any network access, as a second line of defence.
+Every text value also has its control, bidi-override and zero-width characters shown as escapes
+(``\\u202e``; see :mod:`counterbench.report.visible`), so model output cannot hide or reorder text.
 """
 
 from __future__ import annotations
@@ -16,14 +18,22 @@ import jinja2
 from markupsafe import Markup, escape
 
 from counterbench.report.document import Section
+from counterbench.report.visible import show_controls
 
 _CODE = re.compile(r"`([^`]+)`")
 
 
 def inline_code(text: str) -> Markup:
     """Escape ``text`` and show its `backticked` parts as code."""
-    parts = _CODE.split(str(text))
+    parts = _CODE.split(show_controls(str(text)))
     return Markup("".join(str(escape(p)) if i % 2 == 0 else f"<code>{escape(p)}</code>" for i, p in enumerate(parts)))
+
+
+def _visible(value: Any) -> Any:
+    """Every printed text value (not counterbench's own Markup) with invisible characters made visible."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return show_controls(value)
+    return value
 
 
 @lru_cache(maxsize=1)
@@ -34,6 +44,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
+        finalize=_visible,
     )
     env.filters["inline_code"] = inline_code
     return env

@@ -1,7 +1,9 @@
 """Render the report as Markdown (``report.md``): the same sections and tables, without charts.
 
 Cells are escaped for Markdown tables (pipes, HTML-significant characters, emphasis and link
-markers), so model text cannot inject HTML or break a table in a Markdown viewer.
+markers), so model text cannot inject HTML or break a table in a Markdown viewer; control,
+bidi-override and zero-width characters are shown as escapes (``\\u202e``, see
+:mod:`counterbench.report.visible`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from counterbench.report.document import Section
 from counterbench.report.tables import TableView
+from counterbench.report.visible import show_controls
 
 MAX_MD_ROWS = 40
 _SPECIAL = re.compile(r"([\\|])")
@@ -20,7 +23,7 @@ _LINKISH = re.compile(r"([\[\]])")
 def md_escape(text: str) -> str:
     """One line of Markdown-safe text: HTML escaped, pipes and backslashes backslashed, and link brackets
     neutralised when the text holds link syntax (so model text cannot add HTML, links or table cells)."""
-    one_line = re.sub(r"\s+", " ", str(text))
+    one_line = re.sub(r"\s+", " ", show_controls(str(text)))
     html_safe = one_line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     out = _SPECIAL.sub(r"\\\1", html_safe)
     return _LINKISH.sub(r"\\\1", out) if "](" in out or "]:" in out else out
@@ -28,7 +31,7 @@ def md_escape(text: str) -> str:
 
 def md_inline(text: str) -> str:
     """Like :func:`md_escape`, but `backticked` parts stay code spans (their content shows literally)."""
-    parts = str(text).split("`")
+    parts = show_controls(str(text)).split("`")
     if len(parts) % 2 == 0:  # unbalanced: treat everything as text
         return md_escape(text)
     return "".join(md_escape(p) if i % 2 == 0 else f"`{' '.join(p.split())}`" for i, p in enumerate(parts)).strip()

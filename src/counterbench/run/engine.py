@@ -3,16 +3,20 @@
 One *lane* per model: ``concurrency`` worker coroutines pull request groups from a shared iterator
 (cheaper than one task per request), so each backend has its own bound. A request is retried on
 retryable :class:`~counterbench.models.base.BackendError`\\ s (408/409/429/5xx, timeouts,
-connection errors, malformed replies) with exponential backoff and jitter, honouring the server's
-Retry-After (which also pauses the lane's other workers). Non-retryable failures and exhausted
-retries are stored as ``error`` rows (re-sent with ``--retry-errors``), except failures that
-show the backend cannot work at all — HTTP 401/403, or no request of the lane ever succeeding
-and the first one failing with a connection error or 404 — which stop the run with a
-:class:`~counterbench.errors.UserError` instead of filling the store with errors.
+connection errors, malformed replies): after the server's ``Retry-After`` when it sent one (capped),
+else after an exponential backoff with jitter. Only the refused request waits; when the provider
+signals overload (429/503/529) the lane's :class:`~counterbench.run.limits.AdaptiveLimit` also
+lowers how many requests are in flight, and raises it again as answers come back. Non-retryable
+failures and exhausted retries are stored as ``error`` rows (re-sent with ``--retry-errors``),
+except failures that show the backend cannot work at all — HTTP 401/403, or no request of the
+lane ever succeeding and the first one failing with a connection error or 404 — which stop the
+run with a :class:`~counterbench.errors.UserError` instead of filling the store with errors.
 
-Stopping: ``stop()`` (first Ctrl-C/SIGTERM, ``--max-cost`` reached, a fatal backend) lets
-in-flight requests finish but starts no new ones and abandons pending retries; a second Ctrl-C
-cancels in-flight requests. Whatever happens, buffered rows are committed before returning.
+Stopping: ``stop()`` (first Ctrl-C/SIGTERM, ``--max-cost`` reached, a fatal backend, a store that
+can no longer be written) lets in-flight requests finish but starts no new ones and wakes every
+waiting retry, cooldown and rate-limit wait at once; a second Ctrl-C cancels in-flight requests.
+Whatever happens, every answer received is committed (or kept for the recovery file) before
+returning.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from counterbench.models.base import Backend, BackendError, ChatRequest, ChatResult, GenerationConfig
 from counterbench.run.costs import Price
-from counterbench.run.limits import RetryPolicy, TokenBucket
+from counterbench.run.limits import AdaptiveLimit, RetryPolicy, TokenBucket
 from counterbench.run.parsing import Parsed, ResponseParser
 from counterbench.run.plan import PromptItem, Work
 from counterbench.run.progress import Counters, RunDisplay
@@ -36,6 +40,8 @@ from counterbench.run.writer import BatchWriter, Row
 
 _FATAL_ALWAYS = frozenset({401, 403})
 _FATAL_BEFORE_SUCCESS = frozenset({404})
+#: statuses by which a provider says it is overloaded: they also shrink the lane's concurrency
+_OVERLOAD = frozenset({429, 503, 529})
 _TIMEOUT_GRACE_S = 2.0
 _FINAL_EMPTY = frozenset({"length", "content_filter"})
 _ATTEMPTS_BEFORE_ANY_SUCCESS = 3
@@ -53,7 +59,7 @@ class Lane:
     request_bucket: TokenBucket | None = None
     token_bucket: TokenBucket | None = None
     counters: Counters = field(default_factory=Counters)
-    cooldown_until: float = 0.0
+    limit: AdaptiveLimit | None = None
     successes: int = 0
     fatal: str | None = None
     groups: Iterator[list[tuple[PromptItem, str]]] = field(default_factory=lambda: iter(()))
@@ -98,6 +104,8 @@ class Engine:
         self.reserved = 0.0
         self._stop_event: asyncio.Event | None = None
         self._workers: list[asyncio.Task[None]] = []
+        #: requests waiting to be retried (they hold no worker and no slot while they wait)
+        self._retries: set[asyncio.Task[None]] = set()
         self._signals = 0
 
     # -- control --------------------------------------------------------------------------------
@@ -107,6 +115,9 @@ class Engine:
             self.stop_reason = reason
         if self._stop_event is not None:
             self._stop_event.set()
+        for lane in self.lanes:
+            if lane.limit is not None:
+                lane.limit.close()
 
     @property
     def stopping(self) -> bool:
@@ -120,7 +131,7 @@ class Engine:
                 "Stopping: letting in-flight requests finish and saving (press Ctrl-C again to abandon them)…"
             )
         else:
-            for task in self._workers:
+            for task in [*self._workers, *self._retries]:
                 task.cancel()
 
     # -- main loop -----------------------------------------------------------------------------
@@ -144,11 +155,14 @@ class Engine:
                 self._serve_from_cache(lane)
                 lane.groups = lane.work.iter_groups()
                 n = min(self.settings.concurrency, len(lane.work.groups))
+                lane.limit = AdaptiveLimit(self.settings.concurrency)
                 for _ in range(n):
                     task = asyncio.create_task(self._worker(lane))
                     task.add_done_callback(self._worker_done)
                     self._workers.append(task)
             results = await asyncio.gather(*self._workers, return_exceptions=True)
+            while self._retries:  # the workers are done; wait for the retries still pending
+                results += await asyncio.gather(*list(self._retries), return_exceptions=True)
             errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
             if errors:
                 raise errors[0]
@@ -157,10 +171,10 @@ class Engine:
                 ticker.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await ticker
-            self.writer.attach(None)
             for sig in installed:
                 loop.remove_signal_handler(sig)
-            self.writer.flush(wait=False)
+            self.writer.attach(None)
+            self.writer.flush()
             self.display.refresh()
         return self.stop_reason or "completed"
 
@@ -194,58 +208,94 @@ class Engine:
             finally:
                 self.reserved -= estimate
 
-    async def _process(self, lane: Lane, group: list[tuple[PromptItem, str]]) -> None:
+    def _retry_later(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float
+    ) -> None:
+        """Send ``group`` again after ``delay`` seconds, from its own task: the worker moves on meanwhile."""
+        lane.counters.retries += 1
+        task = asyncio.create_task(self._wait_and_process(lane, group, attempts, started, delay))
+        self._retries.add(task)
+        task.add_done_callback(self._retry_done)
+
+    def _retry_done(self, task: asyncio.Task[None]) -> None:
+        self._retries.discard(task)
+        self._worker_done(task)
+
+    async def _wait_and_process(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float
+    ) -> None:
+        if await self._sleep_unless_stopped(delay):
+            return  # abandoned: still pending, the next run sends it
+        if lane.fatal is None:
+            await self._process(lane, group, attempts, started)
+
+    async def _process(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int = 0, started: float | None = None
+    ) -> None:
         item = group[0][0]
-        request = ChatRequest(item.prompt_id, item.system, item.user, self.config, item.answer_type, item.metadata)
-        started = time.time()
+        config = self.config
+        if lane.work.bigger_tokens is not None and item.prompt_id in lane.work.bigger_tokens:
+            config = lane.work.bigger_config or config
+        request = ChatRequest(item.prompt_id, item.system, item.user, config, item.answer_type, item.metadata)
+        started = time.time() if started is None else started
         policy = self.settings.retry
         timeout = self._timeout_for(lane.backend)
-        attempts = 0
-        while True:
-            attempts += 1
-            tokens = item.est_input_tokens + self.config.max_tokens
-            if lane.cooldown_until or lane.request_bucket is not None or lane.token_bucket is not None:
-                await self._throttle(lane, tokens)
-            try:
-                if timeout is None:
-                    result = await lane.backend.complete(request)
-                else:
-                    async with asyncio.timeout(timeout):
-                        result = await lane.backend.complete(request)
-            except BackendError as exc:
-                error = exc
-            except TimeoutError:
-                error = BackendError(f"{lane.model}: no answer within {self.settings.timeout_s:g} s", retryable=True)
-            else:
-                if lane.token_bucket is not None and result.input_tokens is not None:
-                    lane.token_bucket.settle((result.input_tokens + (result.output_tokens or 0)) - tokens)
-                if (
-                    attempts < policy.max_attempts
-                    and self.stop_reason is None
-                    and result.finish_reason not in _FINAL_EMPTY
-                    and not (result.text or "").strip()
-                ):
-                    # an empty reply is almost always a transient glitch: ask again (kept if it persists)
-                    lane.counters.retries += 1
-                    if await self._sleep_unless_stopped(policy.delay(attempts)):
-                        return
-                    continue
-                self._record_result(lane, group, result, attempts, started)
-                return
-            limit = policy.max_attempts
-            if lane.successes == 0 and error.status is None:
-                limit = min(limit, _ATTEMPTS_BEFORE_ANY_SUCCESS)  # likely unreachable: say so quickly
-            if not error.retryable or attempts >= limit:
-                self._record_failure(lane, group, error, attempts, started)
-                return
+        limit = lane.limit
+        attempts += 1
+        tokens = item.est_input_tokens + config.max_tokens
+        throttled = lane.request_bucket is not None or lane.token_bucket is not None
+        if throttled and await self._unless_stopped(self._throttle(lane, tokens)):
+            return
+        if limit is not None:
+            await limit.acquire()
             if self.stop_reason is not None:
-                return  # abandoned: still pending, the next run sends it
-            delay = policy.delay(attempts, error.retry_after)
-            if error.retry_after is not None:
-                lane.cooldown_until = max(lane.cooldown_until, time.monotonic() + delay)
-            lane.counters.retries += 1
-            if await self._sleep_unless_stopped(delay):
+                limit.release()
+                return  # not sent: still pending, the next run sends it
+        try:
+            if timeout is None:
+                result = await lane.backend.complete(request)
+            else:
+                async with asyncio.timeout(timeout):
+                    result = await lane.backend.complete(request)
+        except BaseException as exc:
+            if limit is not None:
+                limit.release()
+            if isinstance(exc, BackendError):
+                error = exc
+            elif isinstance(exc, TimeoutError):
+                error = BackendError(f"{lane.model}: no answer within {self.settings.timeout_s:g} s",
+                                     retryable=True)
+            else:
+                raise
+        else:
+            if limit is not None:
+                limit.release()
+                limit.on_success()
+            if lane.token_bucket is not None and result.input_tokens is not None:
+                lane.token_bucket.settle((result.input_tokens + (result.output_tokens or 0)) - tokens)
+            if (
+                attempts < policy.max_attempts
+                and self.stop_reason is None
+                and result.finish_reason not in _FINAL_EMPTY
+                and not (result.text or "").strip()
+            ):
+                # an empty reply is almost always a transient glitch: ask again (status `empty` if it persists)
+                self._retry_later(lane, group, attempts, started, policy.delay(attempts))
                 return
+            self._record_result(lane, group, result, attempts, started)
+            return
+        if limit is not None and error.status in _OVERLOAD:
+            limit.on_overload()
+        limit_n = policy.max_attempts
+        if lane.successes == 0 and error.status is None:
+            limit_n = min(limit_n, _ATTEMPTS_BEFORE_ANY_SUCCESS)  # likely unreachable: say so quickly
+        if not error.retryable or attempts >= limit_n:
+            self._record_failure(lane, group, error, attempts, started)
+            return
+        if self.stop_reason is not None:
+            return  # abandoned: still pending, the next run sends it
+        self._retry_later(lane, group, attempts, started, policy.delay(attempts, error.retry_after))
+        return
 
     def _timeout_for(self, backend: Backend) -> float | None:
         """The engine's own deadline per attempt, or ``None`` when the backend enforces one as strict.
@@ -259,20 +309,41 @@ class Engine:
         return self.settings.timeout_s + _TIMEOUT_GRACE_S
 
     async def _throttle(self, lane: Lane, tokens: int) -> None:
-        wait = lane.cooldown_until - time.monotonic()
-        if wait > 0:
-            await asyncio.sleep(wait)
         if lane.request_bucket is not None:
             await lane.request_bucket.acquire(1.0)
         if lane.token_bucket is not None:
             await lane.token_bucket.acquire(float(tokens))
 
+    async def _unless_stopped(self, wait: Coroutine[Any, Any, None]) -> bool:
+        """Await ``wait`` unless the run stops first; return True if it stopped (``wait`` is cancelled)."""
+        event = self._stop_event
+        if event is None:
+            await wait
+            return False
+        if event.is_set():
+            wait.close()
+            return True
+        task = asyncio.ensure_future(wait)
+        stopper = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait((task, stopper), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (task, stopper):
+                if not pending.done():
+                    pending.cancel()
+        if task.done() and not task.cancelled():
+            task.result()
+            return False
+        return True
+
     async def _sleep_unless_stopped(self, delay: float) -> bool:
-        """Sleep ``delay`` seconds; return True (early) if the run is being stopped."""
+        """Sleep ``delay`` seconds; return True (at once) if the run is being stopped."""
         event = self._stop_event
         if event is None:
             await asyncio.sleep(delay)
             return False
+        if event.is_set():
+            return True
         try:
             await asyncio.wait_for(event.wait(), timeout=delay)
         except TimeoutError:

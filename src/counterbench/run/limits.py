@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -12,30 +15,103 @@ from counterbench.errors import UserError
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with jitter; a server's ``Retry-After`` is honoured (up to a cap).
+    """Exponential backoff with jitter, or the server's ``Retry-After`` as given (up to a cap).
 
-    Attempt ``n`` (1-based) that failed with a retryable error waits a random time in
-    ``[d/2, d]`` with ``d = min(max_delay, base_delay * 2**(n-1))`` — or the server's Retry-After
-    if that is longer (capped at ``max_retry_after``).
+    Attempt ``n`` (1-based) that failed with a retryable error waits the server's Retry-After when
+    it sent one (capped at ``max_retry_after``, plus up to 5% jitter so refused requests do not
+    return in lockstep); otherwise a random time in ``[d/2, d]`` with
+    ``d = min(max_delay, base_delay * 2**(n-1))``. Only the refused request waits: the other
+    requests of the run carry on (a provider's overload is handled by :class:`AdaptiveLimit`).
     """
 
     max_attempts: int = 6
-    base_delay: float = 0.5
+    base_delay: float = 0.1
     max_delay: float = 30.0
     max_retry_after: float = 300.0
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise UserError(f"--max-attempts must be at least 1, got {self.max_attempts}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise UserError("retry delays must not be negative")
+        for value in (self.base_delay, self.max_delay, self.max_retry_after):
+            if not (math.isfinite(value) and value >= 0):
+                raise UserError("retry delays must be finite and not negative")
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
+            wait = min(retry_after, self.max_retry_after)
+            return wait * random.uniform(1.0, 1.05)
         ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
-        wait = random.uniform(ceiling / 2, ceiling)
-        if retry_after is not None and retry_after > wait:
-            wait = min(retry_after, self.max_retry_after) + random.uniform(0, 0.05 * ceiling)
-        return wait
+        return random.uniform(ceiling / 2, ceiling)
+
+
+class AdaptiveLimit:
+    """A concurrency limit shared by one model's requests that shrinks when the provider is overloaded.
+
+    Additive increase, multiplicative decrease (as TCP, and as the adaptive-concurrency modes of
+    evaluation harnesses do): every overload signal (HTTP 429/503/529) cuts the limit by
+    ``decrease`` — at most once per ``cut_interval`` seconds, so one burst of refusals counts once —
+    down to ``minimum``; every success adds ``1 / limit``, i.e. one more request in flight per
+    round of ``limit`` successes, up to the user's ``--concurrency``. :meth:`acquire` is a plain
+    counter check while the limit is not reached; :meth:`close` lets every waiter go (a stopping run).
+    """
+
+    def __init__(self, maximum: int, *, decrease: float = 0.75, minimum: int = 1, cut_interval: float = 0.5) -> None:
+        self.maximum = float(maximum)
+        self.limit = float(maximum)
+        self.minimum = float(max(1, min(minimum, maximum)))
+        self.decrease = decrease
+        self.cut_interval = cut_interval
+        self.in_flight = 0
+        self.cuts = 0
+        self.closed = False
+        self._last_cut = -math.inf
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def acquire(self) -> None:
+        if self.closed or (self.in_flight < int(self.limit) and not self._waiters):
+            self.in_flight += 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # granted, then cancelled: give the slot back
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(future)
+            raise
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        if self._waiters:
+            self._wake()
+
+    def _wake(self) -> None:
+        waiters = self._waiters
+        while waiters and (self.closed or self.in_flight < int(self.limit)):
+            future = waiters.popleft()
+            if not future.done():
+                self.in_flight += 1
+                future.set_result(None)
+
+    def on_success(self) -> None:
+        if self.limit < self.maximum:
+            self.limit = min(self.maximum, self.limit + 1.0 / self.limit)
+            if self._waiters:
+                self._wake()
+
+    def on_overload(self) -> None:
+        now = time.monotonic()
+        if now - self._last_cut >= self.cut_interval:
+            self._last_cut = now
+            self.limit = max(self.minimum, self.limit * self.decrease)
+            self.cuts += 1
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
 
 
 class TokenBucket:
@@ -83,8 +159,8 @@ class RateLimits:
 
     def __post_init__(self) -> None:
         for name, value in (("--rpm", self.rpm), ("--tpm", self.tpm)):
-            if value is not None and value <= 0:
-                raise UserError(f"{name} must be greater than 0, got {value:g}")
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise UserError(f"{name} must be a number greater than 0, got {value:g}")
 
     def request_bucket(self) -> TokenBucket | None:
         if self.rpm is None:

@@ -5,7 +5,10 @@ The run engine, ``counterbench import`` and ``counterbench parse`` all go throug
 
 * picks what to parse against: the prompt's use case when the parser knows it, else its answer
   type, else nothing (free-text tasks are stored as ``ok`` with no value and reason ``free_text``);
-* records ``content_filter`` stops with no text as ``refused`` (reason ``content_filter``);
+* gives answers that did not finish their own statuses, whatever their text: ``truncated``
+  (``finish_reason: length`` — a cut answer such as ``### 12`` must never count as 12),
+  ``filtered`` (``content_filter``) and ``empty`` (a blank reply). Analyses use ``ok`` rows only,
+  parse health counts these, and ``--retry-errors`` sends them again;
 * never loses a paid response to a parser bug: an unexpected exception is stored as
   ``unparseable`` with reason ``parser_error:<type>`` (the raw text is kept, so a later
   ``counterbench parse`` can redo it).
@@ -70,11 +73,13 @@ class ResponseParser:
         return chosen
 
     def parse(self, text: str | None, finish_reason: str | None, key: str | None) -> Parsed:
-        if finish_reason == "content_filter" and not (text or "").strip():
-            return Parsed("refused", reason="content_filter")
+        if finish_reason == "length":
+            return Parsed("truncated", reason="length")
+        if finish_reason == "content_filter":
+            return Parsed("filtered", reason="content_filter")
+        if not (text or "").strip():
+            return Parsed("empty", reason="empty")
         if key is None:
-            if not (text or "").strip():
-                return Parsed("unparseable", reason="empty")
             return Parsed("ok", reason="free_text")
         try:
             answer: Any = self._parse_answer(text or "", key, profile=self.profile)

@@ -1,7 +1,9 @@
 """From a prompt table and a store to the work still to do, per model.
 
 Resuming is planning: a prompt whose response for (model, generation config) is already stored
-is skipped; an ``error`` row is re-sent only with ``retry_errors``; a prompt whose exact request
+is skipped; a row without a finished answer (``error``, ``truncated``, ``filtered``, ``empty``) is
+re-sent only with ``retry_errors`` (a ``truncated`` one with a larger token limit when the user
+gives ``retry_max_tokens``); a prompt whose exact request
 (model + system + user + config) was already answered under another prompt id is copied from the
 store (unless ``no_cache``); prompts with identical requests in the same run are sent once.
 """
@@ -17,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from counterbench.errors import UserError
+from counterbench.models.base import RETRYABLE_STATUSES, GenerationConfig
 from counterbench.run.costs import estimate_input_tokens
 from counterbench.run.store import (
     PROMPT_COLUMNS,
@@ -52,8 +55,11 @@ class Work:
     from_cache: list[tuple[PromptItem, str, tuple[Any, ...]]] = field(default_factory=list)
     already_done: int = 0
     retrying_errors: int = 0
-    #: stored ``error`` rows left alone (no ``retry_errors``)
+    #: stored rows without a finished answer left alone (no ``retry_errors``)
     stored_errors: int = 0
+    #: prompt ids of re-sent ``truncated`` rows that go out with ``bigger_config`` (a larger token limit)
+    bigger_tokens: set[str] | None = None
+    bigger_config: GenerationConfig | None = None
 
     @property
     def n_prompts(self) -> int:
@@ -76,6 +82,15 @@ def prompt_items(table: pd.DataFrame) -> tuple[list[PromptItem], list[tuple[Any,
     if table["user"].isna().any():
         bad = ids[table["user"].isna()].iloc[0]
         raise UserError(f"prompt {bad} has no user text")
+    for name in ("user", "system"):
+        wrong = table[name].map(lambda v: v is not None and not isinstance(v, str) and not _missing(v))
+        if wrong.any():
+            first = wrong[wrong].index[0]
+            kind = type(table[name].loc[first]).__name__
+            raise UserError(
+                f"prompt {ids.loc[first]}: '{name}' must be text, got a {kind}; fix the prompt table "
+                "(each prompt has one system and one user message, as strings)"
+            )
     columns = [str(c) for c in table.columns]
     n = len(table)
     values = {c: column_values(table[c]) for c in columns}
@@ -124,6 +139,10 @@ def column_values(series: pd.Series) -> list[Any]:
     return out
 
 
+def _missing(value: Any) -> bool:
+    return (isinstance(value, float) and math.isnan(value)) or type(value).__name__ in ("NAType", "NaTType")
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
@@ -136,10 +155,12 @@ def plan_model(
     *,
     no_cache: bool,
     retry_errors: bool,
+    bigger_config: GenerationConfig | None = None,
 ) -> Work:
     """Work left for ``model``: skip finished prompts, reuse stored identical requests, group duplicates."""
     existing = store.existing_responses(model, config_fp)
     work = Work()
+    bigger: set[str] = set()
     todo: list[tuple[PromptItem, str]] = []
     changed: list[str] = []
     for item in items:
@@ -149,7 +170,7 @@ def plan_model(
             if stored_hash != item.prompt_hash:
                 changed.append(item.prompt_id)
                 continue
-            if status != "error":
+            if status not in RETRYABLE_STATUSES:
                 work.already_done += 1
                 continue
             if not retry_errors:
@@ -157,6 +178,8 @@ def plan_model(
                 work.stored_errors += 1
                 continue
             work.retrying_errors += 1
+            if status == "truncated" and bigger_config is not None:
+                bigger.add(item.prompt_id)
         todo.append((item, request_fingerprint(model, item.system, item.user, config_fp)))
     if changed:
         raise UserError(
@@ -174,7 +197,18 @@ def plan_model(
             by_fp.setdefault(fp, []).append((item, fp))
     if not no_cache:
         work.groups.extend(by_fp.values())
+    if bigger:
+        # a truncated prompt goes out alone with the larger limit (never grouped with a normal request)
+        work.groups = [g for group in work.groups for g in _split_bigger(group, bigger)]
+        work.bigger_tokens, work.bigger_config = bigger, bigger_config
     return work
+
+
+def _split_bigger(group: list[tuple[PromptItem, str]], bigger: set[str]) -> list[list[tuple[PromptItem, str]]]:
+    if not any(item.prompt_id in bigger for item, _ in group):
+        return [group]
+    rest = [pair for pair in group if pair[0].prompt_id not in bigger]
+    return [[pair] for pair in group if pair[0].prompt_id in bigger] + ([rest] if rest else [])
 
 
 def clean_value(value: Any) -> Any:

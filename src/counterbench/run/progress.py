@@ -26,6 +26,8 @@ class Counters:
     ok: int = 0
     refused: int = 0
     unparseable: int = 0
+    #: answers that did not finish: ``truncated``, ``filtered`` or ``empty`` (re-sent by --retry-errors)
+    unfinished: int = 0
     errors: int = 0
     retries: int = 0
     cost_usd: float = 0.0
@@ -38,6 +40,8 @@ class Counters:
             self.refused += 1
         elif status == "unparseable":
             self.unparseable += 1
+        elif status in ("truncated", "filtered", "empty"):
+            self.unfinished += 1
         else:
             self.errors += 1
 
@@ -51,6 +55,7 @@ class Counters:
             "ok": self.ok,
             "refused": self.refused,
             "unparseable": self.unparseable,
+            "unfinished": self.unfinished,
             "errors": self.errors,
             "retries": self.retries,
             "cost_usd": round(self.cost_usd, 6),
@@ -61,7 +66,8 @@ class Counters:
 def sum_counters(parts: list[Counters]) -> Counters:
     out = Counters()
     for c in parts:
-        for name in ("total", "done", "skipped", "sent", "cached", "ok", "refused", "unparseable", "errors", "retries"):
+        for name in ("total", "done", "skipped", "sent", "cached", "ok", "refused", "unparseable", "unfinished",
+                     "errors", "retries"):
             setattr(out, name, getattr(out, name) + getattr(c, name))
         out.cost_usd += c.cost_usd
         for reason, n in c.finish_reasons.items():
@@ -80,7 +86,7 @@ RATE_WINDOW_S = 30.0
 def _status_line(c: Counters) -> str:
     spent = f" · spent ${c.cost_usd:.4f}" if c.cost_usd > 0 else ""
     return (
-        f"errors {c.errors} · refused {c.refused} · unparseable {c.unparseable} · "
+        f"errors {c.errors} · refused {c.refused} · unparseable {c.unparseable} · unfinished {c.unfinished} · "
         f"retries {c.retries} · cached {c.cached}{spent}"
     )
 

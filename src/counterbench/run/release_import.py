@@ -39,6 +39,7 @@ from counterbench.run.store import (
     Store,
     open_store,
     prompt_hash,
+    remove_store_files,
     request_fingerprint,
     text_hash,
 )
@@ -111,9 +112,25 @@ def import_release_runs(
     files, skipped = find_run_files(paths)
     study = load_study("rupeebias")
     report = ImportReport(skipped_files=skipped)
+    created = not Path(store_path).exists()
+    try:
+        _import_into(store_path, files, parser, study, profile, command, report, __version__)
+        if not report.files:
+            raise UserError("no release run files found in " + ", ".join(str(p) for p in paths))
+    except BaseException:
+        if created and report.stored == 0:
+            remove_store_files(Path(store_path))  # a failed import into a new store leaves nothing behind
+        raise
+    return report
+
+
+def _import_into(
+    store_path: Path | str, files: list[Path], parser: ResponseParser, study: Any, profile: str,
+    command: str | None, report: ImportReport, version: str,
+) -> None:
     with open_store(store_path) as store:
         run_id = store.start_run("import", command or "python: import_release_runs",
-                                 {"files": [f.name for f in files], "parse_profile": profile}, __version__)
+                                 {"files": [f.name for f in files], "parse_profile": profile}, version)
         status = "failed"
         try:
             for path in files:
@@ -130,9 +147,6 @@ def import_release_runs(
             status = "completed"
         finally:
             store.finish_run(run_id, status, {"sent": 0, "cached": 0, "errors": report.statuses.get("error", 0)})
-    if not report.files:
-        raise UserError("no release run files found in " + ", ".join(str(p) for p in paths))
-    return report
 
 
 def _read_records(path: Path) -> Iterable[dict[str, Any]]:
@@ -141,17 +155,21 @@ def _read_records(path: Path) -> Iterable[dict[str, Any]]:
     except OSError as err:
         raise UserError(f"cannot read {path}: {err.strerror or err}") from None
     with handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                raise UserError(f"{path.name}:{lineno}: not valid JSON") from None
-            if not isinstance(rec, dict):
-                raise UserError(f"{path.name}:{lineno}: expected a JSON object")
-            rec["_line"] = lineno
-            yield rec
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    raise UserError(f"{path.name}:{lineno}: not valid JSON") from None
+                if not isinstance(rec, dict):
+                    raise UserError(f"{path.name}:{lineno}: expected a JSON object")
+                rec["_line"] = lineno
+                yield rec
+        except UnicodeDecodeError:
+            raise UserError(f"{path.name}:{lineno + 1}: not UTF-8 text (is it a run file, .jsonl?)") from None
 
 
 def _choose(records: list[dict[str, Any]], report: ImportReport) -> list[dict[str, Any]]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from counterbench.errors import UserError
-from counterbench.models.base import Backend, GenerationConfig
+from counterbench.models.base import Backend, GenerationConfig, endpoint_of
 from counterbench.models.labels import model_spec
 from counterbench.models.structured import check_config as check_structured_config
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
@@ -30,8 +32,8 @@ from counterbench.run.parsing import ResponseParser
 from counterbench.run.plan import plan_model, prompt_items
 from counterbench.run.progress import RunDisplay, sum_counters
 from counterbench.run.redact import Redactor
-from counterbench.run.store import DEFAULT_STORE, open_store
-from counterbench.run.writer import BatchWriter
+from counterbench.run.store import DEFAULT_STORE, Store, open_store, remove_store_files
+from counterbench.run.writer import DEFAULT_WINDOW_S, BatchWriter
 
 
 @dataclass
@@ -71,6 +73,8 @@ async def arun_prompts(
     max_cost: float | None = None,
     no_cache: bool = False,
     retry_errors: bool = False,
+    retry_max_tokens: int | None = None,
+    endpoint_moved: bool = False,
     env_file: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     prices: Path | str | None = None,
@@ -78,21 +82,26 @@ async def arun_prompts(
     retry: RetryPolicy | None = None,
     progress: str = "off",
     command: str | None = None,
-    batch_rows: int = 256,
-    batch_seconds: float = 0.1,
+    batch_rows: int = 512,
+    commit_window: float = DEFAULT_WINDOW_S,
     handle_signals: bool = True,
 ) -> RunSummary:
     """Async form of :func:`run_prompts`.
 
     ``models`` are model strings (``sim:biased``, ``openai:gpt-4o-mini``, ...) or ready
     :class:`~counterbench.models.base.Backend` objects. Re-running with the same prompts, models
-    and ``config`` resumes: finished answers are never requested again.
+    and ``config`` resumes: finished answers are never requested again. ``retry_errors`` also
+    re-sends stored ``truncated``/``filtered``/``empty`` answers; ``retry_max_tokens`` sends the
+    ``truncated`` ones with that larger token limit (stored under the run's config; the run records
+    the limit). ``endpoint_moved`` says a model whose base URL changed since its stored answers is
+    still the same model.
     """
     started = time.monotonic()
-    _check_settings(concurrency, timeout, max_cost, batch_rows, batch_seconds)
+    _check_settings(concurrency, timeout, max_cost, batch_rows, commit_window)
     config = config or GenerationConfig()
     _check_config(config)
     check_structured_config(config)
+    bigger = _bigger_config(config, retry_max_tokens, retry_errors)
     limits = RateLimits(rpm=rpm, tpm=tpm)
     parser = ResponseParser(parse_profile)
     items, records = prompt_items(prompts)
@@ -102,6 +111,9 @@ async def arun_prompts(
     dotenv = Path(env_file) if env_file is not None else None
     redactor = Redactor.from_environment(env, dotenv)
     backends = await _create_backends(models, dotenv, timeout, env)
+    store_path = Path(store)
+    created = not store_path.exists()
+    owned = kept = False
     try:
         modes = structured_modes(backends, config)  # also rejects a mode a model's family lacks
         if max_cost is not None:
@@ -111,29 +123,14 @@ async def arun_prompts(
                         f"--max-cost needs a price for {b.name}; add a pattern for it to a price file "
                         "and pass --prices FILE"
                     )
-        store_obj = open_store(store)
+        store_obj = open_store(store_path)
         try:
+            endpoints = {b.name: endpoint_of(b) for b in backends}
             config_fp = config.fingerprint()
-            store_obj.save_config(config_fp, config.as_dict())
-            largest = max(i.est_input_tokens for i in items) + config.max_tokens
-            lanes = [
-                Lane(
-                    model=b.name,
-                    backend=b,
-                    config_fp=config_fp,
-                    work=plan_model(store_obj, items, b.name, config_fp, no_cache=no_cache, retry_errors=retry_errors),
-                    price=price_table.lookup(model_spec(b)),
-                    request_bucket=limits.request_bucket(),
-                    token_bucket=limits.token_bucket(largest),
-                )
-                for b in backends
-            ]
-            for lane in lanes:
-                lane.counters.total = lane.work.n_prompts
-                lane.counters.skipped = lane.work.already_done
             run_config = {
                 "models": [b.name for b in backends],
                 "model_specs": {b.name: model_spec(b) for b in backends},
+                "endpoints": endpoints,
                 "generation": config.as_dict(),
                 "config_fp": config_fp,
                 "prompts": len(items),
@@ -144,15 +141,46 @@ async def arun_prompts(
                 "max_cost": max_cost,
                 "no_cache": no_cache,
                 "retry_errors": retry_errors,
+                "retry_max_tokens": retry_max_tokens,
                 "parse_profile": parse_profile,
                 "structured_modes": modes,
             }
             from counterbench import __version__
 
             safe_command = redactor.redact(command)
+            # the lock first (one transaction), then the endpoint check, the prompts and the plan
             run_id = store_obj.start_run("run", safe_command or "python: run_prompts", run_config, __version__)
-            writer = BatchWriter(store_obj, max_rows=batch_rows, max_seconds=batch_seconds)
-            writer.save_prompts(records)  # on the writer thread, while the first requests are out
+            owned = True
+            status = "failed"
+            try:
+                if not endpoint_moved:
+                    for b in backends:
+                        _check_endpoint(store_obj, b.name, endpoints[b.name])
+                store_obj.save_config(config_fp, config.as_dict())
+                _save_new_prompts(store_obj, records)  # before the first request is sent
+                largest = max(i.est_input_tokens for i in items) + max(config.max_tokens, bigger.max_tokens
+                                                                       if bigger else 0)
+                lanes = [
+                    Lane(
+                        model=b.name,
+                        backend=b,
+                        config_fp=config_fp,
+                        work=plan_model(store_obj, items, b.name, config_fp, no_cache=no_cache,
+                                        retry_errors=retry_errors, bigger_config=bigger),
+                        price=price_table.lookup(model_spec(b)),
+                        request_bucket=limits.request_bucket(),
+                        token_bucket=limits.token_bucket(largest),
+                    )
+                    for b in backends
+                ]
+            except BaseException:
+                with contextlib.suppress(UserError):
+                    store_obj.finish_run(run_id, "failed", {})
+                raise
+            for lane in lanes:
+                lane.counters.total = lane.work.n_prompts
+                lane.counters.skipped = lane.work.already_done
+            writer = BatchWriter(store_obj, max_rows=batch_rows, window=commit_window)
             display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=progress)
             engine = Engine(
                 lanes,
@@ -166,7 +194,6 @@ async def arun_prompts(
             )
             display.start()
             watch_notices(backends, display.message)
-            status = "failed"
             try:
                 status = await engine.run()
             finally:
@@ -176,25 +203,26 @@ async def arun_prompts(
                 unsaved = writer.rescue()
                 totals = sum_counters([lane.counters for lane in lanes])
                 notes = structured_notices(backends)
-                with contextlib.suppress(UserError):
-                    if notes:  # recorded with the run's settings: some answers were sent without the constraint
-                        store_obj.execute_write_params(
-                            "UPDATE runs SET config = json_set(config, '$.notes', json(?)) WHERE run_id = ?",
-                            (json.dumps(notes), run_id),
-                        )
-                    store_obj.finish_run(run_id, status, totals.as_dict())
+                if not writer.vanished:
+                    with contextlib.suppress(UserError):
+                        if notes:  # recorded with the run's settings: some answers were sent without the constraint
+                            store_obj.execute_write_params(
+                                "UPDATE runs SET config = json_set(config, '$.notes', json(?)) WHERE run_id = ?",
+                                (json.dumps(notes), run_id),
+                            )
+                        store_obj.finish_run(run_id, status, totals.as_dict())
+                kept = writer.written > 0 or writer.vanished or unsaved is not None
             if writer.failure is not None:
-                where = f"; the unsaved answers are in {unsaved} (load them with `counterbench import`)"
-                where = where if unsaved else ""
-                raise UserError(f"{writer.failure}{where}")
+                raise UserError(_failure_message(writer.failure, unsaved, len(writer.unsaved)))
             fatal = next((lane.fatal for lane in lanes if lane.fatal), None)
             if fatal is not None:
                 got = int(totals.done)
-                kept = f"the {got:,} answers received are stored, rerun to resume" if got else "nothing was stored"
-                raise UserError(f"{fatal}; {kept}")
+                kept_note = f"the {got:,} answers received are stored, rerun to resume" if got else "nothing was stored"
+                raise UserError(f"{fatal}; {kept_note}")
             if status == "failed":
                 raise UserError(f"writing to store {store_obj.path} failed for a while, so the run stopped; "
                                 "every answer received was saved in the end — rerun to resume")
+            kept = True
             return RunSummary(
                 store=store_obj.path,
                 run_id=run_id,
@@ -208,28 +236,75 @@ async def arun_prompts(
             )
         finally:
             store_obj.close()
+            if created and owned and not kept:
+                remove_store_files(store_path)  # a failed first run leaves nothing behind
     finally:
         for b in backends:
             with contextlib.suppress(Exception):
                 await b.aclose()
 
 
+def _failure_message(failure: UserError, unsaved: Path | None, n_unsaved: int) -> str:
+    if unsaved is not None:
+        return (f"{failure}; the {n_unsaved:,} answers not in the store are in {unsaved} "
+                "(load them with `counterbench import`, then rerun to resume)")
+    if n_unsaved:
+        return f"{failure}; {n_unsaved:,} answers could not be saved anywhere (no writable folder)"
+    return f"{failure}; every answer received is in the store — rerun to resume"
+
+
+def _save_new_prompts(store: Store, records: list[tuple[Any, ...]]) -> None:
+    """Insert the prompt rows the store lacks (a resumed run inserts nothing)."""
+    known = store.prompt_hashes()
+    new = [rec for rec in records if rec[1] not in known.get(rec[0], ())]
+    if new:
+        store.save_prompts(new)
+
+
+def _check_endpoint(store: Store, model: str, endpoint: str | None) -> None:
+    """Refuse to add answers from another endpoint to a model's stored answers (unless the user says so)."""
+    others = sorted((e or "the provider's default URL") for e in store.endpoints_of(model) if e != endpoint)
+    if others:
+        here = endpoint or "the provider's default URL"
+        raise UserError(
+            f"the store holds {model} answers from {others[0]}, but this run sends to {here}; the same name "
+            "on another endpoint may be another model: use another --store, or pass --endpoint-moved if it is "
+            "the same model"
+        )
+
+
+def _bigger_config(
+    config: GenerationConfig, retry_max_tokens: int | None, retry_errors: bool
+) -> GenerationConfig | None:
+    if retry_max_tokens is None:
+        return None
+    if not retry_errors:
+        raise UserError("--retry-max-tokens applies to re-sent truncated answers: add --retry-errors")
+    if isinstance(retry_max_tokens, bool) or not isinstance(retry_max_tokens, int) or \
+            retry_max_tokens <= config.max_tokens:
+        raise UserError(
+            f"--retry-max-tokens must be a whole number above --max-tokens ({config.max_tokens}), "
+            f"got {retry_max_tokens!r}"
+        )
+    return dataclasses.replace(config, max_tokens=retry_max_tokens)
+
+
 def _check_settings(concurrency: int, timeout: float, max_cost: float | None, rows: int, seconds: float) -> None:
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise UserError(f"--concurrency must be a whole number of at least 1, got {concurrency!r}")
-    if not timeout > 0:
-        raise UserError(f"--timeout must be greater than 0 seconds, got {timeout!r}")
-    if max_cost is not None and not max_cost >= 0:
-        raise UserError(f"--max-cost must be 0 or more (USD), got {max_cost!r}")
-    if rows < 1 or not seconds > 0:
-        raise UserError("the store batch size and interval must be positive")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"--timeout must be a number of seconds greater than 0, got {timeout!r}")
+    if max_cost is not None and not (math.isfinite(max_cost) and max_cost >= 0):
+        raise UserError(f"--max-cost must be a number, 0 or more (USD), got {max_cost!r}")
+    if rows < 1 or not (math.isfinite(seconds) and seconds >= 0):
+        raise UserError("the store batch size must be positive and the commit window not negative")
 
 
 def _check_config(config: GenerationConfig) -> None:
     if config.max_tokens < 1:
         raise UserError(f"--max-tokens must be at least 1, got {config.max_tokens}")
-    if config.temperature < 0:
-        raise UserError(f"--temperature must not be negative, got {config.temperature:g}")
+    if not (math.isfinite(config.temperature) and config.temperature >= 0):
+        raise UserError(f"--temperature must be a number, 0 or more, got {config.temperature:g}")
 
 
 async def _create_backends(
@@ -265,7 +340,8 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(
             f"{model}{sim}: {c['done']:,} answered now ({c['sent']:,} requests, {c['cached']:,} from cache), "
             f"{c['already_done']:,} already stored · ok {c['ok']:,} · refused {c['refused']:,} · "
-            f"unparseable {c['unparseable']:,} · errors {c['errors']:,} · retries {c['retries']:,} · "
+            f"unparseable {c['unparseable']:,} · unfinished {c.get('unfinished', 0):,} · errors {c['errors']:,} · "
+            f"retries {c['retries']:,} · "
             f"${c['cost_usd']:.4f}"
         )
         reasons = c.get("finish_reasons") or {}
@@ -277,5 +353,6 @@ def format_summary(summary: RunSummary) -> str:
     earlier = sum(int(c.get("stored_errors", 0)) for c in summary.models.values())
     if summary.totals.get("errors") or earlier:
         failed = int(summary.totals.get("errors", 0)) + earlier
-        lines.append(f"{failed:,} request(s) failed; rerun with --retry-errors to send only those again")
+        lines.append(f"{failed:,} request(s) failed or did not finish (truncated, filtered, empty); rerun with "
+                     "--retry-errors to send only those again")
     return "\n".join(lines)

@@ -9,8 +9,13 @@ Layout (schema version 1, ``PRAGMA application_id`` marks the file as a counterb
 * ``configs`` — generation configs by fingerprint.
 * ``runs`` — one row per ``counterbench run``/``import``: command, times, version, settings, outcome.
 * ``responses`` — ``UNIQUE(prompt_id, model, config_fp)``. A finished row (status ``ok``,
-  ``refused`` or ``unparseable``) is never overwritten by a run; only ``error`` rows can be
-  replaced, and only when the user asks for it (``--retry-errors``).
+  ``refused`` or ``unparseable``) is never overwritten by a run; only rows without a finished
+  answer (``error``, ``truncated``, ``filtered``, ``empty``) can be replaced, and only when the user
+  asks for it (``--retry-errors``).
+
+A run takes the store with one ``BEGIN IMMEDIATE`` transaction that checks for a live run and
+records its own (:meth:`Store.start_run`), so two runs started at the same instant cannot both
+pass. Each run records the endpoint (base URL, never a key) of every model in its settings.
 
 The file is opened in WAL mode with ``synchronous=NORMAL``: a committed transaction survives a
 killed process. A file that is not a SQLite database, or not a counterbench store, raises
@@ -31,12 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.models.base import FINISHED_STATUSES, RETRYABLE_STATUSES
 from counterbench.studies.base import BASE_COLUMNS
 
 APPLICATION_ID = 0x43424E43  # "CBNC"
 SCHEMA_VERSION = 1
 DEFAULT_STORE = "counterbench.db"
-FINISHED_STATUSES = ("ok", "refused", "unparseable")
 
 #: prompt-table columns kept as real columns; the rest of a prompt row goes to ``design`` (JSON)
 PROMPT_COLUMNS: tuple[str, ...] = tuple(c for c in BASE_COLUMNS if c != "prompt_id")
@@ -135,8 +140,11 @@ INSERT_RESPONSE_SQL = (
     f"INSERT INTO responses ({', '.join(RESPONSE_COLUMNS)}) VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))}) "
     "ON CONFLICT (model, config_fp, prompt_id) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in _UPDATABLE)
-    + ", attempts = responses.attempts + excluded.attempts WHERE responses.status = 'error'"
+    + ", attempts = responses.attempts + excluded.attempts WHERE responses.status IN ("
+    + ", ".join(f"'{status}'" for status in RETRYABLE_STATUSES)
+    + ")"
 )
+_FINISHED_SQL = "(" + ", ".join(f"'{status}'" for status in FINISHED_STATUSES) + ")"
 
 
 def text_hash(*parts: str | None) -> str:
@@ -207,23 +215,54 @@ class Store:
         self.execute_write(sql, rows)
 
     def start_run(self, kind: str, command: str, config: dict[str, Any], version: str) -> int:
-        """Record a new run; refuse when a live process on this host is already running on the store."""
+        """Record a new run; refuse when a live process on this host is already running on the store.
+
+        The check and the insert are one ``BEGIN IMMEDIATE`` transaction: of two runs started at the
+        same instant, the second waits for the first's insert and then sees it.
+        """
         host = socket.gethostname()
-        for run_id, pid, run_host in self.query(
-            "SELECT run_id, pid, host FROM runs WHERE status = 'running'"
-        ):
-            if run_host == host and pid and _pid_alive(int(pid)) and int(pid) != os.getpid():
-                raise UserError(
-                    f"store {self.path} is in use by another counterbench process (pid {pid}, run {run_id}); "
-                    "wait for it to finish or use another --store"
+        conn = self.conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for run_id, pid, run_host in conn.execute(
+                    "SELECT run_id, pid, host FROM runs WHERE status = 'running'"
+                ).fetchall():
+                    if run_host == host and pid and _pid_alive(int(pid)) and int(pid) != os.getpid():
+                        raise UserError(
+                            f"store {self.path} is in use by another counterbench process (pid {pid}, run {run_id}); "
+                            "wait for it to finish or use another --store"
+                        )
+                    conn.execute("UPDATE runs SET status = 'killed' WHERE run_id = ?", (run_id,))
+                cur = conn.execute(
+                    "INSERT INTO runs (kind, command, started_at, version, config, status, pid, host) "
+                    "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+                    (kind, command, time.time(), version, json.dumps(config, sort_keys=True, default=str),
+                     os.getpid(), host),
                 )
-            self.execute_write_params("UPDATE runs SET status = 'killed' WHERE run_id = ?", (run_id,))
-        cur = self.execute_write_params(
-            "INSERT INTO runs (kind, command, started_at, version, config, status, pid, host) "
-            "VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-            (kind, command, time.time(), version, json.dumps(config, sort_keys=True, default=str), os.getpid(), host),
-        )
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err) from None
         return int(cur.lastrowid or 0)
+
+    def endpoints_of(self, model: str) -> set[str | None]:
+        """The endpoints (base URLs) earlier runs recorded for ``model``'s stored responses."""
+        rows = self.query(
+            "SELECT config FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM responses WHERE model = ?)",
+            (model,),
+        )
+        found: set[str | None] = set()
+        for (blob,) in rows:
+            try:
+                endpoints = json.loads(blob or "{}").get("endpoints")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(endpoints, dict) and model in endpoints:
+                found.add(endpoints[model])
+        return found
 
     def finish_run(self, run_id: int, status: str, counts: dict[str, float]) -> None:
         self.execute_write_params(
@@ -272,7 +311,7 @@ class Store:
             rows = self.query(
                 "SELECT request_fp, response, finish_reason, input_tokens, output_tokens, latency_ms, "
                 "model_reported, simulated FROM responses "
-                f"WHERE model = ? AND status != 'error' AND request_fp IN ({', '.join('?' * len(chunk))})",
+                f"WHERE model = ? AND status IN {_FINISHED_SQL} AND request_fp IN ({', '.join('?' * len(chunk))})",
                 (model, *chunk),
             )
             for row in rows:
@@ -374,6 +413,13 @@ def _store_error(path: Path, err: sqlite3.Error) -> UserError:
     if "full" in lowered:
         return UserError(f"cannot write store {path}: {text}; free some disk space and rerun to resume")
     return UserError(f"store {path}: {text}")
+
+
+def remove_store_files(path: Path) -> None:
+    """Delete a store and its ``-wal``/``-shm`` companions (a store this run created and did not use)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            Path(f"{path}{suffix}").unlink()
 
 
 def _pid_alive(pid: int) -> bool:

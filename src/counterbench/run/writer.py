@@ -1,22 +1,33 @@
-"""Batched, durable writes of response rows.
+"""Durable writes of response rows: each answer is committed within a few milliseconds of arriving.
 
-Rows are buffered and committed every ``max_rows`` rows or ``max_seconds`` after the first row of
-a batch arrived (a timer on the event loop, armed only while rows wait), whichever comes first, so a
-response is durable within about 0.1 s of arriving while the store costs a few microseconds per row
-and an idle run wakes nothing up. Commits run on one
-background thread (SQLite releases the GIL while it writes, so the event loop keeps sending);
-batches are committed in order. If the store stops accepting writes (disk full, file removed),
-the rows are kept in memory; :meth:`BatchWriter.rescue` then writes them to a JSON-lines file
-next to the store so no paid answer is lost.
+Rows are buffered and committed by the event loop itself right after its current round of
+callbacks — so answers that arrive together share one commit (a *group commit*) — but at most once
+per ``window`` (1 ms by default), or at once when ``max_rows`` rows wait. An answer is therefore on
+disk (in the WAL, which survives a killed process) one loop round, and at most ``window``, plus one
+commit after the engine recorded it, while a busy run pays one commit per few dozen rows. Committing on the
+loop thread costs a fraction of a millisecond per batch (no fsync in WAL mode with
+``synchronous=NORMAL``); a background thread was measured to be worse: it must win the GIL back
+from the busy event loop for every row of a batch, which delayed commits by tens of milliseconds
+(``benchmarks/commit_latency.py``).
+
+After every commit the writer checks that the store file is still the file it opened (same device
+and inode). When it vanished or was replaced, or a write fails (disk full, read-only), the run is
+told to stop (:attr:`BatchWriter.failure`) and every row that is not safely in the store is kept:
+after a failed write, the rows of that write and all later ones; after the file vanished, every row
+the old file held (it is still readable through the open connection). :meth:`BatchWriter.rescue`
+writes them to a JSON-lines recovery file — next to the store, else in the working folder, else in
+the temporary folder — written whole or not at all, and never empty.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import threading
+import os
+import tempfile
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,72 +36,61 @@ from counterbench.run.store import RESPONSE_COLUMNS, Store
 
 Row = tuple[Any, ...]
 
+#: default group-commit window (seconds): the longest an answer waits before its commit starts
+DEFAULT_WINDOW_S = 0.001
+
 
 class BatchWriter:
-    def __init__(self, store: Store, *, max_rows: int = 256, max_seconds: float = 0.1, background: bool = True) -> None:
+    """Buffer rows and commit them in small groups on the event loop (see the module docstring)."""
+
+    def __init__(self, store: Store, *, max_rows: int = 512, window: float = DEFAULT_WINDOW_S) -> None:
         self.store = store
         self.max_rows = max_rows
-        self.max_seconds = max_seconds
+        self.window = window
         self.rows: list[Row] = []
         self.unsaved: list[Row] = []
         self.written = 0
         self.failure: UserError | None = None
-        self._lock = threading.Lock()
-        self._pending: list[Future[None]] = []
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="counterbench-store") if background else None
+        self.vanished = False
+        self._identity = _file_identity(store.path)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._last_commit = 0.0
 
     def attach(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Flush on a timer of this loop (``None``: only by size and explicit :meth:`flush`)."""
+        """Commit on a timer of this loop (``None``: every row at once)."""
         self._loop = loop
-
-    def save_prompts(self, records: list[tuple[Any, ...]]) -> None:
-        """Store the run's prompt rows on the writer thread, ahead of (and in order with) every answer.
-
-        Inserting thousands of prompt rows takes tens of milliseconds; done here it overlaps with the
-        first requests instead of delaying them. A failure stops the run like any failed write.
-        """
-        if self._executor is None:
-            self._save_prompts(records)
-        else:
-            self._pending.append(self._executor.submit(self._save_prompts, records))
-
-    def _save_prompts(self, records: list[tuple[Any, ...]]) -> None:
-        try:
-            self.store.save_prompts(records)
-        except UserError as err:
-            self.failure = err
 
     def add(self, row: Row) -> None:
         rows = self.rows
         rows.append(row)
-        if len(rows) >= self.max_rows:
-            self.flush(wait=False)
-        elif len(rows) == 1 and self._loop is not None:
-            self._timer = self._loop.call_later(self.max_seconds, self._on_timer)
+        if len(rows) >= self.max_rows or self._loop is None:
+            self.flush()
+        elif self._timer is None:
+            # commit right after the loop's current round of callbacks (answers that arrive together
+            # share a commit), but at most once per `window`
+            wait = self._last_commit + self.window - time.monotonic()
+            loop = self._loop
+            self._timer = loop.call_later(wait, self._on_timer) if wait > 0 else loop.call_soon(self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
-        self.flush(wait=False)
+        self.flush()
 
-    def flush(self, *, wait: bool = True) -> None:
-        """Hand the buffered rows to the writer thread; with ``wait``, return once all are committed."""
+    def flush(self) -> None:
+        """Commit the buffered rows now."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         rows, self.rows = self.rows, []
         if rows:
-            if self._executor is None:
-                self._write(rows)
-            else:
-                self._pending.append(self._executor.submit(self._write, rows))
-        if wait:
-            for future in self._pending:
-                future.result()
-            self._pending.clear()
-        else:
-            self._pending = [f for f in self._pending if not f.done()]
+            self._write(rows)
+            self._last_commit = time.monotonic()
+
+    def close(self) -> None:
+        """Commit everything still buffered and stop using the loop."""
+        self._loop = None
+        self.flush()
 
     def _write(self, rows: list[Row]) -> None:
         if self.failure is None:
@@ -99,33 +99,61 @@ class BatchWriter:
             except UserError as err:
                 self.failure = err
             else:
-                self.written += len(rows)
+                if _file_identity(self.store.path) == self._identity:
+                    self.written += len(rows)
+                    return
+                self._on_vanished()
                 return
-        with self._lock:
-            self.unsaved.extend(rows)
+        self.unsaved.extend(rows)
 
-    def close(self) -> None:
-        """Commit everything still buffered (one last try for rows that failed) and stop the thread."""
-        self._loop = None
-        self.flush(wait=True)
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
-        if self.unsaved:
-            rows, self.unsaved = self.unsaved, []
-            self.failure = None
-            self._write(rows)
+    def _on_vanished(self) -> None:
+        """The store file was deleted or replaced: everything it held goes to the recovery file."""
+        self.vanished = True
+        self.failure = UserError(
+            f"store {self.store.path} was deleted or replaced while the run was writing to it; the run stopped"
+        )
+        cols = ", ".join(RESPONSE_COLUMNS)
+        with contextlib.suppress(UserError):  # the open file stays readable after an unlink
+            self.unsaved.extend(self.store.query(f"SELECT {cols} FROM responses ORDER BY id"))
+        self.written = 0
 
-    def rescue(self) -> Path | None:
-        """Write rows that could not be committed to ``<store>.unsaved-<time>.jsonl``; return its path."""
+    # -- after the run ----------------------------------------------------------------------------
+
+    def rescue(self, folders: Iterable[Path] | None = None) -> Path | None:
+        """Write the rows that are not in the store to a recovery ``.jsonl``; return its path (or ``None``)."""
         if not self.unsaved:
             return None
-        path = self.store.path.with_name(f"{self.store.path.name}.unsaved-{int(time.time())}.jsonl")
-        try:
-            with path.open("w", encoding="utf-8") as handle:
-                for row in self.unsaved:
-                    handle.write(json.dumps(dict(zip(RESPONSE_COLUMNS, row, strict=True)), ensure_ascii=False))
-                    handle.write("\n")
-        except OSError:
-            return None
-        return path
+        name = f"{self.store.path.name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
+        places = list(folders) if folders is not None else [self.store.path.parent, Path.cwd(),
+                                                             Path(tempfile.gettempdir())]
+        lines = [json.dumps(dict(zip(RESPONSE_COLUMNS, row, strict=True)), ensure_ascii=False) + "\n"
+                 for row in self.unsaved]
+        for folder in places:
+            path = write_whole(folder / name, lines)
+            if path is not None:
+                return path
+        return None
+
+
+def write_whole(path: Path, lines: list[str]) -> Path | None:
+    """Write ``lines`` to ``path`` through a temporary file and a rename; ``None`` (nothing left) on failure."""
+    tmp = path.with_name(path.name + ".part")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.writelines(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        return None
+    return path if path.stat().st_size > 0 else None
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
