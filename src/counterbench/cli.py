@@ -25,8 +25,10 @@ register_all(app)
 
 def main() -> None:
     """Console-script entry point."""
+    from counterbench.commands.run_options import optional_ray_address
+
     try:
-        app()
+        app(args=optional_ray_address(sys.argv[1:]))
     except UserError as err:
         print(f"counterbench: error: {err}", file=sys.stderr)
         sys.exit(2)

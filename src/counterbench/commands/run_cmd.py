@@ -38,6 +38,9 @@ from counterbench.commands.run_options import (
     ParseProfileOpt,
     PricesOpt,
     ProgressOpt,
+    RayActorsOpt,
+    RayOpt,
+    RayThreadsOpt,
     ReasoningEffortOpt,
     RetryErrorsOpt,
     RpmOpt,
@@ -97,6 +100,9 @@ def run_command(
     parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
+    ray: RayOpt = None,
+    ray_actors: RayActorsOpt = None,
+    ray_threads: RayThreadsOpt = 1,
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
 
@@ -121,6 +127,7 @@ def run_command(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
         max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
         retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
+        ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
     )
     print(format_summary(summary))
     if summary.status == "interrupted":

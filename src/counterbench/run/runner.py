@@ -20,7 +20,7 @@ import pandas as pd
 from counterbench.errors import UserError
 from counterbench.models.base import Backend, GenerationConfig
 from counterbench.run.costs import load_price_table
-from counterbench.run.engine import Engine, EngineSettings, Lane, lane_summary
+from counterbench.run.engine import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits, RetryPolicy
 from counterbench.run.parsing import ResponseParser
 from counterbench.run.plan import plan_model, prompt_items
@@ -77,13 +77,21 @@ async def arun_prompts(
     batch_rows: int = 256,
     batch_seconds: float = 0.1,
     handle_signals: bool = True,
+    ray: Any = None,
 ) -> RunSummary:
     """Async form of :func:`run_prompts`.
 
     ``models`` are model strings (``sim:biased``, ``openai:gpt-4o-mini``, ...) or ready
     :class:`~counterbench.models.base.Backend` objects. Re-running with the same prompts, models
-    and ``config`` resumes: finished answers are never requested again.
+    and ``config`` resumes: finished answers are never requested again. ``ray`` (``True``, a cluster
+    address or :class:`~counterbench.run.ray_exec.RayOptions`) answers the pending prompts on Ray actors
+    (see :mod:`counterbench.run.ray_exec`); the store stays the one place answers are kept.
     """
+    from counterbench.run.ray_exec import configure_ray, engine_class, ray_options, require_ray
+
+    ray_opts = ray_options(ray)
+    if ray_opts is not None:
+        require_ray()
     started = time.monotonic()
     _check_settings(concurrency, timeout, max_cost, batch_rows, batch_seconds)
     config = config or GenerationConfig()
@@ -139,6 +147,9 @@ async def arun_prompts(
                 "retry_errors": retry_errors,
                 "parse_profile": parse_profile,
             }
+            if ray_opts is not None:
+                run_config["ray"] = {"address": ray_opts.address, "actors": ray_opts.actors,
+                                     "threads": ray_opts.threads}
             from counterbench import __version__
 
             safe_command = redactor.redact(command)
@@ -146,7 +157,7 @@ async def arun_prompts(
             writer = BatchWriter(store_obj, max_rows=batch_rows, max_seconds=batch_seconds)
             writer.save_prompts(records)  # on the writer thread, while the first requests are out
             display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=progress)
-            engine = Engine(
+            engine = engine_class(ray_opts)(
                 lanes,
                 config=config,
                 settings=EngineSettings(concurrency, timeout, max_cost, retry or RetryPolicy(), handle_signals),
@@ -156,6 +167,7 @@ async def arun_prompts(
                 display=display,
                 run_id=run_id,
             )
+            configure_ray(engine, ray_opts, parse_profile, rpm, tpm, largest)
             display.start()
             status = "failed"
             try:

@@ -1,0 +1,358 @@
+"""``--ray``: send the pending prompts through a Ray cluster; the driver commits every answer.
+
+The driver plans exactly as without Ray (only prompts not yet stored become work), then
+:class:`RayEngine` — the run engine with another ``run()`` — deals the planned request groups out
+in small batches to :class:`~counterbench.run.ray_actors.ModelWorker` actors (N per model; each
+runs the ordinary async engine on its batch) and commits the rows of every finished batch through
+the same :class:`~counterbench.run.writer.BatchWriter` as an in-process run, as they arrive. Rate
+limits live in one :class:`~counterbench.run.ray_actors.RateLimiter` actor, so they hold across
+every actor. ``--max-cost`` is enforced by the driver: a batch is sent only when its estimated
+cost fits next to what is spent and what the batches in flight may still spend.
+
+Faults: a killed actor is restarted by Ray and its batch re-run (the batch's rows never reached
+the driver, so nothing is stored twice); a killed driver takes its actors with it and the same
+command resumes from the store; the first Ctrl-C stops dealing batches and waits for the ones in
+flight, a second cancels them. The actors are killed when the run ends, and a local Ray instance
+this process started is shut down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import itertools
+import logging
+import math
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from counterbench.errors import UserError
+from counterbench.run.engine import Engine, Lane
+from counterbench.run.plan import PromptItem
+
+RAY_HINT = "install Ray with: pip install 'counterbench[ray]'"
+#: batches in flight per actor (one answering, one waiting), so an actor never idles between batches
+BATCHES_PER_ACTOR = 2
+READY_TIMEOUT_S = 120.0
+
+Group = list[tuple[PromptItem, str]]
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """How a run uses Ray (``run_prompts(..., ray=RayOptions(...))``; ``ray=True`` = all defaults).
+
+    ``address``: a running cluster (``auto``, ``HOST:PORT``, ``ray://HOST:10001``); ``None`` connects
+    to the instance this process already uses, else starts a local one. ``actors``: workers per model
+    (default: the cluster's CPUs shared between the models, at most 8 per model). ``threads``:
+    llama.cpp threads of each embedded-model actor (its CPU reservation). ``batch``: request groups
+    per Ray task (default: twice an actor's share of ``--concurrency``, 2..256). ``rate_window_s``:
+    the window of the rpm limit's guarantee (a provider counts per minute: 60).
+    """
+
+    address: str | None = None
+    actors: int | None = None
+    threads: int = 1
+    batch: int | None = None
+    rate_window_s: float = 60.0
+    max_restarts: int = 3
+
+    def __post_init__(self) -> None:
+        if self.actors is not None and self.actors < 1:
+            raise UserError(f"--ray-actors must be at least 1, got {self.actors}")
+        if self.threads < 1:
+            raise UserError(f"--ray-threads must be at least 1, got {self.threads}")
+        if self.batch is not None and self.batch < 1:
+            raise UserError(f"the Ray batch size must be at least 1, got {self.batch}")
+        if not self.rate_window_s > 0:
+            raise UserError("the rate-limit window must be positive")
+
+
+def ray_options(value: Any) -> RayOptions | None:
+    """``ray=`` of the Python API: ``None``/``False`` (off), ``True``, an address, or :class:`RayOptions`."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return RayOptions()
+    if isinstance(value, RayOptions):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        return RayOptions(address=None if text in ("", "local") else text)
+    raise UserError(f"ray= must be True, an address or RayOptions, got {value!r}")
+
+
+def require_ray() -> None:
+    if importlib.util.find_spec("ray") is None:
+        raise UserError(f"--ray needs Ray; {RAY_HINT}")
+
+
+class RayConnection:
+    """Connect to the cluster (or start a local instance) and disconnect only what this run started."""
+
+    def __init__(self, options: RayOptions) -> None:
+        self.options = options
+        self.started = False
+
+    def __enter__(self) -> RayConnection:
+        require_ray()
+        import ray
+
+        if ray.is_initialized():
+            return self
+        address = self.options.address
+        kwargs: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": True}
+        if address is None:
+            kwargs["include_dashboard"] = False
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+            raise UserError(f"cannot connect to {where}: {str(err).splitlines()[0] if str(err) else err}") from None
+        self.started = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started:
+            import ray
+
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+
+
+def engine_class(options: RayOptions | None) -> type[Engine]:
+    """The engine class for a run: :class:`RayEngine` with Ray, else the in-process engine."""
+    return Engine if options is None else RayEngine
+
+
+def configure_ray(engine: Engine, options: RayOptions | None, parse_profile: str, rpm: float | None,
+                  tpm: float | None, largest_request: int) -> None:
+    if isinstance(engine, RayEngine) and options is not None:
+        engine.configure(options, parse_profile, rpm, tpm, largest_request)
+
+
+class RayEngine(Engine):
+    """The run engine with the requests answered by Ray actors (see the module docstring)."""
+
+    ray_options: RayOptions = RayOptions()
+    parse_profile: str = "default"
+
+    def configure(self, options: RayOptions, parse_profile: str, rpm: float | None, tpm: float | None,
+                  largest_request: int) -> RayEngine:
+        self.ray_options = options
+        self.parse_profile = parse_profile
+        self._rpm, self._tpm, self._largest = rpm, tpm, largest_request
+        self._inflight: set[Any] = set()
+        self._actors: list[Any] = []
+        self._limiter: Any = None
+        self._sizes: dict[str, int] = {}
+        self._batch_iters: dict[str, Iterator[list[Group]]] = {}
+        return self
+
+    def _on_signal(self) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            self.stop("interrupted")
+            self.display.message("Stopping: waiting for the batches in flight and saving "
+                                 "(Ctrl-C again to cancel them)…")
+        else:
+            import ray
+
+            for ref in list(self._inflight):
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
+
+    async def run(self) -> str:
+        with RayConnection(self.ray_options):
+            return await self._run()
+
+    async def _run(self) -> str:
+        import ray
+
+        self._stop_event = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        if self.settings.handle_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, self._on_signal)
+                    installed.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+        self.writer.attach(loop)
+        ticker = asyncio.create_task(self._tick()) if self.display.mode != "off" else None
+        try:
+            for lane in self.lanes:
+                self._serve_from_cache(lane)
+            busy = [lane for lane in self.lanes if lane.work.groups]
+            if busy:
+                self._start_limiter(busy)
+                pools = [await self._start_actors(lane, len(busy)) for lane in busy]
+                drivers = [
+                    self._drive(lane, actor, self._batches(lane))
+                    for lane, pool in zip(busy, pools, strict=True)
+                    for actor in pool
+                    for _ in range(BATCHES_PER_ACTOR)
+                ]
+                # every slot of a lane pulls from the lane's one batch iterator (shared generator)
+                results = await asyncio.gather(*drivers, return_exceptions=True)
+                errors = [r for r in results if isinstance(r, BaseException)
+                          and not isinstance(r, asyncio.CancelledError)]
+                if errors:
+                    raise errors[0]
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+            self.writer.attach(None)
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            for actor in [*self._actors, self._limiter]:
+                if actor is not None:
+                    with contextlib.suppress(Exception):
+                        ray.kill(actor)
+            self.writer.flush(wait=False)
+            self.display.refresh()
+        return self.stop_reason or "completed"
+
+    # -- setting up ------------------------------------------------------------------------------
+
+    def _start_limiter(self, lanes: list[Lane]) -> None:
+        if self._rpm is None and self._tpm is None:
+            return
+        from counterbench.run.ray_actors import RateLimiter
+
+        limits = {lane.model: (self._rpm, self._tpm, self._largest) for lane in lanes}
+        limiter_cls = RateLimiter.options(  # type: ignore[attr-defined]  # a Ray actor class
+            max_restarts=self.ray_options.max_restarts)
+        self._limiter = limiter_cls.remote(limits, self.ray_options.rate_window_s)
+
+    def _actor_count(self, lane: Lane, n_models: int, per_actor_cpus: float) -> int:
+        import ray
+
+        if self.ray_options.actors is not None:
+            return self.ray_options.actors
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        fit = int(cpus // (per_actor_cpus * n_models)) if per_actor_cpus > 0 else 1
+        groups = len(lane.work.groups)
+        return max(1, min(8, fit, groups))
+
+    async def _start_actors(self, lane: Lane, n_models: int) -> list[Any]:
+        import ray
+
+        from counterbench.run.ray_actors import ModelWorker, WorkerSpec, portable_backend
+
+        options = self.ray_options
+        backend = portable_backend(lane.backend)
+        local = backend is not lane.backend
+        cpus = float(options.threads) if local else 1.0
+        n = self._actor_count(lane, n_models, cpus)
+        concurrency = max(1, math.ceil(self.settings.concurrency / n))
+        spec = WorkerSpec(
+            model=lane.model, backend=backend, config=self.config, config_fp=lane.config_fp,
+            concurrency=1 if local else concurrency, timeout_s=self.settings.timeout_s, retry=self.settings.retry,
+            parse_profile=self.parse_profile, redactor=self.redactor, run_id=self.run_id, price=lane.price,
+            threads=options.threads, limiter=self._limiter, request_limited=self._rpm is not None,
+            token_limited=self._tpm is not None,
+        )
+        env = {"OMP_NUM_THREADS": str(options.threads)} if local else {}
+        actor_cls = ModelWorker.options(  # type: ignore[attr-defined]  # a Ray actor class
+            num_cpus=cpus, max_restarts=options.max_restarts, max_task_retries=options.max_restarts,
+            runtime_env={"env_vars": env},
+        )
+        pool = [actor_cls.remote(spec) for _ in range(n)]
+        self._actors.extend(pool)
+        try:  # raises if a worker could not be built (e.g. counterbench missing on a node)
+            await asyncio.wait_for(asyncio.gather(*[actor.ready.remote() for actor in pool]), READY_TIMEOUT_S)
+        except TimeoutError:
+            total = ray.cluster_resources().get("CPU", 0)
+            raise UserError(
+                f"Ray could not start {n} workers for {lane.model} within {READY_TIMEOUT_S:g} s "
+                f"(each needs {cpus:g} CPU; the cluster has {total:g}); lower --ray-actors or --ray-threads"
+            ) from None
+        self._sizes[lane.model] = options.batch or max(2, min(256, 2 * (1 if local else concurrency)))
+        return pool
+
+    # -- dealing batches -------------------------------------------------------------------------
+
+    def _batches(self, lane: Lane) -> Iterator[list[Group]]:
+        """The lane's groups in batches; one iterator per lane, shared by its actors' slots."""
+        cached = self._batch_iters.get(lane.model)
+        if cached is None:
+            groups = lane.work.iter_groups()
+            size = self._sizes[lane.model]
+            cached = self._batch_iters[lane.model] = iter(lambda: list(itertools.islice(groups, size)), [])
+        return cached
+
+    def _take_budget(self, lane: Lane, batch: list[Group]) -> tuple[list[Group], float]:
+        """With --max-cost: the part of ``batch`` whose estimated cost still fits (the rest is dropped)."""
+        max_cost = self.settings.max_cost
+        if max_cost is None:
+            return batch, 0.0
+        kept: list[Group] = []
+        reserved = 0.0
+        for group in batch:
+            item = group[0][0]
+            estimate = lane.price.cost(item.est_input_tokens, self.config.max_tokens) if lane.price else 0.0
+            if self.spent + self.reserved + reserved + estimate > max_cost:
+                self.stop("max_cost")
+                break
+            kept.append(group)
+            reserved += estimate
+        self.reserved += reserved
+        return kept, reserved
+
+    async def _drive(self, lane: Lane, actor: Any, batches: Iterator[list[Group]]) -> None:
+        import ray
+
+        for batch in batches:
+            if self.writer.failure is not None:
+                self.stop("failed")
+            if self.stop_reason is not None or lane.fatal is not None:
+                return
+            batch, reserved = self._take_budget(lane, batch)
+            if not batch:
+                return
+            ref = actor.run_batch.remote(batch, lane.successes)
+            self._inflight.add(ref)
+            try:
+                outcome = await ref
+            except ray.exceptions.TaskCancelledError:
+                return
+            except ray.exceptions.RayActorError as err:
+                lane.fatal = (f"a Ray worker of {lane.model} failed more than {self.ray_options.max_restarts} times "
+                              f"({_first_line(err)})")
+                self.stop("failed")
+                return
+            finally:
+                self._inflight.discard(ref)
+                self.reserved -= reserved
+            self._commit(lane, outcome)
+
+    def _commit(self, lane: Lane, outcome: Any) -> None:
+        add = self.writer.add
+        for row in outcome.rows:
+            add(row)
+        counts = outcome.counters
+        c = lane.counters
+        for name in ("done", "sent", "cached", "ok", "refused", "unparseable", "errors", "retries"):
+            setattr(c, name, getattr(c, name) + int(counts.get(name, 0)))
+        cost = float(counts.get("cost_usd", 0.0))
+        c.cost_usd += cost
+        self.spent += cost
+        for reason, n in counts.get("finish_reasons", {}).items():
+            c.finish_reasons[reason] = c.finish_reasons.get(reason, 0) + n
+        lane.successes += int(counts.get("sent", 0)) - int(counts.get("errors", 0))
+        if outcome.fatal and lane.fatal is None:
+            lane.fatal = outcome.fatal
+            self.stop("failed")
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0][:200] if text else type(err).__name__
+
