@@ -21,6 +21,7 @@ from counterbench.prompts import prompts, write_table  # noqa: E402
 from counterbench.run import run_prompts  # noqa: E402
 from counterbench.run.ray_exec import RayOptions  # noqa: E402
 from counterbench.run.results import load_results  # noqa: E402
+from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread  # noqa: E402
 from tests.run.conftest import FAST_RETRY, cli, fake_model, make_prompts, subprocess_env  # noqa: E402
 
 COMPARED = ["prompt_id", "model", "status", "value", "unit", "response", "finish_reason", "parse_reason",
@@ -209,3 +210,33 @@ def test_fake_server_errors_are_retried_inside_the_actors(ray_address: str, fake
     assert summary.complete and summary.totals["retries"] > 0
     total, distinct, statuses = _rows(tmp_path / "f.db")
     assert total == distinct == 120 and statuses == {"ok": 120}
+
+
+class _TimedServer(FakeOpenAIServer):
+    """The fake server, also noting when each request arrived (the provider's view of a rate limit)."""
+
+    def __init__(self) -> None:
+        super().__init__(FaultConfig())
+        self.arrivals: list[float] = []
+
+    async def chat(self, request: Any) -> Any:
+        self.arrivals.append(time.monotonic())
+        return await super().chat(request)
+
+
+def test_rpm_holds_across_actors_at_the_server(ray_address: str, tmp_path: Path) -> None:
+    """--rpm 600 over 2 actors; the guarantee checked over 3-second windows (30 requests = 600 × 3/60).
+
+    ``rate_window_s=3`` makes the limiter guarantee the same rate over 3 s windows instead of 60 s,
+    a stricter condition that takes seconds instead of minutes to check.
+    """
+    window, limit = 3.0, 30
+    with run_in_thread(_TimedServer()) as server:
+        summary = run_prompts(make_prompts(75), [fake_model(server)], store=tmp_path / "rpm.db",
+                              handle_signals=False, concurrency=16, rpm=600,
+                              ray=RayOptions(actors=2, rate_window_s=window))
+        arrivals = sorted(server.server.arrivals)  # type: ignore[attr-defined]
+    assert summary.complete and len(arrivals) == 75
+    counts = [sum(1 for t in arrivals[i:] if t < start + window) for i, start in enumerate(arrivals)]
+    assert max(counts) <= limit, max(counts)
+    assert max(counts) >= 0.7 * limit  # the limit binds: two unlimited actors would send all 75 at once

@@ -40,9 +40,10 @@ from counterbench.run.progress import RunDisplay
 from counterbench.run.redact import Redactor
 
 Group = list[tuple[PromptItem, str]]
-#: a guard on the limiter's window: network jitter up to this share of the window cannot push a
-#: request into the provider's next window
+#: a guard on the limiter's window (a share of it, at least ``WINDOW_GUARD_MIN_S``): a request that
+#: reaches the provider up to this much later than others still cannot push a window over the limit
 WINDOW_GUARD = 0.01
+WINDOW_GUARD_MIN_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,9 @@ class WorkerSpec:
     run_id: int
     price: Price | None
     threads: int = 1
-    limiter: Any = None
+    #: the run's :class:`RateLimiter` actor, looked up by name (a handle in the arguments would keep
+    #: them in the object store, which Ray advises against for restartable actors)
+    limiter: str | None = None
     request_limited: bool = False
     token_limited: bool = False
 
@@ -151,10 +154,11 @@ class ModelWorker:
         self.parser = ResponseParser(spec.parse_profile)
         self.requests: SharedBucket | None = None
         self.tokens: SharedBucket | None = None
-        if spec.limiter is not None and spec.request_limited:
-            self.requests = SharedBucket(spec.limiter, spec.model, "requests")
-        if spec.limiter is not None and spec.token_limited:
-            self.tokens = SharedBucket(spec.limiter, spec.model, "tokens")
+        limiter = ray.get_actor(spec.limiter) if spec.limiter is not None else None
+        if limiter is not None and spec.request_limited:
+            self.requests = SharedBucket(limiter, spec.model, "requests")
+        if limiter is not None and spec.token_limited:
+            self.tokens = SharedBucket(limiter, spec.model, "tokens")
         self.successes = 0
 
     async def ready(self) -> int:
@@ -211,13 +215,14 @@ def portable_backend(backend: Backend) -> Backend | LocalModelSpec:
 class WindowLimit:
     """At most ``limit`` permits in any window of ``window_s`` seconds (a sliding log of start times).
 
-    The log counts over ``window_s × (1 + WINDOW_GUARD)``, so requests that take a little longer to
-    reach the provider than others still fall in a window the provider counts within the limit.
+    The log counts over ``window_s`` plus a guard (1% of it, at least 0.5 s), so requests that take
+    longer than others to travel from the limiter through a worker to the provider still fall in
+    windows the provider counts within the limit.
     """
 
     def __init__(self, limit: int, window_s: float) -> None:
         self.limit = max(1, limit)
-        self.window_s = window_s * (1.0 + WINDOW_GUARD)
+        self.window_s = window_s + max(window_s * WINDOW_GUARD, WINDOW_GUARD_MIN_S)
         self.starts: collections.deque[float] = collections.deque()
 
     def wait_time(self) -> float:

@@ -25,6 +25,7 @@ import itertools
 import logging
 import math
 import signal
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -148,6 +149,7 @@ class RayEngine(Engine):
         self._inflight: set[Any] = set()
         self._actors: list[Any] = []
         self._limiter: Any = None
+        self._limiter_name: str | None = None
         self._sizes: dict[str, int] = {}
         self._batch_iters: dict[str, Iterator[list[Group]]] = {}
         return self
@@ -227,8 +229,9 @@ class RayEngine(Engine):
         from counterbench.run.ray_actors import RateLimiter
 
         limits = {lane.model: (self._rpm, self._tpm, self._largest) for lane in lanes}
+        self._limiter_name = f"counterbench-limiter-{uuid.uuid4().hex}"
         limiter_cls = RateLimiter.options(  # type: ignore[attr-defined]  # a Ray actor class
-            max_restarts=self.ray_options.max_restarts)
+            name=self._limiter_name, max_restarts=self.ray_options.max_restarts)
         self._limiter = limiter_cls.remote(limits, self.ray_options.rate_window_s)
 
     def _actor_count(self, lane: Lane, n_models: int, per_actor_cpus: float) -> int:
@@ -256,7 +259,7 @@ class RayEngine(Engine):
             model=lane.model, backend=backend, config=self.config, config_fp=lane.config_fp,
             concurrency=1 if local else concurrency, timeout_s=self.settings.timeout_s, retry=self.settings.retry,
             parse_profile=self.parse_profile, redactor=self.redactor, run_id=self.run_id, price=lane.price,
-            threads=options.threads, limiter=self._limiter, request_limited=self._rpm is not None,
+            threads=options.threads, limiter=self._limiter_name, request_limited=self._rpm is not None,
             token_limited=self._tpm is not None,
         )
         env = {"OMP_NUM_THREADS": str(options.threads)} if local else {}
