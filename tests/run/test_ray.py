@@ -23,6 +23,12 @@ from counterbench.run.ray_exec import RayOptions  # noqa: E402
 from counterbench.run.results import load_results  # noqa: E402
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread  # noqa: E402
 from tests.run.conftest import FAST_RETRY, cli, fake_model, make_prompts, subprocess_env  # noqa: E402
+from tests.run.test_replicas import (  # noqa: E402
+    N_PROMPTS,
+    assert_all_answered_once,
+    assert_balanced,
+    run_with_a_replica_killed,
+)
 
 COMPARED = ["prompt_id", "model", "status", "value", "unit", "response", "finish_reason", "parse_reason",
             "input_tokens", "output_tokens", "cached"]
@@ -142,7 +148,7 @@ def test_a_killed_worker_is_restarted_and_every_prompt_stored_once(ray_address: 
 
 def _slow_run_args(tmp_path: Path, ray_address: str, n: int) -> tuple[list[str], Path]:
     sim = tmp_path / "slow.yaml"
-    sim.write_text("extends: biased\nlatency_ms: 20\n")
+    sim.write_text("extends: biased\nlatency_ms: 10\n")
     table = write_table(make_prompts(n), tmp_path / "p.parquet")
     store = tmp_path / "driver.db"
     args = ["run", "--prompts", str(table), "--model", f"sim:{sim}", "--store", str(store), "--concurrency", "2",
@@ -155,36 +161,13 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_a_killed_driver_resumes_from_the_store(ray_address: str, tmp_path: Path) -> None:
+def test_ctrl_c_stops_cleanly_a_killed_driver_resumes(ray_address: str, tmp_path: Path) -> None:
+    """Ctrl-C: exit 130, the workers gone; then kill -9 the driver of a second run; a third run finishes."""
     n = 500
     args, store = _slow_run_args(tmp_path, ray_address, n)
     proc = _start(args, tmp_path)
     try:
-        _wait_for(lambda: _stored(store) >= 60 or proc.poll() is not None, 90, "answers in the store")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    kept = _stored(store)
-    assert 0 < kept < n
-    _wait_for(lambda: not _worker_pids(), 30, "Ray to end the dead driver's workers")
-    done = cli(*args, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert f"{kept:,} already stored" in done.stdout
-    total, distinct, statuses = _rows(store)
-    assert total == distinct == n and "error" not in statuses
-    with sqlite3.connect(store) as conn:
-        runs = dict(conn.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
-    assert runs == {"killed": 1, "completed": 1}
-
-
-def test_ctrl_c_stops_the_cluster_work_cleanly(ray_address: str, tmp_path: Path) -> None:
-    n = 500
-    args, store = _slow_run_args(tmp_path, ray_address, n)
-    proc = _start(args, tmp_path)
-    try:
-        _wait_for(lambda: _stored(store) >= 60 or proc.poll() is not None, 90, "answers in the store")
+        _wait_for(lambda: _stored(store) >= 40 or proc.poll() is not None, 90, "answers in the store")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -193,12 +176,29 @@ def test_ctrl_c_stops_the_cluster_work_cleanly(ray_address: str, tmp_path: Path)
     assert proc.returncode == 130, err
     assert "Interrupted" in out and "Traceback" not in err
     _wait_for(lambda: not _worker_pids(), 30, "the workers to be gone")
+    interrupted = _stored(store)
+    assert 0 < interrupted < n
+
+    proc = _start(args, tmp_path)
+    try:
+        _wait_for(lambda: _stored(store) >= interrupted + 40 or proc.poll() is not None, 90, "more answers")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     kept = _stored(store)
-    assert 0 < kept < n
+    assert interrupted < kept < n
+    _wait_for(lambda: not _worker_pids(), 30, "Ray to end the dead driver's workers")
+
     done = cli(*args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    total, distinct, _ = _rows(store)
-    assert total == distinct == n
+    assert f"{kept:,} already stored" in done.stdout
+    total, distinct, statuses = _rows(store)
+    assert total == distinct == n and "error" not in statuses
+    with sqlite3.connect(store) as conn:
+        runs = dict(conn.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
+    assert runs == {"interrupted": 1, "killed": 1, "completed": 1}
 
 
 def test_fake_server_errors_are_retried_inside_the_actors(ray_address: str, fake_server: Any,
@@ -232,11 +232,19 @@ def test_rpm_holds_across_actors_at_the_server(ray_address: str, tmp_path: Path)
     """
     window, limit = 3.0, 30
     with run_in_thread(_TimedServer()) as server:
-        summary = run_prompts(make_prompts(75), [fake_model(server)], store=tmp_path / "rpm.db",
+        summary = run_prompts(make_prompts(60), [fake_model(server)], store=tmp_path / "rpm.db",
                               handle_signals=False, concurrency=16, rpm=600,
                               ray=RayOptions(actors=2, rate_window_s=window))
         arrivals = sorted(server.server.arrivals)  # type: ignore[attr-defined]
-    assert summary.complete and len(arrivals) == 75
+    assert summary.complete and len(arrivals) == 60
     counts = [sum(1 for t in arrivals[i:] if t < start + window) for i, start in enumerate(arrivals)]
     assert max(counts) <= limit, max(counts)
-    assert max(counts) >= 0.7 * limit  # the limit binds: two unlimited actors would send all 75 at once
+    assert max(counts) >= 0.7 * limit  # the limit binds: two unlimited actors would send all 60 at once
+
+
+def test_replicas_through_ray_one_killed_mid_run(ray_address: str, tmp_path: Path) -> None:
+    at_kill, summary, store = run_with_a_replica_killed(tmp_path, ray=RayOptions(actors=2))
+    assert sum(at_kill) < N_PROMPTS, "the replica should die mid-run"
+    assert_balanced(at_kill)
+    assert summary.complete
+    assert_all_answered_once(store)
