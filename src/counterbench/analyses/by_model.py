@@ -54,13 +54,14 @@ def analyze_store_by_model(
     load: Callable[[Path, list[str], str], pd.DataFrame] | None = None,
 ) -> AnalysisResult:
     """Analyse the store's ``models`` (default: all) one at a time and combine the tables."""
-    if load is None:
-        from counterbench.run.results import load_results as load
+    from counterbench.run.results import load_results
+
+    read = load or load_results
     wanted = list(models) if models else store_models(path)
     parts: list[AnalysisResult] = []
     unusable: list[tuple[str, UserError]] = []
     for model in wanted:
-        results = load(path, [model], profile)
+        results = read(path, [model], profile)
         try:
             parts.append(analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                                  canonical_pairs=canonical_pairs))
