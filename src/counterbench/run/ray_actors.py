@@ -88,6 +88,8 @@ class BatchOutcome:
     counters: dict[str, Any]
     fatal: str | None = None
     pid: int = 0
+    #: the worker process's CPU seconds so far (for the driver's account of what Ray costs)
+    cpu_s: float = 0.0
 
 
 class RowCollector:
@@ -161,8 +163,9 @@ class ModelWorker:
             self.tokens = SharedBucket(limiter, spec.model, "tokens")
         self.successes = 0
 
-    async def ready(self) -> int:
-        return os.getpid()
+    async def ready(self) -> tuple[int, float]:
+        """The worker's pid and CPU seconds spent so far (starting up, loading the model)."""
+        return os.getpid(), time.process_time()
 
     async def run_batch(self, groups: list[Group], successes: int) -> BatchOutcome:
         """Send every group of the batch through the engine; return the rows it produced."""
@@ -186,7 +189,7 @@ class ModelWorker:
         )
         await engine.run()
         self.successes = max(self.successes, lane.successes)
-        return BatchOutcome(collector.rows, lane.counters.as_dict(), lane.fatal, os.getpid())
+        return BatchOutcome(collector.rows, lane.counters.as_dict(), lane.fatal, os.getpid(), time.process_time())
 
     async def close(self) -> None:
         await self.backend.aclose()

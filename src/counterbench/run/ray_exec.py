@@ -25,9 +25,10 @@ import itertools
 import logging
 import math
 import signal
+import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from counterbench.errors import UserError
@@ -51,7 +52,8 @@ class RayOptions:
     (default: the cluster's CPUs shared between the models, at most 8 per model). ``threads``:
     llama.cpp threads of each embedded-model actor (its CPU reservation). ``batch``: request groups
     per Ray task (default: twice an actor's share of ``--concurrency``, 2..256). ``rate_window_s``:
-    the window of the rpm limit's guarantee (a provider counts per minute: 60).
+    the window of the rpm limit's guarantee (a provider counts per minute: 60). ``stats``: a dict
+    that the run fills with what Ray did (workers, batches, worker CPU seconds, restarts seen).
     """
 
     address: str | None = None
@@ -60,6 +62,7 @@ class RayOptions:
     batch: int | None = None
     rate_window_s: float = 60.0
     max_restarts: int = 3
+    stats: dict[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.actors is not None and self.actors < 1:
@@ -151,6 +154,10 @@ class RayEngine(Engine):
         self._limiter: Any = None
         self._limiter_name: str | None = None
         self._sizes: dict[str, int] = {}
+        #: worker pid -> [CPU seconds when ready, CPU seconds at its latest batch]
+        self._cpu: dict[int, list[float]] = {}
+        self._batches_done = 0
+        self._timing: dict[str, float] = {}
         self._batch_iters: dict[str, Iterator[list[Group]]] = {}
         return self
 
@@ -191,8 +198,10 @@ class RayEngine(Engine):
                 self._serve_from_cache(lane)
             busy = [lane for lane in self.lanes if lane.work.groups]
             if busy:
+                started = time.perf_counter()
                 self._start_limiter(busy)
                 pools = [await self._start_actors(lane, len(busy)) for lane in busy]
+                self._timing["startup_s"] = time.perf_counter() - started
                 drivers = [
                     self._drive(lane, actor, self._batches(lane))
                     for lane, pool in zip(busy, pools, strict=True)
@@ -200,7 +209,9 @@ class RayEngine(Engine):
                     for _ in range(BATCHES_PER_ACTOR)
                 ]
                 # every slot of a lane pulls from the lane's one batch iterator (shared generator)
+                answering = time.perf_counter()
                 results = await asyncio.gather(*drivers, return_exceptions=True)
+                self._timing["answering_s"] = time.perf_counter() - answering
                 errors = [r for r in results if isinstance(r, BaseException)
                           and not isinstance(r, asyncio.CancelledError)]
                 if errors:
@@ -213,6 +224,7 @@ class RayEngine(Engine):
             self.writer.attach(None)
             for sig in installed:
                 loop.remove_signal_handler(sig)
+            self._report()
             for actor in [*self._actors, self._limiter]:
                 if actor is not None:
                     with contextlib.suppress(Exception):
@@ -220,6 +232,20 @@ class RayEngine(Engine):
             self.writer.flush(wait=False)
             self.display.refresh()
         return self.stop_reason or "completed"
+
+    def _report(self) -> None:
+        stats = self.ray_options.stats
+        if stats is None:
+            return
+        stats.update({
+            "workers": len(self._actors),
+            "batches": self._batches_done,
+            "batch_sizes": dict(self._sizes),
+            "worker_pids": len(self._cpu),
+            "restarts_seen": max(0, len(self._cpu) - len(self._actors)),
+            "worker_cpu_s": sum(last - first for first, last in self._cpu.values()),
+            **self._timing,
+        })
 
     # -- setting up ------------------------------------------------------------------------------
 
@@ -270,13 +296,15 @@ class RayEngine(Engine):
         pool = [actor_cls.remote(spec) for _ in range(n)]
         self._actors.extend(pool)
         try:  # raises if a worker could not be built (e.g. counterbench missing on a node)
-            await asyncio.wait_for(asyncio.gather(*[actor.ready.remote() for actor in pool]), READY_TIMEOUT_S)
+            ready = await asyncio.wait_for(asyncio.gather(*[actor.ready.remote() for actor in pool]), READY_TIMEOUT_S)
         except TimeoutError:
             total = ray.cluster_resources().get("CPU", 0)
             raise UserError(
                 f"Ray could not start {n} workers for {lane.model} within {READY_TIMEOUT_S:g} s "
                 f"(each needs {cpus:g} CPU; the cluster has {total:g}); lower --ray-actors or --ray-threads"
             ) from None
+        for pid, cpu in ready:
+            self._cpu[int(pid)] = [float(cpu), float(cpu)]
         self._sizes[lane.model] = options.batch or max(2, min(256, 2 * (1 if local else concurrency)))
         return pool
 
@@ -337,6 +365,9 @@ class RayEngine(Engine):
             self._commit(lane, outcome)
 
     def _commit(self, lane: Lane, outcome: Any) -> None:
+        self._batches_done += 1
+        seen = self._cpu.setdefault(int(outcome.pid), [0.0, 0.0])  # a restarted worker: a new pid
+        seen[1] = max(seen[1], float(outcome.cpu_s))
         add = self.writer.add
         for row in outcome.rows:
             add(row)
