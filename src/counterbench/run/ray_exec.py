@@ -39,6 +39,8 @@ RAY_HINT = "install Ray with: pip install 'counterbench[ray]'"
 #: batches in flight per actor (one answering, one waiting), so an actor never idles between batches
 BATCHES_PER_ACTOR = 2
 READY_TIMEOUT_S = 120.0
+#: request groups per batch: twice a worker's concurrency, within these bounds (a Ray task costs ~1 ms)
+MIN_BATCH, MAX_BATCH = 8, 256
 
 Group = list[tuple[PromptItem, str]]
 
@@ -51,7 +53,7 @@ class RayOptions:
     to the instance this process already uses, else starts a local one. ``actors``: workers per model
     (default: the cluster's CPUs shared between the models, at most 8 per model). ``threads``:
     llama.cpp threads of each embedded-model actor (its CPU reservation). ``batch``: request groups
-    per Ray task (default: twice an actor's share of ``--concurrency``, 2..256). ``rate_window_s``:
+    per Ray task (default: twice an actor's share of ``--concurrency``, 8..256; 2 for the embedded model). ``rate_window_s``:
     the window of the rpm limit's guarantee (a provider counts per minute: 60). ``stats``: a dict
     that the run fills with what Ray did (workers, batches, worker CPU seconds, restarts seen).
     """
@@ -303,9 +305,12 @@ class RayEngine(Engine):
                 f"Ray could not start {n} workers for {lane.model} within {READY_TIMEOUT_S:g} s "
                 f"(each needs {cpus:g} CPU; the cluster has {total:g}); lower --ray-actors or --ray-threads"
             ) from None
+        except ray.exceptions.RayError as err:
+            raise UserError(f"a Ray worker for {lane.model} could not start: {_reason(err)}") from None
         for pid, cpu in ready:
             self._cpu[int(pid)] = [float(cpu), float(cpu)]
-        self._sizes[lane.model] = options.batch or max(2, min(256, 2 * (1 if local else concurrency)))
+        # the embedded model takes ~0.5 s a prompt: batches of 2 keep the workers' shares even to the end
+        self._sizes[lane.model] = options.batch or (2 if local else max(MIN_BATCH, min(MAX_BATCH, 2 * concurrency)))
         return pool
 
     # -- dealing batches -------------------------------------------------------------------------
@@ -356,7 +361,13 @@ class RayEngine(Engine):
                 return
             except ray.exceptions.RayActorError as err:
                 lane.fatal = (f"a Ray worker of {lane.model} failed more than {self.ray_options.max_restarts} times "
-                              f"({_first_line(err)})")
+                              f"({_reason(err)})")
+                self.stop("failed")
+                return
+            except ray.exceptions.RayTaskError as err:
+                if not isinstance(getattr(err, "cause", None), UserError):
+                    raise  # a bug: shown as such
+                lane.fatal = str(err.cause)
                 self.stop("failed")
                 return
             finally:
@@ -386,7 +397,11 @@ class RayEngine(Engine):
             self.stop("failed")
 
 
-def _first_line(err: BaseException) -> str:
+def _reason(err: BaseException) -> str:
+    """One line about a Ray error: its cause's message when it has one."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, BaseException) and str(cause).strip():
+        err = cause
     text = str(err).strip()
     return text.splitlines()[0][:200] if text else type(err).__name__
 
