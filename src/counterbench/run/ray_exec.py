@@ -53,9 +53,9 @@ class RayOptions:
     to the instance this process already uses, else starts a local one. ``actors``: workers per model
     (default: the cluster's CPUs shared between the models, at most 8 per model). ``threads``:
     llama.cpp threads of each embedded-model actor (its CPU reservation). ``batch``: request groups
-    per Ray task (default: twice an actor's share of ``--concurrency``, 8..256; 2 for the embedded model). ``rate_window_s``:
-    the window of the rpm limit's guarantee (a provider counts per minute: 60). ``stats``: a dict
-    that the run fills with what Ray did (workers, batches, worker CPU seconds, restarts seen).
+    per Ray task (default: twice an actor's share of ``--concurrency``, 8..256; 2 for the embedded
+    model). ``rate_window_s``: the window of the rpm limit's guarantee (a provider counts per minute:
+    60). ``stats``: a dict that the run fills with what Ray did (workers, batches, worker CPU seconds, restarts seen).
     """
 
     address: str | None = None
