@@ -53,8 +53,11 @@ def _peak_mb() -> float:
 def _start_ray() -> float:
     import ray
 
+    from counterbench.run.ray_setup import LOCAL_SYSTEM_CONFIG
+
     started = time.perf_counter()
-    ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="WARNING")
+    # as `--ray` without an address starts it (workers at nice 0)
+    ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="WARNING", _system_config=LOCAL_SYSTEM_CONFIG)
     return time.perf_counter() - started
 
 
