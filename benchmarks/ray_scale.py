@@ -6,8 +6,8 @@ started with ``ray.init(num_cpus=CPUS)`` before the timed runs (its start-up is 
 1. **Embedded model** — the first ``--embedded-prompts`` prompts of ``rupeebias --preset quick``
    with ``--model local`` (structured answers, 24 tokens): in-process (one llama.cpp with
    ``os.cpu_count()`` threads) vs ``--ray`` with 2 actors of 1 thread each (each loads its own
-   model, included in the time), in ``--repeat`` alternating rounds (best of each reported).
-   Goal: Ray ≥ 0.9× the in-process speed.
+   model, included in the time), and with 1 actor of ``os.cpu_count()`` threads, in ``--repeat``
+   alternating rounds (best of each reported). Goal: Ray ≥ 0.9× the in-process speed.
 2. **Fake OpenAI server** (its own process, ``--latency-ms`` per request): ``--http-requests``
    prompts at ``--concurrency`` in flight, in-process vs ``--ray`` with 2 actors; requests per
    second and client CPU per request (in-process: this process; Ray: the driver plus the workers'
@@ -84,11 +84,16 @@ def phase_embedded(args: argparse.Namespace) -> dict[str, Any]:
             on_ray, ray_s, driver_cpu = _timed(lambda i=i, stats=stats: run_prompts(
                 table, ["local"], store=Path(tmp) / f"b{i}.db", config=config, handle_signals=False,
                 ray=RayOptions(actors=2, threads=1, stats=stats)))
-            assert plain.complete and on_ray.complete
+            one: dict[str, Any] = {}
+            wide, wide_s, _ = _timed(lambda i=i, one=one: run_prompts(
+                table, ["local"], store=Path(tmp) / f"c{i}.db", config=config, handle_signals=False,
+                ray=RayOptions(actors=1, threads=os.cpu_count() or 1, stats=one)))
+            assert plain.complete and on_ray.complete and wide.complete
             out["rounds"].append({
                 "in_process_s": plain_s, "in_process_cpu_s": plain_cpu, "ray_s": ray_s,
                 "ray_answering_s": stats["answering_s"], "ray_worker_start_s": stats["startup_s"],
                 "ray_worker_cpu_s": stats["worker_cpu_s"], "ray_driver_cpu_s": driver_cpu,
+                "ray_1_actor_all_threads_s": wide_s, "ray_1_actor_all_threads_answering_s": one["answering_s"],
                 "load_average": os.getloadavg()[0],
             })
     best_plain = min(r["in_process_s"] for r in out["rounds"])
@@ -99,6 +104,9 @@ def phase_embedded(args: argparse.Namespace) -> dict[str, Any]:
         "best_in_process_s": best_plain, "best_ray_s": best_ray,
         "speed_ratio_ray_vs_in_process": best_plain / best_ray,
         "speed_ratio_after_worker_start": best_plain / best_answering,
+        "speed_ratio_1_actor_all_threads": best_plain / min(r["ray_1_actor_all_threads_s"] for r in out["rounds"]),
+        "speed_ratio_1_actor_all_threads_after_worker_start":
+            best_plain / min(r["ray_1_actor_all_threads_answering_s"] for r in out["rounds"]),
         "ray_driver_cpu_ms_per_prompt": min(r["ray_driver_cpu_s"] for r in out["rounds"]) / len(table) * 1000,
     })
     return out
