@@ -248,3 +248,14 @@ def test_replicas_through_ray_one_killed_mid_run(ray_address: str, tmp_path: Pat
     assert_balanced(at_kill)
     assert summary.complete
     assert_all_answered_once(store)
+
+
+def test_max_cost_holds_with_ray(ray_address: str, fake_server: Any, tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text('prices:\n  "openai-compatible:*": {input: 1000, output: 1000}\n')
+    summary = run_prompts(make_prompts(30), [fake_model(fake_server)], store=tmp_path / "c.db", prices=prices,
+                          max_cost=0.5, concurrency=4, handle_signals=False, ray=RayOptions(actors=2))
+    assert summary.status == "max_cost"
+    assert 0 < summary.totals["cost_usd"] <= 0.5
+    total, distinct, _ = _rows(tmp_path / "c.db")
+    assert 0 < total == distinct < 30
