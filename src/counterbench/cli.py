@@ -31,8 +31,10 @@ register_all(app)
 
 def main() -> None:
     """Console-script entry point."""
+    from counterbench.commands.run_options import optional_ray_address
+
     try:
-        code = app(standalone_mode=False)
+        code = app(args=optional_ray_address(sys.argv[1:]), standalone_mode=False)
     except UserError as err:
         print(f"counterbench: error: {err}", file=sys.stderr)
         sys.exit(2)

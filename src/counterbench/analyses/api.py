@@ -47,7 +47,9 @@ def analyze(
     """Analyse stored responses of ``study`` and return every table of its analysis.
 
     ``source``: a results DataFrame or a store path (re-parsed in memory under ``profile``'s parser:
-    ``rupeebias-v1`` uses the release's lenient parser). ``models``: keep only these model strings.
+    ``rupeebias-v1`` uses the release's lenient parser). A store is read and analysed one model at a
+    time (:mod:`counterbench.analyses.by_model`), so any number of models fits in memory.
+    ``models``: keep only these model strings.
     ``profile``, ``bootstrap``, ``seed``, ``tau``, ``canonical_pairs``: see
     :func:`counterbench.analyses.rupeebias.analyze`.
     """
@@ -60,14 +62,16 @@ def analyze(
     wanted = list(dict.fromkeys(models)) if models else None
     results: Any
     if isinstance(source, str | Path):
-        from counterbench.run.results import load_results
+        from counterbench.analyses.by_model import analyze_store_by_model
 
         path = Path(source).expanduser()
         if not path.is_file():
             raise UserError(
                 f"store {path} does not exist; run some prompts first (`counterbench run ... --store {path}`)"
             )
-        results = load_results(path, wanted, profile)
+        # model by model: peak memory grows with one model's responses, not with the store's
+        return analyze_store_by_model(path, wanted, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                                      canonical_pairs=canonical_pairs)
     else:
         results = _select_models(source, wanted) if wanted else source
     return analyze_rupeebias(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,

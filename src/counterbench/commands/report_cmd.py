@@ -39,6 +39,9 @@ from counterbench.commands.run_options import (
     ParseProfileOpt,
     PricesOpt,
     ProgressOpt,
+    RayActorsOpt,
+    RayOpt,
+    RayThreadsOpt,
     ReasoningEffortOpt,
     RetryErrorsOpt,
     RpmOpt,
@@ -175,6 +178,9 @@ def audit_command(
     parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
+    ray: RayOpt = None,
+    ray_actors: RayActorsOpt = None,
+    ray_threads: RayThreadsOpt = 1,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for report.html, report.md and the analysis tables.")
     ] = Path("counterbench-report"),
@@ -216,6 +222,7 @@ def audit_command(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
         max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
         retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
+        ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
     )
     print(format_summary(summary))
     if summary.status == "interrupted":

@@ -39,6 +39,9 @@ from counterbench.commands.run_options import (
     ParseProfileOpt,
     PricesOpt,
     ProgressOpt,
+    RayActorsOpt,
+    RayOpt,
+    RayThreadsOpt,
     ReasoningEffortOpt,
     RetryErrorsOpt,
     RetryMaxTokensOpt,
@@ -105,6 +108,9 @@ def run_command(
     parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
+    ray: RayOpt = None,
+    ray_actors: RayActorsOpt = None,
+    ray_threads: RayThreadsOpt = 1,
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
 
@@ -131,6 +137,7 @@ def run_command(
         max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
         retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
         retry_max_tokens=retry_max_tokens, endpoint_moved=endpoint_moved,
+        ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
     )
     print(format_summary(summary))
     if summary.status == "interrupted":

@@ -86,8 +86,21 @@ EnvFileOpt = Annotated[
 ProgressOpt = Annotated[
     bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal).")
 ]
+RayOpt = Annotated[
+    str | None,
+    typer.Option("--ray", metavar="[ADDRESS]", help="Answer on a Ray cluster: auto, HOST:PORT, ray://HOST:10001; "
+                 "alone: a local Ray instance (pip install 'counterbench[ray]')."),
+]
+RayActorsOpt = Annotated[
+    int | None, typer.Option("--ray-actors", help="Ray workers per model (default: the cluster's CPUs, shared).")
+]
+RayThreadsOpt = Annotated[
+    int, typer.Option("--ray-threads", help="llama.cpp threads (and CPUs) of each embedded-model Ray worker.")
+]
 
 DEFAULT_STORE = Path("counterbench.db")
+#: what a bare ``--ray`` means (see :func:`optional_ray_address`)
+RAY_LOCAL = "local"
 #: exit codes of run and audit besides 0 (done) and 2 (a user mistake)
 EXIT_MAX_COST = 3
 EXIT_INTERRUPTED = 130
@@ -150,6 +163,9 @@ def send(
     progress: bool | None,
     retry_max_tokens: int | None = None,
     endpoint_moved: bool = False,
+    ray: str | None = None,
+    ray_actors: int | None = None,
+    ray_threads: int = 1,
 ) -> RunSummary:
     """Check the options and run ``table`` on ``models``; the summary says how it ended."""
     from counterbench.run.limits import RetryPolicy
@@ -159,6 +175,14 @@ def send(
         raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")
     if concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, got {concurrency}")
+    ray_setting = None
+    if ray is not None:
+        from counterbench.run.ray_exec import RayOptions
+
+        address = None if ray == RAY_LOCAL else ray
+        ray_setting = RayOptions(address=address, actors=ray_actors, threads=ray_threads)
+    elif ray_actors is not None or ray_threads != 1:
+        raise UserError("--ray-actors and --ray-threads need --ray")
     return run_prompts(
         table,
         models,
@@ -179,4 +203,24 @@ def send(
         retry=RetryPolicy(max_attempts=max_attempts),
         progress="auto" if progress is None else ("rich" if progress else "plain"),
         command=shlex.join(["counterbench", *sys.argv[1:]]),
+        ray=ray_setting,
     )
+
+
+def optional_ray_address(argv: list[str]) -> list[str]:
+    """Let ``--ray`` stand alone: ``--ray`` not followed by an address becomes ``--ray=local``.
+
+    The next word is taken as the address when it looks like one (``auto``, ``local``, or anything
+    with a colon: ``HOST:PORT``, ``ray://HOST:10001``); a study name or another option is not.
+    """
+    out: list[str] = []
+    for i, word in enumerate(argv):
+        if word == "--ray":
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            looks_like_address = following is not None and not following.startswith("-") and (
+                ":" in following or following in ("auto", RAY_LOCAL))
+            if not looks_like_address:
+                out.append(f"--ray={RAY_LOCAL}")
+                continue
+        out.append(word)
+    return out

@@ -10,6 +10,7 @@ model string                what it needs
 ``vllm:URL:MODEL``          a vLLM server at URL (e.g. ``http://host:8000/v1``); ``VLLM_API_KEY`` optional
 ``llamacpp:URL:MODEL``      a llama.cpp server (``llama-server`` or ``python -m llama_cpp.server``) at URL;
                             ``LLAMACPP_API_KEY`` optional
+                            several servers of one model: ``vllm:URL1,URL2:MODEL`` (replicas)
 ``ollama:MODEL``            a running Ollama (``OLLAMA_HOST``, default ``127.0.0.1:11434``);
                             ``OLLAMA_API_KEY`` optional
 ``openai-compatible:URL:MODEL``  any chat-completions server; ``OPENAI_COMPATIBLE_API_KEY`` optional
@@ -66,6 +67,8 @@ class ModelSpec:
     model: str
     url: str | None = None
     raw: str = ""
+    #: every base URL of a replicated model (``vllm:URL1,URL2:MODEL``), else empty
+    replicas: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,10 @@ def parse_model_string(model: str) -> ModelSpec:
         )
     rest = rest.strip()
     if kind in URL_KINDS:
-        if "@" in rest.partition("://")[2].split("/", 1)[0]:
+        from counterbench.models.replicas import split_replica_urls
+
+        others, rest = split_replica_urls(rest) if kind in ("vllm", "openai-compatible") else ([], rest)
+        if "@" in rest.partition("://")[2].split("/", 1)[0] or any("@" in u for u in others):
             raise UserError(f"model {kind}:...: put credentials in the API-key variable, not in the URL")
         match = _URL_MODEL.match(rest)
         if not match:
@@ -103,6 +109,9 @@ def parse_model_string(model: str) -> ModelSpec:
                 f"e.g. {kind}:http://127.0.0.1:8000/v1:my-model"
             )
         url = check_url(match.group(1), f"model {raw!r}")
+        if others:
+            replicas = (*[check_url(u, f"model {raw!r}") for u in others], url)
+            return ModelSpec(kind, match.group(2).strip(), replicas[0], raw, replicas)
         return ModelSpec(kind, match.group(2).strip(), url, raw)
     if not rest:
         raise UserError(f"model {raw!r}: the model name after '{kind}:' is missing")
@@ -183,6 +192,12 @@ def _openai_compat(spec: ModelSpec, env: Mapping[str, str], *, base_url: str | N
     if client not in ("auto", "aiohttp"):
         raise UserError(f"{HTTP_CLIENT_VAR} must be 'auto' or 'aiohttp', got {client!r}")
     http_client: HTTPClientChoice = "aiohttp" if client == "aiohttp" else "auto"
+    if len(spec.replicas) > 1:
+        from counterbench.models.replicas import ReplicaBackend
+
+        return ReplicaBackend([OpenAICompatBackend(name=spec.raw, model=spec.model, base_url=url,
+                                                   http_client=http_client, family=spec.kind, **options)
+                               for url in spec.replicas])
     return OpenAICompatBackend(
         name=spec.raw, model=spec.model, base_url=base_url, http_client=http_client, family=spec.kind, **options
     )

@@ -220,6 +220,12 @@ class ConstraintGate:
         self.notice: str | None = None
         self._locks: dict[int, asyncio.Lock] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        # sent to another process (a Ray worker): locks belong to this process's event loops
+        state = dict(self.__dict__)
+        state["_locks"] = {}
+        return state
+
     def lock(self) -> asyncio.Lock:
         """This event loop's lock (a backend may serve several runs, each under its own loop)."""
         key = id(asyncio.get_running_loop())
@@ -249,6 +255,12 @@ class StructuredState:
         self.name = name
         self.gates: dict[str, ConstraintGate] = {}
         self.on_notice: Callable[[str], None] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # sent to another process (a Ray worker): the live display callback stays with the driver
+        state = dict(self.__dict__)
+        state["on_notice"] = None
+        return state
 
     def gate(self, mode: str) -> ConstraintGate:
         gate = self.gates.get(mode)

@@ -26,7 +26,7 @@ from counterbench.models.labels import model_spec
 from counterbench.models.structured import check_config as check_structured_config
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.run.costs import load_price_table
-from counterbench.run.engine import Engine, EngineSettings, Lane, lane_summary
+from counterbench.run.engine import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits, RetryPolicy
 from counterbench.run.parsing import ResponseParser
 from counterbench.run.plan import plan_model, prompt_items
@@ -85,6 +85,7 @@ async def arun_prompts(
     batch_rows: int = 512,
     commit_window: float = DEFAULT_WINDOW_S,
     handle_signals: bool = True,
+    ray: Any = None,
 ) -> RunSummary:
     """Async form of :func:`run_prompts`.
 
@@ -94,8 +95,15 @@ async def arun_prompts(
     re-sends stored ``truncated``/``filtered``/``empty`` answers; ``retry_max_tokens`` sends the
     ``truncated`` ones with that larger token limit (stored under the run's config; the run records
     the limit). ``endpoint_moved`` says a model whose base URL changed since its stored answers is
-    still the same model.
+    still the same model. ``ray`` (``True``, a cluster
+    address or :class:`~counterbench.run.ray_exec.RayOptions`) answers the pending prompts on Ray actors
+    (see :mod:`counterbench.run.ray_exec`); the store stays the one place answers are kept.
     """
+    from counterbench.run.ray_exec import configure_ray, engine_class, ray_options, require_ray
+
+    ray_opts = ray_options(ray)
+    if ray_opts is not None:
+        require_ray()
     started = time.monotonic()
     _check_settings(concurrency, timeout, max_cost, batch_rows, commit_window)
     config = config or GenerationConfig()
@@ -145,6 +153,9 @@ async def arun_prompts(
                 "parse_profile": parse_profile,
                 "structured_modes": modes,
             }
+            if ray_opts is not None:
+                run_config["ray"] = {"address": ray_opts.address, "actors": ray_opts.actors,
+                                     "threads": ray_opts.threads}
             from counterbench import __version__
 
             safe_command = redactor.redact(command)
@@ -182,7 +193,7 @@ async def arun_prompts(
                 lane.counters.skipped = lane.work.already_done
             writer = BatchWriter(store_obj, max_rows=batch_rows, window=commit_window)
             display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=progress)
-            engine = Engine(
+            engine = engine_class(ray_opts)(
                 lanes,
                 config=config,
                 settings=EngineSettings(concurrency, timeout, max_cost, retry or RetryPolicy(), handle_signals),
@@ -192,6 +203,7 @@ async def arun_prompts(
                 display=display,
                 run_id=run_id,
             )
+            configure_ray(engine, ray_opts, parse_profile, rpm, tpm, largest)
             display.start()
             watch_notices(backends, display.message)
             try:

@@ -1,0 +1,152 @@
+"""The RupeeBias analysis of a store one model at a time, so memory grows with one model's answers.
+
+Every table of :func:`counterbench.analyses.rupeebias.analyze` is made of per-model cells whose
+numbers depend on that model's answers alone (each cell has its own bootstrap stream, keyed by the
+cell). Three things span models and are redone on the combined tables:
+
+* the leaderboard's ``rank`` (models sorted by overall Mean Δ%, as in the joint analysis);
+* the Benjamini–Hochberg q-values of Kendall's W (``q_bh_all`` over every included cell or axis,
+  ``q_bh_within_axis`` per language × axis, ``q_bh`` per language) and their ``significant`` marks;
+* the summary (counts added up, lists united, dates widened, ``unsupported`` recomputed).
+
+Rows come out in the joint analysis's order (models in leaderboard order, each model's rows as its
+own analysis ordered them). ``tests/analyses/test_by_model.py`` checks every table against the
+joint analysis of the same answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.analyses.ordering import ALPHA, _bh
+from counterbench.analyses.rupeebias import AnalysisResult, analyze
+from counterbench.errors import UserError
+
+__all__ = ["analyze_store_by_model", "combine_results"]
+
+_COUNTS = ("n_responses", "n_ok", "n_out_of_range", "n_out_of_range_excluded", "n_duplicates", "n_values",
+           "n_pairs")
+_LISTS = ("languages", "use_cases", "axes", "variants")
+_OUT_OF_RANGE_NOTE = "values outside the plausibility bounds were left out"
+
+
+def store_models(path: Path) -> list[str]:
+    from counterbench.run.store import open_store
+
+    with open_store(path, create=False) as store:
+        return [str(m) for (m,) in store.query("SELECT DISTINCT model FROM responses ORDER BY model")]
+
+
+def analyze_store_by_model(
+    path: Path,
+    models: Sequence[str] | None,
+    *,
+    profile: str,
+    bootstrap: int,
+    seed: int,
+    tau: float,
+    canonical_pairs: Mapping[str, tuple[str, str]] | None,
+    load: Callable[[Path, list[str], str], pd.DataFrame] | None = None,
+) -> AnalysisResult:
+    """Analyse the store's ``models`` (default: all) one at a time and combine the tables."""
+    from counterbench.run.results import load_results
+
+    read = load or load_results
+    wanted = list(models) if models else store_models(path)
+    parts: list[AnalysisResult] = []
+    unusable: list[tuple[str, UserError]] = []
+    for model in wanted:
+        results = read(path, [model], profile)
+        try:
+            parts.append(analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                                 canonical_pairs=canonical_pairs))
+        except UserError as err:  # no usable answer of this model: left out, like the joint analysis does
+            unusable.append((model, err))
+        del results
+    if not parts:
+        raise unusable[0][1] if unusable else UserError(f"store {path} holds no responses")
+    combined = combine_results(parts)
+    for model, _ in unusable:
+        combined.summary["notes"].append(f"{model}: no usable standard-prompt answers; left out of the analysis")
+    return combined
+
+
+def combine_results(parts: Sequence[AnalysisResult]) -> AnalysisResult:
+    """One :class:`AnalysisResult` from the analyses of disjoint sets of models."""
+    boards = [p.tables["leaderboard"] for p in parts]
+    board = pd.concat([b for b in boards if not b.empty] or boards[:1], ignore_index=True)
+    board = board.sort_values("overall_mean_delta", kind="stable", na_position="last").reset_index(drop=True)
+    board["rank"] = np.arange(1, len(board) + 1)
+    order = [str(m) for m in board["model"]]
+    for p in parts:  # models without pairs keep their place after the ranked ones
+        order += [m for m in p.summary.get("models", {}) if m not in order]
+    rank = {m: i for i, m in enumerate(order)}
+    tables: dict[str, pd.DataFrame] = {"leaderboard": board}
+    for name in parts[0].tables:
+        if name == "leaderboard":
+            continue
+        pieces = [p.tables[name] for p in parts]
+        filled = [t for t in pieces if not t.empty]
+        if not filled:
+            tables[name] = pieces[0]
+            continue
+        if "model" in filled[0].columns:
+            filled.sort(key=lambda t: rank.get(str(t["model"].iloc[0]), len(rank)))
+        tables[name] = pd.concat(filled, ignore_index=True)
+    _correct_kendalls_w(tables)
+    tables = {name: tables[name] for name in parts[0].tables}
+    return AnalysisResult(tables=tables, summary=_summary(parts, tables, order))
+
+
+def _correct_kendalls_w(tables: dict[str, pd.DataFrame]) -> None:
+    """Benjamini–Hochberg over every model at once, as :func:`ordering.kendalls_w_tables` does."""
+    per_cell = tables.get("kendalls_w")
+    if per_cell is not None and not per_cell.empty:
+        per_cell["q_bh_all"] = _bh(per_cell["p_value"].where(per_cell["included"].astype(bool)))
+        per_cell["significant"] = per_cell["q_bh_all"] < ALPHA
+    per_axis = tables.get("kendalls_w_axis")
+    if per_axis is not None and not per_axis.empty:
+        per_axis["q_bh_within_axis"] = np.nan
+        for _, idx in per_axis.groupby(["language", "axis"], sort=False).groups.items():
+            per_axis.loc[idx, "q_bh_within_axis"] = _bh(per_axis.loc[idx, "p_fisher"])
+        per_axis["q_bh_all"] = _bh(per_axis["p_fisher"])
+        per_axis["significant"] = per_axis["q_bh_within_axis"] < ALPHA
+    by_model = tables.get("kendalls_w_model")
+    if by_model is not None and not by_model.empty:
+        by_model["q_bh"] = np.nan
+        for _, idx in by_model.groupby("language", sort=False).groups.items():
+            by_model.loc[idx, "q_bh"] = _bh(by_model.loc[idx, "p_fisher"])
+        by_model["significant"] = by_model["q_bh"] < ALPHA
+
+
+def _summary(parts: Sequence[AnalysisResult], tables: dict[str, pd.DataFrame], order: list[str]) -> dict[str, Any]:
+    summaries = [p.summary for p in parts]
+    out = dict(summaries[0])
+    models = {m: info for s in summaries for m, info in s.get("models", {}).items()}
+    out["models"] = {m: models[m] for m in order if m in models}
+    out["simulated"] = {m: info["simulated"] for m, info in out["models"].items()}
+    for key in _COUNTS:
+        out[key] = sum(int(s.get(key, 0)) for s in summaries)
+    by_language: dict[str, int] = {}
+    for s in summaries:
+        for lang, n in s.get("n_pairs_by_language", {}).items():
+            by_language[lang] = by_language.get(lang, 0) + int(n)
+    out["n_pairs_by_language"] = by_language
+    for key in _LISTS:
+        out[key] = list(dict.fromkeys(v for s in summaries for v in s.get(key, [])))
+    firsts = [s["first_response"] for s in summaries if s.get("first_response")]
+    lasts = [s["last_response"] for s in summaries if s.get("last_response")]
+    out["first_response"] = min(firsts) if firsts else None
+    out["last_response"] = max(lasts) if lasts else None
+    out["notes"] = [n for s in summaries for n in s.get("notes", []) if _OUT_OF_RANGE_NOTE not in n]
+    if out["n_out_of_range_excluded"]:  # one note with the total, as the joint analysis writes it
+        out["notes"].append(f"{out['n_out_of_range_excluded']} values outside the plausibility bounds were left "
+                            "out (profile default; see parse_health.n_out_of_range)")
+    hints = {name: hint for s in summaries for name, hint in s.get("unsupported", {}).items()}
+    out["unsupported"] = {name: hints.get(name, "") for name, frame in tables.items() if frame.empty}
+    return out
