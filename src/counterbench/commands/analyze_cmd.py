@@ -81,7 +81,8 @@ def _print_leaderboard(console: Any, result: AnalysisResult) -> None:
     for row in board.to_dict("records"):
         name = f"{row['model']} *" if bool(row["simulated"]) else str(row["model"])
         table.add_row(str(row["rank"]), name, _fmt(row["overall_mean_delta"]),
-                      f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}", *(_fmt(row[f"{lang}_mean_delta"]) for lang in shown))
+                      f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}",
+                      *(_fmt(row[f"{lang}_mean_delta"]) for lang in shown))
     console.print(table)
     if board["simulated"].astype(bool).any():
         console.print("* simulated model: its bias is planted, not measured")
@@ -101,7 +102,9 @@ def analyze_command(
     bootstrap: Annotated[
         str, typer.Option("--bootstrap", metavar="N", help="Bootstrap replicates per interval (0 = none).")
     ] = "2000",
-    seed: Annotated[str, typer.Option("--bootstrap-seed", metavar="S", help="Base seed of every bootstrap stream.")] = "0",
+    seed: Annotated[
+        str, typer.Option("--bootstrap-seed", metavar="S", help="Base seed of every bootstrap stream.")
+    ] = "0",
     tau: Annotated[str, typer.Option("--tau", metavar="T", help="Violation@τ threshold in percent (amounts).")] = "10",
 ) -> None:
     """Compute every table of the study's analysis and write them to --out (CSV + Parquet + summary.json)."""

@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from counterbench.errors import UserError
-
 from counterbench.commands.common import (
     AxisOpt,
     FromReleaseOpt,
@@ -24,11 +22,14 @@ from counterbench.commands.common import (
     VariantOpt,
     filters_from_options,
 )
+from counterbench.errors import UserError
 
 
 def prompts_command(
     study: Annotated[str, typer.Argument(help="A built-in study (see `counterbench studies`) or a study .yaml.")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the table to .parquet, .csv or .jsonl.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the table to .parquet, .csv or .jsonl.")
+    ] = None,
     use_case: UseCaseOpt = None,
     language: LanguageOpt = None,
     axis: AxisOpt = None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -90,7 +89,9 @@ def report_command(
         str | None, typer.Option("--parse-profile", help="Parse rules with --store: default or rupeebias-v1.")
     ] = None,
     bootstrap: BootstrapOpt = None,
-    seed: Annotated[int | None, typer.Option("--bootstrap-seed", help="Base seed of every bootstrap stream (0).")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--bootstrap-seed", help="Base seed of every bootstrap stream (0).")
+    ] = None,
     tau: TauOpt = None,
     samples: SamplesOpt = True,
     title: TitleOpt = None,
@@ -240,6 +241,8 @@ def audit_command(
         print(f"Interrupted; everything answered so far is saved. Resume (and get the report) with:\n"
               f"  {summary.resume_command}")
         raise typer.Exit(EXIT_INTERRUPTED)
+    from counterbench.report.api import audit_report
+
     files = audit_report(
         store, list(summary.models), table, config.fingerprint(), out, parse_profile=parse_profile,
         bootstrap=bootstrap, seed=bootstrap_seed, tau=tau, samples=samples, title=title, study=study,
@@ -251,45 +254,6 @@ def audit_command(
     _announce(files.html, lines)
     if summary.status == "max_cost":
         raise typer.Exit(EXIT_MAX_COST)
-
-
-def audit_report(
-    store: Path,
-    models: list[str],
-    prompts: pd.DataFrame,
-    config_fp: str,
-    out: Path,
-    *,
-    parse_profile: str,
-    bootstrap: int,
-    seed: int,
-    tau: float,
-    samples: bool,
-    title: str | None,
-    study: Any = "rupeebias",
-    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
-) -> Any:
-    """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
-    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
-    from counterbench.report.api import generation_settings, write_report
-    from counterbench.report.context import from_analysis
-    from counterbench.report.samples import select_samples
-
-    the_study = resolve_study(study)
-    results = load_study_results(store, the_study, models=models, profile=parse_profile)
-    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
-    if results.empty:
-        raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
-    result = analyze_study(results.reset_index(drop=True), the_study, profile=parse_profile, bootstrap=bootstrap,
-                           seed=seed, tau=tau, canonical_pairs=canonical_pairs)
-    try:
-        result.write(out / "analysis")
-    except OSError as err:
-        raise UserError(f"cannot write the analysis tables to {out / 'analysis'}: {err.strerror or err}") from None
-    data = from_analysis(result, samples=select_samples(results) if samples else None, title=title,
-                         source=str(store))
-    data.model_settings = generation_settings(results)
-    return write_report(data, out / "report.html")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,3 +217,40 @@ def generation_settings(results: pd.DataFrame) -> dict[str, str]:
             described.append(", ".join(bits))
         out[str(model)] = " | ".join(described)
     return out
+
+
+def audit_report(
+    store: Path,
+    models: list[str],
+    prompts: pd.DataFrame,
+    config_fp: str,
+    out: Path,
+    *,
+    parse_profile: str,
+    bootstrap: int,
+    seed: int,
+    tau: float,
+    samples: bool,
+    title: str | None,
+    study: Any = "rupeebias",
+    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+) -> Any:
+    """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
+    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
+    from counterbench.report.samples import select_samples
+
+    the_study = resolve_study(study)
+    results = load_study_results(store, the_study, models=models, profile=parse_profile)
+    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
+    if results.empty:
+        raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
+    result = analyze_study(results.reset_index(drop=True), the_study, profile=parse_profile, bootstrap=bootstrap,
+                           seed=seed, tau=tau, canonical_pairs=canonical_pairs)
+    try:
+        result.write(out / "analysis")
+    except OSError as err:
+        raise UserError(f"cannot write the analysis tables to {out / 'analysis'}: {err.strerror or err}") from None
+    data = from_analysis(result, samples=select_samples(results) if samples else None, title=title,
+                         source=str(store))
+    data.model_settings = generation_settings(results)
+    return write_report(data, out / "report.html")

@@ -46,9 +46,10 @@ def gaps_section(ctx: ReportContext) -> Section:
     rows = []
     for facet, part in frame.groupby("facet", sort=False):
         for r in part.to_dict("records"):
-            bars = [BarValue(str(r["model"]), t.as_float(r["difference"]), series_color(ctx.models.index(str(r["model"]))
-                                                                                      if str(r["model"]) in ctx.models else 0),
-                             t.as_float(r["ci_low"]), t.as_float(r["ci_high"]), t.stars(r.get("q_value")))]
+            model = str(r["model"])
+            color = series_color(ctx.models.index(model) if model in ctx.models else 0)
+            bars = [BarValue(model, t.as_float(r["difference"]), color, t.as_float(r["ci_low"]),
+                             t.as_float(r["ci_high"]), t.stars(r.get("q_value")))]
             label = f"{facet}: {r['comparison']} − {r['reference']}"
             if len(ctx.languages) > 1:
                 label += f" ({ctx.language_label(str(r['language']))})"
