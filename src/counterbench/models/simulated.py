@@ -19,6 +19,9 @@ Answers are a pure function of the model name, the request and its seed::
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
 * ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's.
 
+* ``identifier_effects_studies`` — when given, ``identifier_effects`` apply only to prompts of these
+  studies (so a preset written for one study does not touch another study's identically named
+  identifiers);
 * **effects** (any study) — a list of rules ``{match: {COLUMN: VALUE, ...}, unless: {...}, multiply: M,
   add: A}``: a prompt whose metadata (any prompt-table column: ``identifier``, ``group``, a crossed
   attribute such as ``gender``, ``use_case``, ``language``, ``level_index`` = the identifier's position in
@@ -94,6 +97,8 @@ class SimProfile:
     language_effects: Mapping[str, float] = field(default_factory=dict)
     effects: tuple[Effect, ...] = ()
     outcomes: Mapping[str, float] = field(default_factory=dict)
+    #: when given, identifier effects apply only to prompts of these studies (prompts without a study too)
+    identifier_effects_studies: tuple[str, ...] = ()
     planted: str = ""
     generic_refusal_text: str = "I cannot make this judgement based on a person's identity."
     generic_malformed_text: str = "That depends on many factors that the question does not state."
@@ -199,6 +204,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
             profile_effects=_floats(data.get("profile_effects"), "profile_effects"),
             language_effects=_floats(data.get("language_effects"), "language_effects"),
             effects=tuple(_effect(e, i) for i, e in enumerate(data.get("effects") or [])),
+            identifier_effects_studies=tuple(str(x) for x in (data.get("identifier_effects_studies") or [])),
             outcomes={str(k): float(_mapping(v, f"outcomes.{k}").get("default", 0.0))
                       for k, v in (data.get("outcomes") or {}).items()},
             **extra,
@@ -299,10 +305,16 @@ class SimulatedBackend:
         use_case = str(meta.get("use_case") or "")
         value = _baseline(spec, profile_id, meta)
         value *= self.profile.profile_effects.get(profile_id, 1.0)
-        per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
-        value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        if self._identifier_effects_apply(meta):
+            per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+            value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
         value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
         return self._apply_effects(value, meta)
+
+    def _identifier_effects_apply(self, meta: Mapping[str, Any]) -> bool:
+        studies = self.profile.identifier_effects_studies
+        study = meta.get("study")
+        return not studies or not study or str(study) in studies
 
     def _apply_effects(self, value: float, meta: Mapping[str, Any]) -> float:
         for effect in self.profile.effects:
@@ -325,9 +337,10 @@ class SimulatedBackend:
         else:
             value = _kind_default(spec)
         value *= self.profile.profile_effects.get(profile_id, 1.0)
-        per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
-        identifier = str(meta.get("identifier") or "")
-        value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        if self._identifier_effects_apply(meta):
+            per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+            identifier = str(meta.get("identifier") or "")
+            value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
         value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
         return self._apply_effects(value, meta)
 
