@@ -81,7 +81,7 @@ def build_prompts(
         if v not in VARIANTS:
             raise UserError(f"unknown variant '{v}' (one of: {', '.join(VARIANTS)})")
     if from_release is not None:
-        from counterbench.studies.release import load_release_prompts
+        from counterbench.studies.rupeebias.release import load_release_prompts
 
         table = load_release_prompts(the_study, Path(from_release), variants)
     else:
