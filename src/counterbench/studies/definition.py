@@ -63,6 +63,8 @@ class UseCase:
     profiles: tuple[Mapping[str, Any], ...]
     aliases: tuple[str, ...] = ()
     outcome: OutcomeSpec | None = None
+    #: how reports name the use case (default: its name, capitalised)
+    label: str | None = None
 
     @property
     def n_question_variants(self) -> int:

@@ -49,7 +49,8 @@ def parse_use_cases(
         profiles = _parse_profiles(ctx, m.get("profiles"), f"{where}.profiles", languages)
         _check_templates(ctx, where, templates, profiles, forms, attributes)
         aliases = tuple(str(a) for a in (m.get("aliases") or []))
-        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases, outcome)
+        label = ctx.text(m["label"], f"{where}.label") if "label" in m else None
+        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases, outcome, label)
     return use_cases
 
 
