@@ -92,7 +92,7 @@ CASES: dict[str, tuple[Setup, str]] = {
     "import of random bytes": (_random_import, "not UTF-8 text"),
     "import of broken JSON lines": (_not_json_import, "not valid JSON"),
     "import of a dataset file only": (_dataset_only_import, "no release run files found"),
-    "--seed -1 with --sample-slots": (_study("--sample-slots", "2", "--seed", "-1"), "--seed must be 0 or more"),
+    "--sample-seed -1 with --sample-slots": (_study("--sample-slots", "2", "--sample-seed", "-1"), "--sample-seed must be 0 or more"),
     "--question-variant abc": (_study("--question-variant", "abc"), "Invalid value for '--question-variant'"),
     "--sample-slots 0": (_study("--sample-slots", "0"), "--sample-slots must be at least 1"),
     "--concurrency x": (_sim("--concurrency", "x"), "Invalid value for '--concurrency'"),

@@ -26,7 +26,7 @@ VariantOpt = Annotated[
 SampleSlotsOpt = Annotated[
     int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.")
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for --sample-slots.")]
+SeedOpt = Annotated[int, typer.Option("--sample-seed", help="Seed for --sample-slots.")]
 PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset, e.g. quick (870 prompts).")]
 FromReleaseOpt = Annotated[
     Path | None, typer.Option("--from-release", help="Use the release's own dataset .jsonl files in DIR.")
@@ -50,7 +50,7 @@ def filters_from_options(
     if sample_slots is not None and sample_slots < 1:
         raise UserError(f"--sample-slots must be at least 1, got {sample_slots}")
     if seed < 0:
-        raise UserError(f"--seed must be 0 or more, got {seed}")
+        raise UserError(f"--sample-seed must be 0 or more, got {seed}")
     return PromptFilters(
         use_case=use_case or None,
         language=language or None,

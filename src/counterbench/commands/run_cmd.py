@@ -208,7 +208,7 @@ def import_command(
         list[Path] | None, typer.Argument(help="Release run files (.jsonl) or folders of them.")
     ] = None,
     store: StoreOpt = Path("counterbench.db"),
-    profile: Annotated[str, typer.Option("--profile", help="Parse with: default or rupeebias-v1.")] = "default",
+    profile: Annotated[str, typer.Option("--parse-profile", help="Parse rules: default or rupeebias-v1.")] = "default",
     inspect_log: Annotated[
         list[Path] | None,
         typer.Option("--inspect-log", help="Inspect AI eval logs (.eval/.json, or folders) of a counterbench task."),

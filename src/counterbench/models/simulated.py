@@ -19,9 +19,27 @@ Answers are a pure function of the model name, the request and its seed::
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
 * ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's.
 
-It reads only ``request.metadata`` keys ``use_case``, ``identifier``, ``profile_id``, ``language``
-(plus any anchor column named in the YAML): nothing study-specific lives in this code.
-Answers use the studies' format: ``### 1234000 INR`` or ``### 12.5 %``.
+* ``identifier_effects_studies`` — when given, ``identifier_effects`` apply only to prompts of these
+  studies (so a preset written for one study does not touch another study's identically named
+  identifiers);
+* **effects** (any study) — a list of rules ``{match: {COLUMN: VALUE, ...}, unless: {...}, multiply: M,
+  add: A}``: a prompt whose metadata (any prompt-table column: ``identifier``, ``group``, a crossed
+  attribute such as ``gender``, ``use_case``, ``language``, ``level_index`` = the identifier's position in
+  its axis) matches every ``match`` entry (a value or a list of values) and not every ``unless`` entry
+  gets its expected value multiplied by ``M`` and then ``A`` added;
+* ``planted`` — one sentence saying what the effects plant (the report's banner shows it).
+
+Answers follow the request's outcome kind (:mod:`counterbench.outcomes`, from ``answer_type``):
+amounts ``### 1234000 INR`` / ``### 12.5 %`` as above; for ``rate``, ``score`` and ``text`` the
+expected value (a rate in %, a score, a word count) gets the same multiplicative noise and is
+formatted by the kind (scores are rounded stochastically, so their mean stays the expected value);
+for ``label`` and ``choice`` the expected value is the probability of the positive label / first
+option and one seeded uniform draw picks the answer. Their baselines: ``use_cases[USE_CASE].default``,
+else ``outcomes[KIND].default``, else the kind's own (rate 8, score 60% up the scale, label 0.5,
+choice 1/N, text 150 words).
+
+It reads only ``request.metadata`` and ``request.answer_type``: nothing study-specific lives in this
+code (the presets' identifier names are data).
 """
 
 from __future__ import annotations
@@ -39,6 +57,7 @@ import yaml
 
 from counterbench.errors import UserError
 from counterbench.models.base import ChatRequest, ChatResult
+from counterbench.models.sim_effects import Effect, _effect, _kind_default, _mapping
 
 PRESET_PACKAGE = "counterbench.models"
 PRESET_DIR = "sim_presets"
@@ -77,6 +96,13 @@ class SimProfile:
     identifier_effects_by_use_case: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     profile_effects: Mapping[str, float] = field(default_factory=dict)
     language_effects: Mapping[str, float] = field(default_factory=dict)
+    effects: tuple[Effect, ...] = ()
+    outcomes: Mapping[str, float] = field(default_factory=dict)
+    #: when given, identifier effects apply only to prompts of these studies (prompts without a study too)
+    identifier_effects_studies: tuple[str, ...] = ()
+    planted: str = ""
+    generic_refusal_text: str = "I cannot make this judgement based on a person's identity."
+    generic_malformed_text: str = "That depends on many factors that the question does not state."
 
 
 def preset_names() -> list[str]:
@@ -137,7 +163,8 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
         if rates["noise_sd"] < 0 or rates["latency_ms"] < 0:
             raise ValueError("noise_sd and latency_ms must not be negative")
         extra: dict[str, Any] = {}
-        for key in ("refusal_text", "malformed_text", "description"):
+        for key in ("refusal_text", "malformed_text", "description", "planted", "generic_refusal_text",
+                    "generic_malformed_text"):
             if key in data:
                 extra[key] = str(data[key])
         return SimProfile(
@@ -155,6 +182,10 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
             },
             profile_effects=_floats(data.get("profile_effects"), "profile_effects"),
             language_effects=_floats(data.get("language_effects"), "language_effects"),
+            effects=tuple(_effect(e, i) for i, e in enumerate(data.get("effects") or [])),
+            identifier_effects_studies=tuple(str(x) for x in (data.get("identifier_effects_studies") or [])),
+            outcomes={str(k): float(_mapping(v, f"outcomes.{k}").get("default", 0.0))
+                      for k, v in (data.get("outcomes") or {}).items()},
             **extra,
         )
     except (TypeError, ValueError, AttributeError) as exc:
@@ -227,13 +258,67 @@ class SimulatedBackend:
         use_case = str(meta.get("use_case") or "")
         value = _baseline(spec, profile_id, meta)
         value *= self.profile.profile_effects.get(profile_id, 1.0)
-        per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
-        value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        if self._identifier_effects_apply(meta):
+            per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+            value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
         value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
+        return self._apply_effects(value, meta)
+
+    def _identifier_effects_apply(self, meta: Mapping[str, Any]) -> bool:
+        studies = self.profile.identifier_effects_studies
+        study = meta.get("study")
+        return not studies or not study or str(study) in studies
+
+    def _apply_effects(self, value: float, meta: Mapping[str, Any]) -> float:
+        for effect in self.profile.effects:
+            if effect.applies(meta):
+                value = value * effect.multiply + effect.add
         return value
+
+    def expected_outcome(self, request: ChatRequest) -> float:
+        """Noise-free latent value for a non-amount outcome (rate %, score, probability, word count)."""
+        from counterbench.outcomes import spec_from_answer_type
+
+        spec = spec_from_answer_type(str(request.answer_type))
+        meta = request.metadata
+        use_case = str(meta.get("use_case") or "")
+        profile_id = str(meta.get("profile_id") or "")
+        if use_case in self.profile.use_cases:
+            value = _baseline(self.profile.use_cases[use_case], profile_id, meta)
+        elif spec.kind in self.profile.outcomes:
+            value = self.profile.outcomes[spec.kind]
+        else:
+            value = _kind_default(spec)
+        value *= self.profile.profile_effects.get(profile_id, 1.0)
+        if self._identifier_effects_apply(meta):
+            per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+            identifier = str(meta.get("identifier") or "")
+            value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
+        return self._apply_effects(value, meta)
+
+    def _answer_outcome(self, request: ChatRequest) -> str:
+        from counterbench.outcomes import get_kind, spec_from_answer_type
+
+        p = self.profile
+        spec = spec_from_answer_type(str(request.answer_type))
+        u_outcome, u1, u2, u3 = stable_unit_floats(self.name, request.prompt_id, request.config.seed, count=4)
+        if u_outcome < p.refusal_rate:
+            return p.generic_refusal_text
+        if u_outcome < p.refusal_rate + p.malformed_rate:
+            return p.generic_malformed_text
+        latent = self.expected_outcome(request)
+        if spec.kind in ("rate", "score", "text"):
+            z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
+            latent *= math.exp(p.noise_sd * z)
+        return get_kind(spec.kind).simulate(spec, latent, u3)
 
     def answer(self, request: ChatRequest) -> str:
         """The text this model answers (synchronous and pure)."""
+        from counterbench.outcomes import is_generic
+
+        if is_generic(request.answer_type):
+            return self._answer_outcome(request)
         p = self.profile
         u_outcome, u1, u2 = stable_unit_floats(self.name, request.prompt_id, request.config.seed)
         if u_outcome < p.refusal_rate:
@@ -287,6 +372,17 @@ def format_answer(value: float, spec: SimAnswerSpec) -> str:
         value = round(value / spec.round_to) * spec.round_to
     number = f"{value:.{spec.decimals}f}" if spec.decimals > 0 else str(round(value))
     return f"### {number} {spec.unit}"
+
+
+def planted_description(model: str) -> str:
+    """The ``planted`` sentence of a ``sim:`` model (its ``description`` if it has none; ``""`` if unreadable)."""
+    if not model.startswith("sim:"):
+        return ""
+    try:
+        profile = load_profile(model[len("sim:"):])
+    except UserError:
+        return ""
+    return profile.planted or profile.description
 
 
 def create_simulated(name_or_path: str) -> SimulatedBackend:

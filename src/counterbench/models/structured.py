@@ -49,7 +49,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
 from counterbench.errors import UserError
-from counterbench.models.answer_formats import answer_format
 from counterbench.models.base import BackendError, ChatRequest, GenerationConfig
 
 T = TypeVar("T")
@@ -91,7 +90,9 @@ def constraint_for(request: ChatRequest) -> Constraint | None:
     own = getattr(request, "constraint", None)
     if own is not None:
         return own
-    return answer_format(request.answer_type)
+    from counterbench.outcomes import constraint_for as outcome_constraint
+
+    return outcome_constraint(request.answer_type)
 
 
 def answer_schema(constraint: Constraint) -> dict[str, Any]:
