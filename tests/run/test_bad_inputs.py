@@ -132,9 +132,12 @@ def test_bad_input_is_one_line_exit_two_and_leaves_nothing(
 def test_report_into_a_folder_with_a_real_store_leaves_no_temp_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import counterbench
     from counterbench.run import run_prompts
 
-    run_prompts(make_prompts(8), ["sim:biased"], store=tmp_path / "cb.db")
+    table = counterbench.prompts("rupeebias", language="en", use_case="salary_estimation", axis="Gender",
+                                 question_variant=1, profile="P01")
+    run_prompts(table, ["sim:biased"], store=tmp_path / "cb.db")
     (tmp_path / "out.html").mkdir()
     monkeypatch.chdir(tmp_path)
     before = sorted(p.name for p in tmp_path.rglob("*"))
