@@ -41,7 +41,7 @@ def answer_line(text: str) -> str | None:
     """The line holding the answer: the last ``#`` line of the tail, else its last non-empty line."""
     tail = text[-TAIL_CHARS:]
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
-    if len(text) > TAIL_CHARS and lines:
+    if len(text) > TAIL_CHARS and len(lines) > 1:
         lines = lines[1:]  # the first tail line may be cut mid-way
     if not lines:
         return None
