@@ -53,10 +53,19 @@ def augmented_points(comparisons: pd.DataFrame) -> pd.Series:
 def comparison_win_rates(comparisons: pd.DataFrame) -> pd.DataFrame:
     """One row per comparison (augmented resume × prompt variant): its win rate over both positions."""
     frame = comparisons.assign(points=augmented_points(comparisons))
-    keys = [c for c in [*CELL, "condition", "job_id", "gender_dominance", "group", "ethnicity", "gender", "variation",
-                        "resume_chars"] if c in frame.columns]
-    out = frame.groupby(keys, sort=False, dropna=False).agg(win_rate=("points", "mean"),
-                                                            n_positions=("points", "count")).reset_index()
+    keys = [c for c in [*CELL, "condition", "job_id", "group", "variation"] if c in frame.columns]
+    extra = [c for c in ("gender_dominance", "ethnicity", "gender", "resume_chars") if c in frame.columns]
+    ids = frame.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    points = frame["points"].to_numpy(np.float64)
+    valid = ~np.isnan(points)
+    n = int(ids.max()) + 1 if len(ids) else 0
+    sums = np.bincount(ids[valid], weights=points[valid], minlength=n)
+    counts = np.bincount(ids[valid], minlength=n)
+    _, first = np.unique(ids, return_index=True)
+    out = frame.iloc[first][keys + extra].reset_index(drop=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["win_rate"] = sums / counts
+    out["n_positions"] = counts
     return out[out["n_positions"] > 0].reset_index(drop=True)
 
 
@@ -75,13 +84,18 @@ def _job_bootstrap(sums: FloatArray, counts: FloatArray, n_boot: int, rng: np.ra
 
 
 def _pivot(frame: pd.DataFrame, value: str, groups: Sequence[str]) -> tuple[FloatArray, FloatArray]:
-    """Jobs × groups sums and counts of ``value`` (missing values excluded)."""
+    """Jobs × groups sums and counts of ``value`` (missing values excluded; jobs in order of appearance)."""
     valid = frame[frame[value].notna()]
-    sums = valid.pivot_table(index="job_id", columns="group", values=value, aggfunc="sum", fill_value=0.0,
-                             observed=True).reindex(columns=list(groups), fill_value=0.0)
-    counts = valid.pivot_table(index="job_id", columns="group", values=value, aggfunc="count", fill_value=0,
-                               observed=True).reindex(index=sums.index, columns=list(groups), fill_value=0)
-    return sums.to_numpy(np.float64), counts.to_numpy(np.float64)
+    jobs, _ = pd.factorize(valid["job_id"])
+    index = {g: i for i, g in enumerate(groups)}
+    cols = valid["group"].map(index).to_numpy()
+    keep = ~pd.isna(cols)
+    jobs, cols = jobs[keep], cols[keep].astype(np.int64)
+    n_jobs, n_groups = int(jobs.max()) + 1 if len(jobs) else 0, len(groups)
+    flat = jobs * n_groups + cols
+    sums = np.bincount(flat, weights=valid[value].to_numpy(np.float64)[keep], minlength=n_jobs * n_groups)
+    counts = np.bincount(flat, minlength=n_jobs * n_groups).astype(np.float64)
+    return sums.reshape(n_jobs, n_groups), counts.reshape(n_jobs, n_groups)
 
 
 def win_rates(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, confidence: float = 0.95,
