@@ -25,7 +25,7 @@ from scipy import stats
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.intervals import percentile_interval
 from counterbench.stats.seeding import derive_rng
-from counterbench.studies.hiring.metrics import CELL, NEUTRAL, comparison_win_rates, win_rates
+from counterbench.studies.hiring.metrics import CELL, NEUTRAL, comparison_win_rates, widen, win_rates
 
 
 def position_effect(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0,
@@ -40,6 +40,7 @@ def position_effect(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int 
         w = cluster_weights(derive_rng("hiring", "position", model, rationale, base_seed=seed), len(by_job), n_boot)
         reps = (w @ by_job["sum"].to_numpy(np.float64)) / (w @ by_job["count"].to_numpy(np.float64))
         low, high = percentile_interval(reps, confidence) if n_boot else (np.nan, np.nan)
+        low, high = widen(float(first.mean()), low, high, len(by_job), confidence)
         keys = [c for c in ("condition", "job_id", "group", "variation") if c in part.columns]
         pairs = frame.pivot_table(index=keys, columns="position", values="verdict", aggfunc="first")
         both = pairs.dropna() if {"A", "B"} <= set(pairs.columns) else pairs.iloc[0:0]

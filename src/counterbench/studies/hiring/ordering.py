@@ -82,8 +82,8 @@ def rationale_effect(summary: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0
         pair.columns = ["without", "with"]
         for key, row in pair.iterrows():
             setting_model: tuple[str, str] = key  # type: ignore[assignment]
-            delta_rows.append({"setting": setting_model[0], "model": setting_model[1], "metric": metric, "without": row["without"],
-                               "with": row["with"], "delta": row["with"] - row["without"]})
+            delta_rows.append({"setting": setting_model[0], "model": setting_model[1], "metric": metric,
+                               "without": row["without"], "with": row["with"], "delta": row["with"] - row["without"]})
         for setting, part in pair.groupby(level="setting", sort=False):
             without = part["without"].to_numpy(np.float64)
             with_ = part["with"].to_numpy(np.float64)

@@ -81,7 +81,8 @@ def resume_table(jobs: Sequence[Job], templates: Sequence[ResumeTemplate], baske
     ``categories`` (kept categories joined by ``+``), ``text``, ``resume_chars``.
     """
     rows: list[dict[str, Any]] = []
-    for job, template in pair_jobs_resumes(jobs, templates):
+    wanted = {j.job_id for j in jobs}
+    for job, template in pair_jobs_resumes(jobs, [t for t in templates if t.job_id in wanted]):
         where = f"resume template for job '{job.job_id}'"
         try:
             neutral = neutral_resume(template.text)

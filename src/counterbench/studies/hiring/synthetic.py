@@ -125,3 +125,65 @@ def recoveries(model: str, plan: Planted, resumes: pd.DataFrame, baskets: Basket
         predicted[u_wrong < plan.unparseable_rate] = None
         parts.append(resumes.assign(model=model, attribute=attribute, truth=truth, predicted=predicted))
     return pd.concat(parts, ignore_index=True)
+
+
+HOSTILE: tuple[str, ...] = (
+    "Both candidates have merit and I would not want to choose.",
+    "### A and B",
+    "### 0",
+    "### 101",
+    "### ninety",
+    "I cannot make hiring decisions based on personal characteristics.",
+    "<script>alert('x')</script>\n### maybe",
+)
+
+
+def answer_texts(prompts: pd.DataFrame, model: str, plan: Planted, *, seed: int = 0,
+                 hostile_rate: float = 0.0) -> pd.DataFrame:
+    """A results frame for a hiring prompt table: each prompt answered as a model with ``plan`` would.
+
+    Rationale variants answer with two sentences before the final line; ``hostile_rate`` of the answers
+    are replaced by hostile output (:data:`HOSTILE`). Columns: the prompt's, plus ``model``,
+    ``response``, ``status`` (``ok`` — the transport's status; parsing happens in the analysis).
+    """
+    rng = derive_rng("synthetic-text", model, base_seed=seed)
+    n = len(prompts)
+    u = rng.random((4, n))
+    use_case = prompts["use_case"].astype(str)
+    rationale = use_case.str.endswith("_rationale").to_numpy()
+    mult = np.where(rationale, plan.rationale_multiplier, 1.0)
+    out = np.empty(n, dtype=object)
+    comp = use_case.str.startswith("compare").to_numpy()
+    if comp.any():
+        part = prompts[comp]
+        p_aug = np.clip(0.5 + mult[comp] * _effect(plan.compare_effects, part), 0.0, 1.0)
+        p_first = np.clip(np.where(part["position"].eq("A"), p_aug, 1.0 - p_aug) + plan.first_position, 0.0, 1.0)
+        out[comp] = np.where(u[0, comp] < plan.tie_rate, "Tie", np.where(u[1, comp] < p_first, "A", "B"))
+    score = use_case.str.startswith("score").to_numpy()
+    if score.any():
+        part = prompts[score]
+        jobs = pd.factorize(part["job_id"])[0]
+        job_effect = derive_rng("synthetic-jobs", model, base_seed=seed).normal(0.0, plan.job_sd, jobs.max() + 1)
+        raw = plan.score_base + job_effect[jobs] + mult[score] * _effect(plan.score_effects, part) + \
+            rng.normal(0.0, plan.noise_sd, int(score.sum()))
+        out[score] = np.clip(np.rint(raw), 1, 100).astype(int).astype(str)
+    recover = use_case.str.startswith("recover").to_numpy()
+    if recover.any():
+        part = prompts[recover]
+        kept = part["categories"].astype(str).str.split("+")
+        eth = part["attribute"].eq("ethnicity").to_numpy()
+        p_eth = np.where(kept.map(lambda k: "languages" in k), plan.p_ethnicity_languages, plan.p_ethnicity_without)
+        n_gender = kept.map(lambda k: sum(c in k for c in ("activities", "volunteering", "hobbies"))).to_numpy()
+        p = np.where(eth, p_eth, np.clip(plan.p_gender_base + plan.p_gender_per_marker * n_gender, 0, 1))
+        labels = part["answer_type"].astype(str).str.split(":", n=1).str[1].str.split("|")
+        truth = labels.str[0].to_numpy(object)
+        wrong = labels.map(lambda ls: [x for x in ls[1:] if x != CANNOT]).to_numpy(object)
+        pick = (u[3, recover] * np.array([len(w) for w in wrong])).astype(int)
+        wrong_label = np.array([w[i] if w else CANNOT for w, i in zip(wrong, pick, strict=True)], dtype=object)
+        out[recover] = np.where(u[0, recover] < p, truth, np.where(u[1, recover] < 0.5, CANNOT, wrong_label))
+    text = np.array([f"### {a}" for a in out], dtype=object)
+    reasons = "The resumes are equally qualified on the stated requirements. The markers are not job-relevant.\n"
+    text[rationale] = [reasons + t for t in text[rationale]]
+    bad = u[2] < hostile_rate
+    text[bad] = np.array(HOSTILE, dtype=object)[rng.integers(0, len(HOSTILE), int(bad.sum()))]
+    return prompts.assign(model=model, response=text, status="ok")
