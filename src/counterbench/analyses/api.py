@@ -1,41 +1,29 @@
-"""Python API: ``counterbench.analyze(store_or_results, "rupeebias", ...)``.
+"""Python API: ``counterbench.analyze(store_or_results, study, ...)``.
 
 Accepts a results DataFrame (``counterbench.run.load_results``) or the path of a store, and
 returns an :class:`~counterbench.analyses.rupeebias.AnalysisResult` (``.tables``, ``.summary``,
-``.write(folder)``). Heavy imports happen inside the function, so ``import counterbench`` stays
-cheap.
+``.write(folder)``) for one study: the store's rows of other studies are left out. The work is done
+by :func:`counterbench.analyses.study.analyze_study` (the one store → analysis path).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from counterbench.errors import UserError
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from counterbench.analyses.rupeebias import AnalysisResult
+    from counterbench.studies.base import Study
 
-__all__ = ["STUDIES", "analyze"]
-
-#: studies that have an analysis
-STUDIES = ("rupeebias",)
-
-
-def _select_models(results: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
-    known = [str(m) for m in results["model"].drop_duplicates()] if "model" in results.columns else []
-    unknown = [m for m in models if m not in known]
-    if unknown:
-        raise UserError(f"no responses of model {unknown[0]} in the results (models: {', '.join(known) or 'none'})")
-    return results[results["model"].isin(list(models))]
+__all__ = ["analyze"]
 
 
 def analyze(
     source: pd.DataFrame | str | Path,
-    study: str = "rupeebias",
+    study: str | Path | Study = "rupeebias",
     *,
     models: Sequence[str] | None = None,
     profile: str = "default",
@@ -44,31 +32,14 @@ def analyze(
     tau: float = 10.0,
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
-    """Analyse stored responses of ``study`` and return every table of its analysis.
+    """Analyse stored responses of ``study`` (a registered name, a study file or a study object).
 
     ``source``: a results DataFrame or a store path (re-parsed in memory under ``profile``'s parser:
     ``rupeebias-v1`` uses the release's lenient parser). ``models``: keep only these model strings.
-    ``profile``, ``bootstrap``, ``seed``, ``tau``, ``canonical_pairs``: see
-    :func:`counterbench.analyses.rupeebias.analyze`.
+    ``bootstrap``: replicates per interval; ``seed``: the base seed of every bootstrap stream;
+    ``tau``: the Violation@τ threshold (amount outcomes); ``canonical_pairs``: default the study's.
     """
-    from counterbench.analyses.profiles import get_profile
-    from counterbench.analyses.rupeebias import analyze as analyze_rupeebias
+    from counterbench.analyses.study import analyze_study
 
-    if study not in STUDIES:
-        raise UserError(f"no analysis for study {study!r}; analyses exist for: {', '.join(STUDIES)}")
-    get_profile(profile)
-    wanted = list(dict.fromkeys(models)) if models else None
-    results: Any
-    if isinstance(source, str | Path):
-        from counterbench.run.results import load_results
-
-        path = Path(source).expanduser()
-        if not path.is_file():
-            raise UserError(
-                f"store {path} does not exist; run some prompts first (`counterbench run ... --store {path}`)"
-            )
-        results = load_results(path, wanted, profile)
-    else:
-        results = _select_models(source, wanted) if wanted else source
-    return analyze_rupeebias(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                             canonical_pairs=canonical_pairs)
+    return analyze_study(source, study, models=models, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                         canonical_pairs=canonical_pairs)

@@ -19,9 +19,24 @@ Answers are a pure function of the model name, the request and its seed::
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
 * ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's.
 
-It reads only ``request.metadata`` keys ``use_case``, ``identifier``, ``profile_id``, ``language``
-(plus any anchor column named in the YAML): nothing study-specific lives in this code.
-Answers use the studies' format: ``### 1234000 INR`` or ``### 12.5 %``.
+* **effects** (any study) — a list of rules ``{match: {COLUMN: VALUE, ...}, unless: {...}, multiply: M,
+  add: A}``: a prompt whose metadata (any prompt-table column: ``identifier``, ``group``, a crossed
+  attribute such as ``gender``, ``use_case``, ``language``, ``level_index`` = the identifier's position in
+  its axis) matches every ``match`` entry (a value or a list of values) and not every ``unless`` entry
+  gets its expected value multiplied by ``M`` and then ``A`` added;
+* ``planted`` — one sentence saying what the effects plant (the report's banner shows it).
+
+Answers follow the request's outcome kind (:mod:`counterbench.outcomes`, from ``answer_type``):
+amounts ``### 1234000 INR`` / ``### 12.5 %`` as above; for ``rate``, ``score`` and ``text`` the
+expected value (a rate in %, a score, a word count) gets the same multiplicative noise and is
+formatted by the kind (scores are rounded stochastically, so their mean stays the expected value);
+for ``label`` and ``choice`` the expected value is the probability of the positive label / first
+option and one seeded uniform draw picks the answer. Their baselines: ``use_cases[USE_CASE].default``,
+else ``outcomes[KIND].default``, else the kind's own (rate 8, score 60% up the scale, label 0.5,
+choice 1/N, text 150 words).
+
+It reads only ``request.metadata`` and ``request.answer_type``: nothing study-specific lives in this
+code (the presets' identifier names are data).
 """
 
 from __future__ import annotations
@@ -77,6 +92,33 @@ class SimProfile:
     identifier_effects_by_use_case: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     profile_effects: Mapping[str, float] = field(default_factory=dict)
     language_effects: Mapping[str, float] = field(default_factory=dict)
+    effects: tuple[Effect, ...] = ()
+    outcomes: Mapping[str, float] = field(default_factory=dict)
+    planted: str = ""
+    generic_refusal_text: str = "I cannot make this judgement based on a person's identity."
+    generic_malformed_text: str = "That depends on many factors that the question does not state."
+
+
+@dataclass(frozen=True)
+class Effect:
+    """Multiply the expected value by ``multiply`` and add ``add`` where ``match`` holds and ``unless`` does not."""
+
+    match: Mapping[str, tuple[str, ...]]
+    unless: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    multiply: float = 1.0
+    add: float = 0.0
+
+    def applies(self, meta: Mapping[str, Any]) -> bool:
+        def holds(cond: Mapping[str, tuple[str, ...]]) -> bool:
+            return all(_meta_text(meta.get(k)) in values for k, values in cond.items())
+
+        return holds(self.match) and not (self.unless and holds(self.unless))
+
+
+def _meta_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value)
 
 
 def preset_names() -> list[str]:
@@ -137,7 +179,8 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
         if rates["noise_sd"] < 0 or rates["latency_ms"] < 0:
             raise ValueError("noise_sd and latency_ms must not be negative")
         extra: dict[str, Any] = {}
-        for key in ("refusal_text", "malformed_text", "description"):
+        for key in ("refusal_text", "malformed_text", "description", "planted", "generic_refusal_text",
+                    "generic_malformed_text"):
             if key in data:
                 extra[key] = str(data[key])
         return SimProfile(
@@ -155,10 +198,39 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
             },
             profile_effects=_floats(data.get("profile_effects"), "profile_effects"),
             language_effects=_floats(data.get("language_effects"), "language_effects"),
+            effects=tuple(_effect(e, i) for i, e in enumerate(data.get("effects") or [])),
+            outcomes={str(k): float(_mapping(v, f"outcomes.{k}").get("default", 0.0))
+                      for k, v in (data.get("outcomes") or {}).items()},
             **extra,
         )
     except (TypeError, ValueError, AttributeError) as exc:
         raise UserError(f"{where}: {exc}") from None
+
+
+def _mapping(value: Any, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must be a mapping")
+    return value
+
+
+def _effect(value: Any, index: int) -> Effect:
+    where = f"effects[{index}]"
+    raw = _mapping(value, where)
+    unknown = sorted(set(raw) - {"match", "unless", "multiply", "add"})
+    if unknown:
+        raise ValueError(f"{where}: unknown key '{unknown[0]}' (match, unless, multiply, add)")
+
+    def cond(key: str) -> dict[str, tuple[str, ...]]:
+        m = _mapping(raw.get(key) or {}, f"{where}.{key}")
+        return {str(k): tuple(_meta_text(x) for x in (v if isinstance(v, list) else [v])) for k, v in m.items()}
+
+    match = cond("match")
+    if not match:
+        raise ValueError(f"{where}: give match: {{COLUMN: VALUE}} (e.g. identifier, group, gender, use_case)")
+    multiply = float(raw.get("multiply", 1.0))
+    if multiply <= 0:
+        raise ValueError(f"{where}.multiply must be positive")
+    return Effect(match, cond("unless"), multiply, float(raw.get("add", 0.0)))
 
 
 def _floats(value: Any, key: str) -> dict[str, float]:
@@ -230,10 +302,57 @@ class SimulatedBackend:
         per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
         value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
         value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
+        return self._apply_effects(value, meta)
+
+    def _apply_effects(self, value: float, meta: Mapping[str, Any]) -> float:
+        for effect in self.profile.effects:
+            if effect.applies(meta):
+                value = value * effect.multiply + effect.add
         return value
+
+    def expected_outcome(self, request: ChatRequest) -> float:
+        """Noise-free latent value for a non-amount outcome (rate %, score, probability, word count)."""
+        from counterbench.outcomes import spec_from_answer_type
+
+        spec = spec_from_answer_type(str(request.answer_type))
+        meta = request.metadata
+        use_case = str(meta.get("use_case") or "")
+        profile_id = str(meta.get("profile_id") or "")
+        if use_case in self.profile.use_cases:
+            value = _baseline(self.profile.use_cases[use_case], profile_id, meta)
+        elif spec.kind in self.profile.outcomes:
+            value = self.profile.outcomes[spec.kind]
+        else:
+            value = _kind_default(spec)
+        value *= self.profile.profile_effects.get(profile_id, 1.0)
+        per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+        identifier = str(meta.get("identifier") or "")
+        value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
+        return self._apply_effects(value, meta)
+
+    def _answer_outcome(self, request: ChatRequest) -> str:
+        from counterbench.outcomes import get_kind, spec_from_answer_type
+
+        p = self.profile
+        spec = spec_from_answer_type(str(request.answer_type))
+        u_outcome, u1, u2, u3 = stable_unit_floats(self.name, request.prompt_id, request.config.seed, count=4)
+        if u_outcome < p.refusal_rate:
+            return p.generic_refusal_text
+        if u_outcome < p.refusal_rate + p.malformed_rate:
+            return p.generic_malformed_text
+        latent = self.expected_outcome(request)
+        if spec.kind in ("rate", "score", "text"):
+            z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
+            latent *= math.exp(p.noise_sd * z)
+        return get_kind(spec.kind).simulate(spec, latent, u3)
 
     def answer(self, request: ChatRequest) -> str:
         """The text this model answers (synchronous and pure)."""
+        from counterbench.outcomes import is_generic
+
+        if is_generic(request.answer_type):
+            return self._answer_outcome(request)
         p = self.profile
         u_outcome, u1, u2 = stable_unit_floats(self.name, request.prompt_id, request.config.seed)
         if u_outcome < p.refusal_rate:
@@ -281,12 +400,36 @@ def _baseline(spec: SimAnswerSpec, profile_id: str, meta: Mapping[str, Any]) -> 
     return spec.default
 
 
+def _kind_default(spec: Any) -> float:
+    if spec.kind == "score":
+        low, high = spec.low or 0.0, spec.high or 0.0
+        return low + 0.6 * (high - low)
+    if spec.kind == "label":
+        return 0.5
+    if spec.kind == "choice":
+        return 1.0 / max(len(spec.labels), 1)
+    if spec.kind == "text":
+        return 150.0
+    return 8.0
+
+
 def format_answer(value: float, spec: SimAnswerSpec) -> str:
     """``### <number> <unit>`` with the spec's rounding."""
     if spec.round_to > 0:
         value = round(value / spec.round_to) * spec.round_to
     number = f"{value:.{spec.decimals}f}" if spec.decimals > 0 else str(round(value))
     return f"### {number} {spec.unit}"
+
+
+def planted_description(model: str) -> str:
+    """The ``planted`` sentence of a ``sim:`` model (its ``description`` if it has none; ``""`` if unreadable)."""
+    if not model.startswith("sim:"):
+        return ""
+    try:
+        profile = load_profile(model[len("sim:"):])
+    except UserError:
+        return ""
+    return profile.planted or profile.description
 
 
 def create_simulated(name_or_path: str) -> SimulatedBackend:

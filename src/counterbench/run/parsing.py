@@ -3,8 +3,9 @@
 The run engine, ``counterbench import`` and ``counterbench parse`` all go through
 :class:`ResponseParser`, a thin layer over :func:`counterbench.parse.parse_answer` that
 
-* picks what to parse against: the prompt's use case when the parser knows it, else its answer
-  type, else nothing (free-text tasks are stored as ``ok`` with no value and reason ``free_text``);
+* picks what to parse against: the prompt's outcome kind when it is not an amount (rate, score,
+  label, choice, text: :mod:`counterbench.outcomes`), else its declared amount answer type, else its
+  use case's name when the parser knows it, else nothing (stored as ``ok``, reason ``free_text``);
 * records ``content_filter`` stops with no text as ``refused`` (reason ``content_filter``);
 * never loses a paid response to a parser bug: an unexpected exception is stored as
   ``unparseable`` with reason ``parser_error:<type>`` (the raw text is kept, so a later
@@ -52,12 +53,19 @@ class ResponseParser:
         self._warned = False
 
     def key_for(self, use_case: str | None, answer_type: str | None) -> str | None:
-        """The name to parse against (use case first, then answer type), or ``None`` for free text."""
+        """The name to parse against: an outcome kind's answer type (``label:yes|no``), else the declared
+        amount answer type, else the use case's name; ``None`` for free text."""
         cache_key = (use_case, answer_type)
         if cache_key in self._keys:
             return self._keys[cache_key]
         chosen: str | None = None
-        for candidate in (use_case, answer_type):
+        from counterbench.outcomes import is_generic
+
+        if is_generic(answer_type):  # rate, score, label, choice, text: the outcome kind parses
+            self._keys[cache_key] = answer_type
+            return answer_type
+        # a declared answer type wins over a use case's name (a user's ``salary_estimation`` may be a percent)
+        for candidate in (answer_type, use_case):
             if not candidate:
                 continue
             try:
@@ -77,7 +85,12 @@ class ResponseParser:
                 return Parsed("unparseable", reason="empty")
             return Parsed("ok", reason="free_text")
         try:
-            answer: Any = self._parse_answer(text or "", key, profile=self.profile)
+            from counterbench.outcomes import is_generic, parse_outcome
+
+            if is_generic(key):
+                answer: Any = parse_outcome(key, text, self.profile)
+            else:
+                answer = self._parse_answer(text or "", key, profile=self.profile)
         except Exception as exc:  # keep the paid response; re-parse later
             if not self._warned:
                 log.warning("parser failed on a response (%s); stored as unparseable", type(exc).__name__)

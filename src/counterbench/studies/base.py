@@ -11,7 +11,8 @@ own expansion function and slot columns.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
@@ -32,6 +33,26 @@ BASE_COLUMNS: tuple[str, ...] = (
 )
 VARIANTS: tuple[str, ...] = ("standard", "fairness")
 
+if TYPE_CHECKING:
+    from counterbench.outcomes.base import OutcomeSpec
+
+
+@dataclass(frozen=True)
+class Facet:
+    """One family of comparisons the analysis makes: the levels of one column, each against a reference.
+
+    ``column`` holds the level (``identifier``, ``group``, a crossed attribute such as ``age``);
+    ``axis`` restricts the rows to one axis (``None``: every row). ``kind`` is ``axis``, ``group`` or
+    ``attribute`` (crossed) — the report words each differently.
+    """
+
+    name: str
+    column: str
+    levels: tuple[str, ...]
+    reference: str
+    axis: str | None = None
+    kind: str = "axis"
+
 
 class Study(Protocol):
     """A named study that can expand itself into a prompt table."""
@@ -48,6 +69,15 @@ class Study(Protocol):
     presets: Mapping[str, Mapping[str, Any]]
     #: axis -> (reference, comparison) for the canonical pair gap; empty when the study names none
     canonical_pairs: Mapping[str, tuple[str, str]]
+    description: str
+    #: language code -> name, in study order
+    languages: Mapping[str, str]
+    #: axes (or crossed attributes), in study order
+    axes: tuple[str, ...]
+    #: the comparisons the analysis makes (see :class:`Facet`)
+    facets: tuple[Facet, ...]
+    #: use case -> its outcome
+    outcomes: Mapping[str, OutcomeSpec]
 
     def expand(self, variants: Sequence[str] = ("standard",)) -> pd.DataFrame:
         """Return the full prompt table for the given variants, in canonical order."""

@@ -15,8 +15,14 @@ from typing import Any
 import pandas as pd
 
 from counterbench.errors import UserError
-from counterbench.studies.base import BASE_COLUMNS, VARIANTS
+from counterbench.outcomes import get_kind
+from counterbench.outcomes.base import OutcomeSpec
+from counterbench.studies.base import BASE_COLUMNS, VARIANTS, Facet
 from counterbench.studies.definition import PLACEHOLDER, Identifier, StudyDefinition
+from counterbench.studies.designs import CROSSED_AXIS, combination_name
+
+#: design column: the identifier's position in its axis (crossed designs: the first attribute's level)
+LEVEL_INDEX = "level_index"
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
@@ -43,6 +49,14 @@ class DeclarativeStudy:
         self.source = definition.source
         self.presets = definition.presets
         self.canonical_pairs = definition.canonical_pairs
+        self.description = definition.description
+        self.languages = {code: spec.get("name", code) for code, spec in definition.languages.items()}
+        self.outcomes: dict[str, OutcomeSpec] = {
+            name: uc.outcome or get_kind("amount").decode(uc.answer_type) for name, uc in definition.use_cases.items()
+        }
+        crossed = definition.crossed
+        self.axes = tuple(crossed.attributes) if crossed is not None else tuple(definition.axes)
+        self.facets = self._facets()
         self._aliases = {
             alias: uc.name for uc in definition.use_cases.values() for alias in (uc.name, *uc.aliases)
         }
@@ -50,6 +64,24 @@ class DeclarativeStudy:
         self._identifier_aliases = {
             alias: ident.value for ident in definition.identifiers for alias in (ident.value, *ident.aliases)
         }
+
+    def _facets(self) -> tuple[Facet, ...]:
+        d = self.definition
+        out: list[Facet] = []
+        if d.crossed is not None:
+            for attr, levels in d.crossed.attributes.items():
+                values = tuple(lv.value for lv in levels)
+                ref = d.canonical_pairs.get(attr, (values[0], values[1]))[0]
+                out.append(Facet(attr, attr, values, ref, None, "attribute"))
+            return tuple(out)
+        for axis, idents in d.axes.items():
+            values = tuple(i.value for i in idents)
+            ref = d.canonical_pairs.get(axis, (values[0], values[1]))[0]
+            out.append(Facet(axis, "identifier", values, ref, axis, "axis"))
+            if axis in d.groups:
+                groups = d.groups[axis]
+                out.append(Facet(f"{axis} (groups)", "group", groups, groups[0], axis, "group"))
+        return tuple(out)
 
     def canonical_identifier(self, name: str) -> str:
         """Map an identifier alias (e.g. the release's ``Shia``) to the study's value; unknown names pass."""
@@ -66,7 +98,11 @@ class DeclarativeStudy:
 
     def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
         uc = self.definition.use_cases[self.canonical_use_case(use_case)]
-        system = self.definition.system_prompts[uc.system_prompt]
+        if uc.system_prompt:
+            system = self.definition.system_prompts[uc.system_prompt]
+        else:
+            spec = self.outcomes[uc.name]
+            system = get_kind(spec.kind).instruction(spec)
         if variant == "fairness":
             system += self._fairness_suffix()
         return system
@@ -106,14 +142,35 @@ class DeclarativeStudy:
             self._expanded[key] = self._expand(key)
         return self._expanded[key].copy()
 
+    def _units(self, lang: str) -> list[tuple[str, str, dict[str, str], dict[str, Any]]]:
+        """What one prompt varies: (axis, identifier, placeholder phrases, design columns) in study order."""
+        d = self.definition
+        if d.crossed is not None:
+            first = next(iter(d.crossed.attributes.values()))
+            return [
+                (CROSSED_AXIS, combination_name(combo),
+                 {attr: lv.phrases[lang] for attr, lv in zip(d.crossed.attributes, combo, strict=True)},
+                 {**{attr: lv.value for attr, lv in zip(d.crossed.attributes, combo, strict=True)},
+                  LEVEL_INDEX: first.index(combo[0])})
+                for combo in d.crossed.combinations()
+            ]
+        units = []
+        for axis, idents in d.axes.items():
+            for position, ident in enumerate(idents):
+                extra: dict[str, Any] = {LEVEL_INDEX: position}
+                if d.groups:
+                    extra["group"] = ident.group
+                units.append((axis, ident.value, self.identifier_forms(ident, lang), extra))
+        return units
+
     def _expand(self, variants: tuple[str, ...]) -> pd.DataFrame:
         d = self.definition
-        forms = {
-            (ident.value, lang): self.identifier_forms(ident, lang) for ident in d.identifiers for lang in d.languages
-        }
+        units = {lang: self._units(lang) for lang in d.languages}
+        unit_columns = list(dict.fromkeys(k for lang_units in units.values() for u in lang_units for k in u[3]))
         design_names = list(
             dict.fromkeys(k for uc in d.use_cases.values() for k in uc.profiles[0] if k != "profile_id")
         )
+        design_names += [c for c in unit_columns if c not in design_names]
         columns: dict[str, list[Any]] = {name: [] for name in (*BASE_COLUMNS, *design_names)}
         for variant in variants:
             suffix = "_fair" if variant == "fairness" else ""
@@ -129,18 +186,17 @@ class DeclarativeStudy:
                             parts = _partial(uc.templates[lang], {**design, "question": question})
                             partials.append((design, qv_index, parts))
                     number = 0
-                    for ident in d.identifiers:
-                        phrase_values = forms[(ident.value, lang)]
+                    for axis, identifier, phrase_values, extra in units[lang]:
                         for design, qv_index, parts in partials:
                             number += 1
                             columns["prompt_id"].append(f"{prefix}{number:05d}{suffix}")
-                            columns["axis"].append(ident.axis)
-                            columns["identifier"].append(ident.value)
+                            columns["axis"].append(axis)
+                            columns["identifier"].append(identifier)
                             columns["profile_id"].append(design["profile_id"])
                             columns["question_variant"].append(qv_index)
                             columns["user"].append("".join(p if n is None else phrase_values[n] for p, n in parts))
                             for name in design_names:
-                                columns[name].append(design.get(name))
+                                columns[name].append(extra[name] if name in extra else design.get(name))
                     n = number
                     for name, value in (
                         ("study", d.name),

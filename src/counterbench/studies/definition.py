@@ -9,7 +9,11 @@ optional ``canonical_pairs`` (axis -> the reference and comparison identifiers t
 A file may ``include`` sibling files whose top-level keys are merged in.
 
 Every problem raises :class:`~counterbench.errors.UserError` naming the file and the key path,
-e.g. ``study.yaml: use_cases.salary.template.en: unknown placeholder {cgpaa}``.
+e.g. ``study.yaml: use_cases.salary.template.en: unknown placeholder {cgpaa}``. Unknown or misplaced
+keys, duplicate keys, non-UTF-8 files and alias bombs are refused by :mod:`.strict`. A use case's
+``outcome`` (``{kind: label, labels: [yes, no]}``) names its outcome kind (:mod:`counterbench.outcomes`);
+``answer_type`` alone is the ``amount`` kind. Identifiers may belong to ``groups`` (names grouped into
+groups) and ``design.crossed`` states several attributes in one prompt (:mod:`.designs`).
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from counterbench.errors import UserError
+from counterbench.outcomes.base import OutcomeSpec
+from counterbench.studies.designs import CrossedDesign, parse_crossed
+from counterbench.studies.strict import check_keys, load_yaml
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 ANSWER_TYPES = ("inr_annual", "percent", "inr", "number", "text")
@@ -38,6 +43,8 @@ class Identifier:
     forms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: other names for the same identifier (e.g. the published release's "Shia" for "Shia Muslim")
     aliases: tuple[str, ...] = ()
+    #: the group the identifier belongs to (names grouped into groups), or ``None``
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class UseCase:
     question_variants: Mapping[str, tuple[str, ...]]
     profiles: tuple[Mapping[str, Any], ...]
     aliases: tuple[str, ...] = ()
+    outcome: OutcomeSpec | None = None
 
     @property
     def n_question_variants(self) -> int:
@@ -76,6 +84,10 @@ class StudyDefinition:
     source: str
     #: axis -> (reference, comparison): the pair the canonical pair gap compares on that axis
     canonical_pairs: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: axis -> its groups, in declared order (axes whose identifiers are grouped)
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: several attributes stated in one prompt (``design.crossed``), or ``None``
+    crossed: CrossedDesign | None = None
 
     @property
     def identifiers(self) -> tuple[Identifier, ...]:
@@ -128,19 +140,7 @@ def read_study_mapping(path: Path) -> dict[str, Any]:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"study file not found: {path}") from None
-    except OSError as err:
-        raise UserError(f"cannot read study file {path}: {err.strerror}") from None
-    try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "invalid YAML"
-        raise UserError(f"{path.name}:{line}: {problem}") from None
+    data = load_yaml(path)
     if not isinstance(data, dict):
         raise UserError(f"{path.name}: expected a mapping at the top level")
     return data
@@ -149,26 +149,38 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def parse_study(data: Mapping[str, Any], source: str) -> StudyDefinition:
     """Validate a study mapping and build a :class:`StudyDefinition`."""
     ctx = _Ctx(source)
+    check_keys(data, source)
     name = ctx.text(data.get("name"), "name")
     languages = {
         str(code): {k: str(v) for k, v in ctx.mapping(spec or {"name": code}, f"languages.{code}").items()}
         for code, spec in ctx.mapping(data.get("languages"), "languages").items()
     }
+    infixes: dict[str, str] = {}
     for code, spec in languages.items():
         spec.setdefault("id_infix", code)
         spec.setdefault("name", code)
-    axes = _parse_axes(ctx, data.get("axes"), languages)
+        if spec["id_infix"] in infixes:
+            raise ctx.fail(f"languages.{code}.id_infix", f"'{spec['id_infix']}' is already the id_infix of "
+                           f"language {infixes[spec['id_infix']]}; prompt ids would collide")
+        infixes[spec["id_infix"]] = code
+    crossed = parse_crossed(ctx, data.get("design"), languages)
+    if crossed is not None and data.get("axes") is not None:
+        raise ctx.fail("axes", "a study with design.crossed states its attributes there; remove axes")
+    axes, groups = ({}, {}) if crossed is not None else _parse_axes(ctx, data.get("axes"), languages)
     forms = _parse_forms(ctx, data.get("phrase_forms") or {}, languages)
     system_prompts = {
         str(k): ctx.text(v, f"system_prompts.{k}")
-        for k, v in ctx.mapping(data.get("system_prompts"), "system_prompts").items()
+        for k, v in (ctx.mapping(data["system_prompts"], "system_prompts") if "system_prompts" in data
+                     else {}).items()
     }
     fairness = data.get("fairness_suffix")
-    use_cases = _parse_use_cases(ctx, data.get("use_cases"), languages, system_prompts, forms)
+    attributes = tuple(crossed.attributes) if crossed is not None else ()
+    use_cases = _parse_use_cases(ctx, data.get("use_cases"), languages, system_prompts, forms, attributes)
     presets = data.get("presets") or {}
     if not isinstance(presets, Mapping):
         raise ctx.fail("presets", "expected a mapping")
-    pairs = _parse_canonical_pairs(ctx, data.get("canonical_pairs") or {}, axes)
+    pairs = _parse_canonical_pairs(ctx, data.get("canonical_pairs") or {},
+                                   crossed.as_axes() if crossed is not None else axes)
     return StudyDefinition(
         name=name,
         title=str(data.get("title") or name),
@@ -182,6 +194,8 @@ def parse_study(data: Mapping[str, Any], source: str) -> StudyDefinition:
         presets={str(k): dict(v or {}) for k, v in presets.items()},
         source=source,
         canonical_pairs=pairs,
+        groups=groups,
+        crossed=crossed,
     )
 
 
@@ -213,11 +227,22 @@ def _parse_canonical_pairs(
 
 def _parse_axes(
     ctx: _Ctx, raw: Any, languages: Mapping[str, Any]
-) -> dict[str, tuple[Identifier, ...]]:
+) -> tuple[dict[str, tuple[Identifier, ...]], dict[str, tuple[str, ...]]]:
     axes: dict[str, tuple[Identifier, ...]] = {}
+    all_groups: dict[str, tuple[str, ...]] = {}
     seen: dict[str, str] = {}
     for axis, items in ctx.mapping(raw, "axes").items():
         where = f"axes.{axis}"
+        groups: tuple[str, ...] = ()
+        if isinstance(items, Mapping):
+            raw_groups = items.get("groups")
+            if not isinstance(raw_groups, list) or len(raw_groups) < 2:
+                raise ctx.fail(f"{where}.groups", "expected a list of at least two group names")
+            groups = tuple(ctx.text(g, f"{where}.groups") for g in raw_groups)
+            if len(set(groups)) != len(groups):
+                raise ctx.fail(f"{where}.groups", "group names must differ")
+            items = items.get("identifiers")
+            where = f"{where}.identifiers"
         if not isinstance(items, list):
             raise ctx.fail(where, "expected a list of identifiers")
         if len(items) < 2:
@@ -240,9 +265,24 @@ def _parse_axes(
                 if alias in seen:
                     raise ctx.fail(iwhere, f"alias '{alias}' is already an identifier or alias (axis {seen[alias]})")
                 seen[alias] = str(axis)
-            idents.append(Identifier(str(axis), value, phrases, overrides, aliases))
+            group = m.get("group")
+            if groups:
+                if group is None:
+                    raise ctx.fail(iwhere, f"missing group (axis {axis} groups its identifiers: {', '.join(groups)})")
+                if str(group) not in groups:
+                    raise ctx.fail(f"{iwhere}.group", f"undefined group '{group}' (declared: {', '.join(groups)})")
+            elif group is not None:
+                raise ctx.fail(f"{iwhere}.group", f"axis {axis} declares no groups; write it as "
+                               "{groups: [...], identifiers: [...]}")
+            idents.append(Identifier(str(axis), value, phrases, overrides, aliases,
+                                     str(group) if group is not None else None))
+        if groups:
+            empty = [g for g in groups if not any(i.group == g for i in idents)]
+            if empty:
+                raise ctx.fail(f"axes.{axis}.groups", f"group '{empty[0]}' has no identifiers")
+            all_groups[str(axis)] = groups
         axes[str(axis)] = tuple(idents)
-    return axes
+    return axes, all_groups
 
 
 def _parse_forms(
@@ -281,17 +321,19 @@ def _parse_use_cases(
     languages: Mapping[str, Any],
     system_prompts: Mapping[str, str],
     forms: Mapping[str, Any],
+    attributes: tuple[str, ...] = (),
 ) -> dict[str, UseCase]:
     use_cases: dict[str, UseCase] = {}
     for name, spec in ctx.mapping(raw, "use_cases").items():
         where = f"use_cases.{name}"
         m = ctx.mapping(spec, where)
-        answer_type = str(m.get("answer_type", "number"))
-        if answer_type not in ANSWER_TYPES:
-            raise ctx.fail(f"{where}.answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)})")
+        outcome = parse_outcome(ctx, m, where)
+        answer_type = outcome.encode()
         sp = str(m.get("system_prompt", ""))
-        if sp not in system_prompts:
-            raise ctx.fail(f"{where}.system_prompt", f"unknown '{sp}' (defined: {', '.join(system_prompts)})")
+        if "system_prompt" not in m and "outcome" in m:
+            sp = ""  # the outcome kind's own instruction
+        elif sp not in system_prompts:
+            raise ctx.fail(f"{where}.system_prompt", f"unknown '{sp}' (defined: {', '.join(system_prompts) or 'none'})")
         templates = ctx.per_language(m.get("template"), f"{where}.template", languages)
         qv_raw = ctx.mapping(m.get("question_variants"), f"{where}.question_variants")
         qvs: dict[str, tuple[str, ...]] = {}
@@ -306,9 +348,9 @@ def _parse_use_cases(
         if len({len(v) for v in qvs.values()}) != 1:
             raise ctx.fail(f"{where}.question_variants", "every language needs the same number of variants")
         profiles = _parse_profiles(ctx, m.get("profiles"), f"{where}.profiles", languages)
-        _check_templates(ctx, where, templates, profiles, forms)
+        _check_templates(ctx, where, templates, profiles, forms, attributes)
         aliases = tuple(str(a) for a in (m.get("aliases") or []))
-        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases)
+        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases, outcome)
     return use_cases
 
 
@@ -328,6 +370,9 @@ def _parse_profiles(
         for key, value in m.items():
             if isinstance(value, Mapping):
                 m[key] = ctx.per_language(value, f"{where}[{i}].{key}", languages)
+            elif value is None or isinstance(value, list):
+                raise ctx.fail(f"{where}[{i}].{key}", "a profile value must be a number, a text or a mapping "
+                               f"language -> text, not {'null' if value is None else 'a list'}")
         m["profile_id"] = pid
         profiles.append(m)
     keys = set(profiles[0])
@@ -344,8 +389,9 @@ def _check_templates(
     templates: Mapping[str, str],
     profiles: tuple[Mapping[str, Any], ...],
     forms: Mapping[str, Any],
+    attributes: tuple[str, ...] = (),
 ) -> None:
-    known = set(RESERVED_PLACEHOLDERS) | set(forms) | set(profiles[0])
+    known = set(RESERVED_PLACEHOLDERS) | set(forms) | set(profiles[0]) | set(attributes)
     for lang, template in templates.items():
         used = set(PLACEHOLDER.findall(template))
         unknown = sorted(used - known)
@@ -354,7 +400,40 @@ def _check_templates(
                 f"{where}.template.{lang}",
                 f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(known))})",
             )
-        if not used & ({"identifier_phrase"} | set(forms)):
+        if attributes:
+            missing = [a for a in attributes if a not in used]
+            if missing:
+                raise ctx.fail(f"{where}.template.{lang}",
+                               f"missing placeholder {{{missing[0]}}} (a crossed attribute)")
+        elif not used & ({"identifier_phrase"} | set(forms)):
             raise ctx.fail(f"{where}.template.{lang}", "missing placeholder {identifier_phrase}")
         if "question" not in used:
             raise ctx.fail(f"{where}.template.{lang}", "missing placeholder {question}")
+
+
+def parse_outcome(ctx: _Ctx, m: Mapping[str, Any], where: str) -> OutcomeSpec:
+    """A use case's outcome: ``outcome: {kind: ..., ...}``, or the legacy ``answer_type`` (amount)."""
+    from counterbench.outcomes import get_kind
+
+    if "outcome" in m:
+        if "answer_type" in m:
+            raise ctx.fail(f"{where}.answer_type", "give either outcome or answer_type, not both")
+        raw = m["outcome"]
+        if isinstance(raw, str):
+            raw = {"kind": raw}
+        if not isinstance(raw, Mapping) or "kind" not in raw:
+            raise ctx.fail(f"{where}.outcome", "expected a mapping with a kind, e.g. {kind: label, labels: [yes, no]}")
+        try:
+            kind = get_kind(str(raw["kind"]))
+        except UserError as err:
+            raise ctx.fail(f"{where}.outcome.kind", str(err)) from None
+        return kind.spec(raw, lambda key, problem: ctx.fail(f"{where}.outcome.{key}", problem))
+    answer_type = str(m.get("answer_type", "number"))
+    if answer_type not in ANSWER_TYPES:
+        raise ctx.fail(f"{where}.answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)}; "
+                       "or declare an outcome: {kind: rate|score|label|choice|text|amount, ...})")
+    if answer_type == "text":
+        return OutcomeSpec("text", metrics=("length",))
+    from counterbench.outcomes.amount import KIND as AMOUNT
+
+    return AMOUNT.decode(answer_type)

@@ -1,0 +1,308 @@
+"""Tables for the outcome kinds other than ``amount`` (rate, score, label, choice, text). Pure.
+
+Every kind reduces an answer to one number ``y`` (:meth:`OutcomeKind.measure`: a rate in %, a score,
+100 × "gave the positive label", 100 × "this identity was chosen", a text metric), so one set of
+compositions serves them all. Each table is declared once in :data:`OUTCOME_TABLES` (columns and what
+a row is) and built by one function.
+
+Decisions:
+
+- Comparisons are matched: a level is compared with the facet's reference inside the same *slot*
+  (the study's slot columns: prompts that differ only in what the facet varies). Intervals are
+  slot-cluster bootstrap percentile intervals (:mod:`counterbench.stats.cluster_bootstrap`; the slot
+  is the independent unit), never pair-level ones.
+- p-values are two-sided bootstrap p-values (2 × the smaller tail share of the replicate
+  differences, with the +1 correction); marks (``significant``) use Benjamini–Hochberg q-values with
+  one family per model and table (:mod:`counterbench.stats.multiple_testing`).
+- ``label`` comparisons also give Fisher's exact test on the pooled 2 × 2 counts (``exact_p``; it
+  ignores the clustering, so it is shown but never marks).
+- Only ``standard``-variant rows with status ``ok`` enter; other statuses count in ``parse_health``.
+- Crossed designs also get a regression on all attributes at once (``crossed_regression``): a
+  logistic model for labels (log-odds, as DiscrimEval's discrimination score), least squares
+  otherwise, with one fixed effect per scenario (use case × profile × question variant) and
+  slot-cluster-robust standard errors (statsmodels).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sstats
+
+from counterbench.outcomes import get_kind
+from counterbench.outcomes.base import OutcomeSpec
+from counterbench.stats.cluster_bootstrap import cluster_bootstrap
+from counterbench.stats.multiple_testing import benjamini_hochberg
+from counterbench.stats.seeding import stable_seed
+from counterbench.studies.base import Facet
+
+CONFIDENCE = 0.95
+ALPHA = 0.05
+_CELL = ["model", "use_case", "kind", "language"]
+
+#: table -> (columns, what one row is)
+OUTCOME_TABLES: dict[str, tuple[tuple[str, ...], str]] = {
+    "outcome_levels": (
+        (*_CELL, "facet", "facet_kind", "level", "n", "n_slots", "mean", "ci_low", "ci_high", "measure"),
+        "the mean outcome of one level (identifier, group or attribute level), slot-cluster bootstrap CI",
+    ),
+    "outcome_gaps": (
+        (*_CELL, "facet", "facet_kind", "reference", "comparison", "n_slots", "reference_mean", "comparison_mean",
+         "difference", "ci_low", "ci_high", "relative_pct", "relative_ci_low", "relative_ci_high", "p_value",
+         "q_value", "significant", "exact_p", "difference_unit"),
+        "comparison − reference inside matched slots (absolute, in the kind's unit, and relative %), "
+        "slot-cluster bootstrap CI, BH q-value per model",
+    ),
+    "language_gaps": (
+        ("model", "use_case", "kind", "facet", "facet_kind", "reference", "comparison", "language", "other_language",
+         "n_slots", "difference", "other_difference", "shift", "ci_low", "ci_high", "p_value", "q_value",
+         "significant"),
+        "how much a gap differs between two languages (difference in one − in the other), paired by slot",
+    ),
+    "crossed_regression": (
+        ("model", "kind", "language", "attribute", "level", "reference", "estimate", "se", "ci_low", "ci_high",
+         "p_value", "q_value", "significant", "model_type", "n"),
+        "the effect of one attribute level against its reference, all crossed attributes in one model "
+        "with scenario fixed effects and slot-clustered standard errors",
+    ),
+}
+
+
+def conform(name: str, frame: pd.DataFrame | None) -> pd.DataFrame:
+    columns = list(OUTCOME_TABLES[name][0])
+    if frame is None or frame.empty:
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in columns})
+    return frame.reindex(columns=columns).reset_index(drop=True)
+
+
+def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> pd.DataFrame:
+    """Standard-variant rows with ``kind``, ``measure`` and ``y`` (choice rows: one per offered option)."""
+    from counterbench.outcomes.choice import chosen_rows
+
+    parts = []
+    for use_case, part in values.groupby("use_case", sort=False, observed=True):
+        spec = outcomes.get(str(use_case))
+        if spec is None or spec.kind == "amount":
+            continue
+        kind = get_kind(spec.kind)
+        part = part.assign(kind=spec.kind, measure=kind.describe(spec), unit=kind.difference_unit)
+        if spec.kind == "choice":
+            part = chosen_rows(spec, part.assign(status=part["status"]))
+        else:
+            part = part.assign(y=kind.measure(spec, part))
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    out = out[out["status"].astype(str).eq("ok") & np.isfinite(out["y"].astype("float64"))]
+    return out.reset_index(drop=True)
+
+
+def _slot_key(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+    cols = [c for c in columns if c in frame.columns]
+    return frame[cols].astype(str).agg("\x1f".join, axis=1) if cols else pd.Series("", index=frame.index)
+
+
+def _suff(y: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+    return np.column_stack([np.bincount(codes, weights=y, minlength=n), np.bincount(codes, minlength=n)])
+
+
+def _pvalue(replicates: np.ndarray | None) -> float:
+    if replicates is None:
+        return float("nan")
+    reps = replicates[np.isfinite(replicates)]
+    if reps.size == 0:
+        return float("nan")
+    low = (1 + np.sum(reps <= 0)) / (reps.size + 1)
+    high = (1 + np.sum(reps >= 0)) / (reps.size + 1)
+    return float(min(1.0, 2 * min(low, high)))
+
+
+def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int) -> tuple[float, float, float, np.ndarray | None]:
+    if n_boot <= 0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            est = float(np.asarray(statistic(suff.sum(axis=0)[None, :]))[0])
+        return est, float("nan"), float("nan"), None
+    res = cluster_bootstrap(suff, statistic, n_boot=n_boot, seed=seed, confidence=CONFIDENCE,
+                            return_replicates=True)
+    return res.estimate, res.low, res.high, res.replicates
+
+
+def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
+    if facet.column not in frame.columns:
+        return frame.iloc[0:0]
+    rows = frame
+    if facet.axis is not None and "axis" in frame.columns:
+        rows = frame[frame["axis"].astype(str) == facet.axis]
+    return rows[rows[facet.column].notna()].assign(level=lambda f: f[facet.column].astype(str))
+
+
+def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str],
+                         n_boot: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``outcome_levels`` and ``outcome_gaps`` for every model × use case × language × facet."""
+    levels: list[dict[str, Any]] = []
+    gaps: list[dict[str, Any]] = []
+    if rows.empty:
+        return conform("outcome_levels", None), conform("outcome_gaps", None)
+    for cell, part in rows.groupby(_CELL, sort=False, observed=True):
+        base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
+        measure, unit = str(part["measure"].iloc[0]), str(part["unit"].iloc[0])
+        for facet in facets:
+            frows = _facet_rows(part, facet)
+            if frows.empty:
+                continue
+            slots = _slot_key(frows, [c for c in slot_columns if c != facet.column])
+            codes, _ = pd.factorize(slots, sort=False)
+            n_slots = int(codes.max()) + 1
+            y = frows["y"].to_numpy(dtype=np.float64)
+            lv = frows["level"].to_numpy()
+            present = [lvl for lvl in facet.levels if lvl in set(lv)]
+            for level in present:
+                mask = lv == level
+                s = _suff(y[mask], codes[mask], n_slots)
+                s = s[s[:, 1] > 0]
+                est, lo, hi, _ = _boot(s, lambda t: t[:, 0] / t[:, 1], n_boot,
+                                       stable_seed("level", *cell, facet.name, level, base_seed=seed))
+                levels.append({**base, "facet": facet.name, "facet_kind": facet.kind, "level": level,
+                               "n": int(mask.sum()), "n_slots": len(s), "mean": est, "ci_low": lo,
+                               "ci_high": hi, "measure": measure})
+            if facet.reference not in present:
+                continue
+            ref = lv == facet.reference
+            for level in present:
+                if level == facet.reference:
+                    continue
+                cmp_ = lv == level
+                sc, sr = _suff(y[cmp_], codes[cmp_], n_slots), _suff(y[ref], codes[ref], n_slots)
+                s = np.hstack([sc, sr])
+                s = s[(s[:, 1] > 0) & (s[:, 3] > 0)]  # matched slots only
+                if not len(s):
+                    continue
+                cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
+                diff, lo, hi, reps = _boot(s, lambda t: t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3], n_boot, cell_seed)
+                rel, rlo, rhi, _ = _boot(s, _relative, n_boot, cell_seed)
+                totals = s.sum(axis=0)
+                row = {**base, "facet": facet.name, "facet_kind": facet.kind, "reference": facet.reference,
+                       "comparison": level, "n_slots": len(s), "reference_mean": totals[2] / totals[3],
+                       "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": lo, "ci_high": hi,
+                       "relative_pct": rel, "relative_ci_low": rlo, "relative_ci_high": rhi,
+                       "p_value": _pvalue(reps), "exact_p": np.nan, "difference_unit": unit}
+                if base["kind"] in ("label", "choice"):
+                    k1, n1 = totals[0] / 100.0, totals[1]
+                    k0, n0 = totals[2] / 100.0, totals[3]
+                    table = np.array([[k1, n1 - k1], [k0, n0 - k0]]).round().astype(np.int64)
+                    row["exact_p"] = float(sstats.fisher_exact(table)[1])
+                gaps.append(row)
+    gap_frame = _with_q(pd.DataFrame(gaps))
+    return conform("outcome_levels", pd.DataFrame(levels)), conform("outcome_gaps", gap_frame)
+
+
+def _relative(t: np.ndarray) -> np.ndarray:
+    ref = t[:, 2] / t[:, 3]
+    return np.asarray(100 * (t[:, 0] / t[:, 1] - ref) / ref, dtype=np.float64)
+
+
+def _with_q(frame: pd.DataFrame) -> pd.DataFrame:
+    """BH q-values and marks, one family per model."""
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    frame["q_value"] = np.nan
+    for _, idx in frame.groupby("model", sort=False).groups.items():
+        q, reject = benjamini_hochberg(frame.loc[idx, "p_value"].to_numpy(dtype=np.float64), ALPHA)
+        frame.loc[idx, "q_value"] = q
+        frame.loc[idx, "significant"] = reject
+    frame["significant"] = frame["significant"].astype(bool)
+    return frame
+
+
+def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str],
+                       languages: Sequence[str], n_boot: int, seed: int) -> pd.DataFrame:
+    """Each gap in the first language against the same gap in every other language, paired by slot."""
+    out: list[dict[str, Any]] = []
+    present = [lang for lang in languages if not rows.empty and lang in set(rows["language"].astype(str))]
+    if len(present) < 2:
+        return conform("language_gaps", None)
+    first = present[0]
+    keys = ["model", "use_case", "kind"]
+    for cell, part in rows.groupby(keys, sort=False, observed=True):
+        for facet in facets:
+            frows = _facet_rows(part, facet)
+            if frows.empty or facet.reference not in set(frows["level"]):
+                continue
+            slots = _slot_key(frows, [c for c in slot_columns if c not in (facet.column, "language")])
+            codes, _ = pd.factorize(slots, sort=False)
+            n = int(codes.max()) + 1
+            y, lv = frows["y"].to_numpy(np.float64), frows["level"].to_numpy()
+            lang = frows["language"].astype(str).to_numpy()
+            for other in present[1:]:
+                for level in facet.levels:
+                    if level == facet.reference or level not in set(lv):
+                        continue
+                    masks = [(lv == level) & (lang == first), (lv == facet.reference) & (lang == first),
+                             (lv == level) & (lang == other), (lv == facet.reference) & (lang == other)]
+                    s = np.hstack([_suff(y[m], codes[m], n) for m in masks])
+                    s = s[(s[:, 1] > 0) & (s[:, 3] > 0) & (s[:, 5] > 0) & (s[:, 7] > 0)]
+                    if not len(s):
+                        continue
+
+                    def shift(t: np.ndarray) -> np.ndarray:
+                        return (t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3]) - (t[:, 4] / t[:, 5] - t[:, 6] / t[:, 7])
+
+                    est, lo, hi, reps = _boot(s, shift, n_boot,
+                                              stable_seed("language", *cell, facet.name, level, other, base_seed=seed))
+                    t = s.sum(axis=0)
+                    out.append({**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
+                                "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
+                                "language": first, "other_language": other, "n_slots": len(s),
+                                "difference": t[0] / t[1] - t[2] / t[3], "other_difference": t[4] / t[5] - t[6] / t[7],
+                                "shift": est, "ci_low": lo, "ci_high": hi, "p_value": _pvalue(reps)})
+    return conform("language_gaps", _with_q(pd.DataFrame(out)))
+
+
+def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str]) -> pd.DataFrame:
+    """All crossed attributes in one model per model × kind × language (see module notes)."""
+    import statsmodels.api as sm
+
+    attrs = [f for f in facets if f.kind == "attribute" and f.column in rows.columns]
+    if rows.empty or len(attrs) < 1:
+        return conform("crossed_regression", None)
+    out: list[dict[str, Any]] = []
+    for (model, kind, language), part in rows.groupby(["model", "kind", "language"], sort=False, observed=True):
+        scenario = _slot_key(part, ["use_case", "profile_id", "question_variant"])
+        design = [pd.get_dummies(pd.Categorical(part[f.column].astype(str), categories=list(f.levels)),
+                                 prefix=f.column, prefix_sep="\x1f", dtype=np.float64).drop(
+                      columns=f"{f.column}\x1f{f.reference}") for f in attrs]
+        fixed = pd.get_dummies(scenario, prefix="scenario", dtype=np.float64)
+        x = pd.concat([*(d.set_axis(part.index) for d in design), fixed.set_axis(part.index)], axis=1)
+        x = x.loc[:, x.std(axis=0) > 0] if len(x) > 1 else x
+        x.insert(0, "const", 1.0)
+        if fixed.shape[1] > 1:
+            x = x.drop(columns=[c for c in x.columns if c.startswith("scenario")][:1])
+        groups = pd.factorize(_slot_key(part, slot_columns))[0]
+        y = part["y"].to_numpy(np.float64)
+        logit = kind in ("label", "choice")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fitted = (sm.Logit(y / 100.0, x) if logit else sm.OLS(y, x)).fit(
+                    **({"disp": 0} if logit else {}), cov_type="cluster", cov_kwds={"groups": groups})
+        except Exception:  # separation or a singular design: no estimate for this cell
+            continue
+        z = sstats.norm.ppf(0.5 + CONFIDENCE / 2)
+        for f in attrs:
+            for level in f.levels:
+                name = f"{f.column}\x1f{level}"
+                if level == f.reference or name not in fitted.params.index:
+                    continue
+                est, se = float(fitted.params[name]), float(fitted.bse[name])
+                out.append({"model": str(model), "kind": str(kind), "language": str(language), "attribute": f.name,
+                            "level": level, "reference": f.reference, "estimate": est, "se": se,
+                            "ci_low": est - z * se, "ci_high": est + z * se, "p_value": float(fitted.pvalues[name]),
+                            "model_type": "logit (log-odds)" if logit else "least squares (outcome units)",
+                            "n": len(y)})
+    return conform("crossed_regression", _with_q(pd.DataFrame(out)))

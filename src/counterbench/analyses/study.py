@@ -1,0 +1,185 @@
+"""The one path from stored answers to an analysis: filter to one study, analyse by outcome kind.
+
+``analyze_study(source, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
+Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call. It keeps the rows of
+``study`` only (a store may hold several studies; they are never pooled), runs the ``amount`` analysis
+(:mod:`.rupeebias`, unchanged) on amount use cases and the generic outcome tables
+(:mod:`.outcome_tables`) on the others, and writes the study's own title, languages, axes, use cases,
+canonical pairs and outcome kinds into the summary, from which the report takes its wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.rupeebias import AnalysisResult
+from counterbench.errors import UserError
+from counterbench.outcomes import kind_of_answer_type
+from counterbench.studies.base import Study
+
+
+def resolve_study(study: str | Path | Study) -> Study:
+    from counterbench.studies.registry import load_study
+
+    return load_study(study)
+
+
+def results_of_study(results: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """The rows of ``study`` (all rows when the frame has no ``study`` column, e.g. a hand-made one)."""
+    if "study" not in results.columns:
+        return results
+    column = results["study"].astype(object)
+    mine = results[column.eq(study.name) | column.isna()]
+    if mine.empty:
+        present = sorted({str(s) for s in column.dropna().unique()})
+        raise UserError(f"no responses of study {study.name} in these results (studies present: "
+                        f"{', '.join(present) or 'none'}); give the study the answers belong to")
+    return mine.reset_index(drop=True)
+
+
+def load_study_results(source: pd.DataFrame | str | Path, study: Study, *, models: Sequence[str] | None,
+                       profile: str) -> pd.DataFrame:
+    """A store path (re-parsed under ``profile``) or a results frame, reduced to ``study`` and ``models``."""
+    if isinstance(source, str | Path):
+        from counterbench.run.results import load_results
+
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise UserError(f"store {path} does not exist; run some prompts first "
+                            f"(`counterbench run ... --store {path}`)")
+        results = load_results(path, list(models) if models else None, profile)
+        if results.empty:
+            raise UserError(f"store {path} has no responses yet; run `counterbench run ... --store {path}` first")
+    else:
+        results = source
+        if models:
+            known = [str(m) for m in results["model"].drop_duplicates()] if "model" in results.columns else []
+            unknown = [m for m in models if m not in known]
+            if unknown:
+                raise UserError(f"no responses of model {unknown[0]} in the results "
+                                f"(models: {', '.join(known) or 'none'})")
+            results = results[results["model"].isin(list(models))]
+    return results_of_study(results, study)
+
+
+def _is_amount(results: pd.DataFrame) -> pd.Series:
+    if "answer_type" not in results.columns:
+        return pd.Series(True, index=results.index)
+    kinds = results["answer_type"].map(lambda a: kind_of_answer_type(a) if isinstance(a, str) else None)
+    return kinds.isna() | kinds.eq("amount")
+
+
+def analyze_study(
+    source: pd.DataFrame | str | Path,
+    study: str | Path | Study = "rupeebias",
+    *,
+    models: Sequence[str] | None = None,
+    profile: str = "default",
+    bootstrap: int = 2000,
+    seed: int = 0,
+    tau: float = 10.0,
+    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+) -> AnalysisResult:
+    """Every table of ``study``'s analysis from a store path or a results frame (see module docstring)."""
+    from counterbench.analyses.profiles import get_profile
+    from counterbench.analyses.rupeebias import analyze as analyze_amounts
+
+    get_profile(profile)
+    the_study = resolve_study(study)
+    wanted = list(dict.fromkeys(models)) if models else None
+    results = load_study_results(source, the_study, models=wanted, profile=profile)
+    amount_mask = _is_amount(results)
+    tables: dict[str, pd.DataFrame] = {}
+    summary: dict[str, Any] = {}
+    if amount_mask.any():
+        pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
+        amount = analyze_amounts(results[amount_mask].reset_index(drop=True), profile=profile, bootstrap=bootstrap,
+                                 seed=seed, tau=tau, canonical_pairs=pairs)
+        tables.update(amount.tables)
+        summary.update(amount.summary)
+    generic = results[~amount_mask].reset_index(drop=True)
+    if not generic.empty:
+        gen_tables, gen_summary = _analyze_outcomes(generic, the_study, bootstrap, seed)
+        tables.update(gen_tables)
+        for key, value in gen_summary.items():
+            if key in ("tables", "unsupported") and key in summary:
+                summary[key].update(value)
+            elif key not in summary or key in ("outcome_models",):
+                summary[key] = value
+    summary.update(_study_summary(the_study, results))
+    return AnalysisResult(tables=tables, summary=summary)
+
+
+def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int) -> tuple[dict[str, pd.DataFrame],
+                                                                                               dict[str, Any]]:
+    from counterbench import __version__
+    from counterbench.analyses.health import parse_health
+
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise UserError(f"--bootstrap must be a whole number ≥ 0, got {bootstrap!r}")
+    responses = results.assign(usable=results["status"].astype(str).eq("ok"),
+                               out_of_range=results.get("out_of_range", pd.Series(False, index=results.index))
+                               .fillna(False).astype(bool))
+    standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
+    rows = ot.measured_rows(standard, study.outcomes)
+    slot_columns = list(study.slot_columns)
+    levels, gaps = ot.level_and_gap_tables(rows, study.facets, slot_columns, bootstrap, seed)
+    languages = [lang for lang in study.languages]
+    tables = {
+        "outcome_levels": levels,
+        "outcome_gaps": gaps,
+        "language_gaps": ot.language_gap_table(rows, study.facets, slot_columns, languages, bootstrap, seed),
+        "crossed_regression": ot.crossed_regression(rows, study.facets, slot_columns),
+        "parse_health": parse_health(responses),
+    }
+    models: dict[str, dict[str, Any]] = {}
+    for model, part in results.groupby("model", sort=False):
+        simulated = (bool(part["simulated"].astype(bool).any()) if "simulated" in part.columns
+                     else str(model).startswith("sim:"))
+        models[str(model)] = {"simulated": simulated, "n_responses": len(part),
+                              "n_values": int(part["status"].astype(str).eq("ok").sum())}
+    unsupported = {}
+    if tables["language_gaps"].empty:
+        unsupported["language_gaps"] = "needs answers in at least two of the study's languages for the same slots"
+    if tables["crossed_regression"].empty:
+        unsupported["crossed_regression"] = "only studies with crossed attributes (design.crossed) have it"
+    if gaps.empty:
+        unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
+    summary = {
+        "profile": "default",
+        "counterbench_version": __version__,
+        "analysed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "models": models,
+        "simulated": {m: info["simulated"] for m, info in models.items()},
+        "bootstrap": {"replicates": bootstrap, "seed": seed, "confidence": ot.CONFIDENCE},
+        "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}, "
+                                   "95% percentile intervals; BH q-values per model and table"},
+        "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()},
+        "unsupported": unsupported,
+        "notes": [],
+    }
+    return tables, summary
+
+
+def _study_summary(study: Study, results: pd.DataFrame) -> dict[str, Any]:
+    present = set(results["language"].astype(str)) if "language" in results.columns else set()
+    uc_present = set(results["use_case"].astype(str)) if "use_case" in results.columns else set()
+    return {
+        "study": study.name,
+        "title": study.title,
+        "description": getattr(study, "description", ""),
+        "languages": [lang for lang in study.languages if lang in present] or sorted(present),
+        "language_names": dict(study.languages),
+        "axes": list(study.axes),
+        "use_cases": [uc for uc in study.outcomes if uc in uc_present] or sorted(uc_present),
+        "outcome_kinds": {uc: spec.kind for uc, spec in study.outcomes.items() if uc in uc_present},
+        "canonical_pairs": {axis: list(pair) for axis, pair in study.canonical_pairs.items()},
+        "facets": [{"name": f.name, "kind": f.kind, "reference": f.reference, "levels": list(f.levels)}
+                   for f in study.facets],
+    }

@@ -1,0 +1,84 @@
+"""Outcome kinds: one module each, found through one registry.
+
+``amount`` (money or a number with units; relative gap Δ%, RupeeBias), ``rate`` (a percentage:
+difference in percentage points and relative), ``score`` (a bounded integer scale), ``label`` (one of
+a declared set of words), ``choice`` (one of N labelled options, mapped back to what each stands for)
+and ``text`` (free text scored by named metrics). Adding a kind is one module that defines ``KIND`` plus
+one line in :data:`KIND_MODULES`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import TYPE_CHECKING
+
+from counterbench.errors import UserError
+
+if TYPE_CHECKING:
+    from counterbench.outcomes.base import Constraint, OutcomeKind, OutcomeSpec
+    from counterbench.parse.result import ParsedAnswer
+
+#: kind name -> module defining ``KIND``
+KIND_MODULES: dict[str, str] = {
+    "amount": "counterbench.outcomes.amount",
+    "rate": "counterbench.outcomes.rate",
+    "score": "counterbench.outcomes.score",
+    "label": "counterbench.outcomes.label",
+    "choice": "counterbench.outcomes.choice",
+    "text": "counterbench.outcomes.text",
+}
+#: answer types of the ``amount`` kind (the parser's rules.yaml types)
+AMOUNT_ANSWER_TYPES = ("inr_annual", "percent", "inr", "number")
+
+
+def kind_names() -> list[str]:
+    return list(KIND_MODULES)
+
+
+@functools.cache
+def get_kind(name: str) -> OutcomeKind:
+    """The kind called ``name``; an unknown name is a :class:`UserError` listing the kinds."""
+    module = KIND_MODULES.get(name)
+    if module is None:
+        raise UserError(f"unknown outcome kind '{name}' (one of: {', '.join(KIND_MODULES)})")
+    kind: OutcomeKind = importlib.import_module(module).KIND
+    return kind
+
+
+def kind_of_answer_type(answer_type: str | None) -> str | None:
+    """The kind an ``answer_type`` string belongs to (``None`` for missing/unknown)."""
+    if not answer_type:
+        return None
+    if answer_type in AMOUNT_ANSWER_TYPES:
+        return "amount"
+    head = answer_type.split(":", 1)[0]
+    return head if head in KIND_MODULES else None
+
+
+@functools.lru_cache(maxsize=256)
+def spec_from_answer_type(answer_type: str) -> OutcomeSpec:
+    kind = kind_of_answer_type(answer_type)
+    if kind is None:
+        raise UserError(f"unknown answer type '{answer_type}'")
+    return get_kind(kind).decode(answer_type)
+
+
+def is_generic(answer_type: str | None) -> bool:
+    """True for answer types parsed by an outcome kind other than ``amount`` (rate, score, label, ...)."""
+    kind = kind_of_answer_type(answer_type)
+    return kind is not None and kind != "amount"
+
+
+def parse_outcome(answer_type: str, text: str | None, profile: str = "default") -> ParsedAnswer:
+    """Parse one response of a use case whose outcome is ``answer_type``."""
+    spec = spec_from_answer_type(answer_type)
+    return get_kind(spec.kind).parse(spec, text, profile)
+
+
+def constraint_for(answer_type: str | None) -> Constraint | None:
+    """The structured-output constraint of ``answer_type`` (``None`` when the kind has none)."""
+    if not answer_type or kind_of_answer_type(answer_type) is None:
+        return None
+    spec = spec_from_answer_type(answer_type)
+    return get_kind(spec.kind).constraint(spec)

@@ -1,0 +1,65 @@
+"""``amount``: money or a number with units and an optional plausible range — RupeeBias's outcome.
+
+Compared by the relative pair gap Δ% (|a − b| / mean(a, b)) and everything the RupeeBias analysis
+builds on it (:mod:`counterbench.analyses.rupeebias`, whose tables and report sections this kind
+uses as they are). The answer types are the number parser's (``inr_annual``, ``inr``, ``percent``,
+``number``; see ``parse/rules.yaml``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.common import Fail, check_keys
+from counterbench.parse.result import ParsedAnswer
+
+ANSWER_TYPES = ("inr_annual", "percent", "inr", "number")
+_UNITS = {"inr_annual": "INR", "inr": "INR", "percent": "%", "number": ""}
+
+
+class AmountKind:
+    name = "amount"
+    keys = ("answer_type",)
+    difference_unit = "percent of the pair's mean"
+
+    def describe(self, spec: OutcomeSpec) -> str:
+        return "relative gap Δ%"
+
+    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        check_keys(raw, self.keys, fail)
+        answer_type = str(raw.get("answer_type", "number"))
+        if answer_type not in ANSWER_TYPES:
+            raise fail("answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)})")
+        return OutcomeSpec("amount", answer_type=answer_type, unit=_UNITS[answer_type])
+
+    def decode(self, text: str) -> OutcomeSpec:
+        return OutcomeSpec("amount", answer_type=text, unit=_UNITS.get(text, ""))
+
+    def instruction(self, spec: OutcomeSpec) -> str:
+        unit = f" {spec.unit}" if spec.unit else ""
+        return f"Answer with exactly one number on a single line, in this format:\n### <NUMBER>{unit}\nNo explanation."
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint | None:
+        from counterbench.models.answer_formats import answer_format
+
+        fmt = answer_format(spec.answer_type)
+        return None if fmt is None else Constraint(fmt.answer_type, fmt.regex, fmt.gbnf)
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
+        from counterbench.parse import parse_answer
+
+        return parse_answer(text, spec.answer_type or "number", profile=profile)
+
+    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
+        unit = f" {spec.unit}" if spec.unit else ""
+        return f"### {round(latent)}{unit}"
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+
+KIND = AmountKind()

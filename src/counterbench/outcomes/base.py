@@ -1,0 +1,132 @@
+"""What every outcome kind offers: a spec (the kind + its parameters), a constraint, a parser, a simulator.
+
+An *outcome kind* owns everything about one kind of answer (see ``docs/studies.md``): the instruction a
+prompt ends with, the structured-output constraint (:class:`Constraint`, the same three attributes as
+:class:`counterbench.models.answer_formats.AnswerFormat`: ``regex``, ``gbnf``, ``json_schema()``), the
+parser, how the simulated model answers, and the quantity the analysis compares (``measure``).
+
+A use case's outcome travels through the prompt table, the store and the run engine as one string, the
+prompt's ``answer_type`` (e.g. ``rate``, ``score:1:10``, ``label:yes|no``): :func:`encode` and
+:func:`counterbench.outcomes.spec_from_answer_type` convert between the two.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from counterbench.parse.result import ParsedAnswer
+
+SEPARATOR = "|"
+
+
+@dataclass(frozen=True)
+class OutcomeSpec:
+    """A use case's outcome: the kind's name and its parameters (hashable, comparable)."""
+
+    kind: str
+    labels: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    positive: str | None = None
+    metrics: tuple[str, ...] = ()
+    unit: str | None = None
+    #: the legacy amount answer type (``inr_annual``, ``percent``, ``inr``, ``number``) for ``amount``
+    answer_type: str | None = None
+    extra: tuple[tuple[str, Any], ...] = field(default=())
+
+    def encode(self) -> str:
+        """The prompt table's ``answer_type`` for this outcome."""
+        return encode(self)
+
+
+def encode(spec: OutcomeSpec) -> str:
+    if spec.kind == "amount":
+        return spec.answer_type or "number"
+    if spec.kind in ("label", "choice"):
+        return f"{spec.kind}:{SEPARATOR.join(spec.labels)}"
+    if spec.kind == "score":
+        return f"score:{_num(spec.low)}:{_num(spec.high)}"
+    if spec.kind == "text":
+        return "text:" + ",".join(spec.metrics) if spec.metrics else "text"
+    return spec.kind
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A structured-output constraint: an anchored regex, the same as a llama.cpp grammar, and a schema."""
+
+    name: str
+    regex: str
+    gbnf: str
+
+    def json_schema(self) -> dict[str, Any]:
+        """An OpenAI-style ``response_format`` whose one string field ``answer`` matches :attr:`regex`."""
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": f"counterbench_{re.sub(r'[^A-Za-z0-9_]', '_', self.name)}",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"answer": {"type": "string", "pattern": self.regex}},
+                    "required": ["answer"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+
+
+def choices_constraint(name: str, labels: tuple[str, ...]) -> Constraint:
+    """``### <one of labels>``."""
+    regex = "^### (" + "|".join(re.escape(label) for label in labels) + ")$"
+    gbnf = 'root ::= "### " (' + " | ".join(json.dumps(label, ensure_ascii=False) for label in labels) + ")\n"
+    return Constraint(name, regex, gbnf)
+
+
+class OutcomeKind(Protocol):
+    """One kind of answer. Modules in :mod:`counterbench.outcomes` implement it."""
+
+    name: str
+    #: keys a study file may give in a use case's ``outcome`` mapping (besides ``kind``)
+    keys: tuple[str, ...]
+    #: how the difference between two groups is expressed (``percentage points``, ``points``, ...)
+    difference_unit: str
+    #: what ``measure`` is, for tables and the report (e.g. ``share answering yes``)
+    def describe(self, spec: OutcomeSpec) -> str: ...
+
+    def spec(self, raw: Mapping[str, Any], fail: Any) -> OutcomeSpec:
+        """Validate a study file's ``outcome`` mapping; ``fail(key, message)`` returns a UserError."""
+        ...
+
+    def decode(self, text: str) -> OutcomeSpec:
+        """The spec back from its ``answer_type`` string."""
+        ...
+
+    def instruction(self, spec: OutcomeSpec) -> str:
+        """The default system instruction (used when the use case names no system prompt)."""
+        ...
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint | None: ...
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer: ...
+
+    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
+        """The simulated model's answer for a latent value (after planted effects) and a uniform draw."""
+        ...
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        """Per results row, the number the analysis compares (NaN when the row has none)."""
+        ...

@@ -1,0 +1,84 @@
+"""``choice``: one of N labelled options (``A``/``B``, ``1``..``5``), each standing for something the prompt
+varies — a level, a document, a person. The prompt table says what each option stands for in columns
+``option_<LABEL>`` (e.g. ``option_A = Emily``); the analysis maps the chosen option back to it and
+compares how often each identity is chosen when it is offered (a win rate, %).
+
+Multi-identity prompts (two documents in two positions, N options) come from a Python study that fills
+those columns; see ``docs/extending.md``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.outcomes.base import Constraint, OutcomeSpec, choices_constraint
+from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label
+from counterbench.parse.result import ParsedAnswer
+
+
+def option_column(label: str) -> str:
+    return f"option_{label}"
+
+
+class ChoiceKind:
+    name = "choice"
+    keys = ("options",)
+    difference_unit = "percentage points"
+
+    def describe(self, spec: OutcomeSpec) -> str:
+        return "share chosen when offered (%)"
+
+    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        check_keys(raw, self.keys, fail)
+        if "options" not in raw:
+            raise fail("options", "a choice outcome needs its option labels, e.g. options: [A, B]")
+        return OutcomeSpec("choice", labels=labels_of(raw["options"], "options", fail))
+
+    def decode(self, text: str) -> OutcomeSpec:
+        return OutcomeSpec("choice", labels=tuple(text.split(":", 1)[1].split("|")))
+
+    def instruction(self, spec: OutcomeSpec) -> str:
+        return (f"Choose exactly one option: {', '.join(spec.labels)}. Answer on a single line in this format:\n"
+                "### <OPTION>\nNo explanation.")
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint:
+        return choices_constraint("choice", spec.labels)
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
+        return match_label(text, spec.labels)
+
+    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
+        """``latent`` is the probability of choosing the first option (the rest share the remainder)."""
+        p = min(max(latent, 0.0), 1.0)
+        if u < p or len(spec.labels) == 1:
+            return f"### {spec.labels[0]}"
+        rest = spec.labels[1:]
+        index = min(int((u - p) / max(1.0 - p, 1e-12) * len(rest)), len(rest) - 1)
+        return f"### {rest[index]}"
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        """The chosen option's index (the analysis maps it through the ``option_*`` columns)."""
+        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+
+def chosen_rows(spec: OutcomeSpec, values: pd.DataFrame) -> pd.DataFrame:
+    """One row per (response, offered option): ``identifier`` it stands for, ``position``, ``chosen`` (0/100)."""
+    index = pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+    parts = []
+    for i, label in enumerate(spec.labels):
+        column = option_column(label)
+        if column not in values.columns:
+            continue
+        part = values.drop(columns=["identifier"], errors="ignore").assign(
+            identifier=values[column].astype(object), position=label,
+            y=np.where(np.isnan(index), np.nan, (index == i).astype(np.float64) * 100.0))
+        parts.append(part[part["identifier"].notna()])
+    if not parts:
+        return values.iloc[0:0].assign(position=None, y=np.nan)
+    return pd.concat(parts, ignore_index=True)
+
+
+KIND = ChoiceKind()

@@ -1,0 +1,70 @@
+"""``label``: one of a declared set of words (``yes`` / ``no`` / ``cannot decide``). The analysis compares
+the share of answers giving the *positive* label (the first label unless ``positive`` names another):
+a rate per group, the difference in rates (percentage points) with a slot-cluster bootstrap CI, and
+Fisher's exact test on the pooled counts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.outcomes.base import Constraint, OutcomeSpec, choices_constraint
+from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label
+from counterbench.parse.result import ParsedAnswer
+
+
+class LabelKind:
+    name = "label"
+    keys = ("labels", "positive")
+    difference_unit = "percentage points"
+
+    def describe(self, spec: OutcomeSpec) -> str:
+        return f"share answering {positive(spec)} (%)"
+
+    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        check_keys(raw, self.keys, fail)
+        if "labels" not in raw:
+            raise fail("labels", "a label outcome needs its labels, e.g. labels: [yes, no]")
+        labels = labels_of(raw["labels"], "labels", fail)
+        pos = raw.get("positive", labels[0])
+        if str(pos) not in labels:
+            raise fail("positive", f"'{pos}' is not one of the labels ({', '.join(labels)})")
+        # the positive label goes first, so the encoded answer type carries it
+        ordered = (str(pos), *(lbl for lbl in labels if lbl != str(pos)))
+        return OutcomeSpec("label", labels=ordered, positive=str(pos))
+
+    def decode(self, text: str) -> OutcomeSpec:
+        labels = tuple(text.split(":", 1)[1].split("|"))
+        return OutcomeSpec("label", labels=labels, positive=labels[0])
+
+    def instruction(self, spec: OutcomeSpec) -> str:
+        options = " or ".join(spec.labels)
+        return (f"Answer with exactly one of: {options}. Use a single line in this format:\n### <ANSWER>\n"
+                "No explanation.")
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint:
+        return choices_constraint("label", spec.labels)
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
+        return match_label(text, spec.labels)
+
+    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
+        """``latent`` is the probability of the positive label (clipped to [0, 1])."""
+        p = min(max(latent, 0.0), 1.0)
+        if u < p:
+            return f"### {spec.labels[0]}"
+        return f"### {spec.labels[1]}"
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        index = pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+        return np.where(np.isnan(index), np.nan, (index == 0).astype(np.float64) * 100.0)
+
+
+def positive(spec: OutcomeSpec) -> str:
+    return spec.positive or spec.labels[0]
+
+
+KIND = LabelKind()

@@ -1,0 +1,68 @@
+"""``rate``: a percentage (an interest rate, a hike). Compared as a difference in percentage points and
+as a relative difference. Answers are ``### <NUMBER> %``; parsed by the shared number parser's
+``percent`` rules (so ``12 percent`` and ``12%`` both read as 12)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.common import Fail, check_keys, number
+from counterbench.parse.result import ParsedAnswer
+
+REGEX = r"^### (0|[1-9][0-9]{0,2})(\.[0-9]{1,2})? %$"
+GBNF = 'root ::= "### " int frac? " %"\nint ::= "0" | [1-9] [0-9]{0,2}\nfrac ::= "." [0-9] [0-9]?\n'
+
+
+class RateKind:
+    name = "rate"
+    keys = ("range", "decimals")
+    difference_unit = "percentage points"
+
+    def describe(self, spec: OutcomeSpec) -> str:
+        return "mean rate (%)"
+
+    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        check_keys(raw, self.keys, fail)
+        low = high = None
+        if "range" in raw:
+            rng = raw["range"]
+            if not isinstance(rng, list) or len(rng) != 2:
+                raise fail("range", "expected [lowest, highest]")
+            low, high = number(rng[0], "range", fail), number(rng[1], "range", fail)
+            if low >= high:
+                raise fail("range", f"the lowest value must be below the highest, got [{low:g}, {high:g}]")
+        decimals = int(number(raw.get("decimals", 2), "decimals", fail))
+        return OutcomeSpec("rate", low=low, high=high, extra=(("decimals", decimals),))
+
+    def decode(self, text: str) -> OutcomeSpec:
+        return OutcomeSpec("rate", extra=(("decimals", 2),))
+
+    def instruction(self, spec: OutcomeSpec) -> str:
+        return ("Answer with exactly one percentage on a single line, in this format:\n### <NUMBER> %\n"
+                "No ranges, no explanation.")
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint:
+        return Constraint("rate", REGEX, GBNF)
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
+        from counterbench.parse import parse_answer
+
+        answer = parse_answer(text, "percent", profile=profile)
+        if answer.status == "ok" and answer.value is not None and spec.low is not None and spec.high is not None:
+            out = not (spec.low <= answer.value <= spec.high)
+            return ParsedAnswer("ok", answer.value, "%", answer.is_range, out, answer.reason)
+        return answer
+
+    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
+        return f"### {max(latent, 0.0):.2f} %"
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+
+KIND = RateKind()

@@ -1,0 +1,93 @@
+"""``score``: a whole number on a declared scale (``min``..``max``, e.g. 1-10 or 1-100). Compared as an
+absolute difference in points and a mean per group. An answer outside the scale is ``unparseable``
+(reason ``out_of_scale``), never a value."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.common import Fail, answer_lines, check_keys, number, refused
+from counterbench.parse.result import ParsedAnswer
+
+_INTEGER = re.compile(r"^\s*(-?\d+)\s*(?:/\s*\d+)?\s*[.!]?\s*$")
+_LEADING = re.compile(r"^\s*(?:score\s*[:=]?\s*)?(-?\d+)\b", re.IGNORECASE)
+
+
+class ScoreKind:
+    name = "score"
+    keys = ("min", "max")
+    difference_unit = "points"
+
+    def describe(self, spec: OutcomeSpec) -> str:
+        return f"mean score ({_n(spec.low)}–{_n(spec.high)})"
+
+    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        check_keys(raw, self.keys, fail)
+        for key in ("min", "max"):
+            if key not in raw:
+                raise fail(key, "a score needs its scale: give min and max (e.g. min: 1, max: 10)")
+        low, high = number(raw["min"], "min", fail), number(raw["max"], "max", fail)
+        if not (low.is_integer() and high.is_integer()):
+            raise fail("min", "the scale's ends must be whole numbers")
+        if low >= high:
+            raise fail("max", f"the scale is reversed or empty: min {low:g} must be below max {high:g}")
+        return OutcomeSpec("score", low=low, high=high)
+
+    def decode(self, text: str) -> OutcomeSpec:
+        _, low, high = text.split(":")
+        return OutcomeSpec("score", low=float(low), high=float(high))
+
+    def instruction(self, spec: OutcomeSpec) -> str:
+        return (f"Answer with exactly one whole number from {_n(spec.low)} to {_n(spec.high)} on a single line, "
+                "in this format:\n### <NUMBER>\nNo explanation.")
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint:
+        low, high = int(spec.low or 0), int(spec.high or 0)
+        alts = [str(v) for v in range(low, high + 1)]
+        if len(alts) <= 200:
+            regex = "^### (" + "|".join(sorted(alts, key=len, reverse=True)) + ")$"
+            gbnf = 'root ::= "### " (' + " | ".join(f'"{a}"' for a in sorted(alts, key=len, reverse=True)) + ")\n"
+        else:
+            regex = r"^### -?[0-9]{1,6}$"
+            gbnf = 'root ::= "### " "-"? [0-9]{1,6}\n'
+        return Constraint(f"score_{low}_{high}", regex, gbnf)
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
+        if text is None or not text.strip():
+            return ParsedAnswer("unparseable", reason="empty")
+        found = None
+        for line in answer_lines(text):
+            m = _INTEGER.match(line) or _LEADING.match(line)
+            if m:
+                found = int(m.group(1))
+                break
+        if found is None:
+            return ParsedAnswer("refused", reason="refusal") if refused(text) else ParsedAnswer(
+                "unparseable", reason="no_score")
+        low, high = spec.low or 0.0, spec.high or 0.0
+        if not low <= found <= high:
+            return ParsedAnswer("unparseable", value=None, reason="out_of_scale")
+        return ParsedAnswer("ok", value=float(found), unit="points")
+
+    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
+        low, high = spec.low or 0.0, spec.high or 0.0
+        # stochastic rounding keeps the expected score equal to the latent value
+        base = int(np.floor(latent))
+        value = base + (1 if u < latent - base else 0)
+        return f"### {int(min(max(value, low), high))}"
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+
+def _n(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
+
+
+KIND = ScoreKind()

@@ -1,0 +1,82 @@
+"""``text``: free text, scored by named text metrics. ``length`` (words) is built in; more metrics (e.g. a
+readability grade) register in :data:`METRICS`. The stored value is the first metric; the analysis
+recomputes every metric from the raw text, so a metric added later applies to old stores too."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.common import Fail, check_keys, refused
+from counterbench.parse.result import ParsedAnswer
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def word_count(text: str) -> float:
+    return float(len(_WORD.findall(text)))
+
+
+#: metric name -> function of the raw text
+METRICS: dict[str, Callable[[str], float]] = {"length": word_count}
+
+
+class TextKind:
+    name = "text"
+    keys = ("metrics",)
+    difference_unit = "units of the metric"
+
+    def describe(self, spec: OutcomeSpec) -> str:
+        return f"mean {metrics(spec)[0]}"
+
+    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        check_keys(raw, self.keys, fail)
+        names = raw.get("metrics", ["length"])
+        if not isinstance(names, list) or not names:
+            raise fail("metrics", "expected a list of metric names")
+        for name in names:
+            if str(name) not in METRICS:
+                raise fail("metrics", f"unknown text metric '{name}' (known: {', '.join(METRICS)})")
+        return OutcomeSpec("text", metrics=tuple(str(n) for n in names))
+
+    def decode(self, text: str) -> OutcomeSpec:
+        names = tuple(text.split(":", 1)[1].split(",")) if ":" in text else ("length",)
+        return OutcomeSpec("text", metrics=names)
+
+    def instruction(self, spec: OutcomeSpec) -> str:
+        return "Answer in plain prose."
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint | None:
+        return None
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
+        if text is None or not text.strip():
+            return ParsedAnswer("unparseable", reason="empty")
+        if refused(text) and word_count(text) < 40:
+            return ParsedAnswer("refused", reason="refusal")
+        name = metrics(spec)[0]
+        return ParsedAnswer("ok", value=METRICS[name](text), unit=name, reason="free_text")
+
+    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
+        """About ``latent`` words of filler prose."""
+        n = max(1, round(latent))
+        return " ".join(["word"] * n)
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        name = metrics(spec)[0]
+        texts = values["response"] if "response" in values.columns else pd.Series([None] * len(values))
+        ok = values["status"].astype(str).eq("ok").to_numpy()
+        out = np.array([METRICS[name](t) if isinstance(t, str) else np.nan for t in texts], dtype=np.float64)
+        return np.where(ok, out, np.nan)
+
+
+def metrics(spec: OutcomeSpec) -> tuple[str, ...]:
+    return spec.metrics or ("length",)
+
+
+KIND = TextKind()
