@@ -31,7 +31,7 @@ from counterbench.studies.hiring import synthetic as syn
 from counterbench.studies.hiring.analysis import analyze_hiring
 from counterbench.studies.hiring.metrics import score_means, win_rates
 from counterbench.studies.hiring.ordering import group_ordering
-from counterbench.studies.hiring.plan import build_prompts, load_inputs, preset
+from counterbench.studies.hiring.plan import build_prompts, full_plan, load_inputs
 
 BIASED = syn.Planted(compare_effects={"Chinese": 0.15}, first_position=0.1, score_effects={"Male": 3.0},
                      rationale_multiplier=1.5)
@@ -40,7 +40,7 @@ MILD = syn.Planted(compare_effects={"Caucasian": 0.05}, score_effects={"Malay": 
 
 def speed(bootstrap: int) -> dict[str, Any]:
     start = time.perf_counter()
-    prompts = build_prompts(preset("paper"))
+    prompts = build_prompts(full_plan())
     built = time.perf_counter() - start
     design = prompts.drop(columns=["system", "user"])
     results = pd.concat([syn.answer_texts(design, name, plan, seed=i, hostile_rate=0.01)
@@ -85,7 +85,7 @@ def speed(bootstrap: int) -> dict[str, Any]:
 
 
 def calibration(seeds: int) -> dict[str, Any]:
-    inputs = load_inputs(preset("paper"))
+    inputs = load_inputs(full_plan())
     jobs = list(inputs.jobs[::5])
     resumes = syn.design(jobs, inputs.baskets)
     fair = syn.Planted()

@@ -5,16 +5,21 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import counterbench
 from counterbench.errors import UserError
 from counterbench.studies.hiring import synthetic as syn
 from counterbench.studies.hiring.analysis import TABLES, analyze_hiring
 from counterbench.studies.hiring.data import load_jobs
-from counterbench.studies.hiring.plan import build_prompts, plan_from_mapping, preset, select_jobs
+from counterbench.studies.hiring.plan import build_prompts, full_plan, plan_from_mapping, select_jobs
+
+
+def quick() -> pd.DataFrame:
+    return counterbench.prompts("hiring", preset="quick")
 
 
 def test_quick_preset_is_small_and_balanced():
-    prompts = build_prompts(preset("quick"))
-    assert len(prompts) <= 150
+    prompts = quick()
+    assert len(prompts) == 123
     assert set(prompts["gender_dominance"]) == {"male", "female", "neutral"}
     compare = prompts[prompts["use_case"].eq("compare")]
     # each augmented resume in both positions, with the options saying who stands where
@@ -29,7 +34,7 @@ def test_quick_preset_is_small_and_balanced():
 
 
 def test_paper_preset_has_41_resumes_per_job_and_both_variants():
-    plan = plan_from_mapping({"jobs": 4, "recover_jobs": 1}, base=preset("paper"))
+    plan = plan_from_mapping({"jobs": 4, "recover_jobs": 1}, base=full_plan())
     prompts = build_prompts(plan)
     score = prompts[prompts["use_case"].eq("score")]
     assert score.groupby("job_id").size().eq(41).all() and score["job_id"].nunique() == 4
@@ -48,12 +53,12 @@ def test_round_robin_jobs_and_bad_plans():
         select_jobs(jobs, ("nope",))
     with pytest.raises(UserError, match="unknown key 'setting'"):
         plan_from_mapping({"setting": ["compare"]})
-    with pytest.raises(UserError, match="unknown hiring preset"):
-        preset("huge")
+    with pytest.raises(UserError, match="unknown preset 'huge'"):
+        counterbench.prompts("hiring", preset="huge")
 
 
 def test_every_table_from_raw_answers_with_hostile_output():
-    plan = plan_from_mapping({"jobs": 6, "recover_jobs": 2}, base=preset("paper"))
+    plan = plan_from_mapping({"jobs": 6, "recover_jobs": 2}, base=full_plan())
     design = build_prompts(plan).drop(columns=["system", "user"])
     biased = syn.Planted(compare_effects={"Chinese": 0.3}, first_position=0.1)
     results = pd.concat([syn.answer_texts(design, "m1", biased, seed=1, hostile_rate=0.05),
@@ -72,7 +77,7 @@ def test_every_table_from_raw_answers_with_hostile_output():
 
 
 def test_quick_preset_tables_say_what_they_cannot_support():
-    design = build_prompts(preset("quick")).drop(columns=["system", "user"])
+    design = quick().drop(columns=["system", "user"])
     tables, unsupported = analyze_hiring(syn.answer_texts(design, "one", syn.Planted()), bootstrap=200)
     assert {"hiring_friedman", "hiring_rationale_tests", "hiring_language_only"} <= set(unsupported)
     assert not tables["hiring_win_rates"].empty and not tables["hiring_recoverability"].empty

@@ -41,6 +41,7 @@ def position_effect(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int 
         reps = (w @ by_job["sum"].to_numpy(np.float64)) / (w @ by_job["count"].to_numpy(np.float64))
         low, high = percentile_interval(reps, confidence) if n_boot else (np.nan, np.nan)
         low, high = widen(float(first.mean()), low, high, len(by_job), confidence)
+        low, high = float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))
         keys = [c for c in ("condition", "job_id", "group", "variation") if c in part.columns]
         pairs = frame.pivot_table(index=keys, columns="position", values="verdict", aggfunc="first")
         both = pairs.dropna() if {"A", "B"} <= set(pairs.columns) else pairs.iloc[0:0]

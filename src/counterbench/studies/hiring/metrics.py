@@ -132,6 +132,7 @@ def win_rates(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, c
         reps = _job_bootstrap(sums, counts, n_boot, derive_rng("hiring", "wr", model, rationale, base_seed=seed))
         low, high = percentile_interval(reps, confidence, axis=0) if n_boot else (point * np.nan, point * np.nan)
         low, high = widen(point, low, high, sums.shape[0], confidence)
+        low, high = np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)  # a win rate lies in [0, 1]
         for j, group in enumerate(groups):
             rows.append({"model": model, "rationale": bool(rationale), "group": group,
                          "n_comparisons": int(counts[:, j].sum()), "n_jobs": int((counts[:, j] > 0).sum()),

@@ -63,10 +63,19 @@ class HiringPlan:
 
 
 @lru_cache(maxsize=1)
-def presets() -> dict[str, HiringPlan]:
-    """The named presets of ``data/presets.yaml``."""
-    data = yaml.safe_load(builtin_path("presets.yaml").read_text(encoding="utf-8"))
-    return {name: plan_from_mapping(raw, where=f"preset {name}") for name, raw in data.items()}
+def _preset_file() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(builtin_path("presets.yaml").read_text(encoding="utf-8"))
+    return data
+
+
+def full_plan() -> HiringPlan:
+    """The complete table the built-in study expands to (``full`` in ``data/presets.yaml``)."""
+    return plan_from_mapping(_preset_file()["full"], where="presets.yaml full")
+
+
+def filter_presets() -> dict[str, dict[str, Any]]:
+    """The study's presets: named filters on the full table (``presets`` in ``data/presets.yaml``)."""
+    return {name: dict(spec) for name, spec in _preset_file()["presets"].items()}
 
 
 def plan_from_mapping(raw: Mapping[str, Any], *, where: str = "hiring plan", base: HiringPlan | None = None,
@@ -103,13 +112,6 @@ def plan_from_mapping(raw: Mapping[str, Any], *, where: str = "hiring plan", bas
         if key in raw:
             changes[key] = str(raw[key])
     return replace(plan, **changes)
-
-
-def preset(name: str) -> HiringPlan:
-    found = presets()
-    if name not in found:
-        raise UserError(f"unknown hiring preset '{name}' (one of: {', '.join(found)})")
-    return found[name]
 
 
 def _round_robin(jobs: Sequence[Job]) -> list[Job]:

@@ -17,7 +17,7 @@ Each prompt row carries the base prompt-table columns (``prompt_id``, ``study``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -104,11 +104,14 @@ def resume_table(jobs: Sequence[Job], templates: Sequence[ResumeTemplate], baske
     return table
 
 
-def _base(use_case: str, prompt_id: str, profile_id: str, identifier: str, answer_type: str, system: str,
+def _base(use_case: str, prompt_id: str, rec: Mapping[Any, Any], answer_type: str, system: str,
           user: str) -> dict[str, Any]:
-    return {"prompt_id": prompt_id, "study": STUDY, "use_case": use_case, "language": "en", "axis": "group",
-            "identifier": identifier, "profile_id": profile_id, "question_variant": 0, "variant": "standard",
-            "answer_type": answer_type, "system": system, "user": user}
+    """The base prompt-table columns: ``axis`` is the marker condition, ``identifier`` the group,
+    ``profile_id`` the job and ``question_variant`` the basket variation (0: the neutral resume)."""
+    condition = "all" if rec["condition"] == "neutral" else rec["condition"]
+    return {"prompt_id": prompt_id, "study": STUDY, "use_case": use_case, "language": "en", "axis": condition,
+            "identifier": rec["group"], "profile_id": rec["job_id"], "question_variant": int(rec["variation"]),
+            "variant": "standard", "answer_type": answer_type, "system": system, "user": user}
 
 
 _DESIGN = ("job_id", "occupation", "gender_dominance", "group", "ethnicity", "gender", "variation", "condition",
@@ -131,8 +134,8 @@ def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Se
                 base_text = neutral[rec["job_id"]]
                 a, b = (rec["text"], base_text) if position == "A" else (base_text, rec["text"])
                 user = t["compare"]["user"].format(job=job_text[rec["job_id"]], resume_a=a, resume_b=b) + "\n\n" + tail
-                row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}_{position}", rec["job_id"], rec["group"],
-                            COMPARE_ANSWER, t["compare"]["system"], user)
+                row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}_{position}", rec, COMPARE_ANSWER,
+                            t["compare"]["system"], user)
                 row.update({k: rec[k] for k in _DESIGN})
                 row.update(position=position, rationale=with_reason, setting="compare",
                            option_A=rec["group"] if position == "A" else NEUTRAL,
@@ -152,8 +155,8 @@ def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequ
         tail = t["score"]["rationale" if with_reason else "no_rationale"]
         for rec in resumes.to_dict("records"):
             user = t["score"]["user"].format(job=job_text[rec["job_id"]], resume=rec["text"]) + "\n\n" + tail
-            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec["job_id"], rec["group"], SCORE_ANSWER,
-                        t["score"]["system"], user)
+            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, SCORE_ANSWER, t["score"]["system"],
+                        user)
             row.update({k: rec[k] for k in _DESIGN})
             row.update(position="", rationale=with_reason, setting="score")
             rows.append(row)
@@ -182,8 +185,8 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
             truth = rec[attribute]
             ordered = (truth, *(lbl for lbl in labels if lbl != truth))
             user = t["recover"]["user"].format(resume=rec["text"], attribute=attribute, labels=", ".join(labels))
-            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec["job_id"], rec["group"],
-                        "label:" + "|".join(ordered), t["recover"]["system"], user)
+            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, "label:" + "|".join(ordered),
+                        t["recover"]["system"], user)
             row.update({k: rec[k] for k in _DESIGN})
             row.update(position="", rationale=True, setting="recover", attribute=attribute, truth=truth,
                        has_languages="languages" in rec["categories"].split("+"))
@@ -196,8 +199,9 @@ def generation_prompts(jobs: Sequence[Job], texts: dict[str, dict[str, str]] | N
     t = texts or prompt_texts()
     rows = []
     for job in jobs:
-        row = _base("generate_resume", f"hiring_generate_{job.job_id}", job.job_id, NEUTRAL, "text",
-                    t["generation"]["system"], t["generation"]["user"].format(job=job.text))
+        rec = {"condition": "neutral", "group": NEUTRAL, "job_id": job.job_id, "variation": 0}
+        row = _base("generate_resume", f"hiring_generate_{job.job_id}", rec, "text", t["generation"]["system"],
+                    t["generation"]["user"].format(job=job.text))
         row["job_id"] = job.job_id
         rows.append(row)
     return pd.DataFrame(rows)
