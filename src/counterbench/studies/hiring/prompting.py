@@ -123,7 +123,7 @@ def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Se
     """Direct Comparison: every non-neutral resume against its job's neutral one, in both positions."""
     t = texts or prompt_texts()
     job_text = {j.job_id: j.text for j in jobs}
-    neutral = resumes[resumes["group"].eq(NEUTRAL)].set_index("job_id")["text"]
+    neutral = dict(resumes[resumes["group"].eq(NEUTRAL)].set_index("job_id")["text"])
     rows: list[dict[str, Any]] = []
     augmented = resumes[~resumes["group"].eq(NEUTRAL)]
     for with_reason in rationale:

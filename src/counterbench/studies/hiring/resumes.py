@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from counterbench.errors import UserError
 from counterbench.studies.hiring.data import CATEGORIES, PLACEHOLDERS
@@ -42,6 +43,11 @@ class Section:
 
 def find_section(text: str, *, where: str = "resume template") -> Section:
     """Locate the section; a template without one, or with placeholders elsewhere, is a UserError."""
+    return _find_section(text, where)
+
+
+@lru_cache(maxsize=4096)
+def _find_section(text: str, where: str) -> Section:
     lines = tuple(text.split("\n"))
     headers = [i for i, line in enumerate(lines) if _HEADER.match(line)]
     if len(headers) != 1:
