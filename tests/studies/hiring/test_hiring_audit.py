@@ -10,10 +10,10 @@ import pytest
 import counterbench
 from counterbench.report.api import write_report
 from counterbench.studies.hiring import synthetic as syn
+from counterbench.studies.hiring.analysis import analyze_hiring
 from counterbench.studies.hiring.plan import build_prompts, full_plan, plan_from_mapping
 from counterbench.studies.hiring.study import HiringStudy
 from counterbench.studies.registry import load_study
-from counterbench.studies.hiring.analysis import analyze_hiring
 
 
 def test_registered_as_a_built_in_python_study():
