@@ -38,7 +38,7 @@ class MiniIntersectional(PythonStudy):
     title = "Explanation level by student profile"
     description = "Which explanation level (1-5) a model picks for a student described by gender and caste."
     axes = ("gender", "caste")
-    outcomes = {"level": _spec({"kind": "score", "min": 1, "max": 5})}
+    outcomes: Mapping[str, OutcomeSpec] = {"level": _spec({"kind": "score", "min": 1, "max": 5})}
     facets = (
         Facet("gender", "gender", GENDERS, "boy", None, "attribute"),
         Facet("caste", "caste", CASTES, "Brahmin", None, "attribute"),
@@ -66,7 +66,7 @@ class MiniTwoCandidates(PythonStudy):
     name = "mini_two_candidates"
     title = "Two candidates, one position"
     axes = ("name",)
-    outcomes = {"pick": _spec({"kind": "choice", "options": ["A", "B"]})}
+    outcomes: Mapping[str, OutcomeSpec] = {"pick": _spec({"kind": "choice", "options": ["A", "B"]})}
     names = ("Emily", "Lakisha", "Greg", "Jamal")
     facets = (Facet("name", "identifier", names, "Emily", None, "axis"),)
     slot_columns = ("variant", "use_case", "language", "pair", "profile_id", "question_variant")
