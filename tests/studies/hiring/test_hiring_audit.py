@@ -89,3 +89,13 @@ def test_user_baskets_for_another_country(tmp_path):
     assert set(table["ethnicity"]) - {"neutral"} == {"Yoruba", "Igbo", "Hausa"}
     assert study.outcomes["recover_ethnicity"].labels == ("Yoruba", "Igbo", "Hausa", "Cannot determine")
     assert isinstance(table, pd.DataFrame) and table["prompt_id"].is_unique
+
+
+def test_the_true_label_never_reaches_a_model_through_the_constraint_or_the_prompt():
+    from counterbench.outcomes import constraint_for
+
+    table = counterbench.prompts("hiring", use_case=["recover_ethnicity"], profile=["civeng_1"], axis=["all"])
+    constraints = {(c.regex, c.gbnf) for c in map(constraint_for, table["answer_type"].unique())}
+    assert len(constraints) == 1  # every truth-first ordering gives the same grammar / regex / schema
+    options = table["user"].str.extract(r"Choose one of: (.*)\.")[0]
+    assert options.nunique() == 1 and options.iloc[0] == "Chinese, Malay, Indian, Caucasian, Cannot determine"
