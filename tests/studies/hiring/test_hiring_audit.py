@@ -99,3 +99,31 @@ def test_the_true_label_never_reaches_a_model_through_the_constraint_or_the_prom
     assert len(constraints) == 1  # every truth-first ordering gives the same grammar / regex / schema
     options = table["user"].str.extract(r"Choose one of: (.*)\.")[0]
     assert options.nunique() == 1 and options.iloc[0] == "Chinese, Malay, Indian, Caucasian, Cannot determine"
+
+
+@pytest.mark.browser
+def test_hiring_report_in_headless_chromium_with_a_planted_payload(tmp_path):
+    from tests.report.chromium import CHROMIUM, load, root_tag, with_probe
+
+    if CHROMIUM is None:
+        pytest.skip("headless chromium (Debian package `chromium`) is not installed")
+    plan = plan_from_mapping({"jobs": 4, "recover_jobs": 1, "rationale": [False]}, base=full_plan())
+    design = build_prompts(plan).drop(columns=["system", "user"])
+    payload = "<script>document.documentElement.setAttribute('data-pwned','x')</script>"
+    results = pd.concat([syn.answer_texts(design, "sim:a", syn.Planted(compare_effects={"Chinese": 0.2})),
+                         syn.answer_texts(design, "sim:b", syn.Planted(), hostile_rate=0.1)], ignore_index=True)
+    results["response"] = results["response"].where(results.index % 7 != 0, payload + "\n### A")
+    tables, unsupported = analyze_hiring(results, bootstrap=200)
+    summary = {"study": "hiring", "title": "Hiring markers", "unsupported": unsupported,
+               "models": {"sim:a": {"simulated": True}, "sim:b": {"simulated": True}}}
+    from counterbench.report.samples import select_samples
+
+    samples = select_samples(results.assign(status="ok"))
+    html = write_report(counterbench.report.context.ReportInput(tables, summary, samples), tmp_path / "r.html").html
+    page = tmp_path / "probed.html"
+    page.write_text(with_probe(html.read_text(encoding="utf-8")), encoding="utf-8")
+    result = load(page, tmp_path)
+    root = root_tag(result.dom)
+    assert 'data-probe="ready"' in root and "data-probe-errors" not in root and "data-pwned" not in root
+    assert result.console == []
+    assert "Direct Comparison: win rate per group" in result.dom and "<svg" in result.dom
