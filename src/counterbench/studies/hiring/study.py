@@ -50,7 +50,8 @@ class HiringStudy:
         self.source = source
         self.description = DESCRIPTION + f" Marker baskets: {self.inputs.baskets.label}."
         self.presets: Mapping[str, Mapping[str, Any]] = filter_presets()
-        self.axes: tuple[str, ...] = ("all",)
+        # what the markers signal (the prompt table's ``axis`` column holds the marker condition)
+        self.axes: tuple[str, ...] = ("ethnicity", "gender")
         # the generic matched-gap tables do not apply: the study brings its own analysis
         self.facets: tuple[Facet, ...] = ()
         baskets = self.inputs.baskets
@@ -73,7 +74,6 @@ class HiringStudy:
                             "use cases with and without a rationale (compare_rationale, score_rationale)")
         if self._table is None:
             self._table = build_prompts(self.plan, self.inputs)
-            self.axes = tuple(dict.fromkeys(self._table["axis"]))
         return self._table
 
     def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
