@@ -110,6 +110,10 @@ def analyze_study(
     generic = results[~amount_mask].reset_index(drop=True)
     if not generic.empty:
         gen_tables, gen_summary = _analyze_outcomes(generic, the_study, bootstrap, seed)
+        own = getattr(the_study, "analyze_tables", None)
+        if callable(own):  # a Python study with its own analysis replaces the generic outcome tables
+            gen_tables, own_summary = own(generic, bootstrap=bootstrap, seed=seed)
+            gen_summary = {**gen_summary, **own_summary}
         tables.update(gen_tables)
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported") and key in summary:

@@ -29,6 +29,7 @@ from counterbench.report.provenance import methods_section
 from counterbench.report.sections import build_sections
 from counterbench.report.sections_gaps import KIND_LABELS
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
+from counterbench.report.sections_study import study_sections
 
 
 @dataclass
@@ -59,6 +60,7 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
     when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     amount = "leaderboard" in data.tables
     sections: list[Section] = build_sections(ctx) if amount else []
+    sections = study_sections(ctx) + sections
     if has_outcome_tables(data.tables):
         sections = outcome_sections(ctx) + sections
         if not amount:

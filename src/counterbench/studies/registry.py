@@ -31,6 +31,10 @@ ENTRY_POINT_GROUP = "counterbench.studies"
 BUILTIN_STUDIES: dict[str, str] = {
     "rupeebias": "counterbench.studies.rupeebias",
 }
+#: built-in Python studies: name -> ``module:factory`` (loaded like an entry point)
+BUILTIN_PYTHON_STUDIES: dict[str, str] = {
+    "hiring": "counterbench.studies.hiring.study:build_study",
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ def _entry_points() -> list[metadata.EntryPoint]:
 def registered_studies() -> dict[str, StudyEntry]:
     """Every study reachable by name: built-in first, then entry points."""
     out = {name: StudyEntry(name, "built-in", _builtin_factory(name)) for name in BUILTIN_STUDIES}
+    for name, target in BUILTIN_PYTHON_STUDIES.items():
+        out[name] = StudyEntry(name, "built-in", metadata.EntryPoint(name, target, ENTRY_POINT_GROUP).load)
     for ep in _entry_points():
         if ep.name not in out:
             dist = getattr(ep, "dist", None)
@@ -62,7 +68,7 @@ def registered_studies() -> dict[str, StudyEntry]:
 
 
 def builtin_study_names() -> list[str]:
-    return list(BUILTIN_STUDIES)
+    return [*BUILTIN_STUDIES, *BUILTIN_PYTHON_STUDIES]
 
 
 def load_study(name_or_path: str | Path | Study) -> Study:

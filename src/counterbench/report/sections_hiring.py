@@ -1,0 +1,271 @@
+"""The hiring study's report sections (one per analysis table family; see ``docs/hiring.md``).
+
+Every value shown comes from the ``hiring_*`` tables; model answers never reach these sections except
+as counts (raw responses appear only in the escaped samples section).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from counterbench.report import tables as t
+from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel
+from counterbench.report.context import ReportContext
+from counterbench.report.document import Figure, Section, attach_table, series_color
+
+GROUP = "Hiring markers"
+
+
+def _variant(value: object) -> str:
+    return "with rationale" if bool(value) else "no rationale"
+
+
+def _label(model: str, rationale: object, many_models: bool) -> str:
+    return f"{model} · {_variant(rationale)}" if many_models else _variant(rationale)
+
+
+def _forest(ctx: ReportContext, frame: pd.DataFrame, value: str, low: str, high: str, title: str, x_label: str,
+            fmt: str) -> Figure | None:
+    rows = []
+    variants = list(dict.fromkeys(frame["rationale"]))
+    for group, part in frame.groupby("group", sort=False):
+        bars = []
+        for r in part.to_dict("records"):
+            model = str(r["model"])
+            index = ctx.models.index(model) if model in ctx.models else 0
+            color = series_color(index * max(len(variants), 1) + variants.index(r["rationale"]))
+            bars.append(BarValue(_label(model, r["rationale"], True), t.as_float(r[value]), color,
+                                 t.as_float(r[low]), t.as_float(r[high]), "*" if r.get("excludes_ideal") else ""))
+        rows.append(BarRow(str(group), bars))
+    if not rows or len(rows) > 40:
+        return None
+    legend = []
+    for model in dict.fromkeys(frame["model"].astype(str)):
+        index = ctx.models.index(model) if model in ctx.models else 0
+        for v in variants:
+            legend.append((_label(model, v, True), series_color(index * max(len(variants), 1) + variants.index(v))))
+    return Figure([hbar_panel(title, rows, domain=bar_domain(rows), width=680, x_label=x_label, value_format=fmt)],
+                  legend=legend, caption="Whiskers: 95% job-bootstrap intervals. * the interval excludes the ideal.")
+
+
+def overview_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_bias_summary", "Disparity and deviation from the ideal",
+                "Per model, setting and prompt variant: the normalised disparity (the gap between the best- and "
+                "worst-treated group: win rates in Direct Comparison, Top-Score Rates in Score & Shortlist, on a "
+                "0–1 scale) and the normalised deviation from the ideal (how far the groups' average is from 0.5 "
+                "win rate or a 100 % Top-Score Rate). 0 is a fair evaluator on both.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_bias_summary")
+    if frame is None:
+        return s
+    s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
+        t.text("model", "Model"), t.text("setting", "Setting"), t.text("variant", "Prompt"),
+        t.num("mean", "Group average", 3), t.num("disparity", "Disparity", 3), t.num("deviation", "Deviation", 3),
+    ], source="hiring_bias_summary.csv"))
+    return s
+
+
+def win_rate_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_win_rates", "Direct Comparison: win rate per group",
+                "Each resume with markers is compared with its job's neutral resume (no Additional Information), "
+                "twice with the positions swapped; a win counts 1, a tie 0.5. A fair evaluator gives every group "
+                "0.5 — the augmented and the neutral resume are equally qualified.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_win_rates")
+    if frame is None:
+        return s
+    fig = _forest(ctx, frame, "diff", "diff_low", "diff_high", "Win rate − 0.5", "win rate − 0.5", "{:+.3f}")
+    if fig:
+        s.figures.append(fig)
+    s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
+        t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
+        t.count("n_comparisons", "Comparisons"), t.count("n_jobs", "Jobs"), t.num("win_rate", "Win rate", 3),
+        t.ci(digits=3), t.flag("excludes_ideal", "CI excludes 0.5", yes="yes", no=""),
+    ], source="hiring_win_rates.csv"))
+    return s
+
+
+def top_score_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_top_score_rates", "Score & Shortlist: Top-Score Rate and scores",
+                "Every resume of a job (the neutral one and all augmented ones) is scored 1–100 on its own. The "
+                "Top-Score Rate of a group is the share of jobs in which one of its resumes gets the job's highest "
+                "score; when several resumes tie at the top, every tied group counts. Ideal: 100 % for every group. "
+                "The second figure shows each group's mean score minus the model's average.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_top_score_rates", "hiring_scores")
+    if frame is not None:
+        rows = [BarRow(str(g), [BarValue(_label(str(r["model"]), r["rationale"], True), t.as_float(r["tsr"]),
+                                         series_color(i)) for i, r in enumerate(part.to_dict("records"))])
+                for g, part in frame.groupby("group", sort=False)]
+        if rows and len(rows) <= 40:
+            s.figures.append(Figure([hbar_panel("Top-Score Rate (%)", rows, domain=(0.0, 100.0), width=680,
+                                                value_format="{:.0f}")]))
+        s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
+            t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
+            t.count("n_jobs", "Jobs"), t.count("top_jobs", "Jobs at the top"), t.num("tsr", "TSR (%)", 1),
+        ], source="hiring_top_score_rates.csv"))
+    scores = ctx.nonempty("hiring_scores")
+    if scores is not None:
+        marked = scores[~scores["group"].eq("neutral")]
+        fig = _forest(ctx, marked, "diff", "diff_low", "diff_high", "Mean score − model mean", "points", "{:+.2f}")
+        if fig:
+            s.figures.append(fig)
+        s.tables.append(t.table_view(scores.assign(variant=scores["rationale"].map(_variant)), [
+            t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"), t.count("n", "Scores"),
+            t.num("mean_score", "Mean score", 2), t.num("diff", "− model mean", 2, signed=True),
+            t.ci("diff_low", "diff_high", digits=2),
+        ], source="hiring_scores.csv"))
+    return s
+
+
+def advantage_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_relative_advantage", "Relative advantage per group",
+                "(Value of a group − the model's average) / the average × 100 %: the value is the win rate in "
+                "Direct Comparison and the mean score in Score & Shortlist. +5 % means 5 % better than the "
+                "model's average; a row of zeros is no demographic difference.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_relative_advantage")
+    if frame is None:
+        return s
+    groups = list(dict.fromkeys(frame["group"]))
+    keys = list(dict.fromkeys(zip(frame["model"], frame["setting"], frame["rationale"], strict=True)))
+    lookup = {(r["model"], r["setting"], r["rationale"], r["group"]): r["relative_advantage"]
+              for r in frame.to_dict("records")}
+    cells = [[Cell(t.as_float(lookup.get((*k, g))), t.fmt_num(lookup.get((*k, g)), 1, signed=True)) for g in groups]
+             for k in keys]
+    labels = [f"{m} · {st} · {_variant(r)}" for m, st, r in keys]
+    if keys and len(keys) <= 60:
+        s.figures.append(Figure([heatmap_panel("Relative advantage (%)", labels, groups, cells, scale="diverging",
+                                               cell_width=74)]))
+    return s
+
+
+def ordering_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_group_ordering", "Group ordering across models",
+                "Within each model the groups are ranked (1 = best outcome; ties share the average rank). The "
+                "Friedman test asks whether the groups are ordered alike across models; Kendall's W (0 = no "
+                "agreement, 1 = complete agreement) says how alike.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_group_ranks", "hiring_friedman")
+    if frame is not None:
+        wide = frame.assign(variant=frame["rationale"].map(_variant))
+        s.tables.append(t.table_view(wide, [
+            t.text("setting", "Setting"), t.text("variant", "Prompt"), t.text("group", "Group"),
+            t.num("average_rank", "Average rank", 2), t.count("n_models", "Models"),
+        ], source="hiring_group_ranks.csv"))
+    tests = ctx.nonempty("hiring_friedman")
+    if tests is not None:
+        s.tables.append(t.table_view(tests.assign(variant=tests["rationale"].map(_variant)), [
+            t.text("setting", "Setting"), t.text("variant", "Prompt"), t.num("chi2", "Friedman χ²", 2),
+            t.count("df", "df"), t.pvalue("p_value", "p"), t.num("kendalls_w", "Kendall's W", 3),
+            t.count("n_models", "Models"),
+        ], source="hiring_friedman.csv"))
+    elif frame is not None:
+        s.notes.append("No Friedman test: it " + ctx.unsupported.get("hiring_friedman", "needs several models")
+                       .rstrip(".") + ".")
+    return s
+
+
+def rationale_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_rationale", "Does asking for a rationale change the bias?",
+                "Per model, the change in disparity and deviation when the prompt asks for a 2–3 sentence "
+                "rationale before the verdict or score (negative = less bias). The exact two-sided sign test "
+                "counts models that improved against models that worsened; the interval resamples models.",
+                group=GROUP)
+    frame = attach_table(s, ctx, "hiring_rationale_tests", "hiring_rationale_deltas")
+    if frame is not None:
+        s.tables.append(t.table_view(frame, [
+            t.text("setting", "Setting"), t.text("metric", "Metric"), t.count("n_models", "Models"),
+            t.count("improved", "Improved"), t.count("worsened", "Worsened"), t.pvalue("p_value", "Sign test p"),
+            t.num("mean_delta", "Mean change", 4, signed=True), t.ci("delta_low", "delta_high", digits=4),
+        ], source="hiring_rationale_tests.csv"))
+    deltas = ctx.nonempty("hiring_rationale_deltas")
+    if deltas is not None:
+        s.tables.append(t.table_view(deltas, [
+            t.text("model", "Model"), t.text("setting", "Setting"), t.text("metric", "Metric"),
+            t.num("without", "Without", 3), t.num("with", "With", 3), t.num("delta", "Change", 3, signed=True),
+        ], source="hiring_rationale_deltas.csv"))
+    return s
+
+
+def recoverability_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_recoverability", "Can the model read gender and ethnicity from the markers?",
+                "The model is asked the most likely gender and ethnicity behind each resume; \"Cannot determine\" "
+                "counts as wrong. Macro-F1 averages the F1 of each true class (1 = always right). The ablation "
+                "removes marker categories one at a time; the single-category rows keep only one.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_recoverability")
+    curve = ctx.nonempty("hiring_ablation")
+    if curve is not None:
+        rows = []
+        for (model, attribute), part in curve.groupby(["model", "attribute"], sort=False):
+            bars = [BarValue(str(r["condition"]), t.as_float(r["macro_f1"]), series_color(i))
+                    for i, r in enumerate(part.sort_values("step").to_dict("records"))]
+            rows.append(BarRow(f"{model} · {attribute}", bars))
+        if rows and len(rows) <= 20:
+            s.figures.append(Figure([hbar_panel("Macro-F1 as markers are removed", rows, domain=(0.0, 1.0),
+                                                width=680, value_format="{:.2f}")],
+                                    legend=[(str(c), series_color(i)) for i, c in
+                                            enumerate(curve.sort_values("step")["condition"].drop_duplicates())]))
+    if frame is not None:
+        s.tables.append(t.table_view(frame, [
+            t.text("model", "Model"), t.text("attribute", "Attribute"), t.text("condition", "Markers"),
+            t.count("n", "Resumes"), t.num("macro_f1", "Macro-F1", 3), t.share("accuracy", "Accuracy"),
+            t.share("cannot_share", "Cannot determine"), t.share("unparsed_share", "Unparsed"),
+        ], source="hiring_recoverability.csv"))
+    return s
+
+
+def controls_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_controls", "Controls: position, job fit, resume length, language only",
+                "Position: the share of first-position choices (A = 1, tie = 0.5) — 0.5 without position bias — and "
+                "how often the two orders agree. Job fit: win rate by ethnicity within male-, female-dominated and "
+                "neutral jobs. Length: does a longer resume score better within a job? Language only: resumes "
+                "differing from the neutral one only in the languages line.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_position_effect")
+    if frame is not None:
+        s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
+            t.text("model", "Model"), t.text("variant", "Prompt"), t.count("n", "Answers"),
+            t.num("first_share", "First-position share", 3), t.ci(digits=3), t.share("tie_share", "Ties"),
+            t.share("consistency", "Consistent in both orders"),
+        ], caption="Position effect", source="hiring_position_effect.csv"))
+    for name, caption, cols in _control_tables():
+        part = ctx.nonempty(name)
+        if part is not None:
+            s.tables.append(t.table_view(part.assign(variant=part["rationale"].map(_variant)), cols, caption=caption,
+                                         source=f"{name}.csv"))
+        elif name in ctx.unsupported:
+            s.notes.append(f"{caption}: {ctx.unsupported[name]}.")
+    return s
+
+
+def _control_tables() -> Sequence[tuple[str, str, list[t.Col]]]:
+    return (
+        ("hiring_job_fit", "Job fit", [t.text("model", "Model"), t.text("variant", "Prompt"),
+                                       t.text("gender_dominance", "Jobs"), t.text("ethnicity", "Ethnicity"),
+                                       t.num("win_rate", "Win rate", 3), t.num("range", "Range", 3)]),
+        ("hiring_length_control", "Resume length", [t.text("setting", "Setting"), t.text("model", "Model"),
+                                                    t.text("variant", "Prompt"),
+                                                    t.num("slope_per_100_chars", "Slope per 100 characters", 4),
+                                                    t.pvalue("p_value", "p"), t.num("r", "r", 3), t.count("n", "n")]),
+        ("hiring_language_only", "Language only", [t.text("model", "Model"), t.text("variant", "Prompt"),
+                                                   t.text("group", "Group"), t.num("win_rate", "Win rate", 3),
+                                                   t.ci(digits=3)]),
+    )
+
+
+def health_section(ctx: ReportContext) -> Section:
+    s = Section("hiring_parse_health", "Answers that gave no verdict or score",
+                "Each answer is read from its fixed final line (\"### A\", \"### 72\"). Answers with no verdict, "
+                "with both A and B, with a score outside 1–100 or in words, and refusals are counted here and "
+                "left out of every other table.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_parse_health")
+    if frame is not None:
+        s.tables.append(t.table_view(frame, [
+            t.text("model", "Model"), t.text("use_case", "Use case"), t.text("status", "Status"),
+            t.text("reason", "Reason"), t.count("n", "Answers"),
+        ], source="hiring_parse_health.csv"))
+    return s
+
+
+def hiring_sections(ctx: ReportContext) -> list[Section]:
+    """The hiring study's sections, in report order."""
+    return [overview_section(ctx), win_rate_section(ctx), top_score_section(ctx), advantage_section(ctx),
+            ordering_section(ctx), rationale_section(ctx), recoverability_section(ctx), controls_section(ctx),
+            health_section(ctx)]

@@ -1,0 +1,28 @@
+"""Sections a Python study brings itself: ``study.report_sections(ctx)`` of the study the summary names.
+
+A study with its own analysis (``analyze_tables``) usually has its own sections too (the hiring study:
+:mod:`counterbench.report.sections_hiring`); a study without them adds nothing here.
+"""
+
+from __future__ import annotations
+
+from counterbench.errors import UserError
+from counterbench.report.context import ReportContext
+from counterbench.report.document import Section
+
+
+def study_sections(ctx: ReportContext) -> list[Section]:
+    """The study's own sections (none when the study is unknown or declares none)."""
+    name = ctx.data.summary.get("study")
+    if not name:
+        return []
+    try:
+        from counterbench.studies.registry import load_study, registered_studies
+
+        if str(name) not in registered_studies():
+            return []
+        study = load_study(str(name))
+    except UserError:
+        return []
+    build = getattr(study, "report_sections", None)
+    return list(build(ctx)) if callable(build) else []

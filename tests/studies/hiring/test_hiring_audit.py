@@ -1,0 +1,129 @@
+"""The hiring study through the real pipeline: registry, run engine with sim models, store, analysis, report."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import counterbench
+from counterbench.report.api import write_report
+from counterbench.studies.hiring import synthetic as syn
+from counterbench.studies.hiring.analysis import analyze_hiring
+from counterbench.studies.hiring.plan import build_prompts, full_plan, plan_from_mapping
+from counterbench.studies.hiring.study import HiringStudy
+from counterbench.studies.registry import load_study
+
+
+def test_registered_as_a_built_in_python_study():
+    study = load_study("hiring")
+    assert study.name == "hiring" and study.title == "Hiring markers"
+    assert {spec.kind for spec in study.outcomes.values()} == {"choice", "score", "label"}
+    assert set(study.presets) == {"quick", "paper"}
+
+
+def test_planted_preferences_recovered_through_the_engine_and_store(tmp_path):
+    jobs = [f"{occ}_{k}" for occ in ("civeng", "nurse", "account", "dataan", "sales") for k in (1, 2, 3, 4)]
+    table = counterbench.prompts("hiring", use_case=["compare", "score", "recover_ethnicity"], profile=jobs,
+                                 axis=["all", "none"])
+    store = tmp_path / "h.db"
+    counterbench.run_prompts(table, ["sim:hiring-biased"], store=str(store))
+    result = counterbench.analyze(str(store), "hiring", bootstrap=1000)
+    wr = result.tables["hiring_win_rates"]
+    top = wr.sort_values("win_rate", ascending=False).head(2)
+    assert set(top["group"]) == {"Chinese Male", "Chinese Female"} and (top["ci_low"] > 0.5).all()
+    position = result.tables["hiring_position_effect"].iloc[0]
+    assert position["ci_low"] <= 0.575 <= position["ci_high"]  # the planted first-position share
+    scores = result.tables["hiring_scores"]
+    male = scores[scores["group"].str.endswith(" Male")]["mean_score"].mean()
+    female = scores[scores["group"].str.endswith("Female")]["mean_score"].mean()
+    assert male - female == pytest.approx(3.0, abs=1.0)
+    f1 = result.tables["hiring_recoverability"].set_index("condition")["macro_f1"]
+    assert f1["all"] > 0.85 and f1["none"] < 0.4
+    assert result.summary["study"] == "hiring" and "outcome_gaps" not in result.tables
+
+
+def test_audit_quick_by_the_cli_reports_what_it_cannot_support(tmp_path, cli):
+    out = tmp_path / "out"
+    proc = cli("audit", "hiring", "--model", "sim:hiring-biased", "--preset", "quick", "--store",
+               str(tmp_path / "q.db"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Hiring markers audit report" in html
+    for title in ("Direct Comparison: win rate per group", "Score &amp; Shortlist: Top-Score Rate",
+                  "Can the model read gender and ethnicity", "Controls: position"):
+        assert title in html
+    assert "needs both prompt variants" in html.lower()  # the rationale effect: not supported by quick
+    assert "RupeeBias" not in html and "INR" not in html
+    summary = json.loads((out / "analysis" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["study"] == "hiring" and "hiring_friedman" in summary["unsupported"]
+
+
+def test_hostile_text_and_user_group_names_are_escaped_in_the_report(tmp_path):
+    plan = plan_from_mapping({"jobs": 3, "settings": ["compare", "score"], "rationale": [False],
+                              "language_only": False}, base=full_plan())
+    design = build_prompts(plan).drop(columns=["system", "user"])
+    evil = "<script>alert(1)</script> Male"
+    design["group"] = design["group"].replace("Chinese Male", evil)
+    results = syn.answer_texts(design, "<img src=x onerror=alert(2)>", syn.Planted(), hostile_rate=0.2)
+    tables, unsupported = analyze_hiring(results, bootstrap=100)
+    summary = {"study": "hiring", "title": "Hiring markers", "unsupported": unsupported, "models": {}}
+    data = counterbench.report.context.ReportInput(tables, summary)
+    files = write_report(data, tmp_path / "r.html", samples=results[["prompt_id", "model", "response"]].head(20))
+    html = files.html.read_text(encoding="utf-8") if hasattr(files, "html") else (tmp_path / "r.html").read_text()
+    assert "<script>alert(1)</script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; Male" in html
+
+
+def test_user_baskets_for_another_country(tmp_path):
+    rows = [{"ethnicity": e, "gender": g, "variation": v, "languages": f"English, {lang}",
+             "activities": f"{e} heritage club", "volunteering": "Food bank", "hobbies": f"{g} league {v}"}
+            for e, lang in (("Yoruba", "Yoruba"), ("Igbo", "Igbo"), ("Hausa", "Hausa")) for g in ("Man", "Woman")
+            for v in (1, 2)]
+    path = tmp_path / "nigeria.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    study = HiringStudy(plan_from_mapping({"baskets_file": str(path), "jobs": 2, "recover_jobs": 1},
+                                          base=full_plan()))
+    table = study.expand()
+    assert set(table["ethnicity"]) - {"neutral"} == {"Yoruba", "Igbo", "Hausa"}
+    assert study.outcomes["recover_ethnicity"].labels == ("Yoruba", "Igbo", "Hausa", "Cannot determine")
+    assert isinstance(table, pd.DataFrame) and table["prompt_id"].is_unique
+
+
+def test_the_true_label_never_reaches_a_model_through_the_constraint_or_the_prompt():
+    from counterbench.outcomes import constraint_for
+
+    table = counterbench.prompts("hiring", use_case=["recover_ethnicity"], profile=["civeng_1"], axis=["all"])
+    constraints = {(c.regex, c.gbnf) for c in map(constraint_for, table["answer_type"].unique())}
+    assert len(constraints) == 1  # every truth-first ordering gives the same grammar / regex / schema
+    options = table["user"].str.extract(r"Choose one of: (.*)\.")[0]
+    assert options.nunique() == 1 and options.iloc[0] == "Chinese, Malay, Indian, Caucasian, Cannot determine"
+
+
+@pytest.mark.browser
+def test_hiring_report_in_headless_chromium_with_a_planted_payload(tmp_path):
+    from tests.report.chromium import CHROMIUM, load, root_tag, with_probe
+
+    if CHROMIUM is None:
+        pytest.skip("headless chromium (Debian package `chromium`) is not installed")
+    plan = plan_from_mapping({"jobs": 4, "recover_jobs": 1, "rationale": [False]}, base=full_plan())
+    design = build_prompts(plan).drop(columns=["system", "user"])
+    payload = "<script>document.documentElement.setAttribute('data-pwned','x')</script>"
+    results = pd.concat([syn.answer_texts(design, "sim:a", syn.Planted(compare_effects={"Chinese": 0.2})),
+                         syn.answer_texts(design, "sim:b", syn.Planted(), hostile_rate=0.1)], ignore_index=True)
+    results["response"] = results["response"].where(results.index % 7 != 0, payload + "\n### A")
+    tables, unsupported = analyze_hiring(results, bootstrap=200)
+    summary = {"study": "hiring", "title": "Hiring markers", "unsupported": unsupported,
+               "models": {"sim:a": {"simulated": True}, "sim:b": {"simulated": True}}}
+    from counterbench.report.samples import select_samples
+
+    samples = select_samples(results.assign(status="ok"))
+    html = write_report(counterbench.report.context.ReportInput(tables, summary, samples), tmp_path / "r.html").html
+    page = tmp_path / "probed.html"
+    page.write_text(with_probe(html.read_text(encoding="utf-8")), encoding="utf-8")
+    result = load(page, tmp_path)
+    root = root_tag(result.dom)
+    assert 'data-probe="ready"' in root and "data-probe-errors" not in root and "data-pwned" not in root
+    assert result.console == []
+    assert "Direct Comparison: win rate per group" in result.dom and "<svg" in result.dom
