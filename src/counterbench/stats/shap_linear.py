@@ -9,7 +9,7 @@ player (all its one-hot columns together) has the sum of its columns' values: :m
 Decisions:
 
 - One-hot coding keeps every level (no reference dropped); the least-squares fit uses the minimum-norm
-  solution (``numpy.linalg.lstsq``), so collinear dummies share their effect — the φ's, which depend on
+  solution (pseudo-inverse of the normal equations), so collinear dummies share their effect — the φ's, which depend on
   f only, are the same for any solution of the normal equations (f is unique on the data's span).
 - Rows with a NaN outcome are dropped; an empty or missing attribute level is its own column
   (``attribute=``) so progressive/single-attribute rows can be attributed too.
@@ -66,7 +66,7 @@ def linear_shap(frame: pd.DataFrame, attributes: Sequence[str], value_col: str =
     x, attribute_of = one_hot(rows, attributes)
     y = rows[value_col].to_numpy(dtype=np.float64)
     design = np.column_stack([np.ones(len(x)), x.to_numpy()])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    coef = np.linalg.pinv(design.T @ design) @ (design.T @ y)  # = pinv(design) @ y, the minimum-norm solution
     beta = coef[1:]
     centred = x.to_numpy() - x.to_numpy().mean(axis=0)
     values = pd.DataFrame(centred * beta, index=x.index, columns=x.columns)

@@ -161,13 +161,54 @@ def sample_profiles(context: str, n: int = 100, mode: str = "balanced", seed: in
     for j, attr in enumerate(ctx.attributes):
         counts = target_counts(attr, n, mode, rng)
         codes[:, j] = rng.permutation(np.repeat(np.arange(len(attr.levels)), counts))
+    _balance_pairs(codes, [len(a.levels) for a in ctx.attributes], rng)
     _repair_duplicates(codes, rng)
     frame = pd.DataFrame({"profile_id": [f"{CONTEXT_PREFIX[context]}-S{i + 1:03d}" for i in range(n)],
                           "context": context})
     for j, attr in enumerate(ctx.attributes):
         frame[attr.name] = np.asarray(attr.levels, dtype=object)[codes[:, j]]
-    frame["characteristic"] = [characteristic(ctx, {str(k): v for k, v in row.items()}) for row in frame.to_dict("records")]
+    records = frame.to_dict("records")
+    frame["characteristic"] = [characteristic(ctx, {str(k): v for k, v in row.items()}) for row in records]
     return frame
+
+
+def _balance_pairs(codes: np.ndarray, sizes: Sequence[int], rng: np.random.Generator, sweeps: int = 10) -> None:
+    """Swap values within one attribute to bring every two-way table close to independence.
+
+    Minimises Σ over attribute pairs and cells of (count − expected)², expected = n_a·n_b/n, by
+    greedy swaps of two rows' values of one attribute (marginals never change). Near-orthogonal
+    attributes keep one attribute's effect out of another's pairwise comparisons (no chance confounding).
+    """
+    n, m = codes.shape
+    counts = {(j, k): np.zeros((sizes[j], sizes[k])) for j in range(m) for k in range(m) if j != k}
+    margins = [np.bincount(codes[:, j], minlength=sizes[j]).astype(np.float64) for j in range(m)]
+    dev = {}
+    for (j, k), table in counts.items():
+        np.add.at(table, (codes[:, j], codes[:, k]), 1.0)
+        dev[j, k] = table - np.outer(margins[j], margins[k]) / n
+    rows = rng.integers(n, size=(sweeps * n * m, 2))
+    cols = rng.integers(m, size=sweeps * n * m)
+    others = [[k for k in range(m) if k != j] for j in range(m)]
+    for (r1, r2), j in zip(rows.tolist(), cols.tolist(), strict=True):
+        a1, a2 = codes[r1, j], codes[r2, j]
+        if a1 == a2:
+            continue
+        delta = 0.0
+        for k in others[j]:
+            b1, b2 = codes[r1, k], codes[r2, k]
+            if b1 != b2:
+                d = dev[j, k]
+                delta += 2.0 * (d[a2, b1] + d[a1, b2] - d[a1, b1] - d[a2, b2]) + 4.0
+        if delta < 0:
+            for k in others[j]:
+                b1, b2 = codes[r1, k], codes[r2, k]
+                if b1 != b2:
+                    for d in (dev[j, k], dev[k, j].T):
+                        d[a1, b1] -= 1.0
+                        d[a2, b2] -= 1.0
+                        d[a2, b1] += 1.0
+                        d[a1, b2] += 1.0
+            codes[r1, j], codes[r2, j] = a2, a1
 
 
 def _repair_duplicates(codes: np.ndarray, rng: np.random.Generator, max_rounds: int = 10_000) -> None:
