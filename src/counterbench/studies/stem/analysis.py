@@ -69,14 +69,14 @@ def outcome_frame(results: pd.DataFrame, math: str = "raw") -> pd.DataFrame:
         sub = frame.loc[rank]
         levels = np.full(int(rank.sum()), np.nan)
         for x in LETTERS:
-            hit = chosen == x
+            hit = np.asarray(chosen == x, dtype=bool)
             if hit.any():
                 levels[hit] = pd.to_numeric(sub[f"option_{x}"], errors="coerce").to_numpy(dtype=np.float64)[hit]
         y[rank] = levels
     gen = (task == "generation") & status_ok
     if gen.any():
         unit = frame["unit"].astype(str).to_numpy() if "unit" in frame.columns else np.full(len(frame), "")
-        stored = gen & (unit == "mgl") & ~np.isnan(value) & (math == "raw")
+        stored = gen & (unit == "mgl") & ~np.isnan(value) & bool(math == "raw")
         y[stored] = value[stored]
         redo = gen & ~stored
         if redo.any():
@@ -136,7 +136,7 @@ def profile_means(frame: pd.DataFrame, cell: Sequence[str] = CELL) -> pd.DataFra
              if c in rows.columns]
     keys = [*cell, "profile_id"]
     grouped = rows.groupby(keys, sort=False, observed=True)
-    out = grouped[attrs + ["characteristic"]].first()
+    out = grouped[[*attrs, "characteristic"]].first()
     out["y"] = grouped["y"].mean()
     out["n_problems"] = grouped["y"].count()
     return out.reset_index()
@@ -175,7 +175,7 @@ def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: 
         result = linear_shap(part, attrs, "y")
         summary = shap_summary(result)
         for col, val in zip(cell, key, strict=True):
-            summary[col] = val
+            summary[col] = str(val)
         summaries.append(summary)
         by_attr = result.by_attribute()
         take = min(beeswarm_rows, len(by_attr))
@@ -185,7 +185,7 @@ def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: 
         long = pd.DataFrame({"attribute": np.repeat(chosen.columns.to_numpy(), take),
                              "level": levels.to_numpy().T.ravel(), "shap": chosen.to_numpy().T.ravel()})
         for col, val in zip(cell, key, strict=True):
-            long[col] = val
+            long[col] = str(val)
         points.append(long)
     if not summaries:
         return pd.DataFrame(), pd.DataFrame()

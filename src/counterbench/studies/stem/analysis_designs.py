@@ -69,7 +69,7 @@ def interaction_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     rows = _designed(frame)
     cells, gaps = [], []
     for key, part in rows.groupby(list(DESIGN_CELL), sort=True, observed=True):
-        ident = dict(zip(DESIGN_CELL, key, strict=True))
+        ident = {c: str(v) for c, v in zip(DESIGN_CELL, key, strict=True)}
         last = part[part["step"].eq(part["step"].max())]
         attrs = context_attributes(ident["context"])
         for row_attr, col_attr in INTERACTIONS.get(ident["context"], ()):
@@ -80,10 +80,12 @@ def interaction_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
             row_levels = [lv for lv in attrs[row_attr] if lv in set(last[row_attr])]
             col_levels = [lv for lv in attrs[col_attr] if lv in set(last[col_attr])]
             grid = last.groupby([row_attr, col_attr], observed=True)["y"].agg(["count", "mean", "std"])
+            found = {(str(r), str(c)): (int(v[0]), float(v[1]), float(v[2]))
+                     for (r, c), v in zip(grid.index, grid.to_numpy(), strict=True)}
             for r in row_levels:
                 for c in col_levels:
-                    n, mean, sd = grid.loc[(r, c)] if (r, c) in grid.index else (0, np.nan, np.nan)
-                    cells.append({**ident, "table": table, "row_level": r, "col_level": c, "n": int(n),
+                    n, mean, sd = found.get((r, c), (0, np.nan, np.nan))
+                    cells.append({**ident, "table": table, "row_level": r, "col_level": c, "n": n,
                                   "mean": mean, "sd": sd})
                 a = last.loc[last[row_attr].eq(r) & last[col_attr].eq(col_levels[0]), "y"]
                 b = last.loc[last[row_attr].eq(r) & last[col_attr].eq(col_levels[-1]), "y"]
@@ -95,12 +97,13 @@ def interaction_tables(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
             gaps.append({**ident, "table": table, "kind": "extreme cells", "row_level": "",
                          "comparison": f"{row_levels[0]}+{col_levels[0]} − {row_levels[-1]}+{col_levels[-1]}",
                          "n_a": len(a), "n_b": len(b), **_welch_row(a, b)})
-            means = grid["mean"].dropna()
-            if len(means) >= 2:
-                hi, lo = means.idxmax(), means.idxmin()
+            observed = {k: v for k, v in found.items() if not np.isnan(v[1])}
+            if len(observed) >= 2:
+                hi = max(observed, key=lambda k: observed[k][1])
+                lo = min(observed, key=lambda k: observed[k][1])
                 gaps.append({**ident, "table": table, "kind": "observed max − min (descriptive)", "row_level": "",
-                             "comparison": f"{hi[0]}+{hi[1]} − {lo[0]}+{lo[1]}", "n_a": int(grid.at[hi, "count"]),
-                             "n_b": int(grid.at[lo, "count"]), "gap": float(means.max() - means.min()),
+                             "comparison": f"{hi[0]}+{hi[1]} − {lo[0]}+{lo[1]}", "n_a": observed[hi][0],
+                             "n_b": observed[lo][0], "gap": observed[hi][1] - observed[lo][1],
                              "t": np.nan, "df": np.nan, "p": np.nan, "d": np.nan})
     cell_frame, gap_frame = pd.DataFrame(cells), pd.DataFrame(gaps)
     if not gap_frame.empty:
@@ -116,7 +119,7 @@ def single_attribute_table(frame: pd.DataFrame, cell: Sequence[str] = CELL) -> p
     rows["z"] = zscore_within(rows, list(cell))
     out = []
     for key, part in rows.groupby(list(cell), sort=True, observed=True):
-        ident = dict(zip(cell, key, strict=True))
+        ident = {c: str(v) for c, v in zip(cell, key, strict=True)}
         attrs = context_attributes(ident["context"])
         baseline = part[part["varied"].astype(str).eq("")]
         if len(baseline):
@@ -145,7 +148,8 @@ def extremes_table(frame: pd.DataFrame, k: int = 8, cell: Sequence[str] = CELL) 
         return pd.DataFrame()
     rows["z"] = zscore_within(rows, list(cell))
     per_profile = rows.groupby([*cell, "profile_id"], sort=False, observed=True).agg(
-        characteristic=("characteristic", "first"), score=("y", "mean"), z=("z", "mean"), n=("y", "count")).reset_index()
+        characteristic=("characteristic", "first"), score=("y", "mean"), z=("z", "mean"), n=("y", "count"))
+    per_profile = per_profile.reset_index()
     out = []
     for _, part in per_profile.groupby(list(cell), sort=True, observed=True):
         ordered = part.sort_values(["z", "profile_id"], ascending=[False, True], kind="mergesort")

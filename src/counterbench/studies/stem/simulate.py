@@ -74,6 +74,6 @@ def simulate_outcomes(table: pd.DataFrame, model: str = "sim:stem", *, preset: s
         unit[ranking] = np.asarray(LETTERS, dtype=object)[index]
     ok = status == "ok"
     out: dict[str, Any] = {"model": model, "simulated": True, "status": status,
-                           "value": np.where(ok, value, np.nan), "unit": np.where(ok, unit, None),
+                           "value": np.where(ok, value, np.nan), "unit": pd.Series(unit).where(ok, None).to_numpy(),
                            "response": None}
     return table.assign(**out)
