@@ -8,6 +8,7 @@ The pipeline, one function per step (each also a CLI verb)::
     results = counterbench.load_results("cb.db")                          # the stored answers
     analysis = counterbench.analyze("cb.db")                              # analyze -> .tables, .summary
     counterbench.write_report(analysis, "report.html")                    # report
+    counterbench.audit("examples/loan_rate.yaml", ["sim:biased"])        # all of it, like `counterbench audit`
 
 Heavy parts are imported on first use, so ``import counterbench`` stays cheap.
 """
@@ -23,9 +24,9 @@ from counterbench.prompts import PromptFilters, build_prompts, prompts
 if TYPE_CHECKING:
     from counterbench.analyses.api import analyze
     from counterbench.parse import parse_answer
+    from counterbench.pipeline import audit, run_prompts
     from counterbench.report.api import write_report
     from counterbench.run.results import load_results
-    from counterbench.run.runner import run_prompts
 
 try:
     __version__ = version("counterbench")
@@ -37,7 +38,8 @@ _LAZY = {
     "parse_answer": "counterbench.parse",
     "write_report": "counterbench.report.api",
     "load_results": "counterbench.run.results",
-    "run_prompts": "counterbench.run.runner",
+    "run_prompts": "counterbench.pipeline",
+    "audit": "counterbench.pipeline",
 }
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "UserError",
     "__version__",
     "analyze",
+    "audit",
     "build_prompts",
     "load_results",
     "parse_answer",

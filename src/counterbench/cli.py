@@ -7,6 +7,7 @@ Each verb lives in :mod:`counterbench.commands` and registers itself on :data:`a
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -21,6 +22,22 @@ app = typer.Typer(
     add_completion=False,
 )
 register_all(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from counterbench import __version__
+
+        print(f"counterbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Audit LLMs for demographic bias with controlled counterfactual prompts."""
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_analyze_writes_every_table(cli: Callable[..., Any], small_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "analysis"
     proc = cli("analyze", "rupeebias", "--store", str(small_store), "--out", str(out), "--bootstrap", "200",
-               "--seed", "4")
+               "--bootstrap-seed", "4")
     assert proc.returncode == 0, proc.stderr
     assert "sim:biased" in proc.stdout and "simulated model" in proc.stdout
     for name in TABLE_COLUMNS:
@@ -57,7 +57,7 @@ def test_analyze_writes_every_table(cli: Callable[..., Any], small_store: Path, 
         (["--bootstrap", "lots"], "--bootstrap must be a whole number"),
         (["--bootstrap", "-1"], "--bootstrap must be at least 0"),
         (["--tau", "-5"], "--tau must be a finite number"),
-        (["--profile", "v2"], "unknown analysis profile"),
+        (["--parse-profile", "v2"], "unknown analysis profile"),
     ],
 )
 def test_user_mistakes_are_one_line_exit_2(cli: Callable[..., Any], small_store: Path, tmp_path: Path,
@@ -72,7 +72,7 @@ def test_user_mistakes_are_one_line_exit_2(cli: Callable[..., Any], small_store:
 
 def test_unknown_study_is_a_user_error(cli: Callable[..., Any], small_store: Path, tmp_path: Path) -> None:
     proc = cli("analyze", "stem", "--store", str(small_store), "--out", str(tmp_path / "o"))
-    assert proc.returncode == 2 and "no analysis for study 'stem'" in proc.stderr
+    assert proc.returncode == 2 and "unknown study 'stem'" in proc.stderr
 
 
 def test_model_filter_and_determinism(small_store: Path) -> None:

@@ -26,13 +26,13 @@ def test_every_table_and_cell_matches_the_golden(recomputed: pd.DataFrame) -> No
     assert set(recomputed["table"]) == set(golden["table"]), "the set of tables changed"
     merged = golden.merge(recomputed, on=key, how="outer", suffixes=("_golden", "_now"), indicator=True)
     only = merged[merged["_merge"] != "both"]
-    assert only.empty, f"cells present on one side only:\n{only[key + ['_merge']].head(20)}"
+    assert only.empty, f"cells present on one side only:\n{only[[*key, '_merge']].head(20)}"
     text_g, text_n = merged["text_golden"], merged["text_now"]
     same_text = (text_g.isna() & text_n.isna()) | (text_g == text_n)
-    assert same_text.all(), f"text cells differ:\n{merged.loc[~same_text, key + ['text_golden', 'text_now']].head(20)}"
+    assert same_text.all(), f"text cells differ:\n{merged.loc[~same_text, [*key, 'text_golden', 'text_now']].head(20)}"
     num_g, num_n = merged["number_golden"].to_numpy(), merged["number_now"].to_numpy()
     close = np.isclose(num_n, num_g, rtol=1e-12, atol=1e-12, equal_nan=True)
-    assert close.all(), f"numbers differ:\n{merged.loc[~close, key + ['number_golden', 'number_now']].head(20)}"
+    assert close.all(), f"numbers differ:\n{merged.loc[~close, [*key, 'number_golden', 'number_now']].head(20)}"
 
 
 def test_the_golden_covers_both_profiles_and_languages() -> None:

@@ -37,7 +37,7 @@ def test_run_a_study_subset_then_export_and_parse(tmp_path: Path) -> None:
     assert "0 answered now" in again.stdout and "5 already stored" in again.stdout
     out = cli("export", "--store", str(store), "--out", str(tmp_path / "r.csv"), cwd=tmp_path)
     assert out.returncode == 0 and "5 responses" in out.stdout
-    parsed = cli("parse", "--store", str(store), "--profile", "rupeebias-v1", cwd=tmp_path)
+    parsed = cli("parse", "--store", str(store), "--parse-profile", "rupeebias-v1", cwd=tmp_path)
     assert parsed.returncode == 0 and "re-parsed 5 responses" in parsed.stdout
 
 

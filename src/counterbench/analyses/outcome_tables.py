@@ -135,7 +135,9 @@ def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int) -> tuple[flo
 def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
     if facet.column not in frame.columns:
         return frame.iloc[0:0]
-    rows = frame if facet.axis is None or "axis" not in frame.columns else frame[frame["axis"].astype(str) == facet.axis]
+    rows = frame
+    if facet.axis is not None and "axis" in frame.columns:
+        rows = frame[frame["axis"].astype(str) == facet.axis]
     return rows[rows[facet.column].notna()].assign(level=lambda f: f[facet.column].astype(str))
 
 
@@ -166,7 +168,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 est, lo, hi, _ = _boot(s, lambda t: t[:, 0] / t[:, 1], n_boot,
                                        stable_seed("level", *cell, facet.name, level, base_seed=seed))
                 levels.append({**base, "facet": facet.name, "facet_kind": facet.kind, "level": level,
-                               "n": int(mask.sum()), "n_slots": int(len(s)), "mean": est, "ci_low": lo,
+                               "n": int(mask.sum()), "n_slots": len(s), "mean": est, "ci_low": lo,
                                "ci_high": hi, "measure": measure})
             if facet.reference not in present:
                 continue
@@ -182,11 +184,10 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                     continue
                 cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
                 diff, lo, hi, reps = _boot(s, lambda t: t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3], n_boot, cell_seed)
-                rel, rlo, rhi, _ = _boot(s, lambda t: 100 * (t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3]) / (t[:, 2] / t[:, 3]),
-                                         n_boot, cell_seed)
+                rel, rlo, rhi, _ = _boot(s, _relative, n_boot, cell_seed)
                 totals = s.sum(axis=0)
                 row = {**base, "facet": facet.name, "facet_kind": facet.kind, "reference": facet.reference,
-                       "comparison": level, "n_slots": int(len(s)), "reference_mean": totals[2] / totals[3],
+                       "comparison": level, "n_slots": len(s), "reference_mean": totals[2] / totals[3],
                        "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": lo, "ci_high": hi,
                        "relative_pct": rel, "relative_ci_low": rlo, "relative_ci_high": rhi,
                        "p_value": _pvalue(reps), "exact_p": np.nan, "difference_unit": unit}
@@ -198,6 +199,11 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 gaps.append(row)
     gap_frame = _with_q(pd.DataFrame(gaps))
     return conform("outcome_levels", pd.DataFrame(levels)), conform("outcome_gaps", gap_frame)
+
+
+def _relative(t: np.ndarray) -> np.ndarray:
+    ref = t[:, 2] / t[:, 3]
+    return np.asarray(100 * (t[:, 0] / t[:, 1] - ref) / ref, dtype=np.float64)
 
 
 def _with_q(frame: pd.DataFrame) -> pd.DataFrame:
@@ -231,7 +237,8 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
             slots = _slot_key(frows, [c for c in slot_columns if c not in (facet.column, "language")])
             codes, _ = pd.factorize(slots, sort=False)
             n = int(codes.max()) + 1
-            y, lv, lang = frows["y"].to_numpy(np.float64), frows["level"].to_numpy(), frows["language"].astype(str).to_numpy()
+            y, lv = frows["y"].to_numpy(np.float64), frows["level"].to_numpy()
+            lang = frows["language"].astype(str).to_numpy()
             for other in present[1:]:
                 for level in facet.levels:
                     if level == facet.reference or level not in set(lv):
@@ -251,7 +258,7 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                     t = s.sum(axis=0)
                     out.append({**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
                                 "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
-                                "language": first, "other_language": other, "n_slots": int(len(s)),
+                                "language": first, "other_language": other, "n_slots": len(s),
                                 "difference": t[0] / t[1] - t[2] / t[3], "other_difference": t[4] / t[5] - t[6] / t[7],
                                 "shift": est, "ci_low": lo, "ci_high": hi, "p_value": _pvalue(reps)})
     return conform("language_gaps", _with_q(pd.DataFrame(out)))
@@ -297,5 +304,5 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                             "level": level, "reference": f.reference, "estimate": est, "se": se,
                             "ci_low": est - z * se, "ci_high": est + z * se, "p_value": float(fitted.pvalues[name]),
                             "model_type": "logit (log-odds)" if logit else "least squares (outcome units)",
-                            "n": int(len(y))})
+                            "n": len(y)})
     return conform("crossed_regression", _with_q(pd.DataFrame(out)))

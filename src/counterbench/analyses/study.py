@@ -51,7 +51,8 @@ def load_study_results(source: pd.DataFrame | str | Path, study: Study, *, model
 
         path = Path(source).expanduser()
         if not path.is_file():
-            raise UserError(f"store {path} does not exist; run some prompts first (`counterbench run ... --store {path}`)")
+            raise UserError(f"store {path} does not exist; run some prompts first "
+                            f"(`counterbench run ... --store {path}`)")
         results = load_results(path, list(models) if models else None, profile)
         if results.empty:
             raise UserError(f"store {path} has no responses yet; run `counterbench run ... --store {path}` first")
@@ -61,7 +62,8 @@ def load_study_results(source: pd.DataFrame | str | Path, study: Study, *, model
             known = [str(m) for m in results["model"].drop_duplicates()] if "model" in results.columns else []
             unknown = [m for m in models if m not in known]
             if unknown:
-                raise UserError(f"no responses of model {unknown[0]} in the results (models: {', '.join(known) or 'none'})")
+                raise UserError(f"no responses of model {unknown[0]} in the results "
+                                f"(models: {', '.join(known) or 'none'})")
             results = results[results["model"].isin(list(models))]
     return results_of_study(results, study)
 
@@ -138,8 +140,9 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
     }
     models: dict[str, dict[str, Any]] = {}
     for model, part in results.groupby("model", sort=False):
-        simulated = bool(part["simulated"].astype(bool).any()) if "simulated" in part.columns else str(model).startswith("sim:")
-        models[str(model)] = {"simulated": simulated, "n_responses": int(len(part)),
+        simulated = (bool(part["simulated"].astype(bool).any()) if "simulated" in part.columns
+                     else str(model).startswith("sim:"))
+        models[str(model)] = {"simulated": simulated, "n_responses": len(part),
                               "n_values": int(part["status"].astype(str).eq("ok").sum())}
     unsupported = {}
     if tables["language_gaps"].empty:

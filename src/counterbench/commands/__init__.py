@@ -16,7 +16,6 @@ COMMAND_MODULES = (
     "counterbench.commands.store_cmd",
     "counterbench.commands.analyze_cmd",
     "counterbench.commands.report_cmd",
-    "counterbench.commands.studies_cmd",
 )
 
 

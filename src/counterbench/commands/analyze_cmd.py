@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -37,59 +37,88 @@ def _number(text: str, option: str) -> float:
 
 def _print_result(result: AnalysisResult, out: Path, n_files: int, seconds: float) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
-    board = result.tables["leaderboard"]
-    table = Table(title=f"Mean Δ% (profile {result.summary['profile']}, lower is fairer)")
-    table.add_column("#", justify="right")
-    table.add_column("model", overflow="fold", min_width=12)
-    for col in ("overall", "95% CI", "en", "hinglish", "V@τ en"):
-        table.add_column(col, justify="right", no_wrap=True)
-
-    def fmt(value: object, digits: int = 2) -> str:
-        return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
-
-    for row in board.itertuples(index=False):
-        name = f"{row.model} *" if bool(row.simulated) else str(row.model)
-        table.add_row(str(row.rank), name, fmt(row.overall_mean_delta), f"{fmt(row.ci_low)}–{fmt(row.ci_high)}",
-                      fmt(row.en_mean_delta), fmt(row.hinglish_mean_delta), fmt(row.en_v10, 1))
-    console.print(table)
-    if board["simulated"].astype(bool).any():
-        console.print("* simulated model: its bias is planted, not measured")
+    if "leaderboard" in result.tables:
+        _print_leaderboard(console, result)
+    if "outcome_gaps" in result.tables:
+        _print_gaps(console, result)
     for name, hint in result.summary.get("unsupported", {}).items():
         console.print(f"[dim]{name}: not computed — {hint}[/dim]")
     console.print(f"{n_files} files in {out} ({seconds:.1f} s)")
 
 
+def _fmt(value: object, digits: int = 2) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _print_gaps(console: Any, result: AnalysisResult) -> None:
+    from rich.table import Table
+
+    gaps = result.tables["outcome_gaps"]
+    table = Table(title=f"{result.summary.get('title', '')}: matched gaps (comparison − reference)")
+    for col in ("model", "language", "compared", "identity", "reference", "difference", "95% CI", "q"):
+        table.add_column(col, overflow="fold")
+    for r in gaps.head(40).to_dict("records"):
+        table.add_row(str(r["model"]), str(r["language"]), str(r["facet"]), str(r["comparison"]), str(r["reference"]),
+                      f"{r['difference']:+.2f}", f"{_fmt(r['ci_low'])}–{_fmt(r['ci_high'])}", _fmt(r["q_value"], 3))
+    console.print(table)
+    if len(gaps) > 40:
+        console.print(f"({len(gaps) - 40} more rows in outcome_gaps.csv)")
+
+
+def _print_leaderboard(console: Any, result: AnalysisResult) -> None:
+    from rich.table import Table
+
+    board = result.tables["leaderboard"]
+    languages = [str(lang) for lang in result.summary.get("languages", [])]
+    table = Table(title=f"Mean Δ% (profile {result.summary['profile']}, lower is fairer)")
+    table.add_column("#", justify="right")
+    table.add_column("model", overflow="fold", min_width=12)
+    shown = [lang for lang in languages if f"{lang}_mean_delta" in board.columns]
+    for col in ("overall", "95% CI", *shown):
+        table.add_column(col, justify="right", no_wrap=True)
+    for row in board.to_dict("records"):
+        name = f"{row['model']} *" if bool(row["simulated"]) else str(row["model"])
+        table.add_row(str(row["rank"]), name, _fmt(row["overall_mean_delta"]),
+                      f"{_fmt(row['ci_low'])}–{_fmt(row['ci_high'])}",
+                      *(_fmt(row[f"{lang}_mean_delta"]) for lang in shown))
+    console.print(table)
+    if board["simulated"].astype(bool).any():
+        console.print("* simulated model: its bias is planted, not measured")
+
+
 def analyze_command(
-    study: Annotated[str, typer.Argument(help="The study whose analysis to run (rupeebias).")],
+    study: Annotated[str, typer.Argument(help="The study to analyse: a registered name (e.g. rupeebias) or a "
+                                              "study .yaml. Only its answers in the store are used.")],
     store: Annotated[Path, typer.Option("--store", help="The SQLite store written by `counterbench run`.")],
-    out: Annotated[Path, typer.Option("--out", help="Folder for the tables (CSV + Parquet) and summary.json.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the tables (CSV + Parquet) and summary.json.")],
     model: Annotated[
         list[str] | None, typer.Option("--model", "-m", help="Analyse only this model (repeatable); default all.")
     ] = None,
-    profile: Annotated[
-        str, typer.Option("--profile", help="default (correct rules) or rupeebias-v1 (the release's quirks).")
+    parse_profile: Annotated[
+        str, typer.Option("--parse-profile", help="Parse rules: default, or rupeebias-v1 (the release's quirks).")
     ] = "default",
     bootstrap: Annotated[
         str, typer.Option("--bootstrap", metavar="N", help="Bootstrap replicates per interval (0 = none).")
     ] = "2000",
-    seed: Annotated[str, typer.Option("--seed", metavar="S", help="Base seed of every bootstrap stream.")] = "0",
-    tau: Annotated[str, typer.Option("--tau", metavar="T", help="Violation@τ threshold in percent.")] = "10",
+    seed: Annotated[
+        str, typer.Option("--bootstrap-seed", metavar="S", help="Base seed of every bootstrap stream.")
+    ] = "0",
+    tau: Annotated[str, typer.Option("--tau", metavar="T", help="Violation@τ threshold in percent (amounts).")] = "10",
 ) -> None:
-    """Compute every table of the study's analysis (spec §3) and write them to --out."""
+    """Compute every table of the study's analysis and write them to --out (CSV + Parquet + summary.json)."""
     from counterbench.analyses.api import analyze
 
     started = time.perf_counter()
     n_boot = _whole(bootstrap, "--bootstrap", 0)
-    base_seed = _whole(seed, "--seed", 0)
+    base_seed = _whole(seed, "--bootstrap-seed", 0)
     threshold = _number(tau, "--tau")
     if not store.expanduser().is_file():
         raise UserError(
             f"store {store} does not exist; run some prompts first (`counterbench run ... --store {store}`)"
         )
-    result = analyze(store, study, models=model or None, profile=profile, bootstrap=n_boot, seed=base_seed,
+    result = analyze(store, study, models=model or None, profile=parse_profile, bootstrap=n_boot, seed=base_seed,
                      tau=threshold)
     written = result.write(out)
     _print_result(result, out, len(written), time.perf_counter() - started)

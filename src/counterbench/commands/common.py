@@ -25,7 +25,7 @@ VariantOpt = Annotated[
 SampleSlotsOpt = Annotated[
     int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.", min=1)
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for --sample-slots.")]
+SeedOpt = Annotated[int, typer.Option("--sample-seed", help="Seed for --sample-slots.")]
 PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset, e.g. quick (870 prompts).")]
 FromReleaseOpt = Annotated[
     Path | None, typer.Option("--from-release", help="Use the release's own dataset .jsonl files in DIR.")

@@ -22,11 +22,14 @@ from counterbench.commands.common import (
     VariantOpt,
     filters_from_options,
 )
+from counterbench.errors import UserError
 
 
 def prompts_command(
     study: Annotated[str, typer.Argument(help="A built-in study (see `counterbench studies`) or a study .yaml.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Write the table to .parquet, .csv or .jsonl.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the table to .parquet, .csv or .jsonl.")
+    ] = None,
     use_case: UseCaseOpt = None,
     language: LanguageOpt = None,
     axis: AxisOpt = None,
@@ -68,28 +71,35 @@ def prompts_command(
 
 
 def studies_command() -> None:
-    """List the built-in studies with their sizes."""
+    """List the registered studies (built-in, and those installed packages add through the entry-point group
+    counterbench.studies) with their outcome kinds and sizes. Any study .yaml can be given by path instead."""
     from rich.console import Console
     from rich.table import Table
 
-    from counterbench.studies.registry import builtin_study_names, load_study
+    from counterbench.studies.registry import load_study, registered_studies
 
-    table = Table(title="Built-in studies")
-    for col in ("study", "title", "use cases", "languages", "axes", "identifiers", "prompts"):
-        table.add_column(col)
-    for name in builtin_study_names():
-        study = load_study(name)
-        frame = study.expand()
+    table = Table(title="Studies (or give a path to a study .yaml)")
+    for col in ("study", "title", "outcomes", "use cases", "languages", "axes", "identifiers", "prompts", "source"):
+        table.add_column(col, overflow="fold")
+    for name, entry in registered_studies().items():
+        try:
+            study = load_study(name)
+            frame = study.expand()
+        except UserError as err:
+            table.add_row(name, f"(cannot be loaded: {err})", *[""] * 6, entry.source)
+            continue
         table.add_row(
             name,
             study.title,
+            ", ".join(dict.fromkeys(spec.kind for spec in study.outcomes.values())),
             str(frame["use_case"].nunique()),
-            str(frame["language"].nunique()),
-            str(frame["axis"].nunique()),
+            ", ".join(study.languages),
+            str(len(study.axes)),
             str(frame["identifier"].nunique()),
             f"{len(frame):,}",
+            entry.source,
         )
-    Console().print(table)
+    Console(width=160).print(table)
 
 
 def register(app: typer.Typer) -> None:

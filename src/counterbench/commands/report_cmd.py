@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -73,6 +72,9 @@ def _announce(html: Path, extra: list[str]) -> None:
 
 
 def report_command(
+    study: Annotated[str | None, typer.Argument(
+        help="With --store: the study to report (a registered name or a study .yaml); default: the store's only study.",
+    )] = None,
     analysis: Annotated[
         Path | None, typer.Option("--analysis", help="A folder written by `counterbench analyze ... --out DIR`.")
     ] = None,
@@ -84,10 +86,12 @@ def report_command(
     markdown: MarkdownOpt = None,
     model: ModelOpt = None,
     profile: Annotated[
-        str | None, typer.Option("--profile", help="Analysis profile with --store: default or rupeebias-v1.")
+        str | None, typer.Option("--parse-profile", help="Parse rules with --store: default or rupeebias-v1.")
     ] = None,
     bootstrap: BootstrapOpt = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Base seed of every bootstrap stream (0).")] = None,
+    seed: Annotated[
+        int | None, typer.Option("--bootstrap-seed", help="Base seed of every bootstrap stream (0).")
+    ] = None,
     tau: TauOpt = None,
     samples: SamplesOpt = True,
     title: TitleOpt = None,
@@ -102,14 +106,16 @@ def report_command(
     if analysis is None:
         if store is None:
             raise UserError("give --analysis DIR (written by `counterbench analyze`) or --store PATH (analysed now)")
-        data = analyze_store(store, models=model, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                             with_samples=samples)
+        data = analyze_store(store, study or _only_study(store), models=model, profile=profile, bootstrap=bootstrap,
+                             seed=seed, tau=tau, with_samples=samples)
     else:
-        given = [name for name, v in (("--profile", profile), ("--bootstrap", bootstrap), ("--seed", seed),
-                                      ("--tau", tau), ("--model", model)) if v]
+        given = [name for name, v in (("--parse-profile", profile), ("--bootstrap", bootstrap),
+                                      ("--bootstrap-seed", seed), ("--tau", tau), ("--model", model)) if v]
         if given:
             raise UserError(f"{given[0]} applies when analysing a store; the --analysis folder is analysed already")
         data = load_analysis_dir(analysis)
+        if study is not None and str(data.summary.get("study")) not in (study, Path(study).stem):
+            raise UserError(f"the --analysis folder holds study {data.summary.get('study')}, not {study}")
         if store is not None:
             results = _load_store(store, _models_of(data), data.summary.get("profile"))
             data.model_settings = generation_settings(results)
@@ -120,6 +126,30 @@ def report_command(
     data.title = title
     files = write_report(data, out, markdown=markdown)
     _announce(files.html, [f"Markdown: {files.markdown}"] if files.markdown else [])
+
+
+def _only_study(store: Path) -> str:
+    """The store's one study (an error naming them when it holds several)."""
+    import sqlite3
+
+    if not store.is_file():
+        raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+            names = [str(r[0]) for r in conn.execute("SELECT DISTINCT study FROM prompts WHERE study IS NOT NULL")]
+    except sqlite3.Error as err:
+        raise UserError(f"cannot read store {store}: {err}") from None
+    if len(names) == 1:
+        from counterbench.studies.registry import registered_studies
+
+        if names[0] in registered_studies():
+            return names[0]
+        raise UserError(f"store {store} holds study {names[0]}; give its study file: "
+                        f"`counterbench report PATH/{names[0]}.yaml --store {store}`")
+    if not names:
+        return "rupeebias"
+    raise UserError(f"store {store} holds several studies ({', '.join(sorted(names))}); name the one to report "
+                    f"(a registered study or its .yaml), e.g. `counterbench report STUDY --store {store}`")
 
 
 def _models_of(data: ReportInput) -> list[str] | None:
@@ -147,7 +177,7 @@ def audit_command(
     question_variant: QuestionVariantOpt = None,
     variant: VariantOpt = None,
     sample_slots: SampleSlotsOpt = None,
-    seed: SeedOpt = 0,
+    sample_seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
     temperature: TemperatureOpt = 0.0,
@@ -172,8 +202,8 @@ def audit_command(
         Path, typer.Option("--out", "-o", help="Folder for report.html, report.md and the analysis tables.")
     ] = Path("counterbench-report"),
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap replicates per interval.")] = 2000,
-    analysis_seed: Annotated[
-        int, typer.Option("--analysis-seed", help="Base seed of every bootstrap stream.")
+    bootstrap_seed: Annotated[
+        int, typer.Option("--bootstrap-seed", help="Base seed of every bootstrap stream.")
     ] = 0,
     tau: Annotated[float, typer.Option("--tau", help="Violation threshold in percent.")] = 10.0,
     samples: SamplesOpt = True,
@@ -194,7 +224,7 @@ def audit_command(
         raise UserError(f"--out {out} is a file; give a folder for the report and the analysis tables")
     filters = filters_from_options(
         use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
-        question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=seed, preset=preset,
+        question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=sample_seed, preset=preset,
     )
     table = build_prompts(study, filters, from_release=from_release)
     config = generation_config(
@@ -211,12 +241,11 @@ def audit_command(
         print(f"Interrupted; everything answered so far is saved. Resume (and get the report) with:\n"
               f"  {summary.resume_command}")
         raise typer.Exit(EXIT_INTERRUPTED)
-    from counterbench.studies.registry import load_study
+    from counterbench.report.api import audit_report
 
     files = audit_report(
         store, list(summary.models), table, config.fingerprint(), out, parse_profile=parse_profile,
-        bootstrap=bootstrap, seed=analysis_seed, tau=tau, samples=samples, title=title,
-        canonical_pairs=load_study(study).canonical_pairs,
+        bootstrap=bootstrap, seed=bootstrap_seed, tau=tau, samples=samples, title=title, study=study,
     )
     lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}"]
     if summary.status == "max_cost":
@@ -225,47 +254,6 @@ def audit_command(
     _announce(files.html, lines)
     if summary.status == "max_cost":
         raise typer.Exit(EXIT_MAX_COST)
-
-
-def audit_report(
-    store: Path,
-    models: list[str],
-    prompts: pd.DataFrame,
-    config_fp: str,
-    out: Path,
-    *,
-    parse_profile: str,
-    bootstrap: int,
-    seed: int,
-    tau: float,
-    samples: bool,
-    title: str | None,
-    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
-) -> Any:
-    """Analyse exactly this audit's answers (its prompts, models and generation config) and report.
-
-    ``canonical_pairs``: the audited study's (a study from a file is not known by name to the analysis).
-    """
-    from counterbench.analyses.rupeebias import analyze
-    from counterbench.report.api import generation_settings, write_report
-    from counterbench.report.context import from_analysis
-    from counterbench.report.samples import select_samples
-    from counterbench.run.results import load_results
-
-    results = load_results(store, models=models, profile=parse_profile)
-    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
-    if results.empty:
-        raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
-    result = analyze(results.reset_index(drop=True), profile=parse_profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                     canonical_pairs=canonical_pairs)
-    try:
-        result.write(out / "analysis")
-    except OSError as err:
-        raise UserError(f"cannot write the analysis tables to {out / 'analysis'}: {err.strerror or err}") from None
-    data = from_analysis(result, samples=select_samples(results) if samples else None, title=title,
-                         source=str(store))
-    data.model_settings = generation_settings(results)
-    return write_report(data, out / "report.html")
 
 
 def register(app: typer.Typer) -> None:

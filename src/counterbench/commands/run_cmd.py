@@ -171,7 +171,7 @@ def models_command(
 def import_command(
     paths: Annotated[list[Path], typer.Argument(help="Release run files (.jsonl) or folders of them.")],
     store: StoreOpt = Path("counterbench.db"),
-    profile: Annotated[str, typer.Option("--profile", help="Parse with: default or rupeebias-v1.")] = "default",
+    profile: Annotated[str, typer.Option("--parse-profile", help="Parse rules: default or rupeebias-v1.")] = "default",
 ) -> None:
     """Load the RupeeBias release's run files into the store under their model names."""
     from counterbench.run.release_import import import_release_runs

@@ -421,6 +421,17 @@ def format_answer(value: float, spec: SimAnswerSpec) -> str:
     return f"### {number} {spec.unit}"
 
 
+def planted_description(model: str) -> str:
+    """The ``planted`` sentence of a ``sim:`` model (its ``description`` if it has none; ``""`` if unreadable)."""
+    if not model.startswith("sim:"):
+        return ""
+    try:
+        profile = load_profile(model[len("sim:"):])
+    except UserError:
+        return ""
+    return profile.planted or profile.description
+
+
 def create_simulated(name_or_path: str) -> SimulatedBackend:
     """``sim:NAME`` -> backend (used by the registry)."""
     return SimulatedBackend(f"sim:{name_or_path}", load_profile(name_or_path))

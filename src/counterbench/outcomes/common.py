@@ -36,8 +36,8 @@ def match_label(text: str | None, labels: Sequence[str]) -> ParsedAnswer:
     """``ok`` with value = index of the one label the answer gives; ``unparseable``/``refused`` otherwise.
 
     The answer line (after ``###``) must be one label, case-insensitively, ignoring surrounding
-    punctuation; failing that, a line that starts with exactly one label followed by punctuation or a
-    space counts. Two different labels, or none, is ``unparseable``.
+    punctuation; failing that, a first line that starts with a label (followed by punctuation or a
+    space) and names no other label counts. Two different labels, or none, is ``unparseable``.
     """
     if text is None or not text.strip():
         return ParsedAnswer(status="unparseable", reason="empty")
@@ -50,9 +50,12 @@ def match_label(text: str | None, labels: Sequence[str]) -> ParsedAnswer:
     starts = set()
     for line in answer_lines(text)[:1] or [text]:
         low = clean(line)
+        mentioned = {i for i, label in enumerate(folded)
+                     if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", low)}
         for i, label in enumerate(folded):
             if low.startswith(label) and (len(low) == len(label) or not low[len(label)].isalnum()):
                 starts.add(i)
+        starts |= mentioned if starts else set()
     if len(starts) == 1:
         index = starts.pop()
         return ParsedAnswer(status="ok", value=float(index), unit=labels[index], reason="leading_label")

@@ -42,7 +42,8 @@ class LabelKind:
 
     def instruction(self, spec: OutcomeSpec) -> str:
         options = " or ".join(spec.labels)
-        return f"Answer with exactly one of: {options}. Use a single line in this format:\n### <ANSWER>\nNo explanation."
+        return (f"Answer with exactly one of: {options}. Use a single line in this format:\n### <ANSWER>\n"
+                "No explanation.")
 
     def constraint(self, spec: OutcomeSpec) -> Constraint:
         return choices_constraint("label", spec.labels)

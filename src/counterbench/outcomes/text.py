@@ -64,7 +64,7 @@ class TextKind:
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         """About ``latent`` words of filler prose."""
-        n = max(1, int(round(latent)))
+        n = max(1, round(latent))
         return " ".join(["word"] * n)
 
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:

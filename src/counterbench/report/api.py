@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,14 +21,13 @@ from typing import Any
 import pandas as pd
 
 from counterbench.errors import UserError
-from counterbench.report.context import ReportInput, build_context, from_analysis
+from counterbench.report.context import ReportContext, ReportInput, build_context, from_analysis
 from counterbench.report.document import Section
 from counterbench.report.methods import banners, headlines, samples_section
 from counterbench.report.provenance import methods_section
 from counterbench.report.sections import build_sections
 from counterbench.report.sections_gaps import KIND_LABELS
-
-STUDY_TITLES = {"rupeebias": "RupeeBias"}
+from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 
 
 @dataclass
@@ -57,14 +56,21 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
 
     ctx = build_context(data)
     when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    sections: list[Section] = build_sections(ctx)
+    amount = "leaderboard" in data.tables
+    sections: list[Section] = build_sections(ctx) if amount else []
+    if has_outcome_tables(data.tables):
+        sections = outcome_sections(ctx) + sections
+        if not amount:
+            from counterbench.report.sections_consistency import parse_section
+
+            sections.append(parse_section(ctx))
     sample = samples_section(ctx)
     if sample is not None:
         sections.append(sample)
     sections.append(methods_section(ctx, __version__, when))
-    study = str(data.summary.get("study") or "rupeebias")
-    title = data.title or f"{STUDY_TITLES.get(study, study)} audit report"
+    title = data.title or f"{study_title(data.summary)} audit report"
     return {
+        "intro": intro(ctx),
         "title": title,
         "subtitle": _subtitle(data.summary, len(ctx.models)) + f" · written {when}",
         "banners": banners(ctx),
@@ -74,6 +80,28 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
         "version": __version__,
         "generated_at": when,
     }
+
+
+def study_title(summary: dict[str, Any]) -> str:
+    """The study's own title: from the summary, else the registered study of that name, else its name."""
+    if summary.get("title"):
+        return str(summary["title"])
+    name = str(summary.get("study") or "rupeebias")
+    try:
+        from counterbench.studies.registry import load_study, registered_studies
+
+        return load_study(name).title if name in registered_studies() else name
+    except UserError:
+        return name
+
+
+def intro(ctx: ReportContext) -> str:
+    """The overview's first paragraph, in the study's own terms (its axes or crossed attributes)."""
+    axes = [str(a) for a in ctx.data.summary.get("axes") or ctx.axes]
+    varied = f" ({', '.join(a.lower() if a[:1].isupper() and a[1:].islower() else a for a in axes)})" if axes else ""
+    return (f"counterbench sends each model the same request many times, changing only who the request is "
+            f"about{varied}, and measures how much the answers differ. If a model ignored identity, every gap "
+            "below would sit at the level of its own noise.")
 
 
 def _as_input(data: Any) -> ReportInput:
@@ -141,6 +169,7 @@ def write_report(
 
 def analyze_store(
     store: Path | str,
+    study: Any = "rupeebias",
     *,
     models: Sequence[str] | None = None,
     profile: str | None = None,
@@ -149,19 +178,17 @@ def analyze_store(
     tau: float | None = None,
     with_samples: bool = True,
 ) -> ReportInput:
-    """Load a store, run the analysis, and pick a sample of raw responses: a ready report input."""
-    from counterbench.analyses.rupeebias import analyze
+    """Load a store, analyse ``study``'s answers in it, and pick a sample of raw responses: a report input."""
+    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
     from counterbench.report.samples import select_samples
-    from counterbench.run.results import load_results
 
     if not Path(store).is_file():
         raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
-    results = load_results(store, models=list(models) if models else None, profile=profile or "default")
-    if results.empty:
-        raise UserError(f"store {store} has no responses yet; run `counterbench run ... --store {store}` first")
+    the_study = resolve_study(study)
+    results = load_study_results(store, the_study, models=models, profile=profile or "default")
     options: dict[str, Any] = {k: v for k, v in (("profile", profile), ("bootstrap", bootstrap), ("seed", seed),
                                                   ("tau", tau)) if v is not None}
-    result = analyze(results, **options)
+    result = analyze_study(results, the_study, **options)
     report = from_analysis(result, samples=select_samples(results) if with_samples else None, source=str(store))
     report.model_settings = generation_settings(results)
     return report
@@ -190,3 +217,40 @@ def generation_settings(results: pd.DataFrame) -> dict[str, str]:
             described.append(", ".join(bits))
         out[str(model)] = " | ".join(described)
     return out
+
+
+def audit_report(
+    store: Path,
+    models: list[str],
+    prompts: pd.DataFrame,
+    config_fp: str,
+    out: Path,
+    *,
+    parse_profile: str,
+    bootstrap: int,
+    seed: int,
+    tau: float,
+    samples: bool,
+    title: str | None,
+    study: Any = "rupeebias",
+    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+) -> Any:
+    """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
+    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
+    from counterbench.report.samples import select_samples
+
+    the_study = resolve_study(study)
+    results = load_study_results(store, the_study, models=models, profile=parse_profile)
+    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
+    if results.empty:
+        raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
+    result = analyze_study(results.reset_index(drop=True), the_study, profile=parse_profile, bootstrap=bootstrap,
+                           seed=seed, tau=tau, canonical_pairs=canonical_pairs)
+    try:
+        result.write(out / "analysis")
+    except OSError as err:
+        raise UserError(f"cannot write the analysis tables to {out / 'analysis'}: {err.strerror or err}") from None
+    data = from_analysis(result, samples=select_samples(results) if samples else None, title=title,
+                         source=str(store))
+    data.model_settings = generation_settings(results)
+    return write_report(data, out / "report.html")

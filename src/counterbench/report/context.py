@@ -158,6 +158,16 @@ class ReportContext:
     axes: list[str]
     use_cases: list[str]
     unsupported: dict[str, str] = field(default_factory=dict)
+    #: language code -> name, from the study (falls back to :func:`language_name`)
+    language_names: dict[str, str] = field(default_factory=dict)
+    #: the kinds of facet the study compares (``axis``, ``group``, ``attribute``)
+    facet_kinds: list[str] = field(default_factory=list)
+
+    def language_label(self, code: str) -> str:
+        return self.language_names.get(code) or language_name(code)
+
+    def use_case_label(self, code: str) -> str:
+        return use_case_name(code)
 
     def table(self, name: str) -> pd.DataFrame | None:
         return self.data.tables.get(name)
@@ -209,6 +219,8 @@ def build_context(data: ReportInput) -> ReportContext:
         return [str(v) for v in listed] if isinstance(listed, list) and listed else list(fallback)
 
     unsupported = data.summary.get("unsupported")
+    names = data.summary.get("language_names")
+    facets = data.summary.get("facets")
     return ReportContext(
         data=data,
         models=models,
@@ -217,4 +229,7 @@ def build_context(data: ReportInput) -> ReportContext:
         axes=[str(v) for v in _ordered(collect("axis"), preferred("axes", AXIS_ORDER))],
         use_cases=[str(v) for v in _ordered(collect("use_case"), preferred("use_cases", USE_CASE_ORDER))],
         unsupported={str(k): str(v) for k, v in unsupported.items()} if isinstance(unsupported, Mapping) else {},
+        language_names={str(k): str(v) for k, v in names.items()} if isinstance(names, Mapping) else {},
+        facet_kinds=list(dict.fromkeys(str(f.get("kind")) for f in facets if isinstance(f, Mapping)))
+        if isinstance(facets, list) else [],
     )

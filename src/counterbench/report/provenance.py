@@ -124,18 +124,29 @@ def _model_rows(ctx: ReportContext) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+AMOUNT_METHODS = (
+    "A slot is one use case × language × axis × profile × question variant; "
+    "matched pairs are all pairs of two identities of the same axis in the same slot, and each pair's gap is "
+    "|a − b| / ((a + b) / 2) × 100. Missing or refused answers remove only their own pairs; nothing is "
+    "imputed. Intervals are 95% percentile bootstraps over pairs (as in the paper) and over slots (pairs in "
+    "a slot are not independent, so the slot interval is the more cautious one).")
+OUTCOME_METHODS = (
+    "A slot is a set of prompts that differ only in the identity (or attribute levels) they state. Each "
+    "identity is compared with its reference inside the same slots; answers that were refused or could not be "
+    "read leave out only themselves, nothing is imputed. Intervals are 95% percentile bootstraps that resample "
+    "whole slots (the independent unit), and the marks use Benjamini–Hochberg q-values, one family per model "
+    "and table.")
+
+
 def methods_section(ctx: ReportContext, report_version: str, generated_at: str) -> Section:
     summary = ctx.data.summary
-    section = Section(
-        "methods",
-        "Methods",
-        "How these numbers were made. A slot is one use case × language × axis × profile × question variant; "
-        "matched pairs are all pairs of two identities of the same axis in the same slot, and each pair's gap is "
-        "|a − b| / ((a + b) / 2) × 100. Missing or refused answers remove only their own pairs; nothing is "
-        "imputed. Intervals are 95% percentile bootstraps over pairs (as in the paper) and over slots (pairs in "
-        "a slot are not independent, so the slot interval is the more cautious one).",
-        group="About",
-    )
+    blurbs = []
+    if "leaderboard" in ctx.data.tables:
+        blurbs.append(AMOUNT_METHODS)
+    if "outcome_gaps" in ctx.data.tables:
+        blurbs.append(OUTCOME_METHODS)
+    section = Section("methods", "Methods", "How these numbers were made. " + " ".join(blurbs or [AMOUNT_METHODS]),
+                      group="About")
     section.tables.append(t.table_view(_model_rows(ctx), [
         t.text("model", "Model"), t.text("kind", "Kind"), t.count("n_responses", "Responses"),
         t.count("n_values", "Values used"), t.count("n_pairs", "Matched pairs"),

@@ -403,7 +403,8 @@ def _check_templates(
         if attributes:
             missing = [a for a in attributes if a not in used]
             if missing:
-                raise ctx.fail(f"{where}.template.{lang}", f"missing placeholder {{{missing[0]}}} (a crossed attribute)")
+                raise ctx.fail(f"{where}.template.{lang}",
+                               f"missing placeholder {{{missing[0]}}} (a crossed attribute)")
         elif not used & ({"identifier_phrase"} | set(forms)):
             raise ctx.fail(f"{where}.template.{lang}", "missing placeholder {identifier_phrase}")
         if "question" not in used:

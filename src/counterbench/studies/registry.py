@@ -116,18 +116,3 @@ def _load_builtin(name: str) -> Study:
 def _load_file(path: str, _mtime: int) -> Study:
     p = Path(path)
     return DeclarativeStudy(parse_study(read_study_mapping(p), source=p.name))
-
-
-def describe_studies() -> list[dict[str, str]]:
-    """One row per registered study: name, title, source, outcome kinds, languages (for ``counterbench studies``)."""
-    rows = []
-    for name, entry in registered_studies().items():
-        try:
-            study = load_study(name)
-            kinds = ", ".join(dict.fromkeys(spec.kind for spec in study.outcomes.values()))
-            rows.append({"name": name, "title": study.title, "source": entry.source, "outcomes": kinds,
-                         "languages": ", ".join(study.languages)})
-        except UserError as err:
-            rows.append({"name": name, "title": f"(broken: {err})", "source": entry.source, "outcomes": "",
-                         "languages": ""})
-    return rows

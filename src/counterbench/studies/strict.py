@@ -112,11 +112,15 @@ def _hint(key: str, valid: list[str]) -> str:
         return close
     elsewhere = _WHERE.get(key)
     if elsewhere:
-        return f"; '{key}' belongs under {elsewhere[0].rsplit('.', 1)[0] or 'the top level'}"
+        return f"; '{key}' belongs under {_parent(elsewhere[0])}"
     fuzzy = difflib.get_close_matches(key, list(_WHERE), n=1, cutoff=0.7)
     if fuzzy:
-        return f"; did you mean '{fuzzy[0]}' (under {_WHERE[fuzzy[0]][0].rsplit('.', 1)[0] or 'the top level'})?"
+        return f"; did you mean '{fuzzy[0]}' (under {_parent(_WHERE[fuzzy[0]][0])})?"
     return f" (valid here: {', '.join(valid)})" if valid else ""
+
+
+def _parent(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path else "the top level"
 
 
 class _StrictLoader(yaml.SafeLoader):

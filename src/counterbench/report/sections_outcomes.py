@@ -1,0 +1,156 @@
+"""Sections for the outcome kinds other than ``amount``: matched gaps, levels, languages, regression.
+
+Wording comes from the study (facet names, language names, the measure each kind describes), never
+from a particular study.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from counterbench.report import tables as t
+from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
+from counterbench.report.context import ReportContext
+from counterbench.report.document import Figure, Section, lang_color, series_color
+
+FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
+
+
+def _lang(ctx: ReportContext) -> Callable[[str], str]:
+    return ctx.language_label
+
+
+def _note(ctx: ReportContext, name: str, fallback: str) -> str | None:
+    frame = ctx.table(name)
+    if frame is not None and not frame.empty:
+        return None
+    return ctx.unsupported.get(name, fallback).rstrip(".").capitalize() + "."
+
+
+def gaps_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "outcome_gaps", "Matched gaps",
+        "Each row compares the answers for one identity with those for the reference identity of the same "
+        f"{'/'.join(sorted({FACET_WORDS.get(k, k) for k in ctx.facet_kinds}) or 'axis')}, inside prompts that "
+        "differ only in that identity. The difference is in the outcome's own unit (percentage points for "
+        "rates and yes/no shares, points for scores); 0 means no gap. Sig. marks gaps whose Benjamini–Hochberg "
+        "q-value is below 0.05.",
+        group="Overview",
+    )
+    frame = ctx.nonempty("outcome_gaps")
+    section.unsupported = _note(ctx, "outcome_gaps", "no comparison has both levels in the same slots")
+    if frame is None:
+        return section
+    rows = []
+    for facet, part in frame.groupby("facet", sort=False):
+        for r in part.to_dict("records"):
+            model = str(r["model"])
+            color = series_color(ctx.models.index(model) if model in ctx.models else 0)
+            bars = [BarValue(model, t.as_float(r["difference"]), color, t.as_float(r["ci_low"]),
+                             t.as_float(r["ci_high"]), t.stars(r.get("q_value")))]
+            label = f"{facet}: {r['comparison']} − {r['reference']}"
+            if len(ctx.languages) > 1:
+                label += f" ({ctx.language_label(str(r['language']))})"
+            rows.append(BarRow(label, bars))
+    if rows and len(rows) <= 80:
+        section.figures.append(Figure(
+            [hbar_panel("Difference from the reference (95% CI)", rows, domain=bar_domain(rows), width=640,
+                        x_label="difference", value_format="{:+.2f}")],
+            [(m, series_color(i)) for i, m in enumerate(ctx.models)],
+            caption="Whiskers: 95% CI, slot-cluster bootstrap."))
+    cols = [
+        t.text("model", "Model"), t.text("use_case", "Use case", ctx.use_case_label),
+        t.text("language", "Language", _lang(ctx)), t.text("facet", "Compared"),
+        t.text("comparison", "Identity"), t.text("reference", "Reference"),
+        t.num("comparison_mean", "Mean"), t.num("reference_mean", "Reference mean"),
+        t.num("difference", "Difference", signed=True), t.ci(), t.text("difference_unit", "Unit"),
+        t.num("relative_pct", "Relative %", 1, signed=True), t.pvalue("q_value", "q"), t.star_col("q_value"),
+    ]
+    if frame["exact_p"].notna().any():
+        cols.append(t.pvalue("exact_p", "Fisher p"))
+    section.tables.append(t.table_view(frame, cols, source="outcome_gaps.csv"))
+    return section
+
+
+def levels_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "outcome_levels", "Outcome by identity",
+        "The mean outcome for each identity (and group or attribute level), with a 95% confidence interval "
+        "that resamples whole slots.",
+    )
+    frame = ctx.nonempty("outcome_levels")
+    section.unsupported = _note(ctx, "outcome_levels", "no usable answers")
+    if frame is None:
+        return section
+    for lang in ctx.languages:
+        part = frame[frame["language"].astype(str) == lang]
+        if part.empty:
+            continue
+        section.tables.append(t.table_view(part, [
+            t.text("model", "Model"), t.text("use_case", "Use case", ctx.use_case_label), t.text("facet", "Compared"),
+            t.text("level", "Identity"), t.text("measure", "Measure"), t.num("mean", "Mean"), t.ci(),
+            t.count("n", "Answers"), t.count("n_slots", "Slots"),
+        ], caption=ctx.language_label(lang), source="outcome_levels.csv"))
+    return section
+
+
+def languages_section(ctx: ReportContext) -> Section:
+    names = " and ".join(ctx.language_label(lang) for lang in ctx.languages) or "the study's languages"
+    section = Section(
+        "language_gaps", "Languages compared",
+        f"Does a gap change with the language of the prompt ({names})? Shift = the gap in the first language "
+        "minus the same gap in the other, paired by slot.",
+    )
+    frame = ctx.nonempty("language_gaps")
+    section.unsupported = _note(ctx, "language_gaps", "needs answers in two languages for the same slots")
+    if frame is None:
+        return section
+    section.figures.append(Figure([hbar_panel("Shift of each gap between languages", [
+        BarRow(f"{r['facet']}: {r['comparison']} − {r['reference']}",
+               [BarValue(str(r["model"]), t.as_float(r["shift"]), lang_color(str(r["other_language"])),
+                         t.as_float(r["ci_low"]), t.as_float(r["ci_high"]))])
+        for r in frame.to_dict("records")][:60], width=640, x_label="shift", value_format="{:+.2f}")]))
+    section.tables.append(t.table_view(frame, [
+        t.text("model", "Model"), t.text("use_case", "Use case", ctx.use_case_label), t.text("facet", "Compared"),
+        t.text("comparison", "Identity"), t.text("reference", "Reference"),
+        t.text("language", "Language", _lang(ctx)), t.num("difference", "Gap", signed=True),
+        t.text("other_language", "Other language", _lang(ctx)), t.num("other_difference", "Gap there", signed=True),
+        t.num("shift", "Shift", signed=True), t.ci(), t.pvalue("q_value", "q"), t.star_col("q_value"),
+    ], source="language_gaps.csv"))
+    return section
+
+
+def regression_section(ctx: ReportContext) -> Section:
+    section = Section(
+        "crossed_regression", "All attributes at once",
+        "One model per model and language with every crossed attribute and a fixed effect per scenario: the "
+        "effect of each attribute level against its reference, holding the others fixed (log-odds for yes/no "
+        "answers, as in DiscrimEval's discrimination score; outcome units otherwise). Standard errors are "
+        "clustered by slot.",
+    )
+    frame = ctx.nonempty("crossed_regression")
+    section.unsupported = _note(ctx, "crossed_regression", "only studies with crossed attributes have it")
+    if frame is None:
+        return section
+    section.tables.append(t.table_view(frame, [
+        t.text("model", "Model"), t.text("language", "Language", _lang(ctx)), t.text("attribute", "Attribute"),
+        t.text("level", "Level"), t.text("reference", "Reference"), t.num("estimate", "Estimate", 3, signed=True),
+        t.ci(digits=3), t.text("model_type", "Scale"), t.pvalue("q_value", "q"), t.star_col("q_value"),
+    ], source="crossed_regression.csv"))
+    return section
+
+
+def outcome_sections(ctx: ReportContext) -> list[Section]:
+    """The sections of the non-amount outcome kinds, those with something to show first."""
+    built = [gaps_section(ctx), levels_section(ctx)]
+    if len(ctx.languages) > 1 or ctx.nonempty("language_gaps") is not None:
+        built.append(languages_section(ctx))
+    if ctx.nonempty("crossed_regression") is not None:
+        built.append(regression_section(ctx))
+    return built
+
+
+def has_outcome_tables(tables: dict[str, pd.DataFrame]) -> bool:
+    return "outcome_gaps" in tables or "outcome_levels" in tables
