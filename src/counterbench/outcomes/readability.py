@@ -104,6 +104,6 @@ def score_texts(texts: Iterable[str | None], math: str = "raw") -> pd.DataFrame:
     scores = [readability(t if isinstance(t, str) else None, math) for t in texts]
     frame = pd.DataFrame({col: np.array([getattr(s, col) for s in scores], dtype=np.float64)
                           for col in METRIC_COLUMNS})
-    frame["reason"] = [s.reason for s in scores]
+    frame["reason"] = pd.Series([s.reason for s in scores], dtype=object)
     frame["readability"] = provenance(math)
     return frame
