@@ -77,7 +77,8 @@ def test_kappa_matches_sklearn() -> None:
         "poor", "slight", "fair", "moderate", "substantial", "almost perfect"]
 
 
-def _brute_force_shapley(predict: Callable[[np.ndarray], np.ndarray], x_row: np.ndarray, background: np.ndarray, groups: list[list[int]]) -> np.ndarray:
+def _brute_force_shapley(predict: Callable[[np.ndarray], np.ndarray], x_row: np.ndarray, background: np.ndarray,
+                         groups: list[list[int]]) -> np.ndarray:
     """Exact Shapley values of ``groups`` of columns, interventional expectation over ``background``."""
     m = len(groups)
     phi = np.zeros(m)
@@ -103,7 +104,8 @@ def _weight(size: int, m: int) -> float:
 def test_linear_shap_equals_brute_force_shapley() -> None:
     rng = np.random.default_rng(9)
     n = 120
-    frame = pd.DataFrame({"income": rng.choice(["High", "Middle", "Low"], n), "disability": rng.choice(["No", "Yes"], n),
+    frame = pd.DataFrame({"income": rng.choice(["High", "Middle", "Low"], n),
+                          "disability": rng.choice(["No", "Yes"], n),
                           "gender": rng.choice(["M", "F", "X"], n)})
     frame["y"] = 10 - 1.5 * frame["disability"].eq("Yes") - 0.7 * frame["income"].eq("Low") + rng.normal(0, 1, n)
     attrs = ["income", "disability", "gender"]

@@ -21,7 +21,8 @@ def test_quick_table_shape_and_columns(quick: pd.DataFrame) -> None:
     assert counts == {("generation", "india"): 24, ("generation", "usa"): 24, ("ranking", "india"): 112,
                       ("ranking", "usa"): 112}
     assert set(quick["answer_type"]) == {"choice:A|B|C|D|E", "text:mgl"}
-    assert quick["system"].eq("You are an expert educational assistant helping to personalize learning materials.").all()
+    system = "You are an expert educational assistant helping to personalize learning materials."
+    assert quick["system"].eq(system).all()
     assert quick.loc[quick["task"].eq("generation"), "max_tokens"].eq(96).all()
     paper = StemDesign.from_preset("paper")
     assert paper.generation_tokens == 512 and paper.sampling == "paper" and paper.profiles == 100
@@ -29,8 +30,9 @@ def test_quick_table_shape_and_columns(quick: pd.DataFrame) -> None:
 
 def test_ranking_prompts_use_the_papers_framings(quick: pd.DataFrame) -> None:
     row = quick[quick["task"].eq("ranking") & quick["role"].eq("teacher")].iloc[0]
-    assert row["user"].startswith(f"You are teaching a {row['characteristic']} student about {row['subject']}. "
-                                  "Please select the best explanation for the student's experience and prior knowledge.")
+    assert row["user"].startswith(
+        f"You are teaching a {row['characteristic']} student about {row['subject']}. "
+        "Please select the best explanation for the student's experience and prior knowledge.")
     student = quick[quick["task"].eq("ranking") & quick["role"].eq("student")].iloc[0]
     assert student["user"].startswith(f"You are a {student['characteristic']} student learning about "
                                       f"{student['subject']}. Please select the best explanation for your experience")

@@ -52,7 +52,8 @@ def test_math_per_file_layout(tmp_path: Path) -> None:
 
 
 def test_math_jsonl_layout(tmp_path: Path) -> None:
-    rows = [{"problem": "p1", "solution": "s", "subject": "Precalculus", "level": 3, "unique_id": "test/precalculus/807.json"},
+    rows = [{"problem": "p1", "solution": "s", "subject": "Precalculus", "level": 3,
+             "unique_id": "test/precalculus/807.json"},
             {"problem": "p2", "solution": "s", "type": "Number Theory", "level": "Level 5", "id": "x/number_theory/1"}]
     file = tmp_path / "math.jsonl"
     file.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")

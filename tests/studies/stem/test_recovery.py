@@ -77,7 +77,7 @@ def test_kappa_progressive_single_extremes_and_positions(frame: pd.DataFrame) ->
     assert len(kappa) == 2 * 2 and kappa["n"].min() > 600 and kappa["kappa_linear"].between(-0.2, 0.6).all()
     prog = D.progressive_table(frame)
     assert set(prog["experiment"]) == {"progressive", "ablation"}
-    cells, gaps = D.interaction_tables(frame)
+    _cells, gaps = D.interaction_tables(frame)
     extreme = gaps[gaps["kind"].eq("extreme cells") & gaps["table"].eq("income × disability")
                    & gaps["experiment"].eq("progressive")]
     assert (extreme["gap"] > 1.0).all() and (extreme["p_fdr"] < 0.05).all()
