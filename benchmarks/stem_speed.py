@@ -53,13 +53,13 @@ def main() -> None:
 
     out["import_s"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
-    table = stem_design.build_prompt_table(stem_design.StemDesign.from_preset("paper"))
+    table = stem_design.build_prompt_table(stem_design.StemDesign.paper())
     out["prompt_table_s"] = round(time.perf_counter() - t0, 3)
     out["prompt_rows"] = len(table)
     for cached in (profiles.load_contexts, problems._builtin, stem_design.presets, stem_design.prompt_texts):
         cached.cache_clear()
     t0 = time.perf_counter()
-    stem_design.build_prompt_table(stem_design.StemDesign.from_preset("paper"))
+    stem_design.build_prompt_table(stem_design.StemDesign.paper())
     out["prompt_table_second_s"] = round(time.perf_counter() - t0, 3)
     out["load_average"] = round(os.getloadavg()[0], 2)
     StemDesign, build_prompt_table = stem_design.StemDesign, stem_design.build_prompt_table
@@ -89,7 +89,7 @@ def main() -> None:
                                      "planted_profile": []}
     t0 = time.perf_counter()
     for seed in range(args.seeds):
-        design = StemDesign.from_preset("paper", seed=seed, progressive=[], single_attribute=[])
+        design = StemDesign.paper(seed=seed, progressive=[], single_attribute=[])
         rows = simulate_outcomes(build_prompt_table(design), "sim:stem", seed=seed)
         pw = A.pairwise_tables(A.outcome_frame(rows))
         planted, affected = _planted(pw), _affected_attribute(pw)
@@ -99,7 +99,7 @@ def main() -> None:
             rates[f"planted_{unit}"].append(float(pw.loc[planted, f"significant_{unit}"].mean()))
     out["calibration"] = {
         "seeds": args.seeds,
-        "comparisons_per_seed": int(len(pw)),
+        "comparisons_per_seed": len(pw),
         "unplanted_comparisons_per_seed": int(unplanted.sum()),
         **{f"{k}_rate": round(float(np.mean(v)), 4) for k, v in rates.items()},
         "unplanted_profile_rate_max_seed": round(float(np.max(rates["unplanted_profile"])), 4),

@@ -104,8 +104,10 @@ def analyze_study(
         tables.update(amount.tables)
         summary.update(amount.summary)
     generic = results[~amount_mask].reset_index(drop=True)
+    own = getattr(the_study, "analyze_results", None)  # a Python study with its own analysis (e.g. stem)
     if not generic.empty:
-        gen_tables, gen_summary = _analyze_outcomes(generic, the_study, bootstrap, seed)
+        gen_tables, gen_summary = (own(generic, seed=seed) if callable(own)
+                                   else _analyze_outcomes(generic, the_study, bootstrap, seed))
         tables.update(gen_tables)
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported") and key in summary:

@@ -107,3 +107,57 @@ def score_texts(texts: Iterable[str | None], math: str = "raw") -> pd.DataFrame:
     frame["reason"] = pd.Series([s.reason for s in scores], dtype=object)
     frame["readability"] = provenance(math)
     return frame
+
+
+# Prose at a chosen grade level, for the simulated model (its answers to a ``text:mgl`` outcome).
+_SIMPLE = ["we", "add", "the", "two", "numbers", "and", "then", "we", "check", "the", "answer"]
+_HARD = ["consequently", "multiplication", "approximately", "significantly", "representation", "equivalently",
+         "substitution", "coefficients"]
+_WORDS = 180
+
+
+def _prose(words_per_sentence: int, hard: int) -> str:
+    """``_WORDS`` words in sentences of ``words_per_sentence``, ``hard`` of them polysyllabic, spread evenly."""
+    words, i, j = [], 0, 0
+    for k in range(_WORDS):
+        if hard and (k * hard) // _WORDS != ((k + 1) * hard) // _WORDS:
+            words.append(_HARD[j % len(_HARD)])
+            j += 1
+        else:
+            words.append(_SIMPLE[i % len(_SIMPLE)])
+            i += 1
+    sentences = [" ".join(words[s:s + words_per_sentence]) for s in range(0, _WORDS, words_per_sentence)]
+    return " ".join(s[0].upper() + s[1:] + "." for s in sentences)
+
+
+@cache
+def _grade_grid() -> tuple[np.ndarray, tuple[tuple[int, int], ...]]:
+    """The MGL of every (sentence length, hard words) text of the grid, from the formulas and word counts.
+
+    Every sentence has 4 or 12 words (180 is a multiple of both, so textstat counts every sentence) and
+    every hard word has ≥ 3 syllables and is off the easy-word list, so the counts are known exactly.
+    """
+    import textstat
+
+    simple = [textstat.syllable_count(w) for w in _SIMPLE]
+    hard = [textstat.syllable_count(w) for w in _HARD]
+    keys, grades = [], []
+    for w in (4, 12):
+        for h in range(0, 109):
+            i = _WORDS - h
+            syllables = sum(simple[k % len(_SIMPLE)] for k in range(i)) + sum(hard[k % len(_HARD)] for k in range(h))
+            letters = sum(len(_SIMPLE[k % len(_SIMPLE)]) for k in range(i)) + sum(len(_HARD[k % len(_HARD)])
+                                                                                 for k in range(h))
+            sentences = _WORDS / w
+            fk = 0.39 * _WORDS / sentences + 11.8 * syllables / _WORDS - 15.59
+            fog = 0.4 * (_WORDS / sentences + 100 * h / _WORDS)
+            cli = 0.058 * letters / _WORDS * 100 - 0.296 * sentences / _WORDS * 100 - 15.8
+            keys.append((w, h))
+            grades.append((fk + fog + cli) / 3)
+    return np.array(grades), tuple(keys)
+
+
+def text_at_grade(grade: float) -> str:
+    """Prose whose MGL is the closest the grid offers to ``grade`` (within ~0.2 between 0 and 27)."""
+    grades, keys = _grade_grid()
+    return _prose(*keys[int(np.argmin(np.abs(grades - grade)))])

@@ -58,7 +58,12 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
     when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     amount = "leaderboard" in data.tables
     sections: list[Section] = build_sections(ctx) if amount else []
-    if has_outcome_tables(data.tables):
+    own = _study_sections(data.summary)  # a Python study with its own sections (e.g. stem)
+    if own is not None:
+        from counterbench.report.sections_consistency import parse_section
+
+        sections = [*own(ctx), *sections, parse_section(ctx)]
+    elif has_outcome_tables(data.tables):
         sections = outcome_sections(ctx) + sections
         if not amount:
             from counterbench.report.sections_consistency import parse_section
@@ -80,6 +85,20 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
         "version": __version__,
         "generated_at": when,
     }
+
+
+def _study_sections(summary: dict[str, Any]) -> Any:
+    """The ``report_sections`` of the registered study named in the summary, when it has its own."""
+    name = summary.get("study")
+    if not name:
+        return None
+    try:
+        from counterbench.studies.registry import load_study, registered_studies
+
+        study = load_study(str(name)) if str(name) in registered_studies() else None
+    except UserError:
+        return None
+    return getattr(study, "report_sections", None)
 
 
 def study_title(summary: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ Loading is lazy and cached per process.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,9 +28,10 @@ from counterbench.studies.declarative import DeclarativeStudy
 from counterbench.studies.definition import parse_study, read_study_mapping
 
 ENTRY_POINT_GROUP = "counterbench.studies"
-#: built-in study name -> package holding its ``study.yaml``
+#: built-in study name -> package holding its ``study.yaml``, or ``module:factory`` of a Python study
 BUILTIN_STUDIES: dict[str, str] = {
     "rupeebias": "counterbench.studies.rupeebias",
+    "stem": "counterbench.studies.stem.study:create_study",
 }
 
 
@@ -106,6 +108,10 @@ def _load_entry(name: str) -> Study:
 
 @lru_cache(maxsize=8)
 def _load_builtin(name: str) -> Study:
+    if ":" in BUILTIN_STUDIES[name]:  # a built-in Python study
+        module, factory = BUILTIN_STUDIES[name].split(":", 1)
+        made: Study = getattr(importlib.import_module(module), factory)()
+        return made
     root = resources.files(BUILTIN_STUDIES[name])
     with resources.as_file(root.joinpath("study.yaml")) as path:
         data = read_study_mapping(path)

@@ -12,19 +12,28 @@ from counterbench.studies.stem.problems import builtin_problems
 
 @pytest.fixture(scope="module")
 def quick() -> pd.DataFrame:
-    return build_prompt_table(StemDesign.from_preset("quick"))
+    from counterbench.prompts import prompts
+
+    return prompts("stem", preset="quick")
 
 
 def test_quick_table_shape_and_columns(quick: pd.DataFrame) -> None:
     assert quick["prompt_id"].is_unique
     counts = quick.groupby(["task", "context"]).size().to_dict()
-    assert counts == {("generation", "india"): 24, ("generation", "usa"): 24, ("ranking", "india"): 112,
-                      ("ranking", "usa"): 112}
+    assert counts == {("generation", "india"): 24, ("generation", "usa"): 24, ("ranking", "india"): 48,
+                      ("ranking", "usa"): 48}
+    # the quick preset's 8 profiles per context cover every level of every attribute they can
+    from counterbench.studies.stem.profiles import get_context
+
+    for context in ("india", "usa"):
+        part = quick[quick["context"].eq(context)]
+        for attr in get_context(context).attributes:
+            assert part[attr.name].nunique() >= min(len(attr.levels), 2), (context, attr.name)
     assert set(quick["answer_type"]) == {"choice:A|B|C|D|E", "text:mgl"}
     system = "You are an expert educational assistant helping to personalize learning materials."
     assert quick["system"].eq(system).all()
-    assert quick.loc[quick["task"].eq("generation"), "max_tokens"].eq(96).all()
-    paper = StemDesign.from_preset("paper")
+    assert quick.loc[quick["task"].eq("generation"), "requested_max_tokens"].eq(512).all()
+    paper = StemDesign.paper()
     assert paper.generation_tokens == 512 and paper.sampling == "paper" and paper.profiles == 100
 
 
@@ -42,7 +51,8 @@ def test_ranking_prompts_use_the_papers_framings(quick: pd.DataFrame) -> None:
 def test_option_order_is_stored_reproducible_and_shown(quick: pd.DataFrame) -> None:
     problems = builtin_problems().set_index(["subject", "level"])
     ranking = quick[quick["task"].eq("ranking")]
-    again = build_prompt_table(StemDesign.from_preset("quick"))
+    again = build_prompt_table(StemDesign.paper())
+    again = again[again["prompt_id"].isin(quick["prompt_id"])].reset_index(drop=True)
     pd.testing.assert_frame_equal(quick, again)
     for row in ranking.head(30).to_dict("records"):
         order = option_order(0, row["profile_id"], row["role"], row["subject"])
@@ -56,7 +66,7 @@ def test_option_order_is_stored_reproducible_and_shown(quick: pd.DataFrame) -> N
         assert positions == sorted(positions)
     # the order varies across items (a fixed order would confound level with position)
     assert ranking["option_order"].nunique() > 50
-    other_seed = build_prompt_table(StemDesign.from_preset("quick", seed=1))
+    other_seed = build_prompt_table(StemDesign.paper(seed=1, progressive=[], single_attribute=[]))
     assert not other_seed["option_order"].equals(quick["option_order"])
 
 
@@ -70,7 +80,7 @@ def test_chosen_letters_map_back_to_levels(quick: pd.DataFrame) -> None:
 
 
 def test_paper_design_has_every_experiment() -> None:
-    table = build_prompt_table(StemDesign.from_preset("paper"))
+    table = build_prompt_table(StemDesign.paper())
     counts = table.groupby(["task", "experiment"]).size().to_dict()
     assert counts[("ranking", "main")] == 100 * 2 * 7 * 2
     assert counts[("generation", "main")] == 100 * 2 * 7
@@ -81,9 +91,13 @@ def test_paper_design_has_every_experiment() -> None:
 
 
 def test_design_mistakes_are_user_errors() -> None:
-    with pytest.raises(UserError, match="unknown STEM preset"):
-        StemDesign.from_preset("huge")
+    with pytest.raises(UserError, match="unknown STEM design setting"):
+        StemDesign.paper(presets="huge")
     with pytest.raises(UserError, match="unknown role"):
-        StemDesign.from_preset("quick", roles=["principal"])
+        StemDesign.paper(roles=["principal"])
     with pytest.raises(UserError, match="unknown STEM context"):
-        StemDesign.from_preset("quick", contexts=["france"])
+        StemDesign.paper(contexts=["france"])
+    from counterbench.prompts import prompts
+
+    with pytest.raises(UserError, match="unknown preset 'huge'"):
+        prompts("stem", preset="huge")

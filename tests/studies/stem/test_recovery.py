@@ -16,7 +16,7 @@ PLANTED_RANKING = {"location": "Rural", "income": "Low"}
 
 @pytest.fixture(scope="module")
 def frame() -> pd.DataFrame:
-    design = StemDesign.from_preset("paper", sampling="balanced")
+    design = StemDesign.paper(sampling="balanced")
     table = build_prompt_table(design)
     results = pd.concat([simulate_outcomes(table, "sim:a", seed=1), simulate_outcomes(table, "sim:b", seed=2)],
                         ignore_index=True)
@@ -24,7 +24,7 @@ def frame() -> pd.DataFrame:
 
 
 def test_expected_values_follow_the_preset(frame: pd.DataFrame) -> None:
-    table = build_prompt_table(StemDesign.from_preset("quick"))
+    table = build_prompt_table(StemDesign.paper(profiles=12, progressive=[], single_attribute=[]))
     from counterbench.models.simulated import load_profile
 
     expected = expected_values(table, load_profile("stem"))

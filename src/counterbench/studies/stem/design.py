@@ -1,6 +1,6 @@
 """The STEM study's prompt table: ranking and generation prompts over sampled and designed profiles.
 
-:class:`StemDesign` holds what a run varies (from a preset in ``presets.yaml`` plus overrides);
+:class:`StemDesign` holds what a table varies (:meth:`StemDesign.paper`: the design in ``presets.yaml``);
 :func:`build_prompt_table` expands it into one row per prompt.
 
 - **Ranking** (paper §3.3, Appendix A): for each profile × role × subject, the subject's five
@@ -8,13 +8,14 @@
   (:func:`option_order`; seed = stable hash of the design seed, profile, role and subject). The order is
   stored in ``option_order`` (the levels in A..E order, e.g. ``31524``) and in ``option_A`` …
   ``option_E`` (each option's level), so the chosen letter maps back to a level without the seed.
-- **Generation**: for each profile × problem, teacher framing; ``max_tokens`` 512 by default.
+- **Generation**: for each profile × problem, teacher framing; ``requested_max_tokens`` 512 by default
+  (the run sends ``--max-tokens``: give ``--max-tokens 512`` to reproduce the paper).
 - **Experiments** (column ``experiment``): ``main`` (sampled profiles), ``progressive`` and
   ``ablation`` (§4.3.1, §4.5.2; generation task only, as in the paper), ``single`` (§4.5.1; both tasks).
 
 Columns: the base prompt columns (``prompt_id`` … ``user``), then ``task``, ``role``, ``context``,
 ``experiment``, ``step``, ``varied``, ``dataset``, ``subject``, ``problem_id``, ``level``,
-``option_order``, ``option_A`` … ``option_E``, ``max_tokens``, ``characteristic`` and one column per
+``option_order``, ``option_A`` … ``option_E``, ``requested_max_tokens``, ``characteristic`` and one column per
 profile attribute (empty when the profile does not state it).
 """
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -52,7 +53,7 @@ RANKING_MAX_TOKENS = 16
 BASE = ("prompt_id", "study", "use_case", "language", "axis", "identifier", "profile_id", "question_variant",
         "variant", "answer_type", "system", "user")
 DESIGN = ("task", "role", "context", "experiment", "step", "varied", "dataset", "subject", "problem_id", "level",
-          "option_order", *(f"option_{x}" for x in LETTERS), "max_tokens", "characteristic")
+          "option_order", *(f"option_{x}" for x in LETTERS), "requested_max_tokens", "characteristic")
 
 
 @cache
@@ -63,22 +64,22 @@ def prompt_texts() -> dict[str, Any]:
 
 
 @cache
-def presets() -> dict[str, dict[str, Any]]:
+def presets() -> dict[str, Any]:
+    """``presets.yaml``: the study's ``design`` and its named ``presets``."""
     text = resources.files("counterbench.studies.stem").joinpath("presets.yaml").read_text(encoding="utf-8")
-    data: dict[str, dict[str, Any]] = yaml.safe_load(text)
+    data: dict[str, Any] = yaml.safe_load(text)
     return data
 
 
 @dataclass(frozen=True)
 class StemDesign:
-    """What one STEM run varies. Build with :meth:`from_preset`."""
+    """What one STEM prompt table varies; :meth:`paper` gives the paper's design (``presets.yaml``)."""
 
     contexts: tuple[str, ...] = ("india", "usa")
     profiles: int = 100
     sampling: str = "paper"
     roles: tuple[str, ...] = ("teacher", "student")
     generation_tokens: int = 512
-    generation_subjects: int | None = None
     math_per_subject: int = 3
     jeebench: int = 50
     progressive: tuple[str, ...] = ()
@@ -87,22 +88,16 @@ class StemDesign:
     math_path: str | None = None
     jeebench_path: str | None = None
     tasks: tuple[str, ...] = ("ranking", "generation")
-    preset: str = "custom"
-    description: str = field(default="", compare=False)
 
     @classmethod
-    def from_preset(cls, name: str = "paper", **overrides: Any) -> StemDesign:
-        table = presets()
-        if name not in table:
-            raise UserError(f"unknown STEM preset '{name}' (one of: {', '.join(table)})")
-        raw = dict(table[name])
-        kwargs: dict[str, Any] = {"preset": name, "description": str(raw.pop("description", ""))}
-        for key, value in raw.items():
-            kwargs[key] = tuple(value) if isinstance(value, list) else value
-        design = cls(**kwargs)
-        clean: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in overrides.items()
-                                 if v is not None}
-        return replace(design, **clean).validated()
+    def paper(cls, **overrides: Any) -> StemDesign:
+        """The design in ``presets.yaml`` with ``overrides`` (``None`` values are ignored)."""
+        raw: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in presets()["design"].items()}
+        raw.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in overrides.items() if v is not None})
+        unknown = sorted(set(raw) - {f.name for f in fields(cls)})
+        if unknown:
+            raise UserError(f"unknown STEM design setting '{unknown[0]}'")
+        return cls(**raw).validated()
 
     def validated(self) -> StemDesign:
         for ctx in (*self.contexts, *self.progressive, *self.single_attribute):
@@ -146,9 +141,6 @@ def problem_sets(design: StemDesign) -> tuple[pd.DataFrame, pd.DataFrame]:
         parts.append(pb.generation_set(math, per_subject=design.math_per_subject, seed=design.seed))
     else:
         parts.append(pb.generation_set(builtin, per_subject=1))
-    if design.generation_subjects is not None:
-        keep = list(dict.fromkeys(parts[0]["subject"]))[: design.generation_subjects]
-        parts[0] = parts[0][parts[0]["subject"].isin(keep)]
     if design.jeebench_path:
         parts.append(pb.generation_set(pb.load_jeebench(design.jeebench_path), n=design.jeebench, seed=design.seed))
     return ranking, pd.concat(parts, ignore_index=True)
@@ -187,6 +179,7 @@ def _ranking_rows(profiles: pd.DataFrame, problems: pd.DataFrame, design: StemDe
         for letter in LETTERS:
             option_text[subject, letter, int(item["level"])] = rank["option"].format(
                 letter=letter, problem=item["problem"], solution=item["solution"])
+    subject_index = {subject: i + 1 for i, subject in enumerate(datasets)}
     for prof in _records(profiles):
         for role in design.roles:
             for subject, dataset in datasets.items():
@@ -197,9 +190,10 @@ def _ranking_rows(profiles: pd.DataFrame, problems: pd.DataFrame, design: StemDe
                 rows.append({
                     **prof, "task": "ranking", "role": role, "use_case": "ranking", "dataset": dataset,
                     "subject": subject, "problem_id": f"{dataset}/{subject}", "level": 0,
+                    "question_variant": subject_index[subject],
                     "option_order": "".join(map(str, order)),
                     **{f"option_{x}": str(v) for x, v in zip(LETTERS, order, strict=True)},
-                    "answer_type": RANKING_ANSWER_TYPE, "max_tokens": RANKING_MAX_TOKENS,
+                    "answer_type": RANKING_ANSWER_TYPE, "requested_max_tokens": RANKING_MAX_TOKENS,
                     "user": f"{_tidy(framing)}\n\n{options}\n\n{rank['instruction']}",
                     "prompt_id": f"stem-rank-{role}-{prof['profile_id']}-{_slug(str(subject))}",
                 })
@@ -211,14 +205,15 @@ def _generation_rows(profiles: pd.DataFrame, problems: pd.DataFrame, design: Ste
     records = problems.to_dict("records")
     rows = []
     for prof in _records(profiles):
-        for prob in records:
+        for number, prob in enumerate(records, start=1):
             user = template.format(characteristic=prof["characteristic"], subject=prob["subject"],
                                    problem=prob["problem"])
             rows.append({
                 **prof, "task": "generation", "role": "teacher", "use_case": "generation",
                 "dataset": prob["dataset"], "subject": prob["subject"], "problem_id": prob["problem_id"],
-                "level": int(prob["level"]), "option_order": "", **{f"option_{x}": "" for x in LETTERS},
-                "answer_type": GENERATION_ANSWER_TYPE, "max_tokens": design.generation_tokens,
+                "level": int(prob["level"]), "question_variant": number, "option_order": "",
+                **{f"option_{x}": "" for x in LETTERS},
+                "answer_type": GENERATION_ANSWER_TYPE, "requested_max_tokens": design.generation_tokens,
                 "user": _tidy(user), "prompt_id": f"stem-gen-{prof['profile_id']}-{_slug(prob['problem_id'])}",
             })
     return rows
@@ -249,7 +244,6 @@ def build_prompt_table(design: StemDesign) -> pd.DataFrame:
     table["language"] = "en"
     table["axis"] = "profile"
     table["identifier"] = table["profile_id"]
-    table["question_variant"] = table["problem_id"]
     table["variant"] = "standard"
     table["system"] = prompt_texts()["system"]
     table = table[[*BASE, *DESIGN, *attrs]]
@@ -278,7 +272,7 @@ def save_profiles(design: StemDesign, path: str | Path) -> Path:
 
 def describe(design: StemDesign) -> Mapping[str, Any]:
     """A small summary of the design for the report's methods section."""
-    return {"preset": design.preset, "contexts": list(design.contexts), "profiles": design.profiles,
+    return {"contexts": list(design.contexts), "profiles": design.profiles,
             "sampling": design.sampling, "roles": list(design.roles), "generation_tokens": design.generation_tokens,
             "progressive": list(design.progressive), "single_attribute": list(design.single_attribute),
             "seed": design.seed, "math": bool(design.math_path), "jeebench": bool(design.jeebench_path)}
