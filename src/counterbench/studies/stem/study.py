@@ -2,7 +2,8 @@
 
 ``counterbench prompts stem`` expands the paper's design (:meth:`StemDesign.paper`); the presets are
 subsets of that table (``presets.yaml``): ``quick`` keeps 8 sampled profiles per context chosen to cover
-as many attribute levels as possible, 3 subjects and 3 generation problems; ``paper`` keeps everything.
+as many attribute levels as possible, 3 subjects and 3 generation problems; ``main`` the main experiment's
+100 profiles per context; ``paper`` keeps everything.
 
 A user's MATH copy and JEEBench ``dataset.json`` are given through the environment, since a registered
 study is built without arguments: ``COUNTERBENCH_STEM_MATH`` (the MATH directory or a JSONL file) and
@@ -98,6 +99,9 @@ class StemStudy:
                     part = main[main["context"].eq(ctx)].drop_duplicates("profile_id")
                     ids += coverage_pick(part, list(get_context(ctx).names), int(spec["profiles_per_context"]))
                 filters["profile"] = ids
+            if "experiments" in spec:
+                chosen = self.table[self.table["experiment"].isin(list(spec["experiments"]))]
+                filters["profile"] = list(dict.fromkeys(chosen["profile_id"]))
             if "question_variants" in spec:
                 filters["question_variant"] = [int(v) for v in spec["question_variants"]]
             out[str(name)] = {"description": str(spec.get("description", "")), "filters": filters}
