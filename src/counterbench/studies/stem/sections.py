@@ -53,7 +53,8 @@ def bias_section(ctx: ReportContext) -> Section:
         return section
     rows = []
     for r in frame.head(24).to_dict("records"):
-        label = f"{r['model']} · {r['task']} · {r['context']} · {r['role']} · {r['attribute']}"
+        role = f" {r['role']}" if r["task"] == "ranking" else ""
+        label = f"{r['attribute']}: {r['model']} {r['task']} {r['context']}{role}"
         rows.append(BarRow(label, [BarValue("MAB (z)", t.as_float(r["mab_z"]), SERIES_COLORS[0])]))
     section.figures.append(Figure([hbar_panel("Largest MAB (z units)", rows, domain=bar_domain(rows), width=640,
                                               x_label="MAB (z)", value_format="{:.2f}")],
@@ -186,6 +187,8 @@ def single_section(ctx: ReportContext) -> Section:
         return section
     panels: list[Markup] = []
     for (model, task, context, role), part in frame.groupby(["model", "task", "context", "role"], sort=True):
+        if not part["mean_z"].abs().gt(1e-12).any():
+            continue  # a constant model: nothing to plot (the table still lists it)
         rows = [BarRow(f"{r['attribute']}: {r['level']}", [BarValue(
             str(model), t.as_float(r["mean_z"]), series_color(0), t.as_float(r["ci_low"]), t.as_float(r["ci_high"]))])
             for r in part.to_dict("records")]
