@@ -15,6 +15,38 @@ def test_every_analysis_table_is_documented_with_its_columns() -> None:
             assert f"`{column}`" in text, (name, column)
 
 
+def test_every_outcome_table_is_documented_with_its_columns() -> None:
+    from counterbench.analyses.outcome_tables import OUTCOME_TABLES
+
+    text = (REPO / "docs" / "analysis.md").read_text()
+    for name, (columns, _) in OUTCOME_TABLES.items():
+        assert f"### `{name}`" in text, name
+        for column in columns:
+            assert f"`{column}`" in text, (name, column)
+
+
+def test_every_outcome_kind_and_design_is_documented() -> None:
+    from counterbench.outcomes import kind_names
+
+    studies = (REPO / "docs" / "studies.md").read_text()
+    extending = (REPO / "docs" / "extending.md").read_text()
+    for kind in kind_names():
+        assert f"| `{kind}` |" in studies, kind
+    for design in ("Single attribute", "Names grouped into groups", "Crossed attributes"):
+        assert design in studies, design
+    assert "## A Python study" in extending and "## An outcome kind" in extending and "## A backend" in extending
+    for example in ("loan_rate", "approval_crossed", "suitability_score", "names_groups"):
+        assert f"examples/{example}.yaml" in studies and (REPO / "examples" / f"{example}.yaml").is_file()
+
+
+def test_user_docs_cite_no_internal_files() -> None:
+    import re
+
+    for path in [REPO / "README.md", REPO / "docs" / "studies.md", REPO / "docs" / "extending.md"]:
+        text = path.read_text()
+        assert not re.search(r"\.\./shared|papers/\d{3}|spec §", text), path.name
+
+
 def test_every_cli_verb_appears_in_the_readme() -> None:
     import typer
 

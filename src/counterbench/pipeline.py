@@ -59,7 +59,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 def _in_notebook() -> bool:
     try:
-        from IPython import get_ipython  # type: ignore[import-not-found]
+        from IPython import get_ipython
     except ImportError:
         return False
     shell = get_ipython()

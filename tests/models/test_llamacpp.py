@@ -151,3 +151,18 @@ def test_close_frees_the_model_and_it_loads_again() -> None:
     assert backend._llm is None
     assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
     backend.close()
+
+
+def test_outcome_kind_constraints_reach_the_embedded_model(local: LlamaCppBackend) -> None:
+    """A label, a score and a rate use case are constrained by their outcome kind's grammar."""
+    from counterbench.outcomes import parse_outcome
+
+    config = GenerationConfig(structured=True, max_tokens=16)
+    cases = [("label:yes|no|cannot decide", r"### (yes|no|cannot decide)"), ("score:1:10", r"### ([1-9]|10)"),
+             ("rate", r"### [0-9]{1,3}(\.[0-9]{1,2})? %")]
+    for answer_type, pattern in cases:
+        request = ChatRequest(f"t_{answer_type}", "Answer in the format ### <ANSWER>.",
+                              "Should this small-business loan be approved?", config=config, answer_type=answer_type)
+        result = run(local.complete(request))
+        assert result.text is not None and re.fullmatch(pattern, result.text), (answer_type, result.text)
+        assert parse_outcome(answer_type, result.text).status == "ok"

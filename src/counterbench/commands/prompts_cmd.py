@@ -42,7 +42,7 @@ def prompts_command(
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
 ) -> None:
-    """Expand a study into its prompt table and print a summary (like the paper's Table 1)."""
+    """Expand a study into its prompt table and print a summary (prompts per use case and language)."""
     from rich.console import Console
 
     from counterbench.prompts import build_prompts, write_table

@@ -25,8 +25,7 @@ import json
 import time
 from typing import Any
 
-from counterbench.models.answer_formats import answer_format
-from counterbench.models.base import BackendError, ChatRequest, ChatResult
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, request_constraint
 from counterbench.models.openai_compat import is_retryable_status, parse_retry_after
 
 THINKING_BUDGETS = {"minimal": 1024, "low": 1024, "medium": 4096, "high": 16384}
@@ -88,7 +87,7 @@ class AnthropicBackend:
         if request.system:
             params["system"] = request.system
         budget = THINKING_BUDGETS.get((config.reasoning_effort or "").lower())
-        fmt = answer_format(request.answer_type) if config.structured else None
+        fmt = request_constraint(request) if config.structured else None
         if budget:
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
             params["max_tokens"] = budget + config.max_tokens

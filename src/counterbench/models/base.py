@@ -44,8 +44,9 @@ class GenerationConfig:
 class ChatRequest:
     """One prompt to send: a system message, one user message, and what the answer should look like.
 
-    ``answer_type`` names the expected answer (``inr_annual``, ``percent``, ``inr``, ``number``, or
-    ``None`` for free text); backends that support structured output use it.
+    ``answer_type`` names the expected answer (an amount type such as ``inr_annual``, an outcome kind's
+    answer type such as ``label:yes|no`` or ``score:1:10``, or ``None`` for free text); backends that
+    support structured output use :func:`request_constraint`.
     """
 
     prompt_id: str
@@ -54,6 +55,18 @@ class ChatRequest:
     config: GenerationConfig = field(default_factory=GenerationConfig)
     answer_type: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: an explicit structured-output constraint (``.regex``, ``.gbnf``, ``.json_schema()``); backends prefer
+    #: it over the one looked up from ``answer_type`` (see :func:`request_constraint`)
+    constraint: Any | None = None
+
+
+def request_constraint(request: ChatRequest) -> Any | None:
+    """The request's constraint: its own, else its outcome kind's (``rate``, ``label:yes|no``, an amount type)."""
+    if request.constraint is not None:
+        return request.constraint
+    from counterbench.outcomes import constraint_for
+
+    return constraint_for(request.answer_type)
 
 
 @dataclass(frozen=True)

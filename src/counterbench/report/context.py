@@ -219,7 +219,7 @@ def build_context(data: ReportInput) -> ReportContext:
         return [str(v) for v in listed] if isinstance(listed, list) and listed else list(fallback)
 
     unsupported = data.summary.get("unsupported")
-    names = data.summary.get("language_names")
+    lang_names = data.summary.get("language_names")
     facets = data.summary.get("facets")
     return ReportContext(
         data=data,
@@ -229,7 +229,7 @@ def build_context(data: ReportInput) -> ReportContext:
         axes=[str(v) for v in _ordered(collect("axis"), preferred("axes", AXIS_ORDER))],
         use_cases=[str(v) for v in _ordered(collect("use_case"), preferred("use_cases", USE_CASE_ORDER))],
         unsupported={str(k): str(v) for k, v in unsupported.items()} if isinstance(unsupported, Mapping) else {},
-        language_names={str(k): str(v) for k, v in names.items()} if isinstance(names, Mapping) else {},
+        language_names={str(k): str(v) for k, v in lang_names.items()} if isinstance(lang_names, Mapping) else {},
         facet_kinds=list(dict.fromkeys(str(f.get("kind")) for f in facets if isinstance(f, Mapping)))
         if isinstance(facets, list) else [],
     )

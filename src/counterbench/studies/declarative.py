@@ -50,8 +50,10 @@ class DeclarativeStudy:
         self.presets = definition.presets
         self.canonical_pairs = definition.canonical_pairs
         self.description = definition.description
-        self.languages = {code: spec.get("name", code) for code, spec in definition.languages.items()}
-        self.outcomes: dict[str, OutcomeSpec] = {
+        self.languages: Mapping[str, str] = {
+            code: spec.get("name", code) for code, spec in definition.languages.items()
+        }
+        self.outcomes: Mapping[str, OutcomeSpec] = {
             name: uc.outcome or get_kind("amount").decode(uc.answer_type) for name, uc in definition.use_cases.items()
         }
         crossed = definition.crossed

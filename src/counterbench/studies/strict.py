@@ -131,7 +131,7 @@ class _StrictLoader(yaml.SafeLoader):
         self.source = source
         self.budget = ALIAS_BUDGET
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             node = self.anchors.get(event.anchor)
