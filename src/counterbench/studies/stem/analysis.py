@@ -5,7 +5,8 @@ frame with the prompt table's columns plus ``model``, ``status``, ``value``, ``r
 per scored response: ``y`` is the chosen level C ∈ 1..5 (ranking; the parsed letter mapped back through
 ``option_<L>``) or the text's MGL (generation). The tables:
 
-- :func:`descriptive` — N, mean, SD, min, max, range, median, quartiles, IQR per cell (Tables 3, 10, 11);
+- :func:`descriptive` — N, mean, SD, min, max, range, median, quartiles, IQR per cell (Tables 3, 10, 11),
+  with ``scored_by`` (readability library, version and maths handling) on the MGL rows;
 - :func:`bias_tables` — z-normalised group scores and MAB/MDB per attribute, z and raw units (Table 4);
 - :func:`pairwise_tables` — every pair of levels, Welch t, Cohen's d, BH-FDR over the whole family, at
   the response level (as the paper) and at the profile level (profile means over problems; no
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.readability import score_texts
+from counterbench.outcomes.readability import provenance, score_texts
 from counterbench.stats.agreement import cohen_kappa, interpret_kappa
 from counterbench.stats.multiple_testing import benjamini_hochberg
 from counterbench.stats.shap_linear import linear_shap, shap_summary
@@ -84,8 +85,10 @@ def outcome_frame(results: pd.DataFrame, math: str = "raw") -> pd.DataFrame:
     frame["letter"] = letters
     frame["y"] = y
     frame["metric"] = np.where(task == "ranking", "MCV", "MGL")
+    frame["scored_by"] = np.where(task == "ranking", "", provenance(math))
     keep = [c for c in (*CELL, "prompt_id", "profile_id", "experiment", "step", "varied", "subject", "problem_id",
-                        "characteristic", "status", "letter", "y", "metric", *ATTRIBUTE_COLUMNS) if c in frame.columns]
+                        "characteristic", "status", "letter", "y", "metric", "scored_by", *ATTRIBUTE_COLUMNS)
+            if c in frame.columns]
     return frame[keep].reset_index(drop=True)
 
 
@@ -100,11 +103,14 @@ def descriptive(frame: pd.DataFrame, cell: Sequence[str] = CELL) -> pd.DataFrame
     grouped = rows.groupby(list(cell), sort=True, observed=True)["y"]
     out = grouped.agg(N="count", mean="mean", std="std", min="min", max="max", median="median",
                       q25=lambda s: s.quantile(0.25), q75=lambda s: s.quantile(0.75)).reset_index()
+    scored_by = rows.groupby(list(cell), sort=True, observed=True)["scored_by"].first().reset_index(drop=True)
     out["range"] = out["max"] - out["min"]
     out["iqr"] = out["q75"] - out["q25"]
     metric = out["task"].map({"ranking": "MCV", "generation": "MGL"})
     out.insert(len(cell), "metric", metric)
-    return out[[*cell, "metric", "N", "mean", "std", "min", "max", "range", "median", "q25", "q75", "iqr"]]
+    out["scored_by"] = scored_by.to_numpy()
+    return out[[*cell, "metric", "N", "mean", "std", "min", "max", "range", "median", "q25", "q75", "iqr",
+                "scored_by"]]
 
 
 def _by_context(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame, dict[str, tuple[str, ...]]]]:

@@ -39,7 +39,8 @@ def descriptive_section(ctx: ReportContext) -> Section:
         section.tables.append(t.table_view(frame, [*CELL_COLS, t.text("metric", "Metric"), t.count("N", "N"),
                                                    t.num("mean", "Mean"), t.num("std", "SD"), t.num("min", "Min"),
                                                    t.num("median", "Median"), t.num("max", "Max"),
-                                                   t.num("iqr", "IQR")], source="stem_descriptive.csv"))
+                                                   t.num("iqr", "IQR"), t.text("scored_by", "Scored by")],
+                                           source="stem_descriptive.csv"))
     return section
 
 
