@@ -20,8 +20,9 @@ def quick() -> pd.DataFrame:
 def test_quick_table_shape_and_columns(quick: pd.DataFrame) -> None:
     assert quick["prompt_id"].is_unique
     counts = quick.groupby(["task", "context"]).size().to_dict()
-    assert counts == {("generation", "india"): 24, ("generation", "usa"): 24, ("ranking", "india"): 48,
-                      ("ranking", "usa"): 48}
+    assert counts == {("generation", "india"): 16, ("generation", "usa"): 16, ("ranking", "india"): 32,
+                      ("ranking", "usa"): 32}
+    assert set(quick["subject"]) == {"Geometry", "Number Theory"}
     # the quick preset's 8 profiles per context cover every level of every attribute they can
     from counterbench.studies.stem.profiles import get_context
 

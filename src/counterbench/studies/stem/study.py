@@ -2,7 +2,7 @@
 
 ``counterbench prompts stem`` expands the paper's design (:meth:`StemDesign.paper`); the presets are
 subsets of that table (``presets.yaml``): ``quick`` keeps 8 sampled profiles per context chosen to cover
-as many attribute levels as possible, 3 subjects and 3 generation problems; ``main`` the main experiment's
+as many attribute levels as possible, 2 subjects and 2 generation problems; ``main`` the main experiment's
 100 profiles per context; ``paper`` keeps everything.
 
 A user's MATH copy and JEEBench ``dataset.json`` are given through the environment, since a registered
