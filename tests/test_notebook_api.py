@@ -38,7 +38,7 @@ def test_readme_example_runs_inside_a_running_event_loop(tmp_path: Path, monkeyp
 def test_audit_from_python_with_generation_keywords(tmp_path: Path) -> None:
     async def cell() -> counterbench.pipeline.Audit:
         return counterbench.audit(str(REPO / "examples" / "suitability_score.yaml"), ["sim:biased"],
-                                  out=tmp_path / "out", store=tmp_path / "cb.db", bootstrap=100, temperature=0.0,
+                                  out=tmp_path / "out", store=tmp_path / "cb.db", bootstrap=500, temperature=0.0,
                                   max_tokens=16)
 
     done = asyncio.run(cell())
@@ -46,4 +46,11 @@ def test_audit_from_python_with_generation_keywords(tmp_path: Path) -> None:
     assert "Job suitability scores (1-10)" in done.report.html.read_text(encoding="utf-8")
     html = done._repr_html_()
     assert "outcome_gaps" in html and "Wheelchair user" in html
-    assert not done.analysis.tables["outcome_gaps"].empty
+    # sim:biased on a user study: the second identifier of each axis gets 0.85 x the expected score
+    # (6.4 on a 1-10 scale, so -0.96 points), and the report's banner says so
+    gaps = done.analysis.tables["outcome_gaps"].set_index("comparison")
+    for second in ("Wheelchair user", "Muslim"):
+        row = gaps.loc[second]
+        assert row["ci_low"] <= -0.96 <= row["ci_high"] and row["ci_high"] < 0, row
+    assert not bool(gaps.loc["Deaf", "significant"]) and not bool(gaps.loc["Jewish", "significant"])
+    assert "sim:biased plants:" in done.report.html.read_text(encoding="utf-8")

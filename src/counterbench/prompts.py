@@ -54,8 +54,10 @@ FILTER_COLUMNS: dict[str, str] = {
 }
 
 
-def prompts(study: str | Path = "rupeebias", **filters: Any) -> pd.DataFrame:
-    """Python API: ``counterbench.prompts("rupeebias", language=["en"], preset="quick")``."""
+def prompts(study: str | Path | Study = "rupeebias", **filters: Any) -> pd.DataFrame:
+    """Python API: ``counterbench.prompts("rupeebias", language=["en"], preset="quick")``.
+
+    ``study``: a registered name, a study .yaml, or a study object (e.g. a Python study)."""
     known = {f.name for f in fields(PromptFilters)}
     unknown = sorted(set(filters) - known - {"from_release"})
     if unknown:
@@ -68,9 +70,9 @@ def prompts(study: str | Path = "rupeebias", **filters: Any) -> pd.DataFrame:
 
 
 def build_prompts(
-    study: str | Path, filters: PromptFilters | None = None, *, from_release: Path | str | None = None
+    study: str | Path | Study, filters: PromptFilters | None = None, *, from_release: Path | str | None = None
 ) -> pd.DataFrame:
-    """Expand ``study`` (a built-in name or a YAML path) and apply ``filters``."""
+    """Expand ``study`` (a registered name, a YAML path or a study object) and apply ``filters``."""
     filters = filters or PromptFilters()
     the_study = load_study(study)
     filters = apply_preset(the_study, filters)
@@ -79,7 +81,7 @@ def build_prompts(
         if v not in VARIANTS:
             raise UserError(f"unknown variant '{v}' (one of: {', '.join(VARIANTS)})")
     if from_release is not None:
-        from counterbench.studies.release import load_release_prompts
+        from counterbench.studies.rupeebias.release import load_release_prompts
 
         table = load_release_prompts(the_study, Path(from_release), variants)
     else:

@@ -178,6 +178,7 @@ def _study_summary(study: Study, results: pd.DataFrame) -> dict[str, Any]:
         "description": getattr(study, "description", ""),
         "languages": [lang for lang in study.languages if lang in present] or sorted(present),
         "language_names": dict(study.languages),
+        "use_case_names": dict(getattr(study, "use_case_labels", {}) or {}),
         "axes": list(study.axes),
         "use_cases": [uc for uc in study.outcomes if uc in uc_present] or sorted(uc_present),
         "outcome_kinds": {uc: spec.kind for uc, spec in study.outcomes.items() if uc in uc_present},

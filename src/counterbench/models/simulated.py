@@ -19,6 +19,9 @@ Answers are a pure function of the model name, the request and its seed::
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
 * ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's.
 
+* ``identifier_effects_studies`` — when given, ``identifier_effects`` apply only to prompts of these
+  studies (so a preset written for one study does not touch another study's identically named
+  identifiers);
 * **effects** (any study) — a list of rules ``{match: {COLUMN: VALUE, ...}, unless: {...}, multiply: M,
   add: A}``: a prompt whose metadata (any prompt-table column: ``identifier``, ``group``, a crossed
   attribute such as ``gender``, ``use_case``, ``language``, ``level_index`` = the identifier's position in
@@ -58,6 +61,7 @@ import yaml
 
 from counterbench.errors import UserError
 from counterbench.models.base import ChatRequest, ChatResult
+from counterbench.models.sim_effects import Effect, _effect, _kind_default, _mapping
 
 PRESET_PACKAGE = "counterbench.models"
 PRESET_DIR = "sim_presets"
@@ -98,31 +102,11 @@ class SimProfile:
     language_effects: Mapping[str, float] = field(default_factory=dict)
     effects: tuple[Effect, ...] = ()
     outcomes: Mapping[str, float] = field(default_factory=dict)
+    #: when given, identifier effects apply only to prompts of these studies (prompts without a study too)
+    identifier_effects_studies: tuple[str, ...] = ()
     planted: str = ""
     generic_refusal_text: str = "I cannot make this judgement based on a person's identity."
     generic_malformed_text: str = "That depends on many factors that the question does not state."
-
-
-@dataclass(frozen=True)
-class Effect:
-    """Multiply the expected value by ``multiply`` and add ``add`` where ``match`` holds and ``unless`` does not."""
-
-    match: Mapping[str, tuple[str, ...]]
-    unless: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    multiply: float = 1.0
-    add: float = 0.0
-
-    def applies(self, meta: Mapping[str, Any]) -> bool:
-        def holds(cond: Mapping[str, tuple[str, ...]]) -> bool:
-            return all(_meta_text(meta.get(k)) in values for k, values in cond.items())
-
-        return holds(self.match) and not (self.unless and holds(self.unless))
-
-
-def _meta_text(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return "" if value is None else str(value)
 
 
 def preset_names() -> list[str]:
@@ -203,38 +187,13 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
             profile_effects=_floats(data.get("profile_effects"), "profile_effects"),
             language_effects=_floats(data.get("language_effects"), "language_effects"),
             effects=tuple(_effect(e, i) for i, e in enumerate(data.get("effects") or [])),
+            identifier_effects_studies=tuple(str(x) for x in (data.get("identifier_effects_studies") or [])),
             outcomes={str(k): float(_mapping(v, f"outcomes.{k}").get("default", 0.0))
                       for k, v in (data.get("outcomes") or {}).items()},
             **extra,
         )
     except (TypeError, ValueError, AttributeError) as exc:
         raise UserError(f"{where}: {exc}") from None
-
-
-def _mapping(value: Any, key: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{key} must be a mapping")
-    return value
-
-
-def _effect(value: Any, index: int) -> Effect:
-    where = f"effects[{index}]"
-    raw = _mapping(value, where)
-    unknown = sorted(set(raw) - {"match", "unless", "multiply", "add"})
-    if unknown:
-        raise ValueError(f"{where}: unknown key '{unknown[0]}' (match, unless, multiply, add)")
-
-    def cond(key: str) -> dict[str, tuple[str, ...]]:
-        m = _mapping(raw.get(key) or {}, f"{where}.{key}")
-        return {str(k): tuple(_meta_text(x) for x in (v if isinstance(v, list) else [v])) for k, v in m.items()}
-
-    match = cond("match")
-    if not match:
-        raise ValueError(f"{where}: give match: {{COLUMN: VALUE}} (e.g. identifier, group, gender, use_case)")
-    multiply = float(raw.get("multiply", 1.0))
-    if multiply <= 0:
-        raise ValueError(f"{where}.multiply must be positive")
-    return Effect(match, cond("unless"), multiply, float(raw.get("add", 0.0)))
 
 
 def _floats(value: Any, key: str) -> dict[str, float]:
@@ -303,10 +262,16 @@ class SimulatedBackend:
         use_case = str(meta.get("use_case") or "")
         value = _baseline(spec, profile_id, meta)
         value *= self.profile.profile_effects.get(profile_id, 1.0)
-        per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
-        value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        if self._identifier_effects_apply(meta):
+            per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+            value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
         value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
         return self._apply_effects(value, meta)
+
+    def _identifier_effects_apply(self, meta: Mapping[str, Any]) -> bool:
+        studies = self.profile.identifier_effects_studies
+        study = meta.get("study")
+        return not studies or not study or str(study) in studies
 
     def _apply_effects(self, value: float, meta: Mapping[str, Any]) -> float:
         for effect in self.profile.effects:
@@ -329,9 +294,10 @@ class SimulatedBackend:
         else:
             value = _kind_default(spec)
         value *= self.profile.profile_effects.get(profile_id, 1.0)
-        per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
-        identifier = str(meta.get("identifier") or "")
-        value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
+        if self._identifier_effects_apply(meta):
+            per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
+            identifier = str(meta.get("identifier") or "")
+            value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
         value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
         return self._apply_effects(value, meta)
 
@@ -435,19 +401,6 @@ def _ordinal_options(spec: Any, meta: Mapping[str, Any]) -> dict[str, float]:
         except (KeyError, TypeError, ValueError):
             return {}
     return out if all(math.isfinite(v) for v in out.values()) else {}
-
-
-def _kind_default(spec: Any) -> float:
-    if spec.kind == "score":
-        low, high = spec.low or 0.0, spec.high or 0.0
-        return low + 0.6 * (high - low)
-    if spec.kind == "label":
-        return 0.5
-    if spec.kind == "choice":
-        return 1.0 / max(len(spec.labels), 1)
-    if spec.kind == "text":
-        return 11.0 if spec.metrics[:1] == ("mgl",) else 150.0  # a grade level, or a word count
-    return 8.0
 
 
 def format_answer(value: float, spec: SimAnswerSpec) -> str:

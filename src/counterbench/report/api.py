@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from counterbench.errors import UserError
-from counterbench.report.context import ReportContext, ReportInput, build_context, from_analysis
+from counterbench.report.context import ReportContext, ReportInput, build_context, from_analysis, study_names
 from counterbench.report.document import Section
 from counterbench.report.methods import banners, headlines, samples_section
 from counterbench.report.provenance import methods_section
@@ -136,8 +136,10 @@ def render_report(data: ReportInput | Any, *, generated_at: dt.datetime | None =
     from counterbench.report.html import render_html
     from counterbench.report.markdown import render_markdown
 
-    page = page_model(_as_input(data), generated_at=generated_at)
-    return render_html(page), render_markdown(page)
+    report = _as_input(data)
+    with study_names(report.summary):
+        page = page_model(report, generated_at=generated_at)
+        return render_html(page), render_markdown(page)
 
 
 def _umask() -> int:

@@ -5,9 +5,12 @@ order, model kinds for the banners).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,36 +19,65 @@ import pandas as pd
 
 from counterbench.errors import UserError
 
-LANGUAGE_ORDER = ("en", "hinglish")
-LANGUAGE_NAMES = {"en": "English", "hinglish": "Hinglish"}
-USE_CASE_ORDER = (
-    "salary_estimation",
-    "salary_increment_estimation",
-    "counter_offer_recommendation",
-    "service_pricing_vendor",
-    "service_pricing_customer",
-    "service_pricing_client",
-)
-USE_CASE_NAMES = {
-    "salary_estimation": "Salary",
-    "salary_increment_estimation": "Salary hike",
-    "counter_offer_recommendation": "Counter-offer",
-    "service_pricing_vendor": "Price (vendor)",
-    "service_pricing_customer": "Price (customer)",
-    "service_pricing_client": "Price (customer)",
-}
-AXIS_ORDER = ("Religion", "Caste", "Region", "Gender", "Disability", "Urban/Rural")
+#: the study's names for languages and use cases while a report is being built (see :func:`study_names`)
+_NAMES: ContextVar[Mapping[str, Mapping[str, str]] | None] = ContextVar("counterbench_report_names", default=None)
 
 DEMO_MODEL = "local"
 DEMO_MODEL_NAME = "SmolLM2-135M-Instruct"
 
 
+def _names() -> Mapping[str, Mapping[str, str]]:
+    names = _NAMES.get()
+    return names if names is not None else _default_names()
+
+
+@functools.cache
+def _default_names() -> Mapping[str, Mapping[str, str]]:
+    """Outside :func:`study_names` (a section built on its own): the default study's names."""
+    return names_from_summary({"study": "rupeebias"})
+
+
 def language_name(code: str) -> str:
-    return LANGUAGE_NAMES.get(code, code)
+    """The study's name for a language code (the code itself when the study names none)."""
+    return _names().get("languages", {}).get(code, code)
 
 
 def use_case_name(code: str) -> str:
-    return USE_CASE_NAMES.get(code, code.replace("_", " ").capitalize())
+    """The study's label for a use case (default: the name, capitalised)."""
+    return _names().get("use_cases", {}).get(code, code.replace("_", " ").capitalize())
+
+
+def names_from_summary(summary: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Language and use-case names from an analysis summary; for an older summary without them, from the
+    registered study of that name."""
+    languages = summary.get("language_names")
+    use_cases = summary.get("use_case_names")
+    if not isinstance(languages, Mapping) or not isinstance(use_cases, Mapping):
+        study = _registered(str(summary.get("study") or "rupeebias"))
+        if study is not None:
+            languages = languages if isinstance(languages, Mapping) else dict(study.languages)
+            use_cases = use_cases if isinstance(use_cases, Mapping) else dict(getattr(study, "use_case_labels", {}))
+    return {"languages": {str(k): str(v) for k, v in (languages or {}).items()},
+            "use_cases": {str(k): str(v) for k, v in (use_cases or {}).items()}}
+
+
+def _registered(name: str) -> Any:
+    try:
+        from counterbench.studies.registry import load_study, registered_studies
+
+        return load_study(name) if name in registered_studies() else None
+    except UserError:
+        return None
+
+
+@contextmanager
+def study_names(summary: Mapping[str, Any]) -> Iterator[None]:
+    """Use the summary's study names in :func:`language_name` and :func:`use_case_name` inside the block."""
+    token = _NAMES.set(names_from_summary(summary))
+    try:
+        yield
+    finally:
+        _NAMES.reset(token)
 
 
 @dataclass
@@ -214,9 +246,18 @@ def build_context(data: ReportInput) -> ReportContext:
     def collect(column: str) -> list[Any]:
         return [v for f in tables.values() if column in f.columns for v in f[column].dropna().unique()]
 
+    study: Any = None
+
     def preferred(key: str, fallback: tuple[str, ...]) -> list[str]:
+        nonlocal study
         listed = data.summary.get(key)
-        return [str(v) for v in listed] if isinstance(listed, list) and listed else list(fallback)
+        if isinstance(listed, list) and listed:
+            return [str(v) for v in listed]
+        study = study or _registered(str(data.summary.get("study") or "rupeebias"))  # an older summary
+        if study is None:
+            return list(fallback)
+        orders = {"languages": list(study.languages), "axes": list(study.axes), "use_cases": list(study.outcomes)}
+        return orders[key]
 
     unsupported = data.summary.get("unsupported")
     lang_names = data.summary.get("language_names")
@@ -225,9 +266,9 @@ def build_context(data: ReportInput) -> ReportContext:
         data=data,
         models=models,
         kinds={m: model_kind(m, m in simulated) for m in models},
-        languages=[str(v) for v in _ordered(collect("language"), preferred("languages", LANGUAGE_ORDER))],
-        axes=[str(v) for v in _ordered(collect("axis"), preferred("axes", AXIS_ORDER))],
-        use_cases=[str(v) for v in _ordered(collect("use_case"), preferred("use_cases", USE_CASE_ORDER))],
+        languages=[str(v) for v in _ordered(collect("language"), preferred("languages", ()))],
+        axes=[str(v) for v in _ordered(collect("axis"), preferred("axes", ()))],
+        use_cases=[str(v) for v in _ordered(collect("use_case"), preferred("use_cases", ()))],
         unsupported={str(k): str(v) for k, v in unsupported.items()} if isinstance(unsupported, Mapping) else {},
         language_names={str(k): str(v) for k, v in lang_names.items()} if isinstance(lang_names, Mapping) else {},
         facet_kinds=list(dict.fromkeys(str(f.get("kind")) for f in facets if isinstance(f, Mapping)))

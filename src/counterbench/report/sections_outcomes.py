@@ -13,7 +13,7 @@ import pandas as pd
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
 from counterbench.report.context import ReportContext
-from counterbench.report.document import Figure, Section, lang_color, series_color
+from counterbench.report.document import Figure, Section, series_color
 
 FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
 
@@ -107,11 +107,17 @@ def languages_section(ctx: ReportContext) -> Section:
     section.unsupported = _note(ctx, "language_gaps", "needs answers in two languages for the same slots")
     if frame is None:
         return section
-    section.figures.append(Figure([hbar_panel("Shift of each gap between languages", [
-        BarRow(f"{r['facet']}: {r['comparison']} − {r['reference']}",
-               [BarValue(str(r["model"]), t.as_float(r["shift"]), lang_color(str(r["other_language"])),
-                         t.as_float(r["ci_low"]), t.as_float(r["ci_high"]))])
-        for r in frame.to_dict("records")][:60], width=640, x_label="shift", value_format="{:+.2f}")]))
+    def color(model: str) -> str:
+        return series_color(ctx.models.index(model) if model in ctx.models else 0)
+
+    rows = [BarRow(f"{r['facet']}: {r['comparison']} − {r['reference']}"
+                   + (f" ({ctx.language_label(str(r['other_language']))})" if len(ctx.languages) > 2 else ""),
+                   [BarValue(str(r["model"]), t.as_float(r["shift"]), color(str(r["model"])),
+                             t.as_float(r["ci_low"]), t.as_float(r["ci_high"]), t.stars(r.get("q_value")))])
+            for r in frame.to_dict("records")][:60]
+    section.figures.append(Figure([hbar_panel("Shift of each gap between languages", rows, width=640,
+                                              x_label="shift", value_format="{:+.2f}")],
+                                  [(m, color(m)) for m in ctx.models], caption="Whiskers: 95% CI, paired by slot."))
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("use_case", "Use case", ctx.use_case_label), t.text("facet", "Compared"),
         t.text("comparison", "Identity"), t.text("reference", "Reference"),

@@ -56,6 +56,9 @@ class DeclarativeStudy:
         self.outcomes: Mapping[str, OutcomeSpec] = {
             name: uc.outcome or get_kind("amount").decode(uc.answer_type) for name, uc in definition.use_cases.items()
         }
+        self.use_case_labels: Mapping[str, str] = {
+            name: uc.label for name, uc in definition.use_cases.items() if uc.label
+        }
         crossed = definition.crossed
         self.axes = tuple(crossed.attributes) if crossed is not None else tuple(definition.axes)
         self.facets = self._facets()

@@ -63,6 +63,8 @@ class UseCase:
     profiles: tuple[Mapping[str, Any], ...]
     aliases: tuple[str, ...] = ()
     outcome: OutcomeSpec | None = None
+    #: how reports name the use case (default: its name, capitalised)
+    label: str | None = None
 
     @property
     def n_question_variants(self) -> int:
@@ -175,7 +177,9 @@ def parse_study(data: Mapping[str, Any], source: str) -> StudyDefinition:
     }
     fairness = data.get("fairness_suffix")
     attributes = tuple(crossed.attributes) if crossed is not None else ()
-    use_cases = _parse_use_cases(ctx, data.get("use_cases"), languages, system_prompts, forms, attributes)
+    from counterbench.studies.use_cases import parse_use_cases
+
+    use_cases = parse_use_cases(ctx, data.get("use_cases"), languages, system_prompts, forms, attributes)
     presets = data.get("presets") or {}
     if not isinstance(presets, Mapping):
         raise ctx.fail("presets", "expected a mapping")
@@ -313,127 +317,3 @@ def _parse_forms(
                 raise ctx.fail(where, f"missing rules for language '{lang}'")
         forms[str(form)] = rules_by_lang
     return forms
-
-
-def _parse_use_cases(
-    ctx: _Ctx,
-    raw: Any,
-    languages: Mapping[str, Any],
-    system_prompts: Mapping[str, str],
-    forms: Mapping[str, Any],
-    attributes: tuple[str, ...] = (),
-) -> dict[str, UseCase]:
-    use_cases: dict[str, UseCase] = {}
-    for name, spec in ctx.mapping(raw, "use_cases").items():
-        where = f"use_cases.{name}"
-        m = ctx.mapping(spec, where)
-        outcome = parse_outcome(ctx, m, where)
-        answer_type = outcome.encode()
-        sp = str(m.get("system_prompt", ""))
-        if "system_prompt" not in m and "outcome" in m:
-            sp = ""  # the outcome kind's own instruction
-        elif sp not in system_prompts:
-            raise ctx.fail(f"{where}.system_prompt", f"unknown '{sp}' (defined: {', '.join(system_prompts) or 'none'})")
-        templates = ctx.per_language(m.get("template"), f"{where}.template", languages)
-        qv_raw = ctx.mapping(m.get("question_variants"), f"{where}.question_variants")
-        qvs: dict[str, tuple[str, ...]] = {}
-        for lang in languages:
-            items = qv_raw.get(lang)
-            if not isinstance(items, list) or not items:
-                raise ctx.fail(f"{where}.question_variants", f"missing a list for language '{lang}'")
-            qvs[lang] = tuple(ctx.text(q, f"{where}.question_variants.{lang}[{i}]") for i, q in enumerate(items))
-        for lang in qv_raw:
-            if lang not in languages:
-                raise ctx.fail(f"{where}.question_variants.{lang}", "unknown language")
-        if len({len(v) for v in qvs.values()}) != 1:
-            raise ctx.fail(f"{where}.question_variants", "every language needs the same number of variants")
-        profiles = _parse_profiles(ctx, m.get("profiles"), f"{where}.profiles", languages)
-        _check_templates(ctx, where, templates, profiles, forms, attributes)
-        aliases = tuple(str(a) for a in (m.get("aliases") or []))
-        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases, outcome)
-    return use_cases
-
-
-def _parse_profiles(
-    ctx: _Ctx, raw: Any, where: str, languages: Mapping[str, Any]
-) -> tuple[dict[str, Any], ...]:
-    if not isinstance(raw, list) or not raw:
-        raise ctx.fail(where, "expected a non-empty list of profiles")
-    profiles: list[dict[str, Any]] = []
-    ids: set[str] = set()
-    for i, item in enumerate(raw):
-        m = dict(ctx.mapping(item, f"{where}[{i}]"))
-        pid = ctx.text(m.get("profile_id"), f"{where}[{i}].profile_id")
-        if pid in ids:
-            raise ctx.fail(f"{where}[{i}]", f"duplicate profile_id '{pid}'")
-        ids.add(pid)
-        for key, value in m.items():
-            if isinstance(value, Mapping):
-                m[key] = ctx.per_language(value, f"{where}[{i}].{key}", languages)
-            elif value is None or isinstance(value, list):
-                raise ctx.fail(f"{where}[{i}].{key}", "a profile value must be a number, a text or a mapping "
-                               f"language -> text, not {'null' if value is None else 'a list'}")
-        m["profile_id"] = pid
-        profiles.append(m)
-    keys = set(profiles[0])
-    for i, p in enumerate(profiles):
-        if set(p) != keys:
-            diff = sorted(keys.symmetric_difference(p))
-            raise ctx.fail(f"{where}[{i}]", f"profiles must all have the same fields; differs in {diff}")
-    return tuple(profiles)
-
-
-def _check_templates(
-    ctx: _Ctx,
-    where: str,
-    templates: Mapping[str, str],
-    profiles: tuple[Mapping[str, Any], ...],
-    forms: Mapping[str, Any],
-    attributes: tuple[str, ...] = (),
-) -> None:
-    known = set(RESERVED_PLACEHOLDERS) | set(forms) | set(profiles[0]) | set(attributes)
-    for lang, template in templates.items():
-        used = set(PLACEHOLDER.findall(template))
-        unknown = sorted(used - known)
-        if unknown:
-            raise ctx.fail(
-                f"{where}.template.{lang}",
-                f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(known))})",
-            )
-        if attributes:
-            missing = [a for a in attributes if a not in used]
-            if missing:
-                raise ctx.fail(f"{where}.template.{lang}",
-                               f"missing placeholder {{{missing[0]}}} (a crossed attribute)")
-        elif not used & ({"identifier_phrase"} | set(forms)):
-            raise ctx.fail(f"{where}.template.{lang}", "missing placeholder {identifier_phrase}")
-        if "question" not in used:
-            raise ctx.fail(f"{where}.template.{lang}", "missing placeholder {question}")
-
-
-def parse_outcome(ctx: _Ctx, m: Mapping[str, Any], where: str) -> OutcomeSpec:
-    """A use case's outcome: ``outcome: {kind: ..., ...}``, or the legacy ``answer_type`` (amount)."""
-    from counterbench.outcomes import get_kind
-
-    if "outcome" in m:
-        if "answer_type" in m:
-            raise ctx.fail(f"{where}.answer_type", "give either outcome or answer_type, not both")
-        raw = m["outcome"]
-        if isinstance(raw, str):
-            raw = {"kind": raw}
-        if not isinstance(raw, Mapping) or "kind" not in raw:
-            raise ctx.fail(f"{where}.outcome", "expected a mapping with a kind, e.g. {kind: label, labels: [yes, no]}")
-        try:
-            kind = get_kind(str(raw["kind"]))
-        except UserError as err:
-            raise ctx.fail(f"{where}.outcome.kind", str(err)) from None
-        return kind.spec(raw, lambda key, problem: ctx.fail(f"{where}.outcome.{key}", problem))
-    answer_type = str(m.get("answer_type", "number"))
-    if answer_type not in ANSWER_TYPES:
-        raise ctx.fail(f"{where}.answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)}; "
-                       "or declare an outcome: {kind: rate|score|label|choice|text|amount, ...})")
-    if answer_type == "text":
-        return OutcomeSpec("text", metrics=("length",))
-    from counterbench.outcomes.amount import KIND as AMOUNT
-
-    return AMOUNT.decode(answer_type)

@@ -1,0 +1,71 @@
+"""The simulated model's effect rules (``effects:`` in a ``sim:FILE.yaml``) and outcome-kind baselines.
+
+See :mod:`counterbench.models.simulated` for the file format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Effect:
+    """Multiply the expected value by ``multiply`` and add ``add`` where ``match`` holds and ``unless`` does not."""
+
+    match: Mapping[str, tuple[str, ...]]
+    unless: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    multiply: float = 1.0
+    add: float = 0.0
+
+    def applies(self, meta: Mapping[str, Any]) -> bool:
+        def holds(cond: Mapping[str, tuple[str, ...]]) -> bool:
+            return all(_meta_text(meta.get(k)) in values for k, values in cond.items())
+
+        return holds(self.match) and not (self.unless and holds(self.unless))
+
+
+def _meta_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value)
+
+
+def _mapping(value: Any, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must be a mapping")
+    return value
+
+
+def _effect(value: Any, index: int) -> Effect:
+    where = f"effects[{index}]"
+    raw = _mapping(value, where)
+    unknown = sorted(set(raw) - {"match", "unless", "multiply", "add"})
+    if unknown:
+        raise ValueError(f"{where}: unknown key '{unknown[0]}' (match, unless, multiply, add)")
+
+    def cond(key: str) -> dict[str, tuple[str, ...]]:
+        m = _mapping(raw.get(key) or {}, f"{where}.{key}")
+        return {str(k): tuple(_meta_text(x) for x in (v if isinstance(v, list) else [v])) for k, v in m.items()}
+
+    match = cond("match")
+    if not match:
+        raise ValueError(f"{where}: give match: {{COLUMN: VALUE}} (e.g. identifier, group, gender, use_case)")
+    multiply = float(raw.get("multiply", 1.0))
+    if multiply <= 0:
+        raise ValueError(f"{where}.multiply must be positive")
+    return Effect(match, cond("unless"), multiply, float(raw.get("add", 0.0)))
+
+
+def _kind_default(spec: Any) -> float:
+    if spec.kind == "score":
+        low, high = spec.low or 0.0, spec.high or 0.0
+        return low + 0.6 * (high - low)
+    if spec.kind == "label":
+        return 0.5
+    if spec.kind == "choice":
+        return 1.0 / max(len(spec.labels), 1)
+    if spec.kind == "text":
+        return 11.0 if spec.metrics[:1] == ("mgl",) else 150.0  # a grade level, or a word count
+    return 8.0
