@@ -44,7 +44,7 @@ WHY_EMPTY: dict[str, str] = {
     "stem_single_attribute": "needs the single-attribute replication (the paper preset)",
     "stem_shap": "needs more scored responses per cell than one-hot attribute columns",
     "stem_positions": "needs ranking answers with a valid letter",
-    "stem_position_interactions": "needs ranking answers with a valid letter",
+    "stem_position_interactions": "needs ranking answers that use at least two different letters",
 }
 
 
