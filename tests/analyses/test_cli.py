@@ -71,8 +71,8 @@ def test_user_mistakes_are_one_line_exit_2(cli: Callable[..., Any], small_store:
 
 
 def test_unknown_study_is_a_user_error(cli: Callable[..., Any], small_store: Path, tmp_path: Path) -> None:
-    proc = cli("analyze", "stem", "--store", str(small_store), "--out", str(tmp_path / "o"))
-    assert proc.returncode == 2 and "unknown study 'stem'" in proc.stderr
+    proc = cli("analyze", "no_such_study", "--store", str(small_store), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "unknown study 'no_such_study'" in proc.stderr
 
 
 def test_model_filter_and_determinism(small_store: Path) -> None:

@@ -108,12 +108,13 @@ def analyze_study(
         tables.update(amount.tables)
         summary.update(amount.summary)
     generic = results[~amount_mask].reset_index(drop=True)
+    own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis (hiring, stem)
     if not generic.empty:
-        gen_tables, gen_summary = _analyze_outcomes(generic, the_study, bootstrap, seed)
-        own = getattr(the_study, "analyze_tables", None)
-        if callable(own):  # a Python study with its own analysis replaces the generic outcome tables
+        if callable(own):  # its tables replace the generic outcome tables; its summary overrides the basics
             gen_tables, own_summary = own(generic, bootstrap=bootstrap, seed=seed)
-            gen_summary = {**gen_summary, **own_summary}
+            gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}
+        else:
+            gen_tables, gen_summary = _analyze_outcomes(generic, the_study, bootstrap, seed)
         tables.update(gen_tables)
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported") and key in summary:
@@ -168,7 +169,6 @@ def _study_models(path: Path, study: str) -> list[str]:
 
 def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int) -> tuple[dict[str, pd.DataFrame],
                                                                                                dict[str, Any]]:
-    from counterbench import __version__
     from counterbench.analyses.health import parse_health
 
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
@@ -188,12 +188,6 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
         "crossed_regression": ot.crossed_regression(rows, study.facets, slot_columns),
         "parse_health": parse_health(responses),
     }
-    models: dict[str, dict[str, Any]] = {}
-    for model, part in results.groupby("model", sort=False):
-        simulated = (bool(part["simulated"].astype(bool).any()) if "simulated" in part.columns
-                     else str(model).startswith("sim:"))
-        models[str(model)] = {"simulated": simulated, "n_responses": len(part),
-                              "n_values": int(part["status"].astype(str).eq("ok").sum())}
     unsupported = {}
     if tables["language_gaps"].empty:
         unsupported["language_gaps"] = "needs answers in at least two of the study's languages for the same slots"
@@ -202,19 +196,34 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
     if gaps.empty:
         unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
     summary = {
+        **_base_summary(results, bootstrap, seed),
+        "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}, "
+                                   "95% percentile intervals; BH q-values per model and table"},
+        "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()},
+        "unsupported": unsupported,
+    }
+    return tables, summary
+
+
+def _base_summary(results: pd.DataFrame, bootstrap: int, seed: int) -> dict[str, Any]:
+    """What every non-amount analysis summary holds: version, date, models and their simulated flags."""
+    from counterbench import __version__
+
+    models: dict[str, dict[str, Any]] = {}
+    for model, part in results.groupby("model", sort=False):
+        simulated = (bool(part["simulated"].astype(bool).any()) if "simulated" in part.columns
+                     else str(model).startswith("sim:"))
+        models[str(model)] = {"simulated": simulated, "n_responses": len(part),
+                              "n_values": int(part["status"].astype(str).eq("ok").sum())}
+    return {
         "profile": "default",
         "counterbench_version": __version__,
         "analysed_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "models": models,
         "simulated": {m: info["simulated"] for m, info in models.items()},
         "bootstrap": {"replicates": bootstrap, "seed": seed, "confidence": ot.CONFIDENCE},
-        "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}, "
-                                   "95% percentile intervals; BH q-values per model and table"},
-        "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()},
-        "unsupported": unsupported,
         "notes": [],
     }
-    return tables, summary
 
 
 def _study_summary(study: Study, results: pd.DataFrame) -> dict[str, Any]:

@@ -67,5 +67,5 @@ def _kind_default(spec: Any) -> float:
     if spec.kind == "choice":
         return 1.0 / max(len(spec.labels), 1)
     if spec.kind == "text":
-        return 150.0
+        return 11.0 if spec.metrics[:1] == ("mgl",) else 150.0  # a grade level, or a word count
     return 8.0

@@ -36,7 +36,11 @@ formatted by the kind (scores are rounded stochastically, so their mean stays th
 for ``label`` and ``choice`` the expected value is the probability of the positive label / first
 option and one seeded uniform draw picks the answer. Their baselines: ``use_cases[USE_CASE].default``,
 else ``outcomes[KIND].default``, else the kind's own (rate 8, score 60% up the scale, label 0.5,
-choice 1/N, text 150 words).
+choice 1/N, text 150 words or, scored by ``mgl``, grade 11). A ``choice`` whose options stand for numbers (the prompt's
+``option_<LABEL>`` columns, e.g. the STEM study's explanation levels 1–5) is *ordinal*: the expected
+value is that number (baseline ``use_cases[USE_CASE].default``, else the middle of the options' values),
+it gets the multiplicative noise and the answer is the option nearest to it, rounded. A ``text`` outcome
+is written to its first metric (``length``: words; ``mgl``: prose at that grade level).
 
 It reads only ``request.metadata`` and ``request.answer_type``: nothing study-specific lives in this
 code (the presets' identifier names are data).
@@ -307,11 +311,31 @@ class SimulatedBackend:
             return p.generic_refusal_text
         if u_outcome < p.refusal_rate + p.malformed_rate:
             return p.generic_malformed_text
+        ordinal = _ordinal_options(spec, request.metadata)
+        if ordinal:
+            return self._answer_ordinal(request, ordinal, u1, u2)
         latent = self.expected_outcome(request)
         if spec.kind in ("rate", "score", "text"):
             z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
             latent *= math.exp(p.noise_sd * z)
         return get_kind(spec.kind).simulate(spec, latent, u3)
+
+    def _answer_ordinal(self, request: ChatRequest, options: dict[str, float], u1: float, u2: float) -> str:
+        """A choice among options that stand for ordered values (e.g. explanation levels 1–5).
+
+        The expected value is the use case's ``default`` (else the middle of the options' values) after
+        the effects; times log-normal noise (``noise_sd``), rounded; the answer is the option whose value
+        is nearest.
+        """
+        use_case = str(request.metadata.get("use_case") or "")
+        values = sorted(options.values())
+        base = self.profile.use_cases[use_case].default if use_case in self.profile.use_cases else (
+            (values[0] + values[-1]) / 2.0)
+        latent = self._apply_effects(base, request.metadata)
+        z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
+        target = round(latent * math.exp(self.profile.noise_sd * z))
+        label = min(options, key=lambda lbl: (abs(options[lbl] - target), options[lbl]))
+        return f"### {label}"
 
     def answer(self, request: ChatRequest) -> str:
         """The text this model answers (synchronous and pure)."""
@@ -364,6 +388,19 @@ def _baseline(spec: SimAnswerSpec, profile_id: str, meta: Mapping[str, Any]) -> 
         lo, hi = spec.value_range
         return lo + u * (hi - lo)
     return spec.default
+
+
+def _ordinal_options(spec: Any, meta: Mapping[str, Any]) -> dict[str, float]:
+    """label -> numeric value when every option of a ``choice`` stands for a number (``option_<L>`` columns)."""
+    if spec.kind != "choice":
+        return {}
+    out = {}
+    for label in spec.labels:
+        try:
+            out[label] = float(meta[f"option_{label}"])
+        except (KeyError, TypeError, ValueError):
+            return {}
+    return out if all(math.isfinite(v) for v in out.values()) else {}
 
 
 def format_answer(value: float, spec: SimAnswerSpec) -> str:

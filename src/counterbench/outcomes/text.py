@@ -22,8 +22,27 @@ def word_count(text: str) -> float:
     return float(len(_WORD.findall(text)))
 
 
+def mean_grade_level(text: str) -> float:
+    """Readability: the mean of Flesch–Kincaid grade, Gunning Fog and Coleman–Liau (textstat 0.7.8)."""
+    from counterbench.outcomes.readability import mgl
+
+    return mgl(text)
+
+
+def _words(latent: float) -> str:
+    return " ".join(["word"] * max(1, round(latent)))
+
+
+def _prose_at_grade(latent: float) -> str:
+    from counterbench.outcomes.readability import text_at_grade
+
+    return text_at_grade(latent)
+
+
 #: metric name -> function of the raw text
-METRICS: dict[str, Callable[[str], float]] = {"length": word_count}
+METRICS: dict[str, Callable[[str], float]] = {"length": word_count, "mgl": mean_grade_level}
+#: metric name -> the simulated model's text for a latent value of that metric
+SIMULATORS: dict[str, Callable[[float], str]] = {"length": _words, "mgl": _prose_at_grade}
 
 
 class TextKind:
@@ -60,12 +79,14 @@ class TextKind:
         if refused(text) and word_count(text) < 40:
             return ParsedAnswer("refused", reason="refusal")
         name = metrics(spec)[0]
-        return ParsedAnswer("ok", value=METRICS[name](text), unit=name, reason="free_text")
+        value = METRICS[name](text)
+        if value != value:  # NaN: the metric cannot score this text (e.g. over readability's size limit)
+            return ParsedAnswer("unparseable", reason="not_scored")
+        return ParsedAnswer("ok", value=value, unit=name, reason="free_text")
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
-        """About ``latent`` words of filler prose."""
-        n = max(1, round(latent))
-        return " ".join(["word"] * n)
+        """Text whose first metric is about ``latent`` (``length``: that many words; ``mgl``: prose at that grade)."""
+        return SIMULATORS.get(metrics(spec)[0], _words)(latent)
 
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         name = metrics(spec)[0]

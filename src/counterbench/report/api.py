@@ -60,13 +60,18 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
     when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     amount = "leaderboard" in data.tables
     sections: list[Section] = build_sections(ctx) if amount else []
-    sections = study_sections(ctx) + sections
+    own = study_sections(ctx)  # a Python study's own sections (hiring, stem)
+    sections = own + sections
     if has_outcome_tables(data.tables):
         sections = outcome_sections(ctx) + sections
         if not amount:
             from counterbench.report.sections_consistency import parse_section
 
             sections.append(parse_section(ctx))
+    elif own and not amount and "parse_health" in data.tables:
+        from counterbench.report.sections_consistency import parse_section
+
+        sections.append(parse_section(ctx))
     sample = samples_section(ctx)
     if sample is not None:
         sections.append(sample)

@@ -2,8 +2,8 @@
 
 Three sources, in this order (a later one never shadows an earlier name):
 
-1. built-in studies — data packages under :mod:`counterbench.studies` with a ``study.yaml``
-   (:data:`BUILTIN_STUDIES`);
+1. built-in studies (:data:`BUILTIN_STUDIES`) — data packages under :mod:`counterbench.studies` with a
+   ``study.yaml`` (RupeeBias), or ``module:factory`` of a Python study (STEM, hiring);
 2. third-party packages — entry points in the group ``counterbench.studies`` (as pytest finds its
    plugins). An entry point names a *factory*: a callable returning a
    :class:`~counterbench.studies.base.Study`, or a path (``str``/``Path``) to a study YAML file;
@@ -14,6 +14,7 @@ Loading is lazy and cached per process.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,12 +28,10 @@ from counterbench.studies.declarative import DeclarativeStudy
 from counterbench.studies.definition import parse_study, read_study_mapping
 
 ENTRY_POINT_GROUP = "counterbench.studies"
-#: built-in study name -> package holding its ``study.yaml``
+#: built-in study name -> package holding its ``study.yaml``, or ``module:factory`` of a Python study
 BUILTIN_STUDIES: dict[str, str] = {
     "rupeebias": "counterbench.studies.rupeebias",
-}
-#: built-in Python studies: name -> ``module:factory`` (loaded like an entry point)
-BUILTIN_PYTHON_STUDIES: dict[str, str] = {
+    "stem": "counterbench.studies.stem.study:create_study",
     "hiring": "counterbench.studies.hiring.study:build_study",
 }
 
@@ -57,8 +56,6 @@ def _entry_points() -> list[metadata.EntryPoint]:
 def registered_studies() -> dict[str, StudyEntry]:
     """Every study reachable by name: built-in first, then entry points."""
     out = {name: StudyEntry(name, "built-in", _builtin_factory(name)) for name in BUILTIN_STUDIES}
-    for name, target in BUILTIN_PYTHON_STUDIES.items():
-        out[name] = StudyEntry(name, "built-in", metadata.EntryPoint(name, target, ENTRY_POINT_GROUP).load)
     for ep in _entry_points():
         if ep.name not in out:
             dist = getattr(ep, "dist", None)
@@ -68,7 +65,7 @@ def registered_studies() -> dict[str, StudyEntry]:
 
 
 def builtin_study_names() -> list[str]:
-    return [*BUILTIN_STUDIES, *BUILTIN_PYTHON_STUDIES]
+    return list(BUILTIN_STUDIES)
 
 
 def load_study(name_or_path: str | Path | Study) -> Study:
@@ -112,6 +109,10 @@ def _load_entry(name: str) -> Study:
 
 @lru_cache(maxsize=8)
 def _load_builtin(name: str) -> Study:
+    if ":" in BUILTIN_STUDIES[name]:  # a built-in Python study
+        module, factory = BUILTIN_STUDIES[name].split(":", 1)
+        made: Study = getattr(importlib.import_module(module), factory)()
+        return made
     root = resources.files(BUILTIN_STUDIES[name])
     with resources.as_file(root.joinpath("study.yaml")) as path:
         data = read_study_mapping(path)
