@@ -71,7 +71,7 @@ def test_hostile_output_is_classified_and_escaped(tmp_path: Path, hostile: Any) 
     rank = results[results["use_case"].eq("ranking")]
     by_reply = dict(zip(rank["response"].fillna(""), zip(rank["status"], rank["unit"], strict=True), strict=True))
     assert by_reply["### F"][0] == "unparseable" and by_reply["### AB"][0] == "unparseable"
-    assert by_reply[""][0] == "unparseable" and by_reply["<script>alert('x')</script>"][0] == "unparseable"
+    assert by_reply[""][0] == "empty" and by_reply["<script>alert('x')</script>"][0] == "unparseable"
     assert by_reply["### B"] == ("ok", "B") and by_reply["### e"] == ("ok", "E")
     gen = results[results["use_case"].eq("generation")]
     huge = gen[gen["response"].str.len().eq(len(HUGE))]
