@@ -43,7 +43,7 @@ def test_analyze_writes_every_table(cli: Callable[..., Any], small_store: Path, 
     assert summary["bootstrap"]["seed"] == 4 and summary["simulated"] == {"sim:biased": True, "sim:fair": True}
     assert set(summary["unsupported"]) >= {"language_moderation", "fairness_ablation"}
     assert summary["n_responses"] == 120 and summary["models"]["sim:fair"]["n_responses"] == 60
-    assert {"ci", "cluster_ci", "v10_ci", "cpg", "mog"} <= set(summary["ci_methods"])
+    assert {"ci", "pair_ci", "v10_ci", "cpg", "cpg_overall", "mog"} <= set(summary["ci_methods"])
     board = pd.read_parquet(out / "leaderboard.parquet")
     api_board = analyze(small_store, bootstrap=200, seed=4)["leaderboard"]
     pd.testing.assert_frame_equal(board, api_board.astype(board.dtypes.to_dict()), check_exact=False)

@@ -41,11 +41,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from counterbench.analyses import pooled
 from counterbench.analyses.profiles import AnalysisProfile
 from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
+from counterbench.stats.inference import slot_interval, slot_t_pvalue
 
 __all__ = ["identifier_tables", "max_relative_gap", "study_canonical_pairs"]
 
@@ -108,9 +110,15 @@ def _adjusted_means(totals: FloatArray, k: int) -> FloatArray:
         return np.asarray(level[:, None] + totals[:, :k] / totals[:, k : 2 * k], dtype=np.float64)
 
 
-def _interval(reps: FloatArray | None, confidence: float) -> tuple[float, float]:
+def _interval(reps: FloatArray | None, confidence: float, n_slots: int | None = None,
+              estimate: float = np.nan) -> tuple[float, float]:
+    """Percentile interval of ``reps``; with ``n_slots``, the slot interval around ``estimate``
+    (:func:`counterbench.stats.inference.slot_interval`)."""
     if reps is None:
         return np.nan, np.nan
+    if n_slots is not None:
+        lo, hi = slot_interval(estimate, reps[None, :], n_slots, 1, confidence)
+        return float(lo[0]), float(hi[0])
     low, high = percentile_interval(reps, confidence)
     return float(low), float(high)
 
@@ -158,8 +166,10 @@ def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositi
     n = r.size
     gap = float(relative_gap(r.mean(), c.mean(), signed=True, nonpositive=nonpositive)) if n else np.nan
     reps = None if totals is None else relative_gap(totals[:, 0], totals[:, 1], signed=True, nonpositive=nonpositive)
-    low, high = _interval(reps, confidence)
-    return {"gap": gap, "ci_low": low, "ci_high": high,
+    low, high = _interval(reps, confidence, n, gap)
+    p = float(slot_t_pvalue(gap, reps[None, :], n)[0]) if reps is not None else np.nan
+    return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps,
+            "_above": int(np.count_nonzero(r > c)), "_below": int(np.count_nonzero(r < c)),
             "sign_consistency": float(np.count_nonzero(r > c) * 100.0 / n) if n else np.nan,
             "tie_share": float(np.count_nonzero(r == c) * 100.0 / n) if n else np.nan,
             "mean_reference": float(r.mean()) if n else np.nan, "mean_comparison": float(c.mean()) if n else np.nan,
@@ -245,6 +255,7 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
     levels = [index.levels[index.names.index(c)].astype(str) for c in SLOT]
     wide.index = index.set_levels(levels, level=SLOT)  # type: ignore[arg-type]
     cpg_rows, mog_rows = [], []
+    deviations: list[pooled.DeviationSlice] = []
     for gkey, gblock in wide.groupby(level=GROUP_COLUMNS, observed=True, sort=True):
         group = tuple(str(k) for k in gkey)
         cells, suff = _group_cells(gblock, resampler.universe(group), pairs, profile)
@@ -259,12 +270,16 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
                     cpg_rows.append({**cell.key, "reference": cell.cpg[0], "comparison": cell.cpg[1], **row})
                 elif table == "mog" and profile.mog_reselect:
                     mog_rows.append({**cell.key, **_mog_row(cell, part, reps, confidence)})
+                    if reps is not None:
+                        deviations.append(pooled.DeviationSlice(cell.key, cell.names, _adjusted_means(reps, len(
+                            cell.names)), int((~np.isnan(cell.matrix)).any(axis=1).sum())))
                 elif table == "mog":
                     i, j = cell.blocks["release_pair"]
                     mog_rows.append({**cell.key, **_mog_release_row(cell, reps, cell.names[i], cell.names[j],
                                                                     confidence)})
-    out["cpg"] = pd.DataFrame.from_records(cpg_rows)
+    out["cpg"], out["cpg_overall"] = pooled.cpg_tables(cpg_rows, confidence)
     out["mog"] = pd.DataFrame.from_records(mog_rows)
     deviation = identifier_deviation(adjusted, CELL, average_over=["use_case", "language"])
-    out["identifier_deviation"] = deviation[["model", "axis", "identifier", "deviation", "n_slices"]]
+    deviation = deviation[["model", "axis", "identifier", "deviation", "n_slices"]]
+    out["identifier_deviation"] = pooled.with_deviation_intervals(deviation, deviations, confidence)
     return out
