@@ -27,6 +27,7 @@ import pandas as pd
 
 from counterbench.analyses import health, identifiers, magnitude, ordering
 from counterbench.analyses.findings import ci_methods, findings, marks_summary
+from counterbench.analyses.power import power_table
 from counterbench.analyses.prepare import PreparedResults, prepare_results, slot_adjusted
 from counterbench.analyses.profiles import PROFILE_DESCRIPTIONS, AnalysisProfile, get_profile
 from counterbench.analyses.resampling import DEFAULT_BINS
@@ -53,6 +54,8 @@ UNSUPPORTED_HINTS: dict[str, str] = {
     "kendalls_w_axis": "needs at least two profiles and two identifiers per use case and axis",
     "kendalls_w_model": "needs at least two profiles and two identifiers per use case and axis",
     "cpg": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
+    "cpg_overall": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
+    "power": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
 }
 #: words for codes in the findings (the study's languages)
 LABELS = {"en": "English", "hinglish": "Hinglish"}
@@ -247,6 +250,7 @@ def analyze(
     tables["fairness_ablation"] = magnitude.fairness_ablation(standard, fairness, rules, n_boot=n_boot, seed=seed,
                                                               tau=tau, confidence=CONFIDENCE)
     tables["parse_health"] = health.parse_health(prepared.responses)
+    tables["power"] = power_table(standard, pairs_map)
 
     board = tables.get("leaderboard")
     orders = {col: _category_order(prepared, col) for col in ("language", "variant", "use_case", "axis", "identifier")}

@@ -89,6 +89,10 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         *_CI, *_PAIR, "n_pairs_standard", "n_pairs_fairness", "significant", "p_value", "q_value", "testable",
         "n_slots",
     ),
+    "power": (
+        "model", "language", "use_case", "axis", "reference", "comparison", "n_slots", "n_use_cases", "noise_sd",
+        "se", "family_size", "alpha", "mde", "mde_less", "power", "testable",
+    ),
     "parse_health": (
         "model", "variant", "use_case", "language", "n", "n_ok", "n_refused", "n_unparseable", "errors",
         "n_out_of_range", "n_values", "ok_share", "refused_share", "unparseable_share", "error_share",
@@ -131,6 +135,8 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "and ΔMean Δ% = Hinglish − English with CIs (paper Fig. 5)",
     "fairness_ablation": "per model × language: Mean Δ% with and without the fairness instruction on the "
     "same slots, their difference and relative change (paper Fig. 14)",
+    "power": "per model × language × use case (and all use cases) × canonical pair: the smallest gap (% of the "
+    "pair's mean; mde_less: % less) this design finds 80% of the time at the model's measured noise",
     "parse_health": "per model × prompt variant × use case × language: responses, values, refusals, "
     "unparseable answers, transport errors, out-of-range values (paper Table 22)",
 }

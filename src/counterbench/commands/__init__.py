@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "counterbench.commands.store_cmd",
     "counterbench.commands.analyze_cmd",
     "counterbench.commands.report_cmd",
+    "counterbench.commands.power_cmd",
 )
 
 
