@@ -35,7 +35,7 @@ from counterbench.prompts import prompts
 from counterbench.stats.multiple_testing import benjamini_hochberg
 from tests.analyses.simlaw import baselines, simulate_results
 
-__all__ = ["Scenario", "design", "planted_pairs", "run_scenario"]
+__all__ = ["Scenario", "design", "planted_pairs", "run_scenario", "slot_threshold_coverage"]
 
 CANONICAL = {"Religion": ("Hindu", "Muslim"), "Caste": ("Brahmin", "Dalit"), "Region": ("Gujarati", "Santhali"),
              "Gender": ("Male", "Female"), "Disability": ("No disability", "Intellectual disability"),
@@ -98,7 +98,7 @@ def _covered(frame: pd.DataFrame, truth: pd.Series | np.ndarray, lo: str, hi: st
 def _collect(result: Any, effects: Mapping[str, float], table: pd.DataFrame) -> dict[str, pd.DataFrame]:
     out = {name: result.tables[name].copy() for name in (
         "leaderboard", "axis_mean_delta", "use_case_mean_delta", "cpg", "cpg_overall", "identifier_deviation",
-        "kendalls_w", "kendalls_w_axis", "language_moderation", "fairness_ablation", "mog")}
+        "kendalls_w", "kendalls_w_axis", "language_moderation", "fairness_ablation", "mog", "power")}
     for name in ("cpg", "cpg_overall"):
         frame = out[name]
         if not frame.empty:
@@ -191,9 +191,9 @@ def summarise(scenario: Scenario, tables: dict[str, pd.DataFrame]) -> dict[str, 
             cov[name] = _coverage_entry(frame, np.zeros(len(frame)), True)
     mog = tables["mog"]
     if not mog.empty:
-        hit, n = _covered(mog, mog["truth"], "ci_low", "ci_high")
-        cov["mog"] = {"reselecting_slot_interval": hit / n if n else None, "n": n,
-                      "mean_estimate_minus_truth": float((mog["max_gap"] - mog["truth"]).mean())}
+        cov["mog"] = {"interval": "none (descriptive)", "n": len(mog),
+                      "mean_estimate_minus_truth": float((mog["max_gap"] - mog["truth"]).mean()),
+                      "share_above_truth": float((mog["max_gap"] > mog["truth"]).mean())}
     stars: dict[str, Any] = {}
     for name in ("cpg", "cpg_overall", "kendalls_w", "kendalls_w_axis", "language_moderation", "fairness_ablation"):
         frame = tables[name]
@@ -228,3 +228,48 @@ def summarise(scenario: Scenario, tables: dict[str, pd.DataFrame]) -> dict[str, 
 def run_scenario(scenario: Scenario) -> dict[str, Any]:
     """Simulate and summarise one scenario."""
     return summarise(scenario, simulate(scenario))
+
+
+def slot_threshold_coverage(n_slots: list[int], n_sims: int, *, noise_sd: float = 0.03, n_boot: int = 1000,
+                            step: float = 1000.0, tail_df: float | None = None, seed: int = 0
+                            ) -> dict[int, dict[str, float]]:
+    """Coverage of the canonical pair gap's slot interval, and its false-mark rate, by matched slots.
+
+    Each simulation draws ``n`` slots with salary-like levels (the ``sim:fair`` salary baselines,
+    cycled), a reference and a comparison answer per slot with lognormal noise and no gap, rounded to
+    ``step`` rupees (1,000 like ``sim:`` models; 100,000 = whole lakhs, as LLMs often answer; a step
+    ≤ 1 is a share of the slot's level: 0.1 = answers of 90%, 100% or 110% of the level) — with
+    ``tail_df``, the noise is Student-t with that many degrees of freedom (occasional wild answers) —
+    and runs
+    the analysis's machinery: slot multiplicities (:func:`~counterbench.stats.cluster_bootstrap.cluster_weights`),
+    the gap of the resampled sums, :func:`~counterbench.stats.inference.slot_interval` and
+    :func:`~counterbench.stats.inference.slot_t_pvalue`. The plain percentile interval of the same
+    replicates is reported for comparison. Chooses ``MIN_SLOTS``.
+    """
+    from counterbench.analyses.resampling import percentiles
+    from counterbench.stats.cluster_bootstrap import cluster_weights
+    from counterbench.stats.gaps import relative_gap
+    from counterbench.stats.inference import slot_interval, slot_t_pvalue
+
+    levels = np.array([24, 20, 15, 22, 18, 13, 17, 14, 10, 9, 7.5, 5.5, 11, 9, 7, 11.5, 9.5, 7.0]) * 1e5
+    rng = np.random.default_rng(seed)
+    out: dict[int, dict[str, float]] = {}
+    for n in n_slots:
+        b = levels[np.arange(n) % levels.size]
+        cover = cover_pct = marks = 0
+        for _ in range(n_sims):
+            z = rng.standard_normal((2, n)) if tail_df is None else rng.standard_t(tail_df, (2, n))
+            unit = step if step > 1 else step * b  # step ≤ 1: a share of the slot's level ("round numbers")
+            r = np.round(b * np.exp(noise_sd * z[0]) / unit) * unit
+            c = np.round(b * np.exp(noise_sd * z[1]) / unit) * unit
+            suff = np.column_stack([r, c])
+            gap = float(relative_gap(r.sum(), c.sum(), signed=True))
+            reps = relative_gap(*(cluster_weights(rng, n, n_boot) @ suff).T, signed=True)[None, :]
+            low, high = slot_interval(gap, reps, n)
+            cover += bool(low[0] <= 0.0 <= high[0])
+            plo, phi = percentiles(reps[0], 0.95)
+            cover_pct += bool(plo <= 0.0 <= phi)
+            marks += bool(slot_t_pvalue(gap, reps, n)[0] < 0.05)
+        out[n] = {"slot_interval": cover / n_sims, "plain_percentile": cover_pct / n_sims,
+                  "p_below_0.05": marks / n_sims}
+    return out

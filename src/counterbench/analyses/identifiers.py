@@ -50,7 +50,7 @@ from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
-from counterbench.stats.inference import slot_interval, slot_t_pvalue
+from counterbench.stats.inference import effective_slots, slot_interval, slot_t_pvalue
 
 __all__ = ["identifier_tables", "max_relative_gap", "study_canonical_pairs"]
 
@@ -113,7 +113,7 @@ def _adjusted_means(totals: FloatArray, k: int) -> FloatArray:
         return np.asarray(level[:, None] + totals[:, :k] / totals[:, k : 2 * k], dtype=np.float64)
 
 
-def _interval(reps: FloatArray | None, confidence: float, n_slots: int | None = None,
+def _interval(reps: FloatArray | None, confidence: float, n_slots: float | None = None,
               estimate: float = np.nan) -> tuple[float, float]:
     """Percentile interval of ``reps``; with ``n_slots``, the slot interval around ``estimate``
     (:func:`counterbench.stats.inference.slot_interval`)."""
@@ -169,9 +169,10 @@ def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositi
     n = r.size
     gap = float(relative_gap(r.mean(), c.mean(), signed=True, nonpositive=nonpositive)) if n else np.nan
     reps = None if totals is None else relative_gap(totals[:, 0], totals[:, 1], signed=True, nonpositive=nonpositive)
-    low, high = _interval(reps, confidence, n, gap)
-    p = float(slot_t_pvalue(gap, reps[None, :], n)[0]) if reps is not None else np.nan
-    return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps,
+    n_eff = effective_slots(np.abs(r) + np.abs(c))
+    low, high = _interval(reps, confidence, n_eff, gap)
+    p = float(slot_t_pvalue(gap, reps[None, :], n_eff)[0]) if reps is not None else np.nan
+    return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps, "_n_eff": n_eff,
             "_above": int(np.count_nonzero(r > c)), "_below": int(np.count_nonzero(r < c)),
             "sign_consistency": float(np.count_nonzero(r > c) * 100.0 / n) if n else np.nan,
             "tie_share": float(np.count_nonzero(r == c) * 100.0 / n) if n else np.nan,

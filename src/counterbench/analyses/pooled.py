@@ -11,13 +11,15 @@ Decisions:
 - **``cpg_overall``** per model × language × canonical pair: the unweighted mean over use cases of the
   per-use-case canonical pair gaps (each use case has its own unit — rupees, percent — so the gaps,
   not the values, are pooled). Replicates: the mean of the use cases' replicates (each use case's
-  slots are resampled independently: a stratified slot bootstrap); the interval is expanded with
-  the total matched slots and one group per use case; sign consistency over every matched slot. This
+  slots are resampled independently: a stratified slot bootstrap), each use case's replicates first
+  spread by its own small-sample factor with its effective slots
+  (:func:`~counterbench.stats.inference.pooled_replicates`), Welch–Satterthwaite df; sign
+  consistency over every matched slot. This
   is the figure the headline finding reads, and the only one the quick preset (2 slots per use
   case) can test. Family for the marks: one model's rows.
 - **Identifier deviation interval**: in every replicate, the slot-adjusted identifier means of each
   cell give the deviations (m_i − G)/|G| × 100; they are averaged over the cells (use cases ×
-  languages) like the point estimate, and the interval is expanded with the slots of all cells.
+  languages) like the point estimate, and the interval is corrected with the slots of all cells.
   Descriptive: no mark.
 """
 
@@ -32,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import MIN_SLOTS, family_marks, pooled_replicates, slot_interval, slot_t_pvalue
 
 __all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
 
@@ -64,10 +66,11 @@ def _overall(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
         reps_list = [r for r in part["_reps"] if r is not None]
         low = high = p = np.nan
         if len(reps_list) == len(part):
-            reps = np.mean(np.vstack(reps_list), axis=0)[None, :]
-            lo, hi = slot_interval(gap, reps, n, len(part), confidence)
+            pooled, df = pooled_replicates(reps_list, list(part["_n_eff"]))
+            reps = pooled[None, :]
+            lo, hi = slot_interval(gap, reps, n, len(part), confidence, df=df, factor=1.0)
             low, high = float(lo[0]), float(hi[0])
-            p = float(slot_t_pvalue(gap, reps, n, len(part))[0])
+            p = float(slot_t_pvalue(gap, reps, n, len(part), df=df, factor=1.0)[0])
         model, language, axis, reference, comparison = key
         records.append({"model": model, "language": language, "axis": axis, "reference": reference,
                         "comparison": comparison, "gap": gap, "ci_low": low, "ci_high": high,
@@ -83,7 +86,7 @@ def cpg_tables(rows: list[dict[str, Any]], confidence: float) -> tuple[pd.DataFr
     cpg = pd.DataFrame.from_records(rows)
     if not cpg.empty:
         cpg["n_agree"] = cpg["_above"].where(cpg["gap"] > 0, cpg["_below"].where(cpg["gap"] < 0, 0))
-        cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below"]))
+        cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below", "_n_eff"]))
     return cpg, overall
 
 

@@ -14,6 +14,10 @@ rather than t tails. Decisions:
   Teachers Should Know About the Bootstrap*, 2015, applied to the standard error: with 2 slots per
   group the percentiles of a bootstrap are bounded by the few distinct resamples and cannot be
   expanded). With many slots it is the usual normal interval of the bootstrap.
+- **Effective slots.** For a ratio of sums (a canonical pair gap) a slot weighs its answers' level, and
+  slots of very different levels (prices from ₹20,000 to ₹1.8 lakh) carry less information than
+  their count: n is then Kish's effective number ``(Σw)² / Σw²`` (:func:`effective_slots`). The
+  threshold below still counts slots.
 - **p-value** of "the statistic is 0": the matching t-test, so an interval excludes 0 exactly when
   p < 0.05. Smooth (no floor at 1 / replicates), so Benjamini–Hochberg can rank small p-values.
 - **Too little data**: a comparison resting on fewer than :data:`MIN_SLOTS` slots is not tested
@@ -40,7 +44,9 @@ from counterbench.stats.multiple_testing import benjamini_hochberg
 __all__ = [
     "ALPHA",
     "MIN_SLOTS",
+    "effective_slots",
     "family_marks",
+    "pooled_replicates",
     "slot_interval",
     "slot_t_pvalue",
     "too_few_text",
@@ -49,7 +55,16 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 ALPHA = 0.05
 #: fewest slots (matched prompts) a comparison needs before it is tested; see the module docstring
-MIN_SLOTS = 5
+MIN_SLOTS = 3
+
+
+def effective_slots(weights: npt.ArrayLike) -> float:
+    """Kish's effective number of slots ``(Σw)² / Σw²`` of a ratio statistic whose slots weigh ``w``
+    (e.g. a canonical pair gap of sums: a slot weighs its answers' level). Equal weights: the count."""
+    w = np.abs(np.asarray(weights, dtype=np.float64).ravel())
+    w = w[np.isfinite(w)]
+    total = float((w * w).sum())
+    return float(w.sum() ** 2 / total) if total > 0 else float(w.size)
 
 
 def _expansion(n_slots: npt.ArrayLike, n_groups: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -63,6 +78,39 @@ def _expansion(n_slots: npt.ArrayLike, n_groups: npt.ArrayLike) -> tuple[FloatAr
     return np.asarray(factor, dtype=np.float64), np.asarray(df, dtype=np.float64)
 
 
+def _overrides(size: int, n_slots: npt.ArrayLike, n_groups: npt.ArrayLike, df: npt.ArrayLike | None,
+               factor: npt.ArrayLike | None) -> tuple[FloatArray, FloatArray]:
+    f, d = _expansion(np.broadcast_to(n_slots, size), np.broadcast_to(n_groups, size))
+    if factor is not None:
+        f = np.broadcast_to(np.asarray(factor, dtype=np.float64), (size,)).copy()
+    if df is not None:
+        d = np.broadcast_to(np.asarray(df, dtype=np.float64), (size,)).copy()
+    return f, d
+
+
+def pooled_replicates(reps: Sequence[FloatArray], n_eff: Sequence[float]) -> tuple[FloatArray, float]:
+    """The mean of several independently resampled strata's replicates (e.g. one per use case), each
+    first spread by its own sqrt(n/(n−1)) around its centre, and the Welch–Satterthwaite df of the
+    mean. Use with ``factor=1`` and that ``df``."""
+    scaled = []
+    variances = []
+    dfs = []
+    for r, n in zip(reps, n_eff, strict=True):
+        arr = np.asarray(r, dtype=np.float64)
+        f, d = _expansion(np.array([n]), np.array([1.0]))
+        centre = float(np.nanmean(arr))
+        spread = float(np.sqrt(f[0])) if np.isfinite(f[0]) else np.nan
+        scaled.append(centre + (arr - centre) * spread)
+        variances.append(float(np.nanvar(arr)) * (f[0] if np.isfinite(f[0]) else np.nan))
+        dfs.append(float(d[0]))
+    mean = np.mean(np.vstack(scaled), axis=0)
+    v = np.array(variances)
+    dfa = np.array(dfs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df = float(v.sum() ** 2 / np.sum(v**2 / dfa)) if np.all(dfa >= 1) and v.sum() > 0 else float(np.nansum(dfa))
+    return np.asarray(mean, dtype=np.float64), df
+
+
 def _slot_se(reps: FloatArray, factor: FloatArray) -> FloatArray:
     """Bootstrap standard error per row (finite replicates only), inflated by sqrt(factor)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -74,13 +122,16 @@ def _slot_se(reps: FloatArray, factor: FloatArray) -> FloatArray:
 
 
 def slot_interval(estimate: npt.ArrayLike, reps: npt.ArrayLike, n_slots: npt.ArrayLike,
-                  n_groups: npt.ArrayLike = 1, confidence: float = 0.95) -> tuple[FloatArray, FloatArray]:
+                  n_groups: npt.ArrayLike = 1, confidence: float = 0.95, *, df: npt.ArrayLike | None = None,
+                  factor: npt.ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
     """The 95% interval of each row: ``estimate ± t_df · se · sqrt(n̄/(n̄−1))`` with ``se`` the slot
     bootstrap standard error of ``reps`` (rows × replicates). NaN where a row has < 2 slots per group
-    or fewer than 2 finite replicates. Excludes 0 exactly when :func:`slot_t_pvalue` < 1 − confidence."""
+    or fewer than 2 finite replicates. Excludes 0 exactly when :func:`slot_t_pvalue` < 1 − confidence.
+    ``df`` / ``factor`` replace the degrees of freedom / variance factor (e.g. for replicates that are
+    already corrected per stratum, see :func:`pooled_replicates`)."""
     est = np.atleast_1d(np.asarray(estimate, dtype=np.float64))
     arr = np.atleast_2d(np.asarray(reps, dtype=np.float64))
-    factor, df = _expansion(np.broadcast_to(n_slots, est.size), np.broadcast_to(n_groups, est.size))
+    factor, df = _overrides(est.size, n_slots, n_groups, df, factor)
     if arr.shape[1] < 2:
         nan = np.full(est.size, np.nan)
         return nan, nan.copy()
@@ -90,12 +141,13 @@ def slot_interval(estimate: npt.ArrayLike, reps: npt.ArrayLike, n_slots: npt.Arr
 
 
 def slot_t_pvalue(estimate: npt.ArrayLike, reps: npt.ArrayLike, n_slots: npt.ArrayLike,
-                  n_groups: npt.ArrayLike = 1) -> FloatArray:
+                  n_groups: npt.ArrayLike = 1, *, df: npt.ArrayLike | None = None,
+                  factor: npt.ArrayLike | None = None) -> FloatArray:
     """Two-sided p of "the statistic is 0" from slot-bootstrap replicates (rows × replicates): a t-test
     with the bootstrap SE inflated by sqrt(n̄/(n̄−1)) and df = slots − groups (see module)."""
     est = np.atleast_1d(np.asarray(estimate, dtype=np.float64))
     arr = np.atleast_2d(np.asarray(reps, dtype=np.float64))
-    factor, df = _expansion(np.broadcast_to(n_slots, est.size), np.broadcast_to(n_groups, est.size))
+    factor, df = _overrides(est.size, n_slots, n_groups, df, factor)
     if arr.shape[1] < 2:
         return np.full(est.size, np.nan)
     se = _slot_se(arr, factor)
