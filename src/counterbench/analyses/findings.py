@@ -27,7 +27,7 @@ import pandas as pd
 
 from counterbench.stats.inference import ALPHA, MIN_SLOTS
 
-__all__ = ["MAX_FINDINGS", "ci_methods", "findings", "marks_summary"]
+__all__ = ["MAX_FINDINGS", "ci_methods", "findings", "findings_block", "marks_summary"]
 
 MAX_FINDINGS = 3
 
@@ -138,8 +138,7 @@ def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapp
         earned = earned.assign(_size=earned["gap"].abs()).sort_values("_size", ascending=False)
         for record in earned.head(MAX_FINDINGS).to_dict("records"):
             uses = int(_num(record.get("n_use_cases")) or 0)
-            where = (f"in {_label(names, record['language'])} ({record['axis']}, averaged over "
-                     f"{uses} use case{'s' if uses != 1 else ''})")
+            where = f"in {_label(names, record['language'])}, averaged over {uses} use case{'s' if uses != 1 else ''}"
             out.append(gap_sentence(record, names, where))
         if earned.empty:
             tested = int(sum(_truthy(v) for v in rows["testable"])) if "testable" in rows.columns else 0
@@ -154,8 +153,7 @@ def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapp
                        f"{'s' if tested != 1 else ''} tested{extra}).")
         largest = _largest_use_case(per_uc, model, float(earned["_size"].max()) if not earned.empty else 0.0)
         if largest is not None:
-            where = (f"in {_label(names, largest['language'])} {_label(names, largest['use_case'])} "
-                     f"({largest['axis']})")
+            where = f"in {_label(names, largest['language'])}, {_label(names, largest['use_case'])}"
             out.append("Largest in a single use case: " + gap_sentence(largest, names, where))
     return out
 
@@ -169,3 +167,9 @@ def _largest_use_case(per_uc: pd.DataFrame | None, model: str, above: float) -> 
         return None
     best = {str(k): v for k, v in rows.loc[rows["gap"].abs().idxmax()].to_dict().items()}
     return best if abs(_num(best["gap"])) > above else None
+
+
+def findings_block(summary: Mapping[str, Any]) -> str:
+    """The findings of an analysis summary as terminal text (empty when there are none)."""
+    lines = [str(line) for line in summary.get("findings") or []]
+    return "\n".join(["What we found:", *(f"- {line}" for line in lines)]) if lines else ""

@@ -153,6 +153,15 @@ def _cpg_suff(cell: _Cell, first: str, second: str) -> FloatArray:
     return np.column_stack([np.where(matched, r, 0.0), np.where(matched, c, 0.0)])
 
 
+def _slot_gap_suff(cell: _Cell, first: str, second: str, nonpositive: Nonpositive) -> FloatArray:
+    """Per universe slot: [signed relative gap of the two answers, 1] where both answered (and the gap is
+    defined), else [0, 0] — the sufficient statistics of the mean per-slot gap (``cpg_overall``)."""
+    r, c = cell.matrix[:, cell.names.index(first)], cell.matrix[:, cell.names.index(second)]
+    gap = relative_gap(r, c, signed=True, nonpositive=nonpositive)
+    ok = ~np.isnan(gap)
+    return np.column_stack([np.where(ok, gap, 0.0), ok.astype(np.float64)])
+
+
 def _mog_suff(cell: _Cell) -> FloatArray:
     present = ~np.isnan(cell.matrix)
     any_value: npt.NDArray[np.bool_] = np.asarray(present.any(axis=1))
@@ -226,8 +235,10 @@ def _group_cells(gblock: pd.DataFrame, universe: pd.MultiIndex, pairs: Mapping[s
         if pair is not None and pair[0] in cell.names and pair[1] in cell.names:
             cell.cpg = pair
             parts.append(_cpg_suff(cell, *pair))
+            parts.append(_slot_gap_suff(cell, *pair, profile.nonpositive))
             cell.blocks["cpg"] = (width, width + 2)
-            width += 2
+            cell.blocks["cpg_slots"] = (width + 2, width + 4)
+            width += 4
         if len(cell.names) >= 2:
             if profile.mog_reselect:
                 suff = _mog_suff(cell)
@@ -267,11 +278,16 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
         totals = resampler.weights(group) @ suff if resampler.n_boot > 0 and suff.shape[1] else None
         for cell in cells:
             for table, (a, b) in cell.blocks.items():
-                if table == "release_pair":
+                if table in ("release_pair", "cpg_slots"):
                     continue
                 part, reps = suff[:, a:b], None if totals is None else totals[:, a:b]
                 if table == "cpg" and cell.cpg is not None:
                     row = _pair_row(*_pair_values(cell, *cell.cpg), reps, profile.nonpositive, confidence)
+                    sa, sb = cell.blocks["cpg_slots"]
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        row["_slot_gap"] = float(suff[:, sa].sum() / suff[:, sb - 1].sum())
+                        row["_slot_reps"] = None if totals is None else totals[:, sa] / totals[:, sb - 1]
+                    row["_slot_n"] = int(suff[:, sb - 1].sum())
                     cpg_rows.append({**cell.key, "reference": cell.cpg[0], "comparison": cell.cpg[1], **row})
                 elif table == "mog" and profile.mog_reselect:
                     mog_rows.append({**cell.key, **_mog_row(cell, part)})

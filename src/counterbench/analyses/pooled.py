@@ -8,15 +8,17 @@ Decisions:
   a row is ``testable`` with at least :data:`~counterbench.stats.inference.MIN_SLOTS` matched slots,
   ``significant`` when its Benjamini–Hochberg q ≤ 0.05 within the model's testable rows of the table
   (the family: one model's use cases × languages × canonical pairs).
-- **``cpg_overall``** per model × language × canonical pair: the unweighted mean over use cases of the
-  per-use-case canonical pair gaps (each use case has its own unit — rupees, percent — so the gaps,
-  not the values, are pooled). Replicates: the mean of the use cases' replicates (each use case's
-  slots are resampled independently: a stratified slot bootstrap), each use case's replicates first
-  spread by its own small-sample factor with its effective slots
-  (:func:`~counterbench.stats.inference.pooled_replicates`), Welch–Satterthwaite df; sign
-  consistency over every matched slot. This
-  is the figure the headline finding reads, and the only one the quick preset (2 slots per use
-  case) can test. Family for the marks: one model's rows.
+- **``cpg_overall``** per model × language × canonical pair: the mean over use cases (equal weights)
+  of each use case's mean *per-slot* signed relative gap (r − c)/((r + c)/2) × 100 over its matched
+  slots. Per-slot gaps, not gaps of sums: every matched prompt counts the same whatever its answer
+  level (in the quick preset the strongest profile's salary would otherwise outweigh the weakest's
+  four to one), and each use case's unit (rupees, percent) cancels. Replicates: the mean of the
+  use cases' replicates (each use case's slots are resampled independently: a stratified slot
+  bootstrap); interval and p with df = slots − use cases and the n̄/(n̄−1) factor; sign consistency
+  over every matched slot. A use case with a single matched slot is left out (a resample of one slot
+  has no spread, which would make the interval too narrow). This is the figure the headline finding
+  reads, and the only one the quick preset (2 slots per use case) can test. Family for the marks:
+  one model's rows.
 - **Identifier deviation interval**: in every replicate, the slot-adjusted identifier means of each
   cell give the deviations (m_i − G)/|G| × 100; they are averaged over the cells (use cases ×
   languages) like the point estimate, and the interval is corrected with the slots of all cells.
@@ -34,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from counterbench.stats.inference import MIN_SLOTS, family_marks, pooled_replicates, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_interval, slot_t_pvalue
 
 __all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
 
@@ -57,20 +59,19 @@ def _overall(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(rows)
     records = []
     for key, part in frame.groupby(["model", "language", "axis", "reference", "comparison"], sort=False):
-        part = part[part["n_slots"] > 0]
+        part = part[part["_slot_n"] >= 2]  # a use case with one matched slot says nothing about the spread
         if part.empty:
             continue
-        gap = float(part["gap"].mean())
-        n = int(part["n_slots"].sum())
+        gap = float(part["_slot_gap"].mean())
+        n = int(part["_slot_n"].sum())
         above, below = int(part["_above"].sum()), int(part["_below"].sum())
-        reps_list = [r for r in part["_reps"] if r is not None]
+        reps_list = [r for r in part["_slot_reps"] if r is not None]
         low = high = p = np.nan
         if len(reps_list) == len(part):
-            pooled, df = pooled_replicates(reps_list, list(part["_n_eff"]))
-            reps = pooled[None, :]
-            lo, hi = slot_interval(gap, reps, n, len(part), confidence, df=df, factor=1.0)
+            reps = np.mean(np.vstack(reps_list), axis=0)[None, :]
+            lo, hi = slot_interval(gap, reps, n, len(part), confidence)
             low, high = float(lo[0]), float(hi[0])
-            p = float(slot_t_pvalue(gap, reps, n, len(part), df=df, factor=1.0)[0])
+            p = float(slot_t_pvalue(gap, reps, n, len(part))[0])
         model, language, axis, reference, comparison = key
         records.append({"model": model, "language": language, "axis": axis, "reference": reference,
                         "comparison": comparison, "gap": gap, "ci_low": low, "ci_high": high,
@@ -86,7 +87,8 @@ def cpg_tables(rows: list[dict[str, Any]], confidence: float) -> tuple[pd.DataFr
     cpg = pd.DataFrame.from_records(rows)
     if not cpg.empty:
         cpg["n_agree"] = cpg["_above"].where(cpg["gap"] > 0, cpg["_below"].where(cpg["gap"] < 0, 0))
-        cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below", "_n_eff"]))
+        cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below", "_n_eff", "_slot_gap", "_slot_reps",
+                                          "_slot_n"]))
     return cpg, overall
 
 

@@ -5,9 +5,10 @@ the smallest relative gap between the two identities — in % of the pair's mean
 ``cpg`` tables, and as "% less" — that counterbench's test marks with probability ``power``.
 
 Model of the answers (the simulated models' law): value = level(slot) × identity effect ×
-exp(σ z). Then the canonical pair gap of one cell has standard error
+exp(σ z). Then the canonical pair gap of one cell (a gap of sums) has standard error
 ``100 · sqrt(2) · σ · sqrt(Σ b²) / Σ b`` over its matched slots (b: each slot's answer level; with
-equal levels ``100 · sqrt(2) · σ / sqrt(n)``); averaged over U use cases, ``sqrt(Σ SE_u²) / U``.
+equal levels ``100 · sqrt(2) · σ / sqrt(n)``); ``cpg_overall`` (the mean over U use cases of mean
+per-slot gaps) has ``sqrt(Σ_u 2 · 100² σ² / n_u) / U`` over the use cases with ≥ 2 matched slots.
 
 Decision rule (as in the analysis): a t-test on the slot bootstrap with df = slots − use cases, at the
 level Benjamini–Hochberg gives a *single* real gap among the m tested in the model's family,
@@ -16,9 +17,10 @@ with noncentrality δ / SE (scipy's ``nct``); the minimum detectable gap solves 
 
 σ is measured from a run (:func:`noise_from_values`: the residual of log answers after slot and
 identity effects, pooled over a model's cells — the noise that identity effects must beat) or
-assumed (``counterbench power --noise-sd``). Without a run the answer levels are taken as equal
-across slots, which is optimistic when profiles' answers differ a lot (salaries from 5 to 24 LPA
-raise the standard error by ~7%). ``benchmarks/calibration.py`` checks the prediction against
+assumed (``counterbench power --noise-sd``). Without a run the answer levels of a use case are
+taken as equal across slots, which is optimistic for the per-use-case gaps when profiles' answers
+differ a lot (salaries from 5 to 24 LPA raise their standard error by ~7%); the figure averaged over
+use cases does not depend on the levels. ``benchmarks/calibration.py`` checks the prediction against
 simulated power.
 """
 
@@ -104,9 +106,11 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     cells["df"] = cells["n_slots"] - 1
     cells["testable"] = cells["n_slots"] >= MIN_SLOTS
     cells["family_size"] = cells.groupby(list(by))["testable"].transform("sum")
-    pooled = cells.groupby([*by, "language", "axis", "reference", "comparison"], sort=False).agg(
+    usable = cells[cells["n_slots"] >= 2].assign(
+        _var=lambda f: (100.0 * np.sqrt(2.0) * f["noise_sd"]) ** 2 / f["n_slots"])  # per-slot gaps, equal weights
+    pooled = usable.groupby([*by, "language", "axis", "reference", "comparison"], sort=False).agg(
         n_slots=("n_slots", "sum"), n_use_cases=("n_slots", "size"), noise_sd=("noise_sd", "first"),
-        se=("se", lambda s: float(np.sqrt((s**2).sum())) / len(s))).reset_index()
+        se=("_var", lambda v: float(np.sqrt(v.sum())) / len(v))).reset_index()
     pooled["use_case"] = ALL_USE_CASES
     pooled["df"] = pooled["n_slots"] - pooled["n_use_cases"]
     pooled["testable"] = pooled["n_slots"] >= MIN_SLOTS
@@ -132,18 +136,22 @@ def design_power(prompts: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str,
 
 
 def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
-    """Per model, σ of log answers after removing slot and identity effects (pooled over cells)."""
+    """Per model, σ of log answers after removing slot and identity effects (pooled over cells): log
+    answers centred on their slot's mean, minus each identity's mean centred answer in its cell; the
+    sum of squares over (answers − slots − identities + 1) degrees of freedom per cell. A missing
+    answer only removes itself."""
     rows = values[values["value"] > 0]
     if rows.empty:
         return {}
     cell = ["model", "language", "use_case", "axis"]
     y = pd.Series(np.log(rows["value"].to_numpy(np.float64)), index=rows.index)
-    resid = (y - y.groupby([rows[c] for c in [*cell, *SLOT]], observed=True).transform("mean")
-             - y.groupby([rows[c] for c in [*cell, "identifier"]], observed=True).transform("mean")
-             + y.groupby([rows[c] for c in cell], observed=True).transform("mean"))
+    slot_keys = [rows[c] for c in [*cell, *SLOT]]
+    centred = y - y.groupby(slot_keys, observed=True).transform("mean")  # slot effects out
+    resid = centred - centred.groupby([rows[c] for c in [*cell, "identifier"]], observed=True).transform("mean")
     shape = rows.assign(_slot=rows.groupby([*cell, *SLOT], observed=True).ngroup())
-    per_cell = shape.groupby(cell, observed=True).agg(s=("_slot", "nunique"), k=("identifier", "nunique"))
-    per_cell["df"] = (per_cell["s"] - 1).clip(lower=0) * (per_cell["k"] - 1).clip(lower=0)
+    per_cell = shape.groupby(cell, observed=True).agg(n=("_slot", "size"), s=("_slot", "nunique"),
+                                                      k=("identifier", "nunique"))
+    per_cell["df"] = (per_cell["n"] - per_cell["s"] - per_cell["k"] + 1).clip(lower=0)
     dfs = per_cell.groupby(level="model", observed=True)["df"].sum()
     ss = (resid**2).groupby(rows["model"], observed=True).sum()
     return {str(m): float(np.sqrt(ss[m] / dfs[m])) for m in ss.index if m in dfs.index and dfs[m] > 0}
@@ -158,4 +166,7 @@ def power_table(values: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, s
     level = values.groupby(["model", "language", "use_case", "axis", *SLOT], observed=True)["value"].transform("mean")
     cells = _cells(values.assign(_level=level), canonical_pairs, ["model", "language", "use_case", "axis"])
     cells = cells[cells["model"].isin(list(noise))]
-    return _finish(cells, noise, power, alpha, ["model"])
+    out = _finish(cells, noise, power, alpha, ["model"])
+    if not out.empty:  # the averaged rows have no use case (a label here would read as a use case downstream)
+        out["use_case"] = out["use_case"].where(out["use_case"] != ALL_USE_CASES, None)
+    return out

@@ -135,8 +135,9 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "and ΔMean Δ% = Hinglish − English with CIs (paper Fig. 5)",
     "fairness_ablation": "per model × language: Mean Δ% with and without the fairness instruction on the "
     "same slots, their difference and relative change (paper Fig. 14)",
-    "power": "per model × language × use case (and all use cases) × canonical pair: the smallest gap (% of the "
-    "pair's mean; mde_less: % less) this design finds 80% of the time at the model's measured noise",
+    "power": "per model × language × use case (empty use case: averaged over use cases, as cpg_overall) × "
+    "canonical pair: the smallest gap (% of the pair's mean; mde_less: % less) this design finds 80% of the time "
+    "at the model's measured noise",
     "parse_health": "per model × prompt variant × use case × language: responses, values, refusals, "
     "unparseable answers, transport errors, out-of-range values (paper Table 22)",
 }

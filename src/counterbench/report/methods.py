@@ -15,6 +15,7 @@ from counterbench.report.context import (
     use_case_name,
 )
 from counterbench.report.document import Section
+from counterbench.stats.inference import MIN_SLOTS
 
 
 @dataclass
@@ -88,8 +89,12 @@ def headlines(ctx: ReportContext) -> list[str]:
     if cpg is not None and "significant" in cpg.columns:
         sig, tested, untested = _marked(cpg)
         few = f"; {untested} rest on too few matched prompts to test" if untested else ""
-        lines.append(f"{sig} of {tested} tested canonical-pair gaps per use case stay significant after "
-                     f"Benjamini–Hochberg correction within each model{few}.")
+        if tested:
+            lines.append(f"{sig} of {tested} tested canonical-pair gaps per use case stay significant after "
+                         f"Benjamini–Hochberg correction within each model{few}.")
+        else:
+            lines.append(f"None of the {untested} canonical-pair gaps per use case can be tested: each rests on "
+                         f"fewer than {MIN_SLOTS} matched prompts (the findings above average over use cases).")
     w = ctx.nonempty("kendalls_w_axis")
     if w is not None and "significant" in w.columns:
         sig, tested, _ = _marked(w)

@@ -46,7 +46,6 @@ __all__ = [
     "MIN_SLOTS",
     "effective_slots",
     "family_marks",
-    "pooled_replicates",
     "slot_interval",
     "slot_t_pvalue",
     "too_few_text",
@@ -88,29 +87,6 @@ def _overrides(size: int, n_slots: npt.ArrayLike, n_groups: npt.ArrayLike, df: n
     return f, d
 
 
-def pooled_replicates(reps: Sequence[FloatArray], n_eff: Sequence[float]) -> tuple[FloatArray, float]:
-    """The mean of several independently resampled strata's replicates (e.g. one per use case), each
-    first spread by its own sqrt(n/(n−1)) around its centre, and the Welch–Satterthwaite df of the
-    mean. Use with ``factor=1`` and that ``df``."""
-    scaled = []
-    variances = []
-    dfs = []
-    for r, n in zip(reps, n_eff, strict=True):
-        arr = np.asarray(r, dtype=np.float64)
-        f, d = _expansion(np.array([n]), np.array([1.0]))
-        centre = float(np.nanmean(arr))
-        spread = float(np.sqrt(f[0])) if np.isfinite(f[0]) else np.nan
-        scaled.append(centre + (arr - centre) * spread)
-        variances.append(float(np.nanvar(arr)) * (f[0] if np.isfinite(f[0]) else np.nan))
-        dfs.append(float(d[0]))
-    mean = np.mean(np.vstack(scaled), axis=0)
-    v = np.array(variances)
-    dfa = np.array(dfs)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        df = float(v.sum() ** 2 / np.sum(v**2 / dfa)) if np.all(dfa >= 1) and v.sum() > 0 else float(np.nansum(dfa))
-    return np.asarray(mean, dtype=np.float64), df
-
-
 def _slot_se(reps: FloatArray, factor: FloatArray) -> FloatArray:
     """Bootstrap standard error per row (finite replicates only), inflated by sqrt(factor)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -127,8 +103,7 @@ def slot_interval(estimate: npt.ArrayLike, reps: npt.ArrayLike, n_slots: npt.Arr
     """The 95% interval of each row: ``estimate ± t_df · se · sqrt(n̄/(n̄−1))`` with ``se`` the slot
     bootstrap standard error of ``reps`` (rows × replicates). NaN where a row has < 2 slots per group
     or fewer than 2 finite replicates. Excludes 0 exactly when :func:`slot_t_pvalue` < 1 − confidence.
-    ``df`` / ``factor`` replace the degrees of freedom / variance factor (e.g. for replicates that are
-    already corrected per stratum, see :func:`pooled_replicates`)."""
+    ``df`` / ``factor`` replace the degrees of freedom / variance factor."""
     est = np.atleast_1d(np.asarray(estimate, dtype=np.float64))
     arr = np.atleast_2d(np.asarray(reps, dtype=np.float64))
     factor, df = _overrides(est.size, n_slots, n_groups, df, factor)
