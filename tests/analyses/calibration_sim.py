@@ -242,21 +242,22 @@ def slot_threshold_coverage(n_slots: list[int], n_sims: int, *, noise_sd: float 
     ``tail_df``, the noise is Student-t with that many degrees of freedom (occasional wild answers) —
     and runs
     the analysis's machinery: slot multiplicities (:func:`~counterbench.stats.cluster_bootstrap.cluster_weights`),
-    the gap of the resampled sums, :func:`~counterbench.stats.inference.slot_interval` and
+    the gap of the resampled sums, the effective number of slots,
+    :func:`~counterbench.stats.inference.slot_interval` and
     :func:`~counterbench.stats.inference.slot_t_pvalue`. The plain percentile interval of the same
     replicates is reported for comparison. Chooses ``MIN_SLOTS``.
     """
     from counterbench.analyses.resampling import percentiles
     from counterbench.stats.cluster_bootstrap import cluster_weights
     from counterbench.stats.gaps import relative_gap
-    from counterbench.stats.inference import slot_interval, slot_t_pvalue
+    from counterbench.stats.inference import effective_slots, slot_interval, slot_t_pvalue
 
     levels = np.array([24, 20, 15, 22, 18, 13, 17, 14, 10, 9, 7.5, 5.5, 11, 9, 7, 11.5, 9.5, 7.0]) * 1e5
     rng = np.random.default_rng(seed)
     out: dict[int, dict[str, float]] = {}
     for n in n_slots:
         b = levels[np.arange(n) % levels.size]
-        cover = cover_pct = marks = 0
+        cover = cover_pct = marks = with_interval = 0
         for _ in range(n_sims):
             z = rng.standard_normal((2, n)) if tail_df is None else rng.standard_t(tail_df, (2, n))
             unit = step if step > 1 else step * b  # step ≤ 1: a share of the slot's level ("round numbers")
@@ -265,11 +266,14 @@ def slot_threshold_coverage(n_slots: list[int], n_sims: int, *, noise_sd: float 
             suff = np.column_stack([r, c])
             gap = float(relative_gap(r.sum(), c.sum(), signed=True))
             reps = relative_gap(*(cluster_weights(rng, n, n_boot) @ suff).T, signed=True)[None, :]
-            low, high = slot_interval(gap, reps, n)
+            n_eff = effective_slots(r + c)  # as the analysis does for a gap of sums
+            low, high = slot_interval(gap, reps, n_eff)
+            with_interval += bool(np.isfinite(low[0]))  # n_eff < 2 (two slots of unequal levels): none
             cover += bool(low[0] <= 0.0 <= high[0])
             plo, phi = percentiles(reps[0], 0.95)
             cover_pct += bool(plo <= 0.0 <= phi)
-            marks += bool(slot_t_pvalue(gap, reps, n)[0] < 0.05)
-        out[n] = {"slot_interval": cover / n_sims, "plain_percentile": cover_pct / n_sims,
+            marks += bool(slot_t_pvalue(gap, reps, n_eff)[0] < 0.05)
+        out[n] = {"slot_interval": cover / with_interval if with_interval else float("nan"),
+                  "share_with_interval": with_interval / n_sims, "plain_percentile": cover_pct / n_sims,
                   "p_below_0.05": marks / n_sims}
     return out
