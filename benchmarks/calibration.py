@@ -5,7 +5,8 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
 1. ``threshold``: the canonical pair gap's slot interval by number of matched slots (2–54), under
    four answer laws (3% lognormal noise rounded to ₹1,000; whole lakhs; "round numbers" at 10% of
    the level with 5% and 8% noise; Student-t(2) noise) — chooses ``MIN_SLOTS``, the smallest n that
-   always has an interval and whose coverage is ≥ 93% under every law. The plain percentile interval (before) is reported alongside.
+   always has an interval and whose coverage is ≥ 93% under every law. The plain percentile interval
+   (before) is reported alongside.
 2. ``full_english_null``: 500 simulated models on full English (19,575 prompts, no planted effect):
    coverage of every 95% interval (slots: after; pairs: the paper's, before) and the share of models
    with at least one star per table family (after: counterbench's marks; before: the old rule).
