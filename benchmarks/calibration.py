@@ -79,10 +79,11 @@ def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
         "simulated_power": float(gender["significant"].astype(bool).mean()),
     }
     if measured is not None and not measured.empty:
-        own = measured[(measured["axis"] == "Gender") & (measured["use_case"] == "all use cases")]
-        out["analysis_predicted_power_mean"] = float(sum(
-            gap_power(gap, float(r.se), float(r.n_slots - r.n_use_cases), float(r.alpha)) for r in own.itertuples()
-        ) / len(own))
+        own = measured[(measured["axis"] == "Gender") & measured["use_case"].isna()]  # averaged over use cases
+        if len(own):
+            out["analysis_predicted_power_mean"] = float(sum(
+                gap_power(gap, float(r.se), float(r.n_slots - r.n_use_cases), float(r.alpha))
+                for r in own.itertuples()) / len(own))
     out["false_stars_other_axes"] = float(overall[overall["axis"] != "Gender"].groupby("model")["significant"]
                                           .any().mean())
     return out
@@ -124,6 +125,8 @@ def main() -> None:
         report["results"][name] = run()
         report["seconds"][name] = round(time.perf_counter() - started, 1)
         print(f"{name}: {report['seconds'][name]} s", file=sys.stderr, flush=True)
+        if args.out is not None:  # keep what is done if a later scenario fails
+            args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     text = json.dumps(report, indent=2, default=str)
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")
