@@ -5,7 +5,7 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
 1. ``threshold``: the canonical pair gap's slot interval by number of matched slots (2–54), under
    four answer laws (3% lognormal noise rounded to ₹1,000; whole lakhs; "round numbers" at 10% of
    the level with 5% and 8% noise; Student-t(2) noise) — chooses ``MIN_SLOTS``, the smallest n that
-   always has an interval and whose coverage is ≥ 93% under every law. The plain percentile interval
+   has an interval in ≥ 99% of simulations and whose coverage is ≥ 93% under every law. The plain percentile interval
    (before) is reported alongside.
 2. ``full_english_null``: 500 simulated models on full English (19,575 prompts, no planted effect):
    coverage of every 95% interval (slots: after; pairs: the paper's, before) and the share of models
@@ -52,7 +52,7 @@ def threshold(scale: float, bootstrap: int) -> dict[str, Any]:
     sims = max(50, int(1000 * scale))
     laws = {name: slot_threshold_coverage(SLOTS, sims, n_boot=bootstrap, seed=i, **kw)  # type: ignore[arg-type]
             for i, (name, kw) in enumerate(LAWS.items())}
-    chosen = next((n for n in SLOTS if all(law[n]["share_with_interval"] == 1.0 and law[n]["slot_interval"] >= 0.93
+    chosen = next((n for n in SLOTS if all(law[n]["share_with_interval"] >= 0.99 and law[n]["slot_interval"] >= 0.93
                                            for law in laws.values())), None)
     return {"sims_per_cell": sims, "laws": laws, "min_slots_with_coverage_at_least_93pct": chosen}
 
