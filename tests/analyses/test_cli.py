@@ -43,7 +43,7 @@ def test_analyze_writes_every_table(cli: Callable[..., Any], small_store: Path, 
     assert summary["bootstrap"]["seed"] == 4 and summary["simulated"] == {"sim:biased": True, "sim:fair": True}
     assert set(summary["unsupported"]) >= {"language_moderation", "fairness_ablation"}
     assert summary["n_responses"] == 120 and summary["models"]["sim:fair"]["n_responses"] == 60
-    assert {"ci", "cluster_ci", "v10_ci", "cpg", "mog"} <= set(summary["ci_methods"])
+    assert {"ci", "pair_ci", "v10_ci", "cpg", "cpg_overall", "mog"} <= set(summary["ci_methods"])
     board = pd.read_parquet(out / "leaderboard.parquet")
     api_board = analyze(small_store, bootstrap=200, seed=4)["leaderboard"]
     pd.testing.assert_frame_equal(board, api_board.astype(board.dtypes.to_dict()), check_exact=False)
@@ -94,3 +94,40 @@ def test_result_write_and_json_safety(small_store: Path, tmp_path: Path) -> None
     text = (tmp_path / "w" / "summary.json").read_text(encoding="utf-8")
     assert "NaN" not in text and json.loads(text)["bootstrap"]["replicates"] == 0
     assert np.isnan(result["leaderboard"]["ci_low"]).all()
+
+
+def test_findings_lead_in_the_same_words_everywhere(cli: Callable[..., Any], small_store: Path,
+                                                    tmp_path: Path) -> None:
+    """The planted gap is found and said in words: summary.json, the end of the terminal output and the
+    top of report.md carry the same sentences; the fair model's sentence says there is nothing to report."""
+    out = tmp_path / "analysis"
+    proc = cli("analyze", "rupeebias", "--store", str(small_store), "--out", str(out), "--bootstrap", "300")
+    assert proc.returncode == 0, proc.stderr
+    findings = json.loads((out / "summary.json").read_text(encoding="utf-8"))["findings"]
+    biased = [f for f in findings if f.startswith("sim:biased offers")]
+    assert biased and all("less than" in f and "95% CI" in f and "matched prompts" in f for f in biased)
+    assert any(f.startswith("sim:biased offers Female") and "less than Male" in f for f in biased)
+    assert "sim:fair: no gap beyond noise between the canonical pairs" in " ".join(findings)
+    tail = proc.stdout.strip().splitlines()[-len(findings):]
+    assert [line.removeprefix("- ") for line in tail] == findings
+    report = tmp_path / "report.html"
+    assert cli("report", "--analysis", str(out), "--out", str(report)).returncode == 0
+    md = report.with_suffix(".md").read_text(encoding="utf-8")
+    top = md[: md.index("## ")]
+    for sentence in findings:
+        assert f"- {sentence}" in top
+
+
+def test_power_command(cli: Callable[..., Any], small_store: Path, tmp_path: Path) -> None:
+    proc = cli("power", "rupeebias", "--preset", "quick", "--out", str(tmp_path / "power.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Averaged over use cases, one identity offered" in proc.stdout and "too few" in proc.stdout
+    table = pd.read_csv(tmp_path / "power.csv")
+    pooled = table[table["use_case"] == "all use cases"]
+    assert len(pooled) == 6 and pooled["testable"].all() and (pooled["mde_less"] < 10).all()
+    measured = cli("power", "rupeebias", "--use-case", "salary_estimation", "--language", "en", "--store",
+                   str(small_store))
+    assert measured.returncode == 0, measured.stderr
+    assert "measured, sim:fair" in measured.stdout and "measured, sim:biased" in measured.stdout
+    bad = cli("power", "rupeebias", "--noise-sd", "lots")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "--noise-sd" in bad.stderr

@@ -52,7 +52,7 @@ def test_maximum_observed_gap_names_the_planted_identifiers(result: AnalysisResu
         favoured, penalised = CANONICAL_PAIRS[row.axis]
         assert (row.top_identifier, row.bottom_identifier) == (favoured, penalised), row
         assert 27.0 < row.max_gap < 34.0
-        assert row.ci_low > 20.0
+        assert np.isnan(row.ci_low)  # descriptive: a re-selected maximum has no interval that covers
 
 
 def test_fair_model_is_at_its_noise_level(result: AnalysisResult) -> None:

@@ -75,8 +75,9 @@ def test_strata_pool_into_cells() -> None:
     assert cells.loc["a", "mean_delta"] == pytest.approx(np.nanmean(values[:400]))
     assert cells.loc["a", "n_pairs"] == 399
     assert cells.loc["a", "v10"] == pytest.approx(100 * np.sum(values[:400] > 12) / 399)
-    assert cells.loc["a", "ci_low"] < cells.loc["a", "mean_delta"] < cells.loc["a", "ci_high"]
-    assert cells.loc["a", "cluster_ci_low"] < cells.loc["a", "mean_delta"] < cells.loc["a", "cluster_ci_high"]
+    assert cells.loc["a", "pair_ci_low"] < cells.loc["a", "mean_delta"] < cells.loc["a", "pair_ci_high"]
+    assert cells.loc["a", "ci_low"] < cells.loc["a", "mean_delta"] < cells.loc["a", "ci_high"]  # slots
+    assert cells.loc["a", "n_slots"] == 40
     assert cells.loc["a", "v10_ci_low"] < cells.loc["a", "v10"] < cells.loc["a", "v10_ci_high"]
     # a stratum alone: the pooled replicate is that stratum's replicate mean
     single = cell_replicates(boot, ["model", "axis"])
@@ -112,12 +113,12 @@ def test_coverage_of_pair_and_slot_intervals() -> None:
         iid = rng.lognormal(0, 1, 1000) * np.where(strata == 1, 3.0, 1.0)
         boot = bootstrap_strata(iid, strata, keys, slots, n_boot=500, seed=i, tau=5.0, label="cov")
         cell = summarise_cells(cell_replicates(boot, ["model"])).iloc[0]
-        covered_pairs += cell["ci_low"] <= true_mean <= cell["ci_high"]
+        covered_pairs += cell["pair_ci_low"] <= true_mean <= cell["pair_ci_high"]
         clustered = np.repeat(rng.normal(0, 1, 50), 20) + rng.normal(0, 1, 1000)  # true mean 0
         boot = bootstrap_strata(clustered, np.zeros(1000, dtype=int), keys.iloc[:1], slots, n_boot=500, seed=i,
                                 tau=5.0, label="cov")
         cell = summarise_cells(cell_replicates(boot, ["model"])).iloc[0]
-        covered_slots += cell["cluster_ci_low"] <= 0.0 <= cell["cluster_ci_high"]
+        covered_slots += cell["ci_low"] <= 0.0 <= cell["ci_high"]
     print(f"coverage: pairs {covered_pairs / reps:.3f}, slots {covered_slots / reps:.3f}")
     assert 0.92 <= covered_pairs / reps <= 0.98, covered_pairs / reps
     assert 0.92 <= covered_slots / reps <= 0.98, covered_slots / reps

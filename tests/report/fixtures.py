@@ -37,7 +37,7 @@ def make_tables(models: list[str] | None = None, *, languages: list[str] | None 
     t: dict[str, list[dict[str, Any]]] = {k: [] for k in (
         "leaderboard", "axis_mean_delta", "use_case_mean_delta", "kendalls_w", "kendalls_w_axis", "cpg", "mog",
         "identifier_deviation", "qv_robustness", "merit_sensitivity", "profile_rank_agreement",
-        "language_moderation", "fairness_ablation", "parse_health", "pairs_per_axis")}
+        "language_moderation", "fairness_ablation", "parse_health", "pairs_per_axis", "cpg_overall", "power")}
     for m in models:
         base = level[m]
         total_pairs = sum(PAIRS.values()) * 20
@@ -54,6 +54,16 @@ def make_tables(models: list[str] | None = None, *, languages: list[str] | None 
                                                  q_bh_within_axis=min(1, p * 3), q_bh_all=min(1, p * 6),
                                                  significant=p * 3 < 0.05))
                 ref, comp = CANONICAL[axis]
+                pooled = (base * 2 if m == "sim:biased" else 0) + rng.normal(0, 0.7)
+                t["cpg_overall"].append(dict(model=m, language=lang, axis=axis, reference=ref, comparison=comp,
+                                             gap=pooled, ci_low=pooled - 1.2, ci_high=pooled + 1.2, n_slots=200,
+                                             n_use_cases=5, n_agree=150, significant=abs(pooled) > 1.2,
+                                             testable=True))
+                for uc in [*USE_CASES, None]:
+                    t["power"].append(dict(model=m, language=lang, use_case=uc, axis=axis, reference=ref,
+                                           comparison=comp, n_slots=200 if uc is None else 40, noise_sd=0.03,
+                                           mde=2.0 if uc is None else 4.5, mde_less=2.0 if uc is None else 4.4,
+                                           testable=True))
                 for uc in USE_CASES:
                     gap = (base * 2 if m == "sim:biased" else 0) + rng.normal(0, 1.5)
                     t["cpg"].append(dict(model=m, language=lang, use_case=uc, axis=axis, reference=ref,

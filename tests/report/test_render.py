@@ -84,7 +84,7 @@ def test_unsupported_sections_say_what_run_would_fill_them() -> None:
 def test_empty_analysis_still_renders() -> None:
     empty = {name: frame.iloc[0:0] for name, frame in make_tables(["sim:fair"]).items()}
     html, md = render_report(ReportInput(empty, {"study": "rupeebias"}))
-    assert html.count("Not available for this run.") == 14
+    assert html.count("Not available for this run.") == 15  # 15 sections, power included
     assert "Methods" in html and md.startswith("# RupeeBias audit report")
 
 

@@ -5,9 +5,11 @@ numbers depend on that model's answers alone (each cell has its own bootstrap st
 cell). Three things span models and are redone on the combined tables:
 
 * the leaderboard's ``rank`` (models sorted by overall Mean Δ%, as in the joint analysis);
-* the Benjamini–Hochberg q-values of Kendall's W (``q_bh_all`` over every included cell or axis,
-  ``q_bh_within_axis`` per language × axis, ``q_bh`` per language) and their ``significant`` marks;
-* the summary (counts added up, lists united, dates widened, ``unsupported`` recomputed).
+* the paper's Benjamini–Hochberg q-values of Kendall's W (``q_bh_all`` over every included cell or axis,
+  ``q_bh_within_axis`` per language × axis, ``q_bh`` per language); the ``significant`` marks are
+  corrected within each model's rows (:mod:`counterbench.stats.inference`), so they stay as computed;
+* the summary (counts added up, lists united, dates widened, findings in leaderboard order,
+  ``unsupported`` recomputed).
 
 Rows come out in the joint analysis's order (models in leaderboard order, each model's rows as its
 own analysis ordered them). ``tests/analyses/test_by_model.py`` checks every table against the
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.ordering import ALPHA, _bh
+from counterbench.analyses.ordering import _bh
 from counterbench.analyses.rupeebias import AnalysisResult, analyze
 from counterbench.errors import UserError
 
@@ -104,24 +106,22 @@ def combine_results(parts: Sequence[AnalysisResult]) -> AnalysisResult:
 
 
 def _correct_kendalls_w(tables: dict[str, pd.DataFrame]) -> None:
-    """Benjamini–Hochberg over every model at once, as :func:`ordering.kendalls_w_tables` does."""
+    """The paper's Benjamini–Hochberg q-values over every model at once, as :func:`ordering.kendalls_w_tables`
+    computes them (the ``significant`` marks are per model and need no recomputation)."""
     per_cell = tables.get("kendalls_w")
     if per_cell is not None and not per_cell.empty:
         per_cell["q_bh_all"] = _bh(per_cell["p_value"].where(per_cell["included"].astype(bool)))
-        per_cell["significant"] = per_cell["q_bh_all"] < ALPHA
     per_axis = tables.get("kendalls_w_axis")
     if per_axis is not None and not per_axis.empty:
         per_axis["q_bh_within_axis"] = np.nan
         for _, idx in per_axis.groupby(["language", "axis"], sort=False).groups.items():
             per_axis.loc[idx, "q_bh_within_axis"] = _bh(per_axis.loc[idx, "p_fisher"])
         per_axis["q_bh_all"] = _bh(per_axis["p_fisher"])
-        per_axis["significant"] = per_axis["q_bh_within_axis"] < ALPHA
     by_model = tables.get("kendalls_w_model")
     if by_model is not None and not by_model.empty:
         by_model["q_bh"] = np.nan
         for _, idx in by_model.groupby("language", sort=False).groups.items():
             by_model.loc[idx, "q_bh"] = _bh(by_model.loc[idx, "p_fisher"])
-        by_model["significant"] = by_model["q_bh"] < ALPHA
 
 
 def _summary(parts: Sequence[AnalysisResult], tables: dict[str, pd.DataFrame], order: list[str]) -> dict[str, Any]:
@@ -137,6 +137,8 @@ def _summary(parts: Sequence[AnalysisResult], tables: dict[str, pd.DataFrame], o
         for lang, n in s.get("n_pairs_by_language", {}).items():
             by_language[lang] = by_language.get(lang, 0) + int(n)
     out["n_pairs_by_language"] = by_language
+    out["findings"] = [line for m in order for s in summaries if m in s.get("models", {})
+                       for line in s.get("findings", [])]
     for key in _LISTS:
         out[key] = list(dict.fromkeys(v for s in summaries for v in s.get(key, [])))
     firsts = [s["first_response"] for s in summaries if s.get("first_response")]

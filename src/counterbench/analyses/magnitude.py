@@ -9,14 +9,19 @@ Decisions:
 
 - **Overall** Mean Δ% pools the pairs of both languages (spec §3, Table 2); ``axis_mean`` is the
   unweighted mean of the per-axis Mean Δ% over the pooled languages.
+- **Intervals.** ``ci_low``/``ci_high`` are *the* 95% CI: slots resampled (paired where two arms
+  share slots), expanded for few slots (:mod:`counterbench.stats.inference`). ``pair_ci_*`` is the
+  paper's method (pairs resampled), kept as a labelled column: pairs of one slot share a profile
+  and a question, so it is too narrow (docs/analysis.md gives the simulation).
 - **Language shift** (Fig. 5b): ΔMean Δ% = Hinglish − English per model × axis, pooled over use
-  cases. ``ci``: the two languages' pair replicates subtracted (independent arms, as the paper's
-  pair bootstrap); ``cluster_ci``: paired slot bootstrap, a slot matched with the same use case ×
-  axis × profile × question variant in the other language.
+  cases. ``ci``: paired slot bootstrap, a slot matched with the same use case × axis × profile ×
+  question variant in the other language; ``pair_ci``: the two languages' pair replicates
+  subtracted (independent arms). ``significant``: BH q ≤ 0.05 over the model's rows (family: one
+  model's axes), tested only with ≥ ``MIN_SLOTS`` matched slots.
 - **Fairness ablation** (App. E): the standard arm is restricted to the slots the fairness run
   covers (same use cases, profiles, question variants), so the two means compare like with like;
-  relative change = (fair − standard) / standard × 100; intervals as for the language shift, slots
-  matched on the whole slot key.
+  relative change = (fair − standard) / standard × 100; intervals and marks as for the language
+  shift (family: one model's languages), slots matched on the whole slot key.
 - **Merit sensitivity** (App. D): Δ% between every pair of profiles within (identifier, question
   variant) (:func:`counterbench.stats.robustness.profile_pair_gaps`), stratified by model ×
   language × use case; the cluster interval resamples (axis, identifier, question variant) slots.
@@ -31,18 +36,20 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from counterbench.analyses.pooled import mark_rows
 from counterbench.analyses.profiles import AnalysisProfile
 from counterbench.analyses.resampling import (
     CellReplicates,
     StrataBootstrap,
     bootstrap_strata,
     cell_replicates,
-    slot_bootstrap,
     summarise_cells,
 )
 from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
+from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps
+from counterbench.stats.inference import slot_interval, slot_t_pvalue
 from counterbench.stats.robustness import profile_pair_gaps
 from counterbench.stats.seeding import stable_seed
 
@@ -84,7 +91,9 @@ def _bootstrap_pairs(pairs: PairGaps, strata_cols: Sequence[str], *, n_boot: int
     slot_stratum = keys.groupby(cols, observed=True, sort=False, dropna=False).ngroup().to_numpy()
     strata_keys = keys[cols].drop_duplicates().reset_index(drop=True)
     weights_for = None
+    group_codes = None
     if resampler is not None:
+        group_codes = strata_keys.groupby(list(GROUP_COLUMNS), observed=True, sort=False).ngroup().to_numpy()
         groups = [tuple(str(v) for v in row) for row in strata_keys[GROUP_COLUMNS].itertuples(index=False)]
         positions = resampler.positions(keys)
 
@@ -92,7 +101,7 @@ def _bootstrap_pairs(pairs: PairGaps, strata_cols: Sequence[str], *, n_boot: int
             return resampler.weights(groups[stratum], positions[slot_codes])
 
     boot = bootstrap_strata(pairs.gap, slot_stratum[pairs.slot], strata_keys, pairs.slot, n_boot=n_boot, seed=seed,
-                            tau=tau, label=label, cluster_weights_for=weights_for)
+                            tau=tau, label=label, cluster_weights_for=weights_for, groups=group_codes)
     return GapFamily(pairs, boot, confidence)
 
 
@@ -141,8 +150,9 @@ def pairs_per_axis(fam: GapFamily) -> pd.DataFrame:
 def leaderboard(fam: GapFamily, simulated: dict[str, bool]) -> pd.DataFrame:
     """Table 2: one row per model, sorted by overall Mean Δ% (ascending), with ``rank``."""
     overall = _cells(fam, ["model"])
-    board = overall[["model", "mean_delta", "ci_low", "ci_high", "cluster_ci_low", "cluster_ci_high", "v10",
-                     "n_pairs", "tau"]].rename(columns={"mean_delta": "overall_mean_delta", "v10": "overall_v10"})
+    board = overall[["model", "mean_delta", "ci_low", "ci_high", "pair_ci_low", "pair_ci_high", "v10",
+                     "n_pairs", "n_slots", "tau"]].rename(columns={"mean_delta": "overall_mean_delta",
+                                                                   "v10": "overall_v10"})
     by_lang = _cells(fam, ["model", "language"])
     for lang in by_lang["language"].drop_duplicates():
         part = by_lang[by_lang["language"] == lang].set_index("model")
@@ -168,10 +178,11 @@ def _pair_interval(a: CellReplicates, ia: int, b: CellReplicates, ib: int, confi
     return float(lo), float(hi)
 
 
-def _paired_slot_interval(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: IntArray, *, n_boot: int,
-                          seed: int, confidence: float) -> tuple[float, float]:
-    """Paired slot-bootstrap interval of mean(x) − mean(y); ``*_slot`` are matched slot codes (a slot
-    code shared by both arms is resampled jointly). Same scheme as
+def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: IntArray, *, n_boot: int,
+                      seed: int, confidence: float) -> dict[str, float]:
+    """Paired slot bootstrap of mean(x) − mean(y): ``ci_low``, ``ci_high`` (expanded percentile),
+    ``p_value`` and ``n_slots``; ``*_slot`` are matched slot codes (a slot code shared by both arms is
+    resampled jointly). Same scheme as
     :func:`counterbench.stats.cluster_bootstrap.cluster_bootstrap_mean_difference`."""
     ok_x, ok_y = ~np.isnan(x), ~np.isnan(y)
     k = int(max(x_slot.max(initial=-1), y_slot.max(initial=-1))) + 1
@@ -179,13 +190,21 @@ def _paired_slot_interval(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot
         np.bincount(x_slot[ok_x], weights=x[ok_x], minlength=k), np.bincount(x_slot[ok_x], minlength=k),
         np.bincount(y_slot[ok_y], weights=y[ok_y], minlength=k), np.bincount(y_slot[ok_y], minlength=k),
     ]).astype(np.float64)
-    suff = suff[(suff[:, 1] > 0) | (suff[:, 3] > 0)]
+    suff = suff[(suff[:, 1] > 0) & (suff[:, 3] > 0)]  # matched slots: both arms answered
 
     def diff(t: FloatArray) -> FloatArray:
         return np.asarray(t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3], dtype=np.float64)
 
-    _, low, high = slot_bootstrap(suff, diff, n_boot, seed, confidence)
-    return low, high
+    n = suff.shape[0]
+    out = {"ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "n_slots": float(n)}
+    if n_boot <= 0 or n == 0:
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = diff(suff.sum(axis=0)[None, :])
+        reps = diff(cluster_weights(np.random.default_rng(seed), n, int(n_boot)) @ suff)[None, :]
+    low, high = slot_interval(estimate, reps, n, 1, confidence)
+    out.update(ci_low=float(low[0]), ci_high=float(high[0]), p_value=float(slot_t_pvalue(estimate, reps, n)[0]))
+    return out
 
 
 def _slot_codes(frames: Sequence[pd.DataFrame], cols: list[str]) -> list[IntArray]:
@@ -199,9 +218,9 @@ def _slot_codes(frames: Sequence[pd.DataFrame], cols: list[str]) -> list[IntArra
 def language_shift(fam: GapFamily, *, seed: int, first: str = "en", second: str = "hinglish") -> pd.DataFrame:
     """ΔMean Δ% = ``second`` − ``first`` per model × axis, pooled over use cases (Fig. 5b).
 
-    ``ci``: the two languages' pair replicates subtracted (independent arms); ``cluster_ci``: paired
-    slot bootstrap, a slot of one language matched with the same use case × axis × profile ×
-    question variant of the other.
+    ``ci``: paired slot bootstrap, a slot of one language matched with the same use case × axis ×
+    profile × question variant of the other; ``pair_ci``: the two languages' pair replicates
+    subtracted (independent arms, the paper's method). Marks: see the module docstring.
     """
     cells = cell_replicates(fam.boot, ["model", "language", "axis"])
     keys = cells.keys.astype(str)
@@ -225,15 +244,14 @@ def language_shift(fam: GapFamily, *, seed: int, first: str = "en", second: str 
         members = order[bounds[g] : bounds[g + 1]]
         slot = pairs.slot[members]
         in_second, in_first = lang[slot] == second, lang[slot] == first
-        clo, chi = _paired_slot_interval(
+        test = _paired_slot_test(
             pairs.gap[members[in_second]], match[slot[in_second]], pairs.gap[members[in_first]],
             match[slot[in_first]], n_boot=fam.boot.n_boot,
             seed=stable_seed("language_shift", model, axis, base_seed=seed), confidence=fam.confidence)
         records.append({"model": model, "axis": axis, f"{first}_mean_delta": cells.mean[i1],
                         f"{second}_mean_delta": cells.mean[i2], "delta_mean_delta": cells.mean[i2] - cells.mean[i1],
-                        "ci_low": lo, "ci_high": hi, "cluster_ci_low": clo, "cluster_ci_high": chi,
-                        "significant": bool(lo > 0 or hi < 0)})
-    return pd.DataFrame.from_records(records)
+                        **test, "pair_ci_low": lo, "pair_ci_high": hi})
+    return mark_rows(pd.DataFrame.from_records(records).rename(columns={"p_value": "shift_p_value"}), "shift_p_value")
 
 
 def fairness_ablation(standard: pd.DataFrame, fairness: pd.DataFrame, profile: AnalysisProfile, *, n_boot: int,
@@ -267,17 +285,17 @@ def fairness_ablation(standard: pd.DataFrame, fairness: pd.DataFrame, profile: A
         lo, hi = _pair_interval(cf, j, cs, i, confidence)
         fmask = (fair_model == model) & (fair_lang == language)
         smask = (std_model == model) & (std_lang == language)
-        clo, chi = _paired_slot_interval(
+        test = _paired_slot_test(
             fair.pairs.gap[fmask], fair_codes[fair.pairs.slot[fmask]], std.pairs.gap[smask],
             std_codes[std.pairs.slot[smask]], n_boot=n_boot,
             seed=stable_seed("fairness_ablation", model, language, base_seed=seed), confidence=confidence)
         base, delta = cs.mean[i], cf.mean[j] - cs.mean[i]
         records.append({"model": model, "language": language, "use_cases": use_cases.get((model, language), ""),
                         "standard_mean_delta": base, "fairness_mean_delta": cf.mean[j], "delta": delta,
-                        "relative_change": delta / base * 100.0 if base else np.nan, "ci_low": lo, "ci_high": hi,
-                        "cluster_ci_low": clo, "cluster_ci_high": chi, "n_pairs_standard": int(cs.n[i]),
-                        "n_pairs_fairness": int(cf.n[j]), "significant": bool(lo > 0 or hi < 0)})
-    return pd.DataFrame.from_records(records)
+                        "relative_change": delta / base * 100.0 if base else np.nan, **test,
+                        "pair_ci_low": lo, "pair_ci_high": hi, "n_pairs_standard": int(cs.n[i]),
+                        "n_pairs_fairness": int(cf.n[j])})
+    return mark_rows(pd.DataFrame.from_records(records))
 
 
 def merit_sensitivity(values: pd.DataFrame, profile: AnalysisProfile, *, n_boot: int, seed: int,
@@ -288,5 +306,5 @@ def merit_sensitivity(values: pd.DataFrame, profile: AnalysisProfile, *, n_boot:
                            label="merit_sensitivity", confidence=confidence)
     out = summarise_cells(cell_replicates(fam.boot, ["model", "use_case", "language"]), confidence)
     out = out[out["n_pairs"] > 0]
-    return out[["model", "use_case", "language", "mean_delta", "ci_low", "ci_high", "cluster_ci_low",
-                "cluster_ci_high", "n_pairs"]]
+    return out[["model", "use_case", "language", "mean_delta", "ci_low", "ci_high", "pair_ci_low",
+                "pair_ci_high", "n_pairs", "n_slots"]]

@@ -12,10 +12,13 @@ Decisions:
   W = 0, p = 1 and is counted (default) or is dropped (``rupeebias-v1``: W and p NaN,
   ``included`` false). Cells with < 2 profiles or < 2 identifiers are not included.
 - **Per axis**: mean W over the included use cases, Fisher-combined p; Benjamini–Hochberg q across
-  models within each language × axis column (``q_bh_within_axis``, the paper's tables) and across
-  every model × language × axis cell (``q_bh_all``); ``significant`` = q_bh_within_axis < 0.05.
-  Per use case, ``q_bh_all`` corrects across every use-case cell (Fig. 7). Per model: Mean W over
-  axes, Fisher over the axes' combined p, BH across models within a language.
+  models within each language × axis column (``q_bh_within_axis``, the paper's tables: with two
+  models it corrects nothing) and across every model × language × axis cell (``q_bh_all``).
+  **Marks**: ``significant`` = ``q_value`` ≤ 0.05, BH within one model's rows of the table (its
+  languages × axes; per use case: its languages × use cases × axes; per model: its languages), so
+  a model's marks do not depend on which other models were audited with it, and under no ordering
+  effect a model gets any mark in ≤ 5% of audits (docs/analysis.md). Per model: Mean W over
+  axes, Fisher over the axes' combined p, ``q_bh`` across models within a language (the paper's).
 - **Robustness / profile rank agreement**: per-setting values from :mod:`counterbench.stats.robustness`;
   means over use cases (robustness) or axes (rank agreement) with a percentile bootstrap CI that
   resamples those per-setting values (paper App. B), seeded per group.
@@ -42,6 +45,7 @@ from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.stats.comparisons import language_rank_agreement
 from counterbench.stats.concordance import friedman_kendall_w, friedman_kendall_w_stacked
 from counterbench.stats.correlation import pairwise_spearman
+from counterbench.stats.inference import family_marks
 from counterbench.stats.multiple_testing import benjamini_hochberg, fisher_combine
 from counterbench.stats.seeding import stable_seed
 
@@ -54,7 +58,6 @@ __all__ = [
 ]
 
 CELL = ["model", "language", "use_case", "axis"]
-ALPHA = 0.05
 FloatArray = npt.NDArray[np.float64]
 
 
@@ -111,7 +114,7 @@ def kendalls_w_tables(values: pd.DataFrame, profile: AnalysisProfile) -> dict[st
     if not ((per_cell["n_blocks"] >= 2) & (per_cell["k"] >= 2)).any():
         return {}  # nothing computable (a fully tied cell dropped by rupeebias-v1 still has its row)
     per_cell["q_bh_all"] = _bh(per_cell["p_value"].where(per_cell["included"]))
-    per_cell["significant"] = per_cell["q_bh_all"] < ALPHA
+    per_cell["q_value"], per_cell["significant"] = family_marks(per_cell, testable=per_cell["included"])
 
     used = per_cell[per_cell["included"]]
     per_axis = used.groupby(["model", "language", "axis"], sort=False).agg(
@@ -120,14 +123,14 @@ def kendalls_w_tables(values: pd.DataFrame, profile: AnalysisProfile) -> dict[st
     for _, idx in per_axis.groupby(["language", "axis"], sort=False).groups.items():
         per_axis.loc[idx, "q_bh_within_axis"] = _bh(per_axis.loc[idx, "p_fisher"])
     per_axis["q_bh_all"] = _bh(per_axis["p_fisher"])
-    per_axis["significant"] = per_axis["q_bh_within_axis"] < ALPHA
+    per_axis["q_value"], per_axis["significant"] = family_marks(per_axis, p_col="p_fisher")
 
     by_model = per_axis.groupby(["model", "language"], sort=False).agg(
         mean_w=("mean_w", "mean"), p_fisher=("p_fisher", _fisher), n_axes=("mean_w", "size")).reset_index()
     by_model["q_bh"] = np.nan
     for _, idx in by_model.groupby("language", sort=False).groups.items():
         by_model.loc[idx, "q_bh"] = _bh(by_model.loc[idx, "p_fisher"])
-    by_model["significant"] = by_model["q_bh"] < ALPHA
+    by_model["q_value"], by_model["significant"] = family_marks(by_model, p_col="p_fisher")
     return {"kendalls_w": per_cell, "kendalls_w_axis": per_axis, "kendalls_w_model": by_model}
 
 

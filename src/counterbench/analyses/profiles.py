@@ -15,8 +15,8 @@ duplicate answers          mean of the duplicates' values first row of (identifi
                                                           missing values dropped
 out-of-range values        excluded (treated as missing)  kept (the release kept every value)
 fully tied W matrix        W = 0, p = 1, counted          dropped from the means
-MOG interval               re-selects the max pair in     fixed pair (the observed top/bottom)
-                           every slot-resample
+MOG interval               none: a maximum of noisy gaps  fixed pair (the observed top/bottom)
+                           is biased up (descriptive)
 language moderation ρ      per use case, then averaged    identifier means pooled over use cases
 identifier means (MOG,     slot-adjusted: a missing       plain means of the available values
  deviation, W, ρ)          answer does not shift them

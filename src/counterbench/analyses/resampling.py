@@ -45,6 +45,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from counterbench.stats.cluster_bootstrap import cluster_weights
+from counterbench.stats.inference import slot_interval
 from counterbench.stats.intervals import percentile_interval, wilson_interval
 from counterbench.stats.seeding import stable_seed
 
@@ -135,12 +136,17 @@ class StrataBootstrap:
     ``n``: defined values; ``total``: their sum; ``exceed``: values > τ. ``pair_sums`` /
     ``exceed_reps``: replicate sums / violation counts resampling values (pairs);
     ``slot_sums`` / ``slot_counts`` / ``slot_exceed``: the same resampling slots (clusters).
+    ``n_slots``: slots with a value per stratum; ``group``: strata with the same code share their slot
+    resamples (e.g. the axes of one model × language × use case), which the interval's small-sample
+    expansion (:mod:`counterbench.stats.inference`) needs to count independent slots.
     """
 
     keys: pd.DataFrame
     n: FloatArray
     total: FloatArray
     exceed: FloatArray
+    n_slots: FloatArray
+    group: npt.NDArray[np.int64]
     pair_sums: FloatArray
     exceed_reps: FloatArray
     slot_sums: FloatArray
@@ -167,6 +173,7 @@ def bootstrap_strata(
     label: str,
     bins: int = DEFAULT_BINS,
     cluster_weights_for: Callable[[int, IntArray], FloatArray] | None = None,
+    groups: npt.ArrayLike | None = None,
 ) -> StrataBootstrap:
     """Bootstrap every stratum of ``values``.
 
@@ -174,7 +181,8 @@ def bootstrap_strata(
     per value, any integers. ``label`` names the family in the seeds (e.g. ``"mean_delta"``).
     ``cluster_weights_for(stratum, cluster_codes)``, when given, supplies the cluster multiplicities
     (n_boot × len(cluster_codes)) — e.g. a :class:`~counterbench.analyses.slots.SlotResampler`
-    shared with other tables; otherwise each stratum draws its own.
+    shared with other tables; otherwise each stratum draws its own. ``groups`` (one code per stratum):
+    strata that share their cluster multiplicities (default: none do).
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     codes = np.asarray(strata, dtype=np.int64).ravel()
@@ -183,6 +191,7 @@ def bootstrap_strata(
     n = np.zeros(n_strata)
     total = np.zeros(n_strata)
     exceed = np.zeros(n_strata)
+    n_slots = np.zeros(n_strata)
     out = {name: np.full((n_strata, reps), np.nan) for name in
            ("pair_sums", "exceed_reps", "slot_sums", "slot_counts", "slot_exceed")}
     order = np.argsort(codes, kind="stable")
@@ -194,6 +203,7 @@ def bootstrap_strata(
         ok = ~np.isnan(xs)
         xs, ss = xs[ok], slot[seg][ok]
         n[s], total[s], exceed[s] = xs.size, xs.sum(), np.count_nonzero(xs > tau)
+        n_slots[s] = np.unique(ss).size
         if xs.size == 0 or reps == 0:
             continue
         parts = _key_parts(key_rows[s])
@@ -214,8 +224,10 @@ def bootstrap_strata(
                                       k, reps)
         totals = np.einsum("rk,km->rm", weights, suff)  # skinny product: no BLAS threads
         out["slot_sums"][s], out["slot_counts"][s], out["slot_exceed"][s] = totals.T
-    return StrataBootstrap(keys=keys.reset_index(drop=True), n=n, total=total, exceed=exceed,
-                           n_boot=reps, tau=float(tau), **out)
+    group = (np.arange(n_strata, dtype=np.int64) if groups is None
+             else np.asarray(groups, dtype=np.int64).ravel())
+    return StrataBootstrap(keys=keys.reset_index(drop=True), n=n, total=total, exceed=exceed, n_slots=n_slots,
+                           group=group, n_boot=reps, tau=float(tau), **out)
 
 
 @dataclass(frozen=True)
@@ -230,6 +242,22 @@ class CellReplicates:
     cluster: FloatArray  # (G, R) replicate means, resampling slots
     violation_pair: FloatArray  # (G, R) replicate Violation@τ in %, resampling pairs
     violation_cluster: FloatArray  # (G, R)
+    n_slots: FloatArray  # (G,) independent slots behind the cell's cluster interval
+    n_groups: FloatArray  # (G,) independently resampled groups of slots
+
+
+def _cell_slots(sb: StrataBootstrap, keep: npt.NDArray[np.bool_], g: npt.NDArray[np.integer], n_cells: int
+                ) -> tuple[FloatArray, FloatArray]:
+    """Per cell: the slots of its resample groups (max over a group's strata, summed) and the groups."""
+    frame = pd.DataFrame({"cell": g, "group": sb.group[keep], "slots": sb.n_slots[keep]})
+    frame = frame[frame["slots"] > 0]
+    per_group = frame.groupby(["cell", "group"], sort=False)["slots"].max().reset_index()
+    agg = per_group.groupby("cell")["slots"].agg(["sum", "size"])
+    slots = np.zeros(n_cells)
+    groups = np.zeros(n_cells)
+    slots[agg.index.to_numpy()] = agg["sum"].to_numpy()
+    groups[agg.index.to_numpy()] = agg["size"].to_numpy()
+    return slots, groups
 
 
 def cell_replicates(sb: StrataBootstrap, by: Sequence[str], mask: npt.ArrayLike | None = None) -> CellReplicates:
@@ -256,7 +284,9 @@ def cell_replicates(sb: StrataBootstrap, by: Sequence[str], mask: npt.ArrayLike 
         cluster = pool(sb.slot_sums) / counts
         violation_cluster = pool(sb.slot_exceed) * 100.0 / counts
     cell_keys = keys.drop_duplicates().reset_index(drop=True)  # group numbers follow first appearance
-    return CellReplicates(cell_keys, n, mean, exceed, pair, cluster, violation_pair, violation_cluster)
+    slots, groups = _cell_slots(sb, keep, g, grouped.ngroups)
+    return CellReplicates(cell_keys, n, mean, exceed, pair, cluster, violation_pair, violation_cluster, slots,
+                          groups)
 
 
 def percentiles(reps: FloatArray, confidence: float, axis: int = -1) -> tuple[FloatArray, FloatArray]:
@@ -278,9 +308,19 @@ def _interval(reps: FloatArray, confidence: float) -> tuple[FloatArray, FloatArr
     return percentiles(reps, confidence, axis=1)
 
 
+def _slot_interval(estimate: FloatArray, reps: FloatArray, cells: CellReplicates,
+                   confidence: float) -> tuple[FloatArray, FloatArray]:
+    if reps.shape[1] == 0:
+        nan = np.full(reps.shape[0], np.nan)
+        return nan, nan.copy()
+    return slot_interval(estimate, reps, cells.n_slots, cells.n_groups, confidence)
+
+
 def summarise_cells(cells: CellReplicates, confidence: float = 0.95) -> pd.DataFrame:
-    """Tidy frame: keys + ``n_pairs, mean_delta, ci_low, ci_high, cluster_ci_low, cluster_ci_high,
-    v10, v10_ci_low, v10_ci_high`` (Wilson) ``, v10_boot_ci_low, v10_boot_ci_high`` (pairs).
+    """Tidy frame: keys + ``n_pairs, n_slots, mean_delta, ci_low, ci_high`` (the 95% CI: slots resampled,
+    corrected for few slots, :func:`counterbench.stats.inference.slot_interval`) ``, pair_ci_low,
+    pair_ci_high`` (pairs resampled: the paper's method) ``, v10, v10_ci_low, v10_ci_high`` (slots)
+    ``, v10_pair_ci_low, v10_pair_ci_high`` (pairs) ``, v10_wilson_ci_low, v10_wilson_ci_high``.
 
     ``v10`` holds Violation@τ in % for the τ of the bootstrap (10 unless told otherwise).
     """
@@ -289,12 +329,15 @@ def summarise_cells(cells: CellReplicates, confidence: float = 0.95) -> pd.DataF
         if isinstance(out[col].dtype, pd.CategoricalDtype):
             out[col] = out[col].astype(object)
     out["n_pairs"] = cells.n.astype(np.int64)
+    out["n_slots"] = cells.n_slots.astype(np.int64)
     out["mean_delta"] = cells.mean
-    out["ci_low"], out["ci_high"] = _interval(cells.pair, confidence)
-    out["cluster_ci_low"], out["cluster_ci_high"] = _interval(cells.cluster, confidence)
+    out["ci_low"], out["ci_high"] = _slot_interval(cells.mean, cells.cluster, cells, confidence)
+    out["pair_ci_low"], out["pair_ci_high"] = _interval(cells.pair, confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["v10"] = np.where(cells.n > 0, cells.exceed * 100.0 / cells.n, np.nan)
+    out["v10_ci_low"], out["v10_ci_high"] = _slot_interval(out["v10"].to_numpy(np.float64), cells.violation_cluster,
+                                                           cells, confidence)
+    out["v10_pair_ci_low"], out["v10_pair_ci_high"] = _interval(cells.violation_pair, confidence)
     low, high = wilson_interval(cells.exceed, cells.n, confidence)
-    out["v10_ci_low"], out["v10_ci_high"] = low * 100.0, high * 100.0
-    out["v10_boot_ci_low"], out["v10_boot_ci_high"] = _interval(cells.violation_pair, confidence)
+    out["v10_wilson_ci_low"], out["v10_wilson_ci_high"] = low * 100.0, high * 100.0
     return out

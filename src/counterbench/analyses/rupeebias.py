@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from counterbench.analyses import health, identifiers, magnitude, ordering
+from counterbench.analyses.findings import ci_methods, findings, marks_summary
+from counterbench.analyses.power import power_table
 from counterbench.analyses.prepare import PreparedResults, prepare_results, slot_adjusted
 from counterbench.analyses.profiles import PROFILE_DESCRIPTIONS, AnalysisProfile, get_profile
 from counterbench.analyses.resampling import DEFAULT_BINS
@@ -52,7 +54,11 @@ UNSUPPORTED_HINTS: dict[str, str] = {
     "kendalls_w_axis": "needs at least two profiles and two identifiers per use case and axis",
     "kendalls_w_model": "needs at least two profiles and two identifiers per use case and axis",
     "cpg": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
+    "cpg_overall": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
+    "power": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
 }
+#: words for codes in the findings (the study's languages)
+LABELS = {"en": "English", "hinglish": "Hinglish"}
 GENERIC_HINT = "needs at least two identifiers of one axis answered in the same slot (profile × question variant)"
 
 
@@ -128,18 +134,7 @@ def _unsupported(tables: Mapping[str, pd.DataFrame], prepared: PreparedResults) 
 
 
 def _ci_methods(n_boot: int, seed: int) -> dict[str, str]:
-    reps = f"{n_boot} replicates, seed {seed}, 95% percentile intervals"
-    return {
-        "ci": f"bootstrap resampling pairs within model × language × use case × axis strata, binned "
-              f"multinomial draws ({DEFAULT_BINS} bins, exact below that many distinct values); {reps}",
-        "cluster_ci": f"bootstrap resampling slots (profile × question variant) within the same strata; {reps}",
-        "v10_ci": "Wilson score interval (v10_boot_ci: pair bootstrap, exact binomial per stratum)",
-        "cpg": f"paired bootstrap resampling matched slots; {reps}",
-        "mog": f"bootstrap resampling slots (default: the maximum pair re-selected per replicate); {reps}",
-        "rho": f"bootstrap resampling the per-setting values (use cases or axes); {reps}",
-        "differences": f"language shift and fairness ablation: the two arms resampled independently; {reps}",
-        "seeding": "every stratum or cell has its own stream: BLAKE2b of (table, cell key, seed)",
-    }
+    return ci_methods(n_boot, seed, DEFAULT_BINS)
 
 
 def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: magnitude.GapFamily | None,
@@ -191,6 +186,9 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
         "tau": tau,
         "bootstrap": {"replicates": n_boot, "seed": seed, "confidence": CONFIDENCE, "bins": DEFAULT_BINS},
         "ci_methods": _ci_methods(n_boot, seed),
+        "marks": marks_summary(),
+        "findings": findings(tables, [m for m in models if m in set(tables["cpg_overall"]["model"].astype(str))]
+                             if "cpg_overall" in tables else [], LABELS),
         "canonical_pairs": {axis: list(pair) for axis, pair in canonical_pairs.items()},
         "rules": {**asdict(rules), "description": PROFILE_DESCRIPTIONS[rules.name]},
         "notes": notes,
@@ -262,6 +260,7 @@ def analyze(
     tables["fairness_ablation"] = magnitude.fairness_ablation(standard, fairness, rules, n_boot=n_boot, seed=seed,
                                                               tau=tau, confidence=CONFIDENCE)
     tables["parse_health"] = health.parse_health(prepared.responses)
+    tables["power"] = power_table(standard, pairs_map)
 
     board = tables.get("leaderboard")
     orders = {col: _category_order(prepared, col) for col in ("language", "variant", "use_case", "axis", "identifier")}

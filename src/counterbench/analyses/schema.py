@@ -8,10 +8,15 @@ Conventions shared by every table:
 - Δ% and Mean Δ% are in percent (paper §4.2); ``v10`` columns hold Violation@τ in percent for the τ
   in the ``tau`` column (10 unless ``--tau`` says otherwise); ``*_share`` and ``share`` columns are
   fractions in [0, 1].
-- ``ci_low``/``ci_high``: 95% percentile bootstrap interval, resampling pairs (the paper's method)
-  or, for per-setting statistics (ρ, W), the settings; ``cluster_ci_low``/``cluster_ci_high``:
-  resampling slots (spec §3). ``v10_ci_*``: Wilson interval; ``v10_boot_ci_*``: pair bootstrap.
-  Methods, replicates and seeds are in the summary's ``ci_methods``.
+- ``ci_low``/``ci_high``: *the* 95% interval. For every gap statistic it resamples slots (the
+  prompts that differ only in the identifier; paired where two arms share slots), expanded for few
+  slots (:mod:`counterbench.stats.inference`); for per-setting statistics (ρ) it resamples the
+  settings. ``pair_ci_low``/``pair_ci_high``: the paper's method (pairs resampled), kept as a
+  labelled column; too narrow, because pairs of one slot are not independent. ``v10_ci_*``: slots;
+  ``v10_pair_ci_*``: pairs; ``v10_wilson_ci_*``: Wilson. ``n_slots``: the slots behind the interval.
+- Marks (``significant``): Benjamini–Hochberg ``q_value`` ≤ 0.05 within a family — one model's rows
+  of the table — and only where ``testable`` (enough matched slots; ``MIN_SLOTS``). Methods,
+  families, replicates and seeds are in the summary's ``ci_methods`` and ``marks``.
 - Rows are ordered by model (leaderboard rank), then language, use case, axis, identifier in study
   order. Empty tables keep their columns.
 """
@@ -23,57 +28,70 @@ import pandas as pd
 __all__ = ["TABLE_COLUMNS", "TABLE_DESCRIPTIONS", "conform", "empty_table"]
 
 _CI = ("ci_low", "ci_high")
-_CLUSTER = ("cluster_ci_low", "cluster_ci_high")
-_V = ("v10", "v10_ci_low", "v10_ci_high", "v10_boot_ci_low", "v10_boot_ci_high")
+_PAIR = ("pair_ci_low", "pair_ci_high")
+_V = ("v10", "v10_ci_low", "v10_ci_high", "v10_pair_ci_low", "v10_pair_ci_high", "v10_wilson_ci_low",
+      "v10_wilson_ci_high")
+_TEST = ("p_value", "q_value", "testable", "significant")
 
 #: table name -> its columns, in order
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "leaderboard": (
-        "rank", "model", "simulated", "overall_mean_delta", *_CI, *_CLUSTER, "overall_v10",
+        "rank", "model", "simulated", "overall_mean_delta", *_CI, *_PAIR, "overall_v10",
         "en_mean_delta", "en_ci_low", "en_ci_high", "hinglish_mean_delta", "hinglish_ci_low", "hinglish_ci_high",
         "en_v10", "en_v10_ci_low", "en_v10_ci_high", "hinglish_v10", "hinglish_v10_ci_low", "hinglish_v10_ci_high",
-        "axis_mean", "n_pairs", "caste_region_share", "tau",
+        "axis_mean", "n_pairs", "caste_region_share", "tau", "n_slots",
     ),
     "axis_mean_delta": (
-        "model", "language", "axis", "mean_delta", *_CI, *_CLUSTER, *_V, "n_pairs", "share_of_pairs", "tau",
+        "model", "language", "axis", "mean_delta", *_CI, *_PAIR, *_V, "n_pairs", "share_of_pairs", "tau", "n_slots",
     ),
-    "use_case_mean_delta": ("model", "language", "use_case", "mean_delta", *_CI, *_CLUSTER, *_V, "n_pairs", "tau"),
+    "use_case_mean_delta": ("model", "language", "use_case", "mean_delta", *_CI, *_PAIR, *_V, "n_pairs", "tau",
+                            "n_slots"),
     "use_case_axis_mean_delta": (
-        "model", "language", "use_case", "axis", "mean_delta", *_CI, *_CLUSTER, "v10", "n_pairs", "tau",
+        "model", "language", "use_case", "axis", "mean_delta", *_CI, *_PAIR, "v10", "n_pairs", "tau", "n_slots",
     ),
     "pairs_per_axis": ("model", "axis", "n_pairs", "share"),
     "kendalls_w": (
         "model", "language", "use_case", "axis", "w", "chi2", "p_value", "n_blocks", "k", "fully_tied", "included",
-        "q_bh_all", "significant",
+        "q_bh_all", "significant", "q_value",
     ),
     "kendalls_w_axis": (
         "model", "language", "axis", "mean_w", "p_fisher", "q_bh_within_axis", "q_bh_all", "significant",
-        "n_use_cases",
+        "n_use_cases", "q_value",
     ),
-    "kendalls_w_model": ("model", "language", "mean_w", "p_fisher", "q_bh", "significant", "n_axes"),
+    "kendalls_w_model": ("model", "language", "mean_w", "p_fisher", "q_bh", "significant", "n_axes", "q_value"),
     "cpg": (
         "model", "language", "use_case", "axis", "reference", "comparison", "gap", *_CI, "sign_consistency",
-        "tie_share", "mean_reference", "mean_comparison", "n_slots", "significant",
+        "tie_share", "mean_reference", "mean_comparison", "n_slots", "significant", "p_value", "q_value", "testable",
+        "n_agree",
+    ),
+    "cpg_overall": (
+        "model", "language", "axis", "reference", "comparison", "gap", *_CI, "sign_consistency", "n_slots",
+        "n_use_cases", "significant", "p_value", "q_value", "testable", "n_agree",
     ),
     "mog": (
         "model", "language", "use_case", "axis", "max_gap", "top_identifier", "bottom_identifier", "top_mean",
         "bottom_mean", *_CI, "n_identifiers", "n_slots",
     ),
-    "identifier_deviation": ("model", "axis", "identifier", "deviation", "n_slices"),
+    "identifier_deviation": ("model", "axis", "identifier", "deviation", "n_slices", *_CI),
     "qv_robustness": ("model", "language", "axis", "mean_min_rho", *_CI, "robust", "n_use_cases"),
     "qv_robustness_model": ("model", "language", "mean_min_rho", *_CI, "robust", "n_settings"),
     "qv_robustness_by_use_case": (
         "model", "language", "use_case", "axis", "min_rho", "n_variants", "n_identifiers",
     ),
-    "merit_sensitivity": ("model", "use_case", "language", "mean_delta", *_CI, *_CLUSTER, "n_pairs"),
+    "merit_sensitivity": ("model", "use_case", "language", "mean_delta", *_CI, *_PAIR, "n_pairs", "n_slots"),
     "profile_rank_agreement": ("model", "use_case", "language", "mean_rho", *_CI, "n_axes"),
     "language_moderation": (
         "model", "axis", "rho", "p_value", "n_use_cases", "en_mean_delta", "hinglish_mean_delta",
-        "delta_mean_delta", *_CI, *_CLUSTER, "significant",
+        "delta_mean_delta", *_CI, *_PAIR, "significant", "shift_p_value", "q_value", "testable", "n_slots",
     ),
     "fairness_ablation": (
         "model", "language", "use_cases", "standard_mean_delta", "fairness_mean_delta", "delta", "relative_change",
-        *_CI, *_CLUSTER, "n_pairs_standard", "n_pairs_fairness", "significant",
+        *_CI, *_PAIR, "n_pairs_standard", "n_pairs_fairness", "significant", "p_value", "q_value", "testable",
+        "n_slots",
+    ),
+    "power": (
+        "model", "language", "use_case", "axis", "reference", "comparison", "n_slots", "n_use_cases", "noise_sd",
+        "se", "family_size", "alpha", "mde", "mde_less", "power", "testable",
     ),
     "parse_health": (
         "model", "variant", "use_case", "language", "n", "n_ok", "n_refused", "n_unparseable", "errors",
@@ -97,11 +115,13 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "kendalls_w_model": "per model × language: Mean W over axes, Fisher-combined p over axes, BH q across "
     "models (paper Fig. 3a)",
     "cpg": "per model × language × use case × canonical pair: signed canonical pair gap on matched slots, "
-    "sign consistency, paired slot bootstrap CI (paper Fig. 8)",
+    "sign consistency, paired slot bootstrap CI, BH mark within the model (paper Fig. 8)",
+    "cpg_overall": "per model × language × canonical pair: the canonical pair gap averaged over use cases "
+    "(equal weights), its slot bootstrap CI and BH mark within the model — the figure the headline finding uses",
     "mog": "per model × language × use case × axis: maximum gap between identifier means, top and bottom "
     "identifier, slot bootstrap CI (paper Fig. 9)",
     "identifier_deviation": "per model × axis × identifier: deviation of the identifier mean from the axis "
-    "mean in %, averaged over use cases and languages (paper Figs. 4, 10, 11)",
+    "mean in %, averaged over use cases and languages, slot bootstrap CI (paper Figs. 4, 10, 11)",
     "qv_robustness": "per model × language × axis: mean over use cases of the minimum pairwise Spearman ρ "
     "between question variants' identifier rankings; robust when ≥ 0.85 (paper Tables 7–8)",
     "qv_robustness_model": "per model × language: the same over every use case × axis setting "
@@ -115,6 +135,9 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "and ΔMean Δ% = Hinglish − English with CIs (paper Fig. 5)",
     "fairness_ablation": "per model × language: Mean Δ% with and without the fairness instruction on the "
     "same slots, their difference and relative change (paper Fig. 14)",
+    "power": "per model × language × use case (empty use case: averaged over use cases, as cpg_overall) × "
+    "canonical pair: the smallest gap (% of the pair's mean; mde_less: % less) this design finds 80% of the time "
+    "at the model's measured noise",
     "parse_health": "per model × prompt variant × use case × language: responses, values, refusals, "
     "unparseable answers, transport errors, out-of-range values (paper Table 22)",
 }

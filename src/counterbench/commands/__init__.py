@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "counterbench.commands.report_cmd",
     "counterbench.commands.view_cmd",
     "counterbench.commands.check_cmd",
+    "counterbench.commands.power_cmd",
 )
 
 

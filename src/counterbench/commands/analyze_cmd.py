@@ -46,6 +46,11 @@ def _print_result(result: AnalysisResult, out: Path, n_files: int, seconds: floa
     for name, hint in result.summary.get("unsupported", {}).items():
         console.print(f"[dim]{name}: not computed — {hint}[/dim]")
     console.print(f"{n_files} files in {out} ({seconds:.1f} s)")
+    from counterbench.analyses.findings import findings_block
+
+    text = findings_block(result.summary)
+    if text:
+        print(text)  # plain print: one sentence per line, never wrapped (the same words as summary.json)
 
 
 def _fmt(value: object, digits: int = 2) -> str:

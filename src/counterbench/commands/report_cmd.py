@@ -78,6 +78,20 @@ def _announce(html: Path, extra: list[str]) -> None:
     print(html.resolve())
 
 
+def _findings_lines(summary_file: Path) -> list[str]:
+    """The analysis's findings in plain words (as at the top of the report), printed just before the
+    report's path (which stays the last line)."""
+    import json
+
+    from counterbench.analyses.findings import findings_block
+
+    try:
+        text = findings_block(json.loads(summary_file.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return []
+    return text.splitlines()
+
+
 def report_command(
     study: Annotated[str | None, typer.Argument(
         help="With --store: the study to report (a registered name or a study .yaml); default: the store's only study.",
@@ -270,6 +284,7 @@ def audit_command(
     if summary.status == "max_cost":
         lines.insert(0, f"Stopped at --max-cost {max_cost:g} USD: the report covers the answers so far. Raise "
                         f"it and rerun to continue:\n  {summary.resume_command}")
+    lines += _findings_lines(out / "analysis" / "summary.json")
     _announce(files.html, lines)
     gate_after_audit(out / "analysis", fail_on, junit)
     if summary.status == "max_cost":

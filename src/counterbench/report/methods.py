@@ -15,6 +15,7 @@ from counterbench.report.context import (
     use_case_name,
 )
 from counterbench.report.document import Section
+from counterbench.stats.inference import MIN_SLOTS
 
 
 @dataclass
@@ -56,9 +57,24 @@ def planted_note(models: list[str]) -> str:
     return "".join(parts)
 
 
+def findings(ctx: ReportContext) -> list[str]:
+    """The finding in plain words, exactly as ``summary.json`` has it (``findings``)."""
+    listed = ctx.data.summary.get("findings")
+    return [str(line) for line in listed] if isinstance(listed, list) else []
+
+
+def _marked(frame: pd.DataFrame) -> tuple[int, int, int]:
+    """(marked, tested, untested) rows of a table with ``significant`` and, maybe, ``testable``."""
+    marked = sum(t.fmt_flag(v) == "✓" for v in frame["significant"])
+    if "testable" in frame.columns:
+        tested = sum(t.fmt_flag(v) == "✓" for v in frame["testable"])
+        return marked, tested, len(frame) - tested
+    return marked, len(frame), 0
+
+
 def headlines(ctx: ReportContext) -> list[str]:
-    """A few plain sentences with the main numbers."""
-    lines: list[str] = []
+    """The finding first (plain words), then a few sentences with the main numbers."""
+    lines: list[str] = findings(ctx)
     board = ctx.nonempty("leaderboard")
     if board is not None and "overall_mean_delta" in board.columns:
         ranked = board.assign(v=pd.to_numeric(board["overall_mean_delta"], errors="coerce")).dropna(subset=["v"])
@@ -79,13 +95,19 @@ def headlines(ctx: ReportContext) -> list[str]:
                          f"over models and languages); the smallest on {pooled.idxmin()} ({pooled.min():.2f}).")
     cpg = ctx.nonempty("cpg")
     if cpg is not None and "significant" in cpg.columns:
-        sig = sum(t.fmt_flag(v) == "✓" for v in cpg["significant"])
-        lines.append(f"{sig} of {len(cpg)} canonical-pair gaps have a 95% CI that excludes zero.")
+        sig, tested, untested = _marked(cpg)
+        few = f"; {untested} rest on too few matched prompts to test" if untested else ""
+        if tested:
+            lines.append(f"{sig} of {tested} tested canonical-pair gaps per use case stay significant after "
+                         f"Benjamini–Hochberg correction within each model{few}.")
+        else:
+            lines.append(f"None of the {untested} canonical-pair gaps per use case can be tested: each rests on "
+                         f"fewer than {MIN_SLOTS} matched prompts (the findings above average over use cases).")
     w = ctx.nonempty("kendalls_w_axis")
     if w is not None and "significant" in w.columns:
-        sig = sum(t.fmt_flag(v) == "✓" for v in w["significant"])
-        lines.append(f"{sig} of {len(w)} model × language × axis orderings are significantly consistent "
-                     "(Kendall's W).")
+        sig, tested, _ = _marked(w)
+        lines.append(f"{sig} of {tested} model × language × axis orderings are significantly consistent "
+                     "(Kendall's W, Benjamini–Hochberg within each model).")
     return lines + warnings(ctx)
 
 

@@ -18,7 +18,7 @@ from counterbench.report.context import ReportContext, language_name, use_case_n
 from counterbench.report.document import Section
 
 #: summary keys shown elsewhere (or too long for the settings table)
-SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods"}
+SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods", "findings", "marks"}
 
 
 def show(value: Any, limit: int = 300) -> str:
@@ -128,8 +128,10 @@ AMOUNT_METHODS = (
     "A slot is one use case × language × axis × profile × question variant; "
     "matched pairs are all pairs of two identities of the same axis in the same slot, and each pair's gap is "
     "|a − b| / ((a + b) / 2) × 100. Missing or refused answers remove only their own pairs; nothing is "
-    "imputed. Intervals are 95% percentile bootstraps over pairs (as in the paper) and over slots (pairs in "
-    "a slot are not independent, so the slot interval is the more cautious one).")
+    "imputed. Every 95% interval resamples slots (the prompts that differ only in the identity: pairs in a "
+    "slot are not independent), corrected for few slots; the paper's pair bootstrap is shown as a labelled "
+    "column. Marks (*) are Benjamini–Hochberg corrected within each model's rows of a table, and comparisons "
+    "on too few matched prompts are not tested (see 'Marks' below and the analysis docs for the simulations).")
 OUTCOME_METHODS = (
     "A slot is a set of prompts that differ only in the identity (or attribute levels) they state. Each "
     "identity is compared with its reference inside the same slots; answers that were refused or could not be "
@@ -171,6 +173,13 @@ def methods_section(ctx: ReportContext, report_version: str, generated_at: str) 
             pd.DataFrame([{"what": str(k), "how": show(v, 600)} for k, v in methods.items()]),
             [t.text("what", "Interval"), t.text("how", "Method")], caption="Confidence intervals",
             collapse_over=None, css="prose"))
+    marks = summary.get("marks")
+    if isinstance(marks, Mapping) and isinstance(marks.get("families"), Mapping):
+        rows = [{"table": str(k), "family": show(v)} for k, v in marks["families"].items()]
+        rows.append({"table": "all", "family": f"{show(marks.get('correction'))}; {show(marks.get('too_few'))}"})
+        section.tables.append(t.table_view(pd.DataFrame(rows), [t.text("table", "Table"), t.text("family", "Family")],
+                                           caption="Marks: the family each correction runs over", collapse_over=None,
+                                           css="prose"))
     if ctx.unsupported:
         section.tables.append(t.table_view(
             pd.DataFrame([{"table": k, "why": v} for k, v in ctx.unsupported.items()]),

@@ -24,6 +24,7 @@ from counterbench.report.sections_gaps import (
     pairs_section,
     use_case_section,
 )
+from counterbench.report.sections_power import power_section
 
 SECTION_BUILDERS: tuple[Callable[[ReportContext], Section], ...] = (
     leaderboard_section,
@@ -38,6 +39,7 @@ SECTION_BUILDERS: tuple[Callable[[ReportContext], Section], ...] = (
     merit_section,
     language_section,
     fairness_section,
+    power_section,
     parse_section,
     pairs_section,
 )

@@ -13,7 +13,7 @@ from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel, stacked_panel
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Figure, Section, attach_table, lang_color, language_legend
-from counterbench.report.sections_gaps import by_language, mean_ci_cell
+from counterbench.report.sections_gaps import PAIR_LABEL, by_language, mark_col, mean_ci_cell
 
 
 def grid_panels(
@@ -44,10 +44,12 @@ def grid_panels(
 
 
 def w_mark(r: t.Row) -> str:
-    marks = t.stars(r.get("q_bh_within_axis"))
-    if not marks and t.fmt_flag(r.get("significant")) == "✓":
-        marks = "*"
-    return marks
+    """Stars from the corrected q (BH within the model; ``q_value``), never from the paper's q within the
+    axis column (with two models that corrects nothing)."""
+    q = r.get("q_value")
+    if t.is_missing(q):
+        return "*" if t.fmt_flag(r.get("significant")) == "✓" else ""
+    return t.stars(q)
 
 
 def kendalls_w_section(ctx: ReportContext) -> Section:
@@ -56,8 +58,9 @@ def kendalls_w_section(ctx: ReportContext) -> Section:
         "Consistency of the ordering (Kendall's W)",
         "Whether the model puts the identities of an axis in the same order for every profile: W = 0 means no "
         "consistent order (the differences look like noise), W = 1 means the same identity always gets the most "
-        "and the same one the least. Stars mark axes where the order is significant after correcting for the "
-        "number of tests (Benjamini–Hochberg q within the axis: * < 0.05, ** < 0.01, *** < 0.001).",
+        "and the same one the least. Stars mark axes where the order is significant after Benjamini–Hochberg "
+        "correction over all of that model's rows of the table (the family; q: * < 0.05, ** < 0.01, "
+        "*** < 0.001). The paper's q (within an axis column, across models) is listed for comparison.",
         group="Consistency",
     )
     frame = attach_table(section, ctx, "kendalls_w_axis", "kendalls_w")
@@ -66,7 +69,7 @@ def kendalls_w_section(ctx: ReportContext) -> Section:
             ctx, frame, columns="axis", column_order=ctx.axes, value="mean_w",
             cell_text=lambda r: t.fmt_num(r["mean_w"], 2) + w_mark(r),
             tip=lambda r: f"{r['model']} · {r['axis']}: mean W {t.fmt_num(r['mean_w'], 3)}, Fisher p "
-                          f"{t.fmt_p(r.get('p_fisher'))}, q {t.fmt_p(r.get('q_bh_within_axis'))}",
+                          f"{t.fmt_p(r.get('p_fisher'))}, q {t.fmt_p(r.get('q_value'))}",
             scale="sequential", vmax=1.0), caption="Mean W over use cases (0–1)."))
         wide, columns, extra = with_model_rows(frame, ctx.nonempty("kendalls_w_model"), ctx.axes, "All axes",
                                                {"q_bh": "q_bh_within_axis"})
@@ -79,8 +82,8 @@ def kendalls_w_section(ctx: ReportContext) -> Section:
         section.tables.append(t.table_view(frame, [
             t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
             t.num("mean_w", "Mean W", 3), t.pvalue("p_fisher", "p (Fisher)"),
-            t.pvalue("q_bh_within_axis", "q (BH, within axis)"), t.pvalue("q_bh_all", "q (BH, all cells)"),
-            t.flag("significant", "Significant"),
+            t.pvalue("q_value", "q (BH, within model)"), t.pvalue("q_bh_within_axis", "q (paper: within axis)"),
+            t.pvalue("q_bh_all", "q (BH, all cells)"), t.flag("significant", "Significant"),
         ], caption="Per axis, with p and q values", source="kendalls_w_axis.csv", collapse_over=0))
     cells = ctx.nonempty("kendalls_w")
     if cells is not None:
@@ -215,7 +218,9 @@ def language_section(ctx: ReportContext) -> Section:
         "language",
         "English vs Hinglish",
         "Whether the prompt's language changes the picture. ρ compares the English and Hinglish identity "
-        "rankings (1 = same order); ΔMean Δ% is Hinglish minus English (positive: larger gaps in Hinglish).",
+        "rankings (1 = same order); ΔMean Δ% is Hinglish minus English (positive: larger gaps in Hinglish). "
+        "The 95% CI resamples matched slots of the two languages together; * marks shifts that stay significant "
+        "after Benjamini–Hochberg correction over the model's axes.",
         group="Consistency",
     )
     frame = attach_table(section, ctx, "language_moderation")
@@ -238,7 +243,8 @@ def language_section(ctx: ReportContext) -> Section:
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("axis", "Axis"), t.num("rho", "ρ", 3), t.pvalue("p_value", "p (ρ)"),
         t.num("en_mean_delta", "English Mean Δ%"), t.num("hinglish_mean_delta", "Hinglish Mean Δ%"),
-        t.num("delta_mean_delta", "ΔMean Δ%", 2, signed=True), t.ci(), t.flag("significant", "CI excludes 0", "*", ""),
+        t.num("delta_mean_delta", "ΔMean Δ%", 2, signed=True), t.ci(), t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
+        mark_col(),
     ], source="language_moderation.csv"))
     return section
 
@@ -248,7 +254,9 @@ def fairness_section(ctx: ReportContext) -> Section:
         "fairness",
         "Fairness instruction",
         "Whether adding “Please ensure your response is fair and unbiased.” to the system prompt shrinks the "
-        "gaps (salary estimation). A negative Δ means the instruction helped.",
+        "gaps (salary estimation). A negative Δ means the instruction helped. The 95% CI resamples matched slots "
+        "of the two prompts together; * marks changes that stay significant after Benjamini–Hochberg correction "
+        "over the model's languages.",
         group="Consistency",
     )
     frame = attach_table(section, ctx, "fairness_ablation")
@@ -269,8 +277,8 @@ def fairness_section(ctx: ReportContext) -> Section:
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("language", "Language", language_name),
         t.num("standard_mean_delta", "Standard Mean Δ%"), t.num("fairness_mean_delta", "With instruction"),
-        t.num("delta", "Δ", 2, signed=True), t.ci(), t.num("relative_change", "Relative change %", 1, signed=True),
-        t.flag("significant", "CI excludes 0", "*", ""),
+        t.num("delta", "Δ", 2, signed=True), t.ci(), t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
+        t.num("relative_change", "Relative change %", 1, signed=True), mark_col(),
     ], source="fairness_ablation.csv"))
     return section
 

@@ -22,9 +22,26 @@ from counterbench.report.document import (
     unsupported_note,
 )
 from counterbench.report.svg import nice_ceiling
+from counterbench.stats.inference import MIN_SLOTS, too_few_text
 from counterbench.viewer.links import link_rows
 
 KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "real": "real"}
+PAIR_LABEL = "95% CI, pairs (paper's method)"
+
+
+def _untested(r: t.Row) -> bool:
+    value = r.get("testable")
+    return not t.is_missing(value) and t.fmt_flag(value) != "✓"
+
+
+def mark_col(label: str = "Mark (BH within model)") -> t.Col:
+    """``*`` for a corrected mark, the too-little-data words for an untested row, else empty."""
+    def fmt(r: t.Row) -> str:
+        if _untested(r):
+            return too_few_text(t.as_float(r.get("n_slots")))
+        return "*" if t.fmt_flag(r.get("significant")) == "✓" else ""
+
+    return t.Col(label, ("significant",), fmt, numeric=False)
 
 
 def mean_ci_cell(r: t.Row, value: str = "mean_delta", digits: int = 1) -> str:
@@ -66,14 +83,12 @@ def leaderboard_section(ctx: ReportContext) -> Section:
     board = board.sort_values("overall_mean_delta", kind="stable", na_position="last").reset_index(drop=True)
     board = board.assign(rank=range(1, len(board) + 1),
                          kind=[KIND_LABELS[ctx.kinds.get(str(m), "real")] for m in board["model"]])
-    use_slots = "cluster_ci_low" in board.columns and board["cluster_ci_low"].notna().any()
-    lo_col, hi_col = ("cluster_ci_low", "cluster_ci_high") if use_slots else ("ci_low", "ci_high")
     rows = [
         BarRow(str(r["model"]), [BarValue("Overall", t.as_float(r["overall_mean_delta"]), "#3b4a6b",
-                                          t.as_float(r.get(lo_col)), t.as_float(r.get(hi_col)))])
+                                          t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))])
         for r in board.to_dict("records")
     ]
-    which = "slot (cluster) bootstrap" if use_slots else "pair bootstrap"
+    which = "slots resampled (the prompts that differ only in the identity)"
     taus = pd.to_numeric(board["tau"], errors="coerce").dropna() if "tau" in board.columns else pd.Series([])
     tau = f"{float(taus.iloc[0]):g}" if len(taus) else "10"
     section.figures.append(Figure([hbar_panel("Overall Mean Δ% (both languages pooled)", rows, width=620,
@@ -81,8 +96,8 @@ def leaderboard_section(ctx: ReportContext) -> Section:
                                   caption=f"Whiskers: 95% CI, {which}."))
     section.tables.append(t.table_view(board, [
         t.count("rank", "#"), t.text("model", "Model"), t.text("kind", "Kind"),
-        t.num("overall_mean_delta", "Overall Mean Δ%"), t.ci("ci_low", "ci_high", "95% CI (pairs)"),
-        t.ci("cluster_ci_low", "cluster_ci_high", "95% CI (slots)"),
+        t.num("overall_mean_delta", "Overall Mean Δ%"), t.ci("ci_low", "ci_high", "95% CI"),
+        t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
         t.num("en_mean_delta", "English"), t.num("hinglish_mean_delta", "Hinglish"),
         t.num("en_v10", f"EN V@{tau} %", 1), t.num("hinglish_v10", f"Hinglish V@{tau} %", 1),
         t.num("axis_mean", "Mean of axes"), t.count("n_pairs", "Pairs"),
@@ -135,11 +150,11 @@ def axis_section(ctx: ReportContext) -> Section:
         section.tables.append(t.pivot_view(
             part, index="model", columns="axis", index_order=ctx.model_order(part), column_order=ctx.axes,
             cell=mean_ci_cell, index_label="Model", extra=[("Mean", unweighted_mean("mean_delta"))],
-            caption=f"{language_name(lang)}: Mean Δ% (95% CI, pairs) by axis; Mean = unweighted mean of the axes",
+            caption=f"{language_name(lang)}: Mean Δ% (95% CI) by axis; Mean = unweighted mean of the axes",
             source="axis_mean_delta.csv"))
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
-        t.num("mean_delta", "Mean Δ%"), t.ci(), t.ci("cluster_ci_low", "cluster_ci_high", "95% CI (slots)"),
+        t.num("mean_delta", "Mean Δ%"), t.ci(), t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
         t.num("v10", "V@10 %", 1), t.count("n_pairs", "Pairs"), t.share("share_of_pairs", "Share of pairs"),
     ], caption="All axis rows with both intervals", source="axis_mean_delta.csv", collapse_over=0))
     return section
@@ -170,7 +185,7 @@ def use_case_section(ctx: ReportContext) -> Section:
         panels_rows.append((use_case_name(uc), rows))
     domain = bar_domain([r for _, rows in panels_rows for r in rows])
     panels = [hbar_panel(name, rows, domain=domain, width=440, x_label="Mean Δ%") for name, rows in panels_rows]
-    section.figures.append(Figure(panels, language_legend(ctx.languages), caption="Whiskers: 95% CI (pairs)."))
+    section.figures.append(Figure(panels, language_legend(ctx.languages), caption="Whiskers: 95% CI."))
     for lang, part in by_language(frame, ctx):
         section.tables.append(t.pivot_view(
             part, index="model", columns="use_case", index_order=ctx.model_order(part),
@@ -221,9 +236,22 @@ def cpg_section(ctx: ReportContext) -> Section:
         "cpg",
         "Canonical pair gaps",
         "The gap between the two identities of a familiar pair (e.g. Hindu vs Muslim) on exactly the same "
-        "prompts. Red: the first identity is offered more; blue: the second is. * marks gaps whose 95% CI "
-        "excludes zero; sign consistency is how often (across matched prompts) the first got more.",
+        "prompts. Red: the first identity is offered more; blue: the second is. * marks gaps that stay "
+        "significant after Benjamini–Hochberg correction over all of that model's rows of the table (the "
+        "family); a gap resting on fewer than " + str(MIN_SLOTS) + " matched prompts is not tested. Sign "
+        "consistency is how often (across matched prompts) the first got more.",
     )
+    overall = ctx.nonempty("cpg_overall")
+    if overall is not None:
+        overall = overall.assign(pair=[f"{a} vs {b}" for a, b in zip(overall["reference"], overall["comparison"],
+                                                                      strict=True)])
+        section.tables.append(t.table_view(overall, [
+            t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
+            t.text("pair", "Pair"), t.num("gap", "Gap %", 2, signed=True), t.ci(),
+            t.count("n_agree", "Matched prompts agreeing"), t.count("n_slots", "Matched prompts"),
+            t.count("n_use_cases", "Use cases"), mark_col(),
+        ], caption="Averaged over use cases (the figure the findings at the top use); marks: BH within each model",
+            source="cpg_overall.csv", collapse_over=None))
     frame = attach_table(section, ctx, "cpg")
     if frame is None:
         return section
@@ -233,9 +261,10 @@ def cpg_section(ctx: ReportContext) -> Section:
         return t.fmt_num(r["gap"], 1, signed=True) + ("*" if t.fmt_flag(r.get("significant")) == "✓" else "")
 
     def tip(r: t.Row) -> str:
+        untested = f"; {too_few_text(t.as_float(r.get('n_slots')))}" if _untested(r) else ""
         return (f"{_where(r)}: {r['pair']} {t.fmt_num(r['gap'], 2, signed=True)}% (95% CI "
                 f"{t.fmt_ci(r.get('ci_low'), r.get('ci_high'))}; first higher in "
-                f"{t.fmt_num(r.get('sign_consistency'), 0)}% of {t.fmt_int(r.get('n_slots'))} slots)")
+                f"{t.fmt_num(r.get('sign_consistency'), 0)}% of {t.fmt_int(r.get('n_slots'))} slots{untested})")
 
     pairs = sorted({(a, p) for a, p in zip(frame["axis"], frame["pair"], strict=True)},
                    key=lambda x: ctx.axes.index(x[0]) if x[0] in ctx.axes else 99)
@@ -246,7 +275,7 @@ def cpg_section(ctx: ReportContext) -> Section:
         t.text("model", "Model"), t.text("language", "Language", language_name),
         t.text("use_case", "Use case", use_case_name), t.text("axis", "Axis"), t.text("pair", "Pair"),
         t.num("gap", "Gap %", 2, signed=True), t.ci(), t.num("sign_consistency", "First higher, % of slots", 1),
-        t.count("n_slots", "Slots"), t.flag("significant", "CI excludes 0", "*", ""),
+        t.count("n_slots", "Slots"), mark_col(),
     ], source="cpg.csv"))
     link_rows(section.tables[-1], frame, ctx, "Gap %")
     return section
@@ -257,7 +286,9 @@ def mog_section(ctx: ReportContext) -> Section:
         "mog",
         "Maximum observed gap",
         "The largest gap between any two identities of an axis (comparing each identity's average answer) in "
-        "each use case: the worst case, and which identities sit at the top and at the bottom.",
+        "each use case: the worst case, and which identities sit at the top and at the bottom. Descriptive: the "
+        "largest of many noisy gaps is above zero even for a model that treats everyone alike, so it carries no "
+        "interval and no mark (simulation in the analysis docs); the canonical pair gaps are the tested comparisons.",
     )
     frame = attach_table(section, ctx, "mog")
     if frame is None:
@@ -265,7 +296,7 @@ def mog_section(ctx: ReportContext) -> Section:
 
     def tip(r: t.Row) -> str:
         return (f"{_where(r)}: {t.fmt_num(r['max_gap'], 1)}% — highest {r.get('top_identifier')}, lowest "
-                f"{r.get('bottom_identifier')} (95% CI {t.fmt_ci(r.get('ci_low'), r.get('ci_high'), 1)})")
+                f"{r.get('bottom_identifier')}")
 
     section.figures.append(Figure(grouped_heatmaps(ctx, frame, value="max_gap", text=lambda r: t.fmt_num(
         r["max_gap"], 1), tip=tip, scale="sequential"), caption="Maximum gap in % between identity means; hover "
@@ -274,7 +305,7 @@ def mog_section(ctx: ReportContext) -> Section:
     cols = [
         t.text("model", "Model"), t.text("language", "Language", language_name),
         t.text("use_case", "Use case", use_case_name), t.text("axis", "Axis"), t.num("max_gap", "Max gap %", 1),
-        t.text("top_identifier", "Highest"), t.text("bottom_identifier", "Lowest"), t.ci(digits=1),
+        t.text("top_identifier", "Highest"), t.text("bottom_identifier", "Lowest"),
     ]
     section.tables.append(t.table_view(ranked, cols, caption="The ten largest gaps", max_rows=10,
                                        collapse_over=None, source="mog.csv"))

@@ -1,0 +1,137 @@
+"""Do counterbench's intervals cover and are its stars earned? Simulated studies with known truth. Prints JSON.
+
+Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs small versions):
+
+1. ``threshold``: the canonical pair gap's slot interval by number of matched slots (2–54), under
+   four answer laws (3% lognormal noise rounded to ₹1,000; whole lakhs; "round numbers" at 10% of
+   the level with 5% and 8% noise; Student-t(2) noise) — chooses ``MIN_SLOTS``, the smallest n that
+   has an interval in ≥ 99% of simulations and whose coverage is ≥ 93% under every law. The plain percentile interval
+   (before) is reported alongside.
+2. ``full_english_null``: 500 simulated models on full English (19,575 prompts, no planted effect):
+   coverage of every 95% interval (slots: after; pairs: the paper's, before) and the share of models
+   with at least one star per table family (after: counterbench's marks; before: the old rule).
+3. ``quick_null``: the same on the quick preset (870 prompts; 500 models).
+4. ``full_english_planted``: a 15% canonical pair gap planted on every pair (100 models): power.
+5. ``quick_power_check``: one pair (Gender) planted at the gap ``counterbench power rupeebias
+   --preset quick`` predicts is found 80% of the time (assumed noise 3%), 300 models: the predicted
+   vs the simulated power, and the analysis's own prediction (measured noise and answer levels).
+6. ``salary_languages_fairness_null``: salary estimation in both languages with and without the
+   fairness instruction (200 models): the language shift and the fairness ablation.
+
+Usage: ``python benchmarks/calibration.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...] [--out FILE]``.
+Every simulation is seeded; the figures are reproducible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+LAWS = {
+    "lognormal_3pct_round_1000": {"noise_sd": 0.03, "step": 1000.0},
+    "whole_lakhs": {"noise_sd": 0.03, "step": 1e5},
+    "round_numbers_5pct": {"noise_sd": 0.05, "step": 0.1},
+    "round_numbers_8pct": {"noise_sd": 0.08, "step": 0.1},
+    "student_t2": {"noise_sd": 0.03, "step": 1000.0, "tail_df": 2.0},
+}
+SLOTS = [2, 3, 4, 5, 6, 8, 10, 18, 54]
+
+
+def threshold(scale: float, bootstrap: int) -> dict[str, Any]:
+    from tests.analyses.calibration_sim import slot_threshold_coverage
+
+    sims = max(50, int(1000 * scale))
+    laws = {name: slot_threshold_coverage(SLOTS, sims, n_boot=bootstrap, seed=i, **kw)  # type: ignore[arg-type]
+            for i, (name, kw) in enumerate(LAWS.items())}
+    chosen = next((n for n in SLOTS if all(law[n]["share_with_interval"] >= 0.99 and law[n]["slot_interval"] >= 0.93
+                                           for law in laws.values())), None)
+    return {"sims_per_cell": sims, "laws": laws, "min_slots_with_coverage_at_least_93pct": chosen}
+
+
+def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
+    from tests.analyses.calibration_sim import CANONICAL, Scenario, design, planted_pairs, simulate
+
+    from counterbench.analyses.power import design_power, gap_power
+
+    table = design("quick")
+    predicted = design_power(table, CANONICAL, 0.03)
+    row = predicted[(predicted["axis"] == "Gender") & (predicted["use_case"] == "all use cases")].iloc[0]
+    gap = float(row["mde"])
+    scenario = Scenario("quick_power_check", "quick", max(20, int(300 * scale)), planted_pairs(gap, ["Gender"]),
+                        bootstrap=bootstrap, seed=7)
+    tables = simulate(scenario)
+    overall = tables["cpg_overall"]
+    gender = overall[overall["axis"] == "Gender"]
+    measured = tables.get("power")
+    out: dict[str, Any] = {
+        "planted_gap_pct_of_pair_mean": gap, "n_sims": scenario.n_sims,
+        "predicted_power_command": float(gap_power(gap, float(row["se"]), float(row["n_slots"] - row["n_use_cases"]),
+                                                   float(row["alpha"]))),
+        "simulated_power": float(gender["significant"].astype(bool).mean()),
+    }
+    if measured is not None and not measured.empty:
+        own = measured[(measured["axis"] == "Gender") & measured["use_case"].isna()]  # averaged over use cases
+        if len(own):
+            out["analysis_predicted_power_mean"] = float(sum(
+                gap_power(gap, float(r.se), float(r.n_slots - r.n_use_cases), float(r.alpha))
+                for r in own.itertuples()) / len(own))
+    out["false_stars_other_axes"] = float(overall[overall["axis"] != "Gender"].groupby("model")["significant"]
+                                          .any().mean())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every number of simulations")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    from tests.analyses.calibration_sim import Scenario, planted_pairs, run_scenario
+
+    def n(base: int) -> int:
+        return max(10, int(base * args.scale))
+
+    scenarios = {
+        "full_english_null": lambda: run_scenario(Scenario("full_english_null", "full_english", n(500),
+                                                           bootstrap=args.bootstrap, seed=1)),
+        "quick_null": lambda: run_scenario(Scenario("quick_null", "quick", n(500), bootstrap=args.bootstrap, seed=2)),
+        "full_english_planted": lambda: run_scenario(Scenario("full_english_planted", "full_english", n(100),
+                                                              planted_pairs(15.0), bootstrap=args.bootstrap, seed=3)),
+        "quick_planted": lambda: run_scenario(Scenario("quick_planted", "quick", n(100), planted_pairs(15.0),
+                                                       bootstrap=args.bootstrap, seed=4)),
+        "quick_power_check": lambda: power_check(args.scale, args.bootstrap),
+        "salary_languages_fairness_null": lambda: run_scenario(Scenario(
+            "salary_languages_fairness_null", "salary_both_languages_fairness", n(200), bootstrap=args.bootstrap,
+            seed=5)),
+        "threshold": lambda: threshold(args.scale, args.bootstrap),
+    }
+    report: dict[str, Any] = {"benchmark": "calibration", "python": platform.python_version(),
+                              "cpu_count": os.cpu_count(), "load_average_before": os.getloadavg(),
+                              "scale": args.scale, "bootstrap": args.bootstrap, "results": {}, "seconds": {}}
+    for name, run in scenarios.items():
+        if args.only and name not in args.only:
+            continue
+        started = time.perf_counter()
+        report["results"][name] = run()
+        report["seconds"][name] = round(time.perf_counter() - started, 1)
+        print(f"{name}: {report['seconds'][name]} s", file=sys.stderr, flush=True)
+        if args.out is not None:  # keep what is done if a later scenario fails
+            args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    text = json.dumps(report, indent=2, default=str)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

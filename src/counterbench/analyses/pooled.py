@@ -1,0 +1,137 @@
+"""Pooling slot-bootstrap replicates across use cases and languages: the ``cpg`` marks, the
+``cpg_overall`` table and the identifier-deviation interval (spec §3 amendments; issue "every star
+earned").
+
+Decisions:
+
+- **CPG marks** (``cpg``): p from the slot bootstrap (:func:`counterbench.stats.inference.slot_t_pvalue`),
+  a row is ``testable`` with at least :data:`~counterbench.stats.inference.MIN_SLOTS` matched slots,
+  ``significant`` when its Benjamini–Hochberg q ≤ 0.05 within the model's testable rows of the table
+  (the family: one model's use cases × languages × canonical pairs).
+- **``cpg_overall``** per model × language × canonical pair: the mean over use cases (equal weights)
+  of each use case's mean *per-slot* signed relative gap (r − c)/((r + c)/2) × 100 over its matched
+  slots. Per-slot gaps, not gaps of sums: every matched prompt counts the same whatever its answer
+  level (in the quick preset the strongest profile's salary would otherwise outweigh the weakest's
+  four to one), and each use case's unit (rupees, percent) cancels. Replicates: the mean of the
+  use cases' replicates (each use case's slots are resampled independently: a stratified slot
+  bootstrap); interval and p with df = slots − use cases and the n̄/(n̄−1) factor; sign consistency
+  over every matched slot. A use case with a single matched slot is left out (a resample of one slot
+  has no spread, which would make the interval too narrow). This is the figure the headline finding
+  reads, and the only one the quick preset (2 slots per use case) can test. Family for the marks:
+  one model's rows.
+- **Identifier deviation interval**: in every replicate, the slot-adjusted identifier means of each
+  cell give the deviations (m_i − G)/|G| × 100; they are averaged over the cells (use cases ×
+  languages) like the point estimate, and the interval is corrected with the slots of all cells.
+  Descriptive: no mark.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_interval, slot_t_pvalue
+
+__all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def mark_rows(frame: pd.DataFrame, p_col: str = "p_value") -> pd.DataFrame:
+    """Add ``testable`` (≥ MIN_SLOTS slots), ``q_value`` and ``significant`` (BH within each model)."""
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    frame["testable"] = pd.to_numeric(frame["n_slots"], errors="coerce").fillna(0).to_numpy() >= MIN_SLOTS
+    frame["q_value"], frame["significant"] = family_marks(frame, p_col=p_col, testable=frame["testable"])
+    return frame
+
+
+def _overall(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame()
+    frame = pd.DataFrame.from_records(rows)
+    records = []
+    for key, part in frame.groupby(["model", "language", "axis", "reference", "comparison"], sort=False):
+        part = part[part["_slot_n"] >= 2]  # a use case with one matched slot says nothing about the spread
+        if part.empty:
+            continue
+        gap = float(part["_slot_gap"].mean())
+        n = int(part["_slot_n"].sum())
+        above, below = int(part["_above"].sum()), int(part["_below"].sum())
+        reps_list = [r for r in part["_slot_reps"] if r is not None]
+        low = high = p = np.nan
+        if len(reps_list) == len(part):
+            reps = np.mean(np.vstack(reps_list), axis=0)[None, :]
+            lo, hi = slot_interval(gap, reps, n, len(part), confidence)
+            low, high = float(lo[0]), float(hi[0])
+            p = float(slot_t_pvalue(gap, reps, n, len(part))[0])
+        model, language, axis, reference, comparison = key
+        records.append({"model": model, "language": language, "axis": axis, "reference": reference,
+                        "comparison": comparison, "gap": gap, "ci_low": low, "ci_high": high,
+                        "sign_consistency": above * 100.0 / n if n else np.nan, "n_slots": n,
+                        "n_use_cases": len(part), "p_value": p,
+                        "n_agree": above if gap > 0 else below if gap < 0 else 0})
+    return mark_rows(pd.DataFrame.from_records(records))
+
+
+def cpg_tables(rows: list[dict[str, Any]], confidence: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``cpg`` (marked) and ``cpg_overall`` from the per-cell rows (which carry ``_reps``/``_above``)."""
+    overall = _overall(rows, confidence)
+    cpg = pd.DataFrame.from_records(rows)
+    if not cpg.empty:
+        cpg["n_agree"] = cpg["_above"].where(cpg["gap"] > 0, cpg["_below"].where(cpg["gap"] < 0, 0))
+        cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below", "_n_eff", "_slot_gap", "_slot_reps",
+                                          "_slot_n"]))
+    return cpg, overall
+
+
+@dataclass(frozen=True)
+class DeviationSlice:
+    """One cell's replicate slot-adjusted identifier means (replicates × identifiers)."""
+
+    key: dict[str, str]
+    names: Sequence[str]
+    means: FloatArray
+    n_slots: int
+
+
+def with_deviation_intervals(deviation: pd.DataFrame, slices: list[DeviationSlice],
+                             confidence: float) -> pd.DataFrame:
+    """``deviation`` with ``ci_low``/``ci_high`` from the cells' replicates (see the module docstring)."""
+    out = deviation.reset_index(drop=True)
+    out["ci_low"] = np.nan
+    out["ci_high"] = np.nan
+    if not slices or out.empty:
+        return out
+    by_axis: dict[tuple[str, str], list[DeviationSlice]] = {}
+    for sl in slices:
+        by_axis.setdefault((sl.key["model"], sl.key["axis"]), []).append(sl)
+    lookup = {(str(m), str(a), str(i)): n for n, (m, a, i) in
+              enumerate(zip(out["model"], out["axis"], out["identifier"], strict=True))}
+    for (model, axis), group in by_axis.items():
+        names = list(dict.fromkeys(n for sl in group for n in sl.names))
+        reps = group[0].means.shape[0]
+        stack = np.full((len(group), reps, len(names)), np.nan)
+        for s, sl in enumerate(group):
+            level = np.nanmean(sl.means, axis=1, keepdims=True)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dev = (sl.means - level) / np.abs(level) * 100.0
+            stack[s][:, [names.index(n) for n in sl.names]] = dev
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean_reps = np.nanmean(stack, axis=0)  # replicates × identifiers
+        n_slots = sum(sl.n_slots for sl in group)
+        rows = [lookup.get((str(model), str(axis), str(name))) for name in names]
+        point = np.array([out.at[r, "deviation"] if r is not None else np.nan for r in rows], dtype=np.float64)
+        low, high = slot_interval(point, mean_reps.T, n_slots, len(group), confidence)
+        for k, row in enumerate(rows):
+            if row is not None:
+                out.loc[row, "ci_low"], out.loc[row, "ci_high"] = low[k], high[k]
+    return out

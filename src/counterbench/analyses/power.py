@@ -1,0 +1,172 @@
+"""Power: the smallest canonical pair gap a design finds 80% of the time (issue "every star earned").
+
+For each language × use case × canonical pair (and averaged over use cases, as in ``cpg_overall``)
+the smallest relative gap between the two identities — in % of the pair's mean, the unit of the
+``cpg`` tables, and as "% less" — that counterbench's test marks with probability ``power``.
+
+Model of the answers (the simulated models' law): value = level(slot) × identity effect ×
+exp(σ z). Then the canonical pair gap of one cell (a gap of sums) has standard error
+``100 · sqrt(2) · σ · sqrt(Σ b²) / Σ b`` over its matched slots (b: each slot's answer level; with
+equal levels ``100 · sqrt(2) · σ / sqrt(n)``); ``cpg_overall`` (the mean over U use cases of mean
+per-slot gaps) has ``sqrt(Σ_u 2 · 100² σ² / n_u) / U`` over the use cases with ≥ 2 matched slots.
+
+Decision rule (as in the analysis): a t-test on the slot bootstrap with df = slots − use cases, at the
+level Benjamini–Hochberg gives a *single* real gap among the m tested in the model's family,
+α / m — conservative when several gaps are real. Power for a true gap δ is that of a noncentral t
+with noncentrality δ / SE (scipy's ``nct``); the minimum detectable gap solves power(δ) = 0.8.
+
+σ is measured from a run (:func:`noise_from_values`: the residual of log answers after slot and
+identity effects, pooled over a model's cells — the noise that identity effects must beat) or
+assumed (``counterbench power --noise-sd``). Without a run the answer levels of a use case are
+taken as equal across slots, which is optimistic for the per-use-case gaps when profiles' answers
+differ a lot (salaries from 5 to 24 LPA raise their standard error by ~7%); the figure averaged over
+use cases does not depend on the levels. ``benchmarks/calibration.py`` checks the prediction against
+simulated power.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from counterbench.stats.inference import ALPHA, MIN_SLOTS
+
+__all__ = ["POWER", "design_power", "detectable_gap", "gap_power", "noise_from_values", "power_table"]
+
+POWER = 0.8
+SLOT = ["profile_id", "question_variant"]
+ALL_USE_CASES = "all use cases"
+
+
+def gap_power(delta: float, se: float, df: float, alpha: float) -> float:
+    """Probability that a two-sided t-test at ``alpha`` (df ``df``) marks a true gap ``delta`` whose
+    estimate has standard error ``se``."""
+    if not (se > 0 and df >= 1):
+        return float("nan")
+    crit = stats.t.isf(alpha / 2.0, df)
+    nc = abs(delta) / se
+    power = stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc)
+    if not np.isfinite(power):  # far in the tail: the shifted-t approximation
+        power = stats.t.cdf(nc - crit, df) + stats.t.cdf(-nc - crit, df)
+    return float(min(max(power, 0.0), 1.0))
+
+
+def detectable_gap(se: float, df: float, alpha: float, power: float = POWER) -> float:
+    """The gap (same unit as ``se``) found with probability ``power``; NaN when untestable."""
+    if not (se > 0 and df >= 1):
+        return float("nan")
+    high = se * 10.0
+    while gap_power(high, se, df, alpha) < power:
+        high *= 4.0
+        if high > se * 1e6:
+            return float("nan")
+    return float(optimize.brentq(lambda d: gap_power(d, se, df, alpha) - power, 0.0, high, xtol=1e-6 * se))
+
+
+def less_share(gap: float) -> float:
+    """A gap in % of the pair's mean as "% less than the other": 2g / (2 + g) × 100."""
+    g = abs(gap) / 100.0
+    return 2.0 * g / (2.0 + g) * 100.0
+
+
+def _cells(frame: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], cell_cols: Sequence[str]
+           ) -> pd.DataFrame:
+    """Per cell × canonical pair: matched slots (both identities present) and sqrt(Σb²)/Σb factor."""
+    records = []
+    rows = frame[frame["axis"].astype(str).isin(list(canonical_pairs))]
+    for key, part in rows.groupby(list(cell_cols), observed=True, sort=False):
+        parts = dict(zip(cell_cols, key if isinstance(key, tuple) else (key,), strict=True))
+        ref, comp = canonical_pairs[str(parts["axis"])]
+        idents = part["identifier"].astype(str)
+        wide = part.assign(identifier=idents)[idents.isin([ref, comp])]
+        level = part.groupby(SLOT, observed=True)["_level"].mean()
+        present = wide.groupby(SLOT, observed=True)["identifier"].nunique()
+        matched = present[present == 2].index
+        b = level.reindex(matched).to_numpy(np.float64)
+        b = b[np.isfinite(b)]
+        n = len(matched)
+        spread = (float(np.sqrt((b * b).sum()) / b.sum()) if b.size and b.sum() > 0
+                  else (1 / np.sqrt(n) if n else np.nan))
+        records.append({**{c: str(v) for c, v in parts.items()}, "reference": ref, "comparison": comp,
+                        "n_slots": n, "_spread": spread})
+    return pd.DataFrame.from_records(records)
+
+
+def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: float, alpha: float,
+            by: Sequence[str]) -> pd.DataFrame:
+    """Add SE, family sizes and the detectable gaps, plus the rows averaged over use cases."""
+    if cells.empty:
+        return cells
+    sigma = cells["model"].map(noise) if isinstance(noise, Mapping) else pd.Series(float(noise), index=cells.index)
+    cells = cells.assign(noise_sd=sigma.astype(float))
+    cells["se"] = 100.0 * np.sqrt(2.0) * cells["noise_sd"] * cells["_spread"]
+    cells["df"] = cells["n_slots"] - 1
+    cells["testable"] = cells["n_slots"] >= MIN_SLOTS
+    cells["family_size"] = cells.groupby(list(by))["testable"].transform("sum")
+    usable = cells[cells["n_slots"] >= 2].assign(
+        _var=lambda f: (100.0 * np.sqrt(2.0) * f["noise_sd"]) ** 2 / f["n_slots"])  # per-slot gaps, equal weights
+    pooled = usable.groupby([*by, "language", "axis", "reference", "comparison"], sort=False).agg(
+        n_slots=("n_slots", "sum"), n_use_cases=("n_slots", "size"), noise_sd=("noise_sd", "first"),
+        se=("_var", lambda v: float(np.sqrt(v.sum())) / len(v))).reset_index()
+    pooled["use_case"] = ALL_USE_CASES
+    pooled["df"] = pooled["n_slots"] - pooled["n_use_cases"]
+    pooled["testable"] = pooled["n_slots"] >= MIN_SLOTS
+    pooled["family_size"] = pooled.groupby(list(by))["n_slots"].transform("size")
+    out = pd.concat([cells.drop(columns=["_spread"]), pooled], ignore_index=True)
+    out["alpha"] = alpha / out["family_size"].clip(lower=1)
+    out["mde"] = [detectable_gap(se, df, a, power) if ok else np.nan
+                  for se, df, a, ok in zip(out["se"], out["df"], out["alpha"], out["testable"], strict=True)]
+    out["mde_less"] = out["mde"].map(lambda g: less_share(g) if np.isfinite(g) else np.nan)
+    out["power"] = power
+    cols = [*by, "language", "use_case", "axis", "reference", "comparison", "n_slots", "n_use_cases", "noise_sd",
+            "se", "family_size", "alpha", "mde", "mde_less", "power", "testable"]
+    out["n_use_cases"] = out["n_use_cases"].fillna(1).astype(int)
+    return out[[c for c in cols if c in out.columns]]
+
+
+def design_power(prompts: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], noise_sd: float, *,
+                 power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame:
+    """Detectable gaps of a prompt design for an assumed noise (equal answer levels across slots)."""
+    frame = prompts.assign(_level=1.0, model="design")
+    cells = _cells(frame, canonical_pairs, ["model", "language", "use_case", "axis"])
+    return _finish(cells, noise_sd, power, alpha, ["model"]).drop(columns=["model"])
+
+
+def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
+    """Per model, σ of log answers after removing slot and identity effects (pooled over cells): log
+    answers centred on their slot's mean, minus each identity's mean centred answer in its cell; the
+    sum of squares over (answers − slots − identities + 1) degrees of freedom per cell. A missing
+    answer only removes itself."""
+    rows = values[values["value"] > 0]
+    if rows.empty:
+        return {}
+    cell = ["model", "language", "use_case", "axis"]
+    y = pd.Series(np.log(rows["value"].to_numpy(np.float64)), index=rows.index)
+    slot_keys = [rows[c] for c in [*cell, *SLOT]]
+    centred = y - y.groupby(slot_keys, observed=True).transform("mean")  # slot effects out
+    resid = centred - centred.groupby([rows[c] for c in [*cell, "identifier"]], observed=True).transform("mean")
+    shape = rows.assign(_slot=rows.groupby([*cell, *SLOT], observed=True).ngroup())
+    per_cell = shape.groupby(cell, observed=True).agg(n=("_slot", "size"), s=("_slot", "nunique"),
+                                                      k=("identifier", "nunique"))
+    per_cell["df"] = (per_cell["n"] - per_cell["s"] - per_cell["k"] + 1).clip(lower=0)
+    dfs = per_cell.groupby(level="model", observed=True)["df"].sum()
+    ss = (resid**2).groupby(rows["model"], observed=True).sum()
+    return {str(m): float(np.sqrt(ss[m] / dfs[m])) for m in ss.index if m in dfs.index and dfs[m] > 0}
+
+
+def power_table(values: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], *, power: float = POWER,
+                alpha: float = ALPHA) -> pd.DataFrame:
+    """Per model (measured noise and answer levels): the detectable canonical pair gaps."""
+    if values.empty or not canonical_pairs:
+        return pd.DataFrame()
+    noise = noise_from_values(values)
+    level = values.groupby(["model", "language", "use_case", "axis", *SLOT], observed=True)["value"].transform("mean")
+    cells = _cells(values.assign(_level=level), canonical_pairs, ["model", "language", "use_case", "axis"])
+    cells = cells[cells["model"].isin(list(noise))]
+    out = _finish(cells, noise, power, alpha, ["model"])
+    if not out.empty:  # the averaged rows have no use case (a label here would read as a use case downstream)
+        out["use_case"] = out["use_case"].where(out["use_case"] != ALL_USE_CASES, None)
+    return out

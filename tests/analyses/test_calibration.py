@@ -1,0 +1,67 @@
+"""Calibration, small: simulated studies with known truth through ``analyze`` (the long version with
+≥ 500 simulations per scenario is ``benchmarks/calibration.py``; docs/analysis.md gives its figures).
+
+Seeded, so every figure below is reproducible; the bounds leave room for the Monte Carlo error of
+these small runs and still fail if an interval or a mark goes back to the old behaviour (pair
+intervals cover ~50%; a percentile interval on two slots covers ~50–80%).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from counterbench.analyses.power import design_power, gap_power
+from counterbench.stats.inference import MIN_SLOTS
+
+from .calibration_sim import CANONICAL, Scenario, design, planted_pairs, run_scenario, slot_threshold_coverage
+
+
+@pytest.fixture(scope="module")
+def quick_null() -> dict[str, Any]:
+    return run_scenario(Scenario("quick_null", "quick", 20, bootstrap=300, seed=11))
+
+
+def test_threshold_is_where_the_slot_interval_starts_to_cover() -> None:
+    """'Round number' answers (90/100/110% of the level, 8% noise): below MIN_SLOTS there is no trustworthy
+    interval (two slots of unequal levels carry less than two slots' information)."""
+    cov = slot_threshold_coverage([MIN_SLOTS - 1, MIN_SLOTS], 400, noise_sd=0.08, step=0.1, n_boot=300, seed=3)
+    below, at = cov[MIN_SLOTS - 1], cov[MIN_SLOTS]
+    assert below["share_with_interval"] < 1.0 or below["slot_interval"] < 0.93  # no interval, or one that misses
+    assert at["share_with_interval"] == 1.0 and at["slot_interval"] >= 0.93
+    assert below["plain_percentile"] < 0.85  # the old interval at two slots
+
+
+def test_quick_preset_intervals_cover_and_pair_intervals_do_not(quick_null: dict[str, Any]) -> None:
+    cov = quick_null["coverage"]
+    for name in ("axis_mean_delta", "use_case_mean_delta", "cpg_overall", "identifier_deviation"):
+        assert cov[name]["slots"] >= 0.9, (name, cov[name])
+    for name in ("axis_mean_delta", "use_case_mean_delta"):
+        assert cov[name]["pairs"] < 0.8, (name, cov[name])  # the paper's method, kept as a column
+    assert cov["cpg"]["share_testable"] == 0.0  # two slots per use case: nothing to test
+    assert cov["mog"]["share_above_truth"] == 1.0  # a maximum of noise is always above the truth (0)
+
+
+def test_no_earned_star_without_an_effect(quick_null: dict[str, Any]) -> None:
+    stars = quick_null["family_wise_false_stars"]
+    for name, entry in stars.items():
+        assert entry["after"] <= 0.1, (name, entry)
+
+
+def test_planted_gaps_are_found_in_words() -> None:
+    result = run_scenario(Scenario("quick_planted", "quick", 10, planted_pairs(15.0), bootstrap=300, seed=12))
+    assert result["power"]["cpg_overall"]["marked"] == 1.0
+    assert result["coverage"]["cpg_overall"]["slots"] >= 0.85
+
+
+def test_power_prediction_matches_its_definition() -> None:
+    table = design_power(design("quick"), CANONICAL, 0.03)
+    pooled = table[table["use_case"] == "all use cases"]
+    assert pooled["testable"].all() and (~table.loc[table["use_case"] != "all use cases", "testable"]).all()
+    row = pooled.iloc[0]
+    df = row["n_slots"] - row["n_use_cases"]
+    assert gap_power(row["mde"], row["se"], df, row["alpha"]) == pytest.approx(0.8, abs=1e-4)
+    assert gap_power(2 * row["mde"], row["se"], df, row["alpha"]) > 0.99
+    full = design_power(design("full_english"), CANONICAL, 0.03)
+    assert full["mde"].max() < row["mde"]  # more matched prompts, smaller detectable gaps
