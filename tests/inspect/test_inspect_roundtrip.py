@@ -40,10 +40,17 @@ def entry_point_dir(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def roundtrip(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("inspect")
-    eps = entry_point_dir(work / "eps")
+    from importlib.metadata import entry_points
+
+    # the installed counterbench declares the entry point (pyproject.toml); an install that predates it
+    # gets it from a dist-info folder on PYTHONPATH (never both: Inspect finds no task on a duplicate)
+    installed = any(ep.name == "counterbench" for ep in entry_points(group="inspect_ai"))
+    # with the editable install, src/ must not be put first on the path: its counterbench.egg-info would
+    # hide the install's metadata, and Inspect would no longer name the tasks counterbench/...
+    extra = [] if installed else [str(REPO / "src"), str(entry_point_dir(work / "eps"))]
     with ServerProcess("fake_openai") as server:
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-        env.update(PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(eps), env.get("PYTHONPATH", "")]),
+        env.update(PYTHONPATH=os.pathsep.join([*extra, env.get("PYTHONPATH", "")]),
                    FAKE_API_KEY="not-a-key", FAKE_BASE_URL=server.base_url, INSPECT_LOG_DIR=str(work / "logs"))
         done = subprocess.run(
             [sys.executable, "-m", "inspect_ai", "eval", "counterbench/rupeebias", "-T", "preset=quick",

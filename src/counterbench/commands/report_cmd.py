@@ -153,11 +153,12 @@ def report_command(
 def _only_study(store: Path) -> str:
     """The store's one study (an error naming them when it holds several)."""
     import sqlite3
+    from contextlib import closing
 
     if not store.is_file():
         raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
     try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:  # `with conn` alone never closes
             names = [str(r[0]) for r in conn.execute("SELECT DISTINCT study FROM prompts WHERE study IS NOT NULL")]
     except sqlite3.Error as err:
         raise UserError(f"cannot read store {store}: {err}") from None

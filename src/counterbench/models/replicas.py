@@ -84,6 +84,16 @@ class ReplicaBackend:
         self.states = [ReplicaState(str(getattr(r, "base_url", i))) for i, r in enumerate(replicas)]
         self._turn = 0
 
+    @property
+    def base_url(self) -> str:
+        """The first replica's URL: the run records it as the model's endpoint (the model string lists all)."""
+        return self.states[0].url
+
+    def structured_mode_for(self, config: Any) -> str:
+        """The structured mode every replica uses (they are one server family)."""
+        describe = getattr(self.replicas[0], "structured_mode_for", None)
+        return str(describe(config)) if callable(describe) else "none"
+
     def __repr__(self) -> str:
         return f"ReplicaBackend(name={self.name!r}, replicas={[s.url for s in self.states]!r})"
 
