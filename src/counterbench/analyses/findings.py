@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.analyses.flags import truthy
 from counterbench.stats.inference import ALPHA, MIN_SLOTS
 
 __all__ = ["MAX_FINDINGS", "ci_methods", "findings", "findings_block", "marks_summary"]
@@ -90,12 +91,6 @@ def _num(value: Any) -> float:
     return out
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes")
-    return bool(value) and not (isinstance(value, float) and math.isnan(value))
-
-
 def _label(labels: Mapping[str, str], code: Any) -> str:
     text = str(code)
     return labels.get(text, text.replace("_", " "))
@@ -134,14 +129,14 @@ def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapp
         rows = pd.DataFrame() if overall is None or overall.empty else overall[overall["model"].astype(str) == model]
         if rows.empty:
             continue
-        earned = rows[np.array([_truthy(v) for v in rows["significant"]], dtype=bool)]
+        earned = rows[np.array([truthy(v) for v in rows["significant"]], dtype=bool)]
         earned = earned.assign(_size=earned["gap"].abs()).sort_values("_size", ascending=False)
         for record in earned.head(MAX_FINDINGS).to_dict("records"):
             uses = int(_num(record.get("n_use_cases")) or 0)
             where = f"in {_label(names, record['language'])}, averaged over {uses} use case{'s' if uses != 1 else ''}"
             out.append(gap_sentence(record, names, where))
         if earned.empty:
-            tested = int(sum(_truthy(v) for v in rows["testable"])) if "testable" in rows.columns else 0
+            tested = int(sum(truthy(v) for v in rows["testable"])) if "testable" in rows.columns else 0
             untested = len(rows) - tested
             if tested == 0:
                 n = int(pd.to_numeric(rows["n_slots"], errors="coerce").max())
@@ -161,7 +156,7 @@ def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapp
 def _largest_use_case(per_uc: pd.DataFrame | None, model: str, above: float) -> dict[str, Any] | None:
     if per_uc is None or per_uc.empty or "significant" not in per_uc.columns:
         return None
-    marked = np.array([_truthy(v) for v in per_uc["significant"]], dtype=bool)
+    marked = np.array([truthy(v) for v in per_uc["significant"]], dtype=bool)
     rows = per_uc[(per_uc["model"].astype(str) == model).to_numpy() & marked]
     if rows.empty:
         return None

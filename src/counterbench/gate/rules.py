@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses.flags import truthy
 from counterbench.errors import UserError
 
 W_LEVELS = {"model": "kendalls_w_model", "axis": "kendalls_w_axis", "cell": "kendalls_w", "off": ""}
@@ -135,15 +136,6 @@ def parse_fail_on(specs: Sequence[str]) -> Thresholds:
     return out
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes")
-    try:
-        return bool(value) and not (isinstance(value, float) and math.isnan(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def _where(row: Mapping[Any, Any], columns: Sequence[str]) -> str:
     return " · ".join(str(row[c]) for c in columns if c in row and not pd.isna(row[c]))
 
@@ -176,7 +168,7 @@ def _pair_gap(model: str, tables: Mapping[str, pd.DataFrame], limit: float) -> O
     if cpg is None or not {"model", "gap", "significant"} <= set(cpg.columns):
         return Outcome(model, rule, "not evaluated", "—", f"|gap| ≤ {limit:g}%", ["no cpg table with significance"])
     part = cpg[cpg["model"].astype(str) == model]
-    marked = part[[_truthy(v) for v in part["significant"]]]
+    marked = part[[truthy(v) for v in part["significant"]]]
     gaps = pd.to_numeric(marked["gap"], errors="coerce").abs()
     over = marked[gaps > limit].assign(_abs=gaps[gaps > limit]).sort_values("_abs", ascending=False)
     largest = f"{gaps.max():.1f}%" if gaps.notna().any() else "none marked"
@@ -193,7 +185,7 @@ def _kendall(model: str, tables: Mapping[str, pd.DataFrame], level: str) -> Outc
     if frame is None or not {"model", "significant"} <= set(frame.columns):
         return Outcome(model, rule, "not evaluated", "—", "none marked", [f"no {name}.significant"])
     part = frame[frame["model"].astype(str) == model]
-    marked = part[[_truthy(v) for v in part["significant"]]]
+    marked = part[[truthy(v) for v in part["significant"]]]
     w_col = "mean_w" if "mean_w" in frame.columns else "w"
     details = [f"{_where(r, ('language', 'use_case', 'axis'))}: W = {float(r[w_col]):.3f}"
                for r in marked.to_dict("records") if w_col in r]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses.flags import truthy
 from counterbench.errors import UserError
 
 #: the study's names for languages and use cases while a report is being built (see :func:`study_names`)
@@ -144,29 +145,20 @@ def _ordered(values: Iterable[Any], preferred: Iterable[Any]) -> list[Any]:
     return first + [v for v in seen if v not in first]
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes")
-    try:
-        return bool(value) and not (isinstance(value, float) and math.isnan(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def simulated_from_summary(summary: Mapping[str, Any]) -> set[str]:
     """Model names the summary flags as simulated (accepts a dict, a list, or per-model records)."""
     out: set[str] = set()
     flags = summary.get("simulated")
     if isinstance(flags, Mapping):
-        out |= {str(m) for m, v in flags.items() if _truthy(v)}
+        out |= {str(m) for m, v in flags.items() if truthy(v)}
     elif isinstance(flags, list):
         out |= {str(m) for m in flags}
     models = summary.get("models")
     if isinstance(models, Mapping):
-        out |= {str(m) for m, v in models.items() if isinstance(v, Mapping) and _truthy(v.get("simulated"))}
+        out |= {str(m) for m, v in models.items() if isinstance(v, Mapping) and truthy(v.get("simulated"))}
     elif isinstance(models, list):
         out |= {str(m.get("model") or m.get("name")) for m in models
-                if isinstance(m, Mapping) and _truthy(m.get("simulated"))}
+                if isinstance(m, Mapping) and truthy(m.get("simulated"))}
     return out
 
 
@@ -236,7 +228,7 @@ def build_context(data: ReportInput) -> ReportContext:
             ranked = board.sort_values("overall_mean_delta", kind="stable", na_position="last")
         names += [str(m) for m in ranked["model"]]
         if "simulated" in board.columns:
-            simulated |= {str(m) for m, s in zip(board["model"], board["simulated"], strict=True) if _truthy(s)}
+            simulated |= {str(m) for m, s in zip(board["model"], board["simulated"], strict=True) if truthy(s)}
     names += _summary_models(data.summary)
     for frame in tables.values():
         if "model" in frame.columns:
