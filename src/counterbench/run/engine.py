@@ -140,14 +140,7 @@ class Engine:
         """Run every lane to completion or until stopped; return ``completed``/``interrupted``/... ."""
         self._stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
-        installed: list[signal.Signals] = []
-        if self.settings.handle_signals:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.add_signal_handler(sig, self._on_signal)
-                    installed.append(sig)
-                except (NotImplementedError, RuntimeError, ValueError):
-                    pass
+        installed = self._install_signal_handlers(loop)
         self.writer.attach(loop)
         ticker = asyncio.create_task(self._tick()) if self.display.mode != "off" else None
         try:
@@ -177,6 +170,18 @@ class Engine:
             self.writer.flush()
             self.display.refresh()
         return self.stop_reason or "completed"
+
+    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[signal.Signals]:
+        """Ctrl-C and SIGTERM stop the run (when the settings ask for it); the signals handled, to remove later."""
+        installed: list[signal.Signals] = []
+        if self.settings.handle_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.add_signal_handler(sig, self._on_signal)
+                    installed.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+        return installed
 
     def _worker_done(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:

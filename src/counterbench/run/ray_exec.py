@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import itertools
 import math
-import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -100,14 +99,7 @@ class RayEngine(Engine):
 
         self._stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
-        installed: list[signal.Signals] = []
-        if self.settings.handle_signals:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.add_signal_handler(sig, self._on_signal)
-                    installed.append(sig)
-                except (NotImplementedError, RuntimeError, ValueError):
-                    pass
+        installed = self._install_signal_handlers(loop)
         self.writer.attach(loop)
         ticker = asyncio.create_task(self._tick()) if self.display.mode != "off" else None
         try:
