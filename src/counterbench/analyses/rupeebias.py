@@ -58,7 +58,6 @@ UNSUPPORTED_HINTS: dict[str, str] = {
     "power": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
 }
 #: words for codes in the findings (the study's languages)
-LABELS = {"en": "English", "hinglish": "Hinglish"}
 GENERIC_HINT = "needs at least two identifiers of one axis answered in the same slot (profile × question variant)"
 
 
@@ -188,7 +187,7 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
         "ci_methods": _ci_methods(n_boot, seed),
         "marks": marks_summary(),
         "findings": findings(tables, [m for m in models if m in set(tables["cpg_overall"]["model"].astype(str))]
-                             if "cpg_overall" in tables else [], LABELS),
+                             if "cpg_overall" in tables else []),
         "canonical_pairs": {axis: list(pair) for axis, pair in canonical_pairs.items()},
         "rules": {**asdict(rules), "description": PROFILE_DESCRIPTIONS[rules.name]},
         "notes": notes,

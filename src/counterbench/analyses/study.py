@@ -107,6 +107,7 @@ def analyze_study(
                                  seed=seed, tau=tau, canonical_pairs=pairs)
         tables.update(amount.tables)
         summary.update(amount.summary)
+        summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     generic = results[~amount_mask].reset_index(drop=True)
     own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis (hiring, stem)
     if not generic.empty:
@@ -151,9 +152,23 @@ def _analyze_amount_store(path: Path, study: Study, models: list[str] | None, *,
     pairs = dict(study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
     result = analyze_store_by_model(path, models, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                                     canonical_pairs=pairs, load=load)
+    result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, study)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(study, health[["language", "use_case"]]))
     return result
+
+
+def _findings_in_study_words(tables: Mapping[str, pd.DataFrame], summary: Mapping[str, Any], study: Study
+                             ) -> list[str]:
+    """The amount analysis's plain-words findings, naming languages as the study does (``English``, ``Español``)."""
+    from counterbench.analyses.findings import findings
+
+    overall = tables.get("cpg_overall")
+    if overall is None or overall.empty:
+        return list(summary.get("findings") or [])
+    present = set(overall["model"].astype(str))
+    models = [m for m in summary.get("models", {}) if m in present]
+    return findings(tables, models, dict(study.languages))
 
 
 def _study_models(path: Path, study: str) -> list[str]:
