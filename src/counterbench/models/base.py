@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -35,8 +35,15 @@ class GenerationConfig:
     the prompts without it, with a warning recorded in the run) or ``stop``.
     ``reasoning_effort`` is ``None`` (off) by default.
 
-    The two structured fields enter :meth:`as_dict` (and so the fingerprint) only when they differ
-    from their defaults, so configs recorded before they existed keep their fingerprints.
+    ``prompt_max_tokens`` lets a prompt's own ``requested_max_tokens`` (a prompt-table column, e.g. the
+    STEM study's 512 for generation) replace ``max_tokens`` for that prompt; ``max_tokens`` then only
+    bounds prompts that request nothing. It is on when the user did not give ``--max-tokens`` (an
+    explicit limit wins) and the prompt table requests limits; the run engine applies it per request
+    (:meth:`for_prompt`), so every backend receives the prompt's limit.
+
+    The two structured fields and ``prompt_max_tokens`` enter :meth:`as_dict` (and so the fingerprint)
+    only when they differ from their defaults, so configs recorded before they existed keep their
+    fingerprints.
     """
 
     temperature: float = 0.0
@@ -46,6 +53,13 @@ class GenerationConfig:
     structured: bool = False
     structured_mode: str | None = None
     structured_fallback: str = "free-text"
+    prompt_max_tokens: bool = False
+
+    def for_prompt(self, requested: int | None) -> GenerationConfig:
+        """The config one prompt is sent with: its ``requested`` limit when ``prompt_max_tokens`` is on."""
+        if requested is None or not self.prompt_max_tokens or requested == self.max_tokens:
+            return self
+        return replace(self, max_tokens=requested)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -61,7 +75,8 @@ class GenerationConfig:
 
 
 #: fields added after stores were first written, left out of ``as_dict`` at their default value
-_LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text"}
+_LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text",
+                                   "prompt_max_tokens": False}
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,12 @@ class Engine:
         #: requests waiting to be retried (they hold no worker and no slot while they wait)
         self._retries: set[asyncio.Task[None]] = set()
         self._signals = 0
+        #: the run's config with each prompt-requested token limit (see ``GenerationConfig.prompt_max_tokens``)
+        self._prompt_configs: dict[int, GenerationConfig] = {}
+
+    def _prompt_config(self, max_tokens: int) -> GenerationConfig:
+        config = self._prompt_configs[max_tokens] = self.config.for_prompt(max_tokens)
+        return config
 
     # -- control --------------------------------------------------------------------------------
 
@@ -215,7 +221,8 @@ class Engine:
             estimate = 0.0
             if max_cost is not None:
                 item = group[0][0]
-                estimate = lane.price.cost(item.est_input_tokens, self.config.max_tokens) if lane.price else 0.0
+                out_tokens = self.config.for_prompt(item.max_tokens).max_tokens
+                estimate = lane.price.cost(item.est_input_tokens, out_tokens) if lane.price else 0.0
                 if self.spent + self.reserved + estimate > max_cost:
                     self.stop("max_cost")
                     return
@@ -252,7 +259,9 @@ class Engine:
         item = group[0][0]
         config = self.config
         if lane.work.bigger_tokens is not None and item.prompt_id in lane.work.bigger_tokens:
-            config = lane.work.bigger_config or config
+            config = lane.work.bigger_config or config  # --retry-max-tokens wins over a prompt's own limit
+        elif item.max_tokens is not None and config.prompt_max_tokens:
+            config = self._prompt_configs.get(item.max_tokens) or self._prompt_config(item.max_tokens)
         request = ChatRequest(item.prompt_id, item.system, item.user, config, item.answer_type, item.metadata)
         started = time.time() if started is None else started
         policy = self.settings.retry
