@@ -12,15 +12,12 @@ except failures that show the backend cannot work at all — HTTP 401/403, or no
 lane ever succeeding and the first one failing with a connection error or 404 — which stop the
 run with a :class:`~counterbench.errors.UserError` instead of filling the store with errors.
 
-Budget (``--max-cost``): before a request is first sent, its worst case (estimated input tokens plus
-``max_tokens`` at the model's price) is reserved, and the run stops sending when what is spent, what
-may have been spent and what is reserved would pass the budget. The reservation stays with the
-request through every retry and wait (a :class:`Hold`) and is released only when the request is
-stored or abandoned. An attempt the provider bills although it is asked again (an empty reply) is
-added to what is spent — and to the stored row's cost — before the next attempt, and an attempt
-whose bill is unknown (a timeout, a dropped connection, a garbled reply) counts at its worst case;
-either way the retry is sent only if its own worst case still fits. So what the provider can bill
-never exceeds ``--max-cost`` as long as the estimate is an upper bound.
+Budget (``--max-cost``, :mod:`counterbench.run.budget`): each request holds its worst case from its
+first attempt until it is stored or abandoned, through every retry and wait; a billed attempt asked
+again (an empty reply) is paid — and added to the stored row's cost — and an attempt of unknown bill
+(a timeout, a dropped connection, a garbled reply) counts at its worst case, and a retry is sent only
+if the budget still holds it. So what the provider can bill never exceeds ``--max-cost`` as long as
+the estimate is an upper bound.
 
 Stopping: ``stop()`` (first Ctrl-C/SIGTERM, ``--max-cost`` reached, a fatal backend, a store that
 can no longer be written) lets in-flight requests finish but starts no new ones and wakes every
@@ -40,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from counterbench.models.base import Backend, BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.run.budget import Budget, Hold
 from counterbench.run.costs import Price
 from counterbench.run.limits import AdaptiveLimit, RetryPolicy, TokenBucket
 from counterbench.run.parsing import Parsed, ResponseParser
@@ -55,21 +53,6 @@ _OVERLOAD = frozenset({429, 503, 529})
 _TIMEOUT_GRACE_S = 2.0
 _FINAL_EMPTY = frozenset({"length", "content_filter"})
 _ATTEMPTS_BEFORE_ANY_SUCCESS = 3
-#: rounding slack when comparing sums of estimates with --max-cost (USD)
-_BUDGET_SLACK = 1e-9
-
-
-@dataclass(slots=True)
-class Hold:
-    """One request's claim on ``--max-cost`` from its first attempt until it is stored or abandoned."""
-
-    #: the worst-case cost of its next attempt, counted in :attr:`Engine.reserved`
-    amount: float
-    #: what its earlier attempts were billed (an empty reply asked again): added to the stored row's cost
-    paid: float = 0.0
-    #: the last billed reply that was asked again, with its attempt count and start time: stored (with
-    #: what was paid) if the request is abandoned before another answer comes
-    last: tuple[ChatResult, int, float] | None = None
 
 
 @dataclass
@@ -125,10 +108,7 @@ class Engine:
         self.display = display
         self.run_id = run_id
         self.stop_reason: str | None = None
-        self.spent = 0.0
-        self.reserved = 0.0
-        #: attempts whose bill is unknown (timeouts, dropped connections), counted at their worst case
-        self.unsure = 0.0
+        self.budget = Budget(settings.max_cost)
         self._stop_event: asyncio.Event | None = None
         self._workers: list[asyncio.Task[None]] = []
         #: requests waiting to be retried (they hold no worker and no slot while they wait)
@@ -220,19 +200,17 @@ class Engine:
             self.display.refresh()
 
     async def _worker(self, lane: Lane) -> None:
-        budgeted = self.settings.max_cost is not None
+        budget = self.budget
         writer = self.writer
         for group in lane.groups:
             if writer.failure is not None:
                 self.stop("failed")
             if self.stop_reason is not None or lane.fatal is not None:
                 return
-            hold = Hold(self._worst_case(lane, group[0][0]) if budgeted else 0.0)
-            if budgeted:
-                if not self._fits(hold.amount):
-                    self.stop("max_cost")
-                    return
-                self.reserved += hold.amount
+            hold = budget.hold(self._worst_case(lane, group[0][0]) if budget.max_cost is not None else 0.0)
+            if hold is None:
+                self.stop("max_cost")
+                return
             await self._process(lane, group, hold=hold)
 
     def _worst_case(self, lane: Lane, item: PromptItem) -> float:
@@ -240,11 +218,6 @@ class Engine:
         if lane.price is None:
             return 0.0
         return lane.price.cost(item.est_input_tokens, self._config_for(lane, item).max_tokens)
-
-    def _fits(self, amount: float) -> bool:
-        """Whether ``amount`` more still fits in --max-cost next to what is spent, may be, and is reserved."""
-        max_cost = self.settings.max_cost
-        return max_cost is None or self.spent + self.unsure + self.reserved + amount <= max_cost + _BUDGET_SLACK
 
     def _config_for(self, lane: Lane, item: PromptItem) -> GenerationConfig:
         work = lane.work
@@ -277,8 +250,7 @@ class Engine:
 
     def _release(self, lane: Lane, group: list[tuple[PromptItem, str]], hold: Hold) -> None:
         """The request is stored or abandoned: give its reservation back, and keep a reply it paid for."""
-        self.reserved -= hold.amount
-        hold.amount = 0.0
+        self.budget.release(hold)
         if hold.last is not None:  # abandoned after a billed reply: store that reply and its cost
             result, attempts, started = hold.last
             self._record_result(lane, group, replace(result, cost_usd=0.0), attempts, started, hold)
@@ -357,7 +329,7 @@ class Engine:
             limit.on_overload()
         if error.status is None or error.status == 200:
             # no HTTP error status (a timeout, a dropped connection, a garbled reply): it may have been billed
-            self.unsure += hold.amount
+            self.budget.may_have_paid(hold)
         limit_n = policy.max_attempts
         if lane.successes == 0 and error.status is None:
             limit_n = min(limit_n, _ATTEMPTS_BEFORE_ANY_SUCCESS)  # likely unreachable: say so quickly
@@ -375,15 +347,14 @@ class Engine:
         cost = self._cost_of(lane, result) or 0.0
         if not self._can_afford_retry(cost):
             return False
-        self.spent += cost
+        self.budget.pay(cost, hold)
         lane.counters.cost_usd += cost
-        hold.paid += cost
         hold.last = (result, attempts, started)
         return True
 
     def _can_afford_retry(self, cost: float) -> bool:
         """Whether a retry still fits after an attempt billed ``cost`` (the request's hold is still reserved)."""
-        if self._fits(cost):
+        if self.budget.fits(cost):
             return True
         self.stop("max_cost")
         return False
@@ -463,7 +434,7 @@ class Engine:
         text = self.redactor.redact(result.text)
         cost = self._cost_of(lane, result)
         if cost:
-            self.spent += cost
+            self.budget.pay(cost)
             counters.cost_usd += cost
         if hold is not None:
             hold.last = None

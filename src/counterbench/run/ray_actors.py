@@ -198,7 +198,7 @@ class ModelWorker:
         status = await engine.run()
         self.successes = max(self.successes, lane.successes)
         return BatchOutcome(collector.rows, lane.counters.as_dict(), lane.fatal, os.getpid(), time.process_time(),
-                            "max_cost" if status == "max_cost" else None, engine.unsure)
+                            "max_cost" if status == "max_cost" else None, engine.budget.unsure)
 
     async def close(self) -> None:
         await self.backend.aclose()

@@ -241,12 +241,12 @@ class RayEngine(Engine):
         reserved = 0.0
         for group in batch:
             estimate = self._worst_case(lane, group[0][0])
-            if not self._fits(reserved + estimate):
+            if not self.budget.fits(reserved + estimate):
                 self.stop("max_cost")
                 break
             kept.append(group)
             reserved += estimate
-        self.reserved += reserved
+        self.budget.reserved += reserved
         return kept, reserved
 
     async def _drive(self, lane: Lane, actor: Any, batches: Iterator[list[Group]]) -> None:
@@ -280,7 +280,7 @@ class RayEngine(Engine):
                 return
             finally:
                 self._inflight.discard(ref)
-                self.reserved -= reserved
+                self.budget.reserved -= reserved
             self._commit(lane, outcome)
 
     def _commit(self, lane: Lane, outcome: Any) -> None:
@@ -296,8 +296,8 @@ class RayEngine(Engine):
             setattr(c, name, getattr(c, name) + int(counts.get(name, 0)))
         cost = float(counts.get("cost_usd", 0.0))
         c.cost_usd += cost
-        self.spent += cost
-        self.unsure += float(getattr(outcome, "unsure", 0.0))
+        self.budget.pay(cost)
+        self.budget.unsure += float(getattr(outcome, "unsure", 0.0))
         for reason, n in counts.get("finish_reasons", {}).items():
             c.finish_reasons[reason] = c.finish_reasons.get(reason, 0) + n
         lane.successes += int(counts.get("sent", 0)) - int(counts.get("errors", 0))
