@@ -49,6 +49,9 @@ class RunSummary:
     resume_command: str | None = None
     unsaved_file: Path | None = None
     notes: list[str] = field(default_factory=list)
+    #: with --max-cost: USD that attempts of unknown bill (timeouts, dropped connections) may have cost
+    #: at worst, counted against the budget next to ``totals["cost_usd"]``
+    cost_unsure_usd: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -245,6 +248,7 @@ async def arun_prompts(
                 resume_command=safe_command,
                 unsaved_file=unsaved,
                 notes=notes,
+                cost_unsure_usd=round(engine.budget.unsure, 6),
             )
         finally:
             store_obj.close()
