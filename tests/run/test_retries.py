@@ -98,10 +98,10 @@ def test_max_cost_holds_with_retries_in_flight_and_billed_retries(tmp_path: Path
     prices = tmp_path / "prices.yaml"
     prices.write_text('prices:\n  "openai-compatible:*": {input: 0, output: 1000}\n')
     budget = 20 * PER_ANSWER
-    config = FaultConfig(latency_ms=20, fault_rate=0.5, fault_kinds=kinds, retry_after="0", seed=7, hang_s=1.0)
+    config = FaultConfig(latency_ms=20, fault_rate=0.5, fault_kinds=kinds, retry_after="0", seed=7, hang_s=2.0)
     with run_in_thread(FakeOpenAIServer(config)) as server:
         summary = run_prompts(make_prompts(80), [fake_model(server)], store=tmp_path / "s.db", prices=prices,
-                              max_cost=budget, concurrency=8, timeout=0.3, config=GenerationConfig(max_tokens=6),
+                              max_cost=budget, concurrency=8, timeout=1.0, config=GenerationConfig(max_tokens=6),
                               retry=RetryPolicy(max_attempts=6, base_delay=0.001, max_delay=0.002))
         outcomes = server.counters.outcomes
         billed = outcomes["ok"] + outcomes["empty"]  # every 200 reply carries usage: the provider's bill
