@@ -90,6 +90,10 @@ class BatchOutcome:
     pid: int = 0
     #: the worker process's CPU seconds so far (for the driver's account of what Ray costs)
     cpu_s: float = 0.0
+    #: ``max_cost`` when the batch stopped at its share of --max-cost (its other groups were not sent)
+    stopped: str | None = None
+    #: USD its attempts may have been billed without saying (timeouts, dropped connections), at worst
+    unsure: float = 0.0
 
 
 class RowCollector:
@@ -171,8 +175,12 @@ class ModelWorker:
         """The worker's pid and CPU seconds spent so far (starting up, loading the model)."""
         return os.getpid(), time.process_time()
 
-    async def run_batch(self, groups: list[Group], successes: int) -> BatchOutcome:
-        """Send every group of the batch through the engine; return the rows it produced."""
+    async def run_batch(self, groups: list[Group], successes: int, budget: float | None = None) -> BatchOutcome:
+        """Send every group of the batch through the engine; return the rows it produced.
+
+        ``budget`` (with --max-cost) is what the driver reserved for the batch: the engine holds the
+        batch's retries and billed re-asks to it, as an in-process run holds them to --max-cost.
+        """
         spec = self.spec
         lane = Lane(
             model=spec.model, backend=self.backend, config_fp=spec.config_fp, work=Work(groups=groups),
@@ -183,7 +191,7 @@ class ModelWorker:
         engine = Engine(
             [lane],
             config=spec.config,
-            settings=EngineSettings(min(spec.concurrency, max(1, len(groups))), spec.timeout_s, None, spec.retry,
+            settings=EngineSettings(min(spec.concurrency, max(1, len(groups))), spec.timeout_s, budget, spec.retry,
                                     False),
             writer=collector,  # type: ignore[arg-type]  # the engine only adds rows and flushes
             parser=self.parser,
@@ -191,9 +199,10 @@ class ModelWorker:
             display=RunDisplay({}, mode="off"),
             run_id=spec.run_id,
         )
-        await engine.run()
+        status = await engine.run()
         self.successes = max(self.successes, lane.successes)
-        return BatchOutcome(collector.rows, lane.counters.as_dict(), lane.fatal, os.getpid(), time.process_time())
+        return BatchOutcome(collector.rows, lane.counters.as_dict(), lane.fatal, os.getpid(), time.process_time(),
+                            "max_cost" if status == "max_cost" else None, engine.budget.unsure)
 
     async def close(self) -> None:
         await self.backend.aclose()

@@ -51,6 +51,9 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)
     #: fingerprint of the generation config the answers are stored under
     config_fp: str = ""
+    #: with --max-cost: USD that attempts of unknown bill (timeouts, dropped connections) may have cost
+    #: at worst, counted against the budget next to ``totals["cost_usd"]``
+    cost_unsure_usd: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -252,6 +255,7 @@ async def arun_prompts(
                 unsaved_file=unsaved,
                 notes=notes,
                 config_fp=config_fp,
+                cost_unsure_usd=round(engine.budget.unsure, 6),
             )
         finally:
             store_obj.close()
