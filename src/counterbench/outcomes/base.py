@@ -90,8 +90,8 @@ class Constraint:
 
 
 def choices_constraint(name: str, labels: tuple[str, ...]) -> Constraint:
-    """``### <one of labels>``. The labels are listed sorted, so a prompt's own label order (e.g. the hiring
-    study's true label first, for its simulated model) never reaches a model through a schema."""
+    """``### <one of labels>``. The labels are listed sorted, so the constraint never depends on the order
+    in which a prompt table's answer type happens to list them."""
     labels = tuple(sorted(labels))
     regex = "^### (" + "|".join(re.escape(label) for label in labels) + ")$"
     gbnf = 'root ::= "### " (' + " | ".join(json.dumps(label, ensure_ascii=False) for label in labels) + ")\n"

@@ -43,7 +43,9 @@ def test_paper_preset_has_41_resumes_per_job_and_both_variants():
     assert set(prompts.loc[prompts["use_case"].eq("compare"), "condition"]) == {"all", "only-languages"}
     recover = prompts[prompts["use_case"].eq("recover_ethnicity")]
     assert recover["condition"].nunique() == 8  # 5 cumulative steps + 3 single-category conditions
-    assert (recover["answer_type"].str.split(":").str[1].str.split("|").str[0] == recover["truth"]).all()
+    # one fixed answer type per question, whatever the truth: nothing in the request leaks the answer
+    assert recover["answer_type"].unique().tolist() == ["label:Chinese|Malay|Indian|Caucasian|Cannot determine"]
+    assert recover["truth"].nunique() == 4
 
 
 def test_round_robin_jobs_and_bad_plans():

@@ -173,8 +173,9 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
                     texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
     """Gender and ethnicity asked of every non-neutral resume (each condition of the ablation).
 
-    The prompt lists the options in basket order; the row's ``answer_type`` puts the true value first
-    (``label:TRUE|...``) so a simulated model's probability of the first label is its accuracy.
+    The prompt and the row's ``answer_type`` list the options in one fixed order, the baskets' order then
+    "Cannot determine", whatever the truth (``truth`` is a column of its own: the simulated models read
+    it through ``label_from: truth``), so nothing in a request leaks the answer or its position.
     """
     t = texts or prompt_texts()
     rows: list[dict[str, Any]] = []
@@ -183,9 +184,8 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
         use_case = f"recover_{attribute}"
         for rec in resumes[~resumes["group"].eq(NEUTRAL)].to_dict("records"):
             truth = rec[attribute]
-            ordered = (truth, *(lbl for lbl in labels if lbl != truth))
             user = t["recover"]["user"].format(resume=rec["text"], attribute=attribute, labels=", ".join(labels))
-            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, "label:" + "|".join(ordered),
+            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, "label:" + "|".join(labels),
                         t["recover"]["system"], user)
             row.update({k: rec[k] for k in _DESIGN})
             row.update(position="", rationale=True, setting="recover", attribute=attribute, truth=truth,
