@@ -254,12 +254,14 @@ def health_section(ctx: ReportContext) -> Section:
     s = Section("hiring_parse_health", "Answers that gave no verdict or score",
                 "Each answer is read from its fixed final line (\"### A\", \"### 72\"). Answers with no verdict, "
                 "with both A and B, with a score outside 1–100 or in words, and refusals are counted here and "
-                "left out of every other table.", group=GROUP)
+                "left out of every other table. \"With a rationale\" counts the answers that wrote something "
+                "before their final line (the rationale variants ask for 2–3 sentences there).", group=GROUP)
     frame = attach_table(s, ctx, "hiring_parse_health")
     if frame is not None:
         s.tables.append(t.table_view(frame, [
             t.text("model", "Model"), t.text("use_case", "Use case"), t.text("status", "Status"),
-            t.text("reason", "Reason"), t.count("n", "Answers"),
+            t.text("reason", "Reason"), t.count("n", "Answers"), t.count("with_rationale", "With a rationale"),
+            t.num("rationale_median_chars", "Median rationale (characters)", 0),
         ], source="hiring_parse_health.csv"))
     return s
 
