@@ -163,8 +163,9 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
             known.setdefault(str(attribute), [c for c in dict.fromkeys(part["truth"]) if c != CANNOT])
         table = recoverability.recoverability(recover, known)
         tables["hiring_recoverability"] = table
-        tables["hiring_ablation"] = recoverability.ablation_curve(
-            table, [name for name, _ in cumulative_conditions(ablation_order)])
+        curve = recoverability.ablation_curve(table, [name for name, _ in cumulative_conditions(ablation_order)])
+        steps = curve.groupby(["model", "attribute"])["step"].nunique() if not curve.empty else pd.Series(dtype=int)
+        tables["hiring_ablation"] = curve if not steps.empty and steps.max() >= 2 else pd.DataFrame()
     else:
         tables["hiring_recoverability"] = tables["hiring_ablation"] = pd.DataFrame()
     tables["hiring_parse_health"] = parse_health(f["parsed"]) if not f["parsed"].empty else pd.DataFrame()
@@ -178,7 +179,9 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
         "hiring_rationale_tests": "needs both prompt variants (with and without a rationale) for the same models",
         "hiring_job_fit": "needs Direct Comparison answers",
         "hiring_recoverability": "needs the recoverability use cases (recover_gender / recover_ethnicity)",
-        "hiring_ablation": "needs the recoverability use cases under the ablation conditions",
+        "hiring_ablation": "needs the recoverability answers under at least two of the cumulative marker conditions "
+                           "(all, -hobbies, -hobbies-volunteering, ..., none); the quick preset asks with all markers "
+                           "only",
         "hiring_language_only": "needs Direct Comparison answers for language-only resumes (condition only-languages)",
         "hiring_position_effect": "needs Direct Comparison answers",
         "hiring_length_control": "needs answers from at least three resumes of different lengths",
