@@ -87,7 +87,7 @@ def run_command(
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
     temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = 64,
+    max_tokens: MaxTokensOpt = None,
     generation_seed: GenerationSeedOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     structured: StructuredOpt = None,

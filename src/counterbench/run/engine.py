@@ -1,7 +1,10 @@
 """The async engine: send the planned requests, retry, rate-limit, parse, and commit every answer.
 
 One *lane* per model: ``concurrency`` worker coroutines pull request groups from a shared iterator
-(cheaper than one task per request), so each backend has its own bound. A request is retried on
+(cheaper than one task per request), so each backend has its own bound — never more than the
+backend's own ``max_concurrency`` (the embedded model: 1). The per-request timeout counts from when
+the backend starts on a request (a backend that queues wraps the wait in ``waiting_turn``), not from
+when the request joined its queue. A request is retried on
 retryable :class:`~counterbench.models.base.BackendError`\\ s (408/409/429/5xx, timeouts,
 connection errors, malformed replies): after the server's ``Retry-After`` when it sent one (capped),
 else after an exponential backoff with jitter. Only the refused request waits; when the provider
@@ -29,7 +32,15 @@ from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from counterbench.models.base import Backend, BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    ChatResult,
+    GenerationConfig,
+    backend_concurrency,
+    on_queue_wait,
+)
 from counterbench.run.costs import Price
 from counterbench.run.limits import AdaptiveLimit, RetryPolicy, TokenBucket
 from counterbench.run.parsing import Parsed, ResponseParser
@@ -107,6 +118,12 @@ class Engine:
         #: requests waiting to be retried (they hold no worker and no slot while they wait)
         self._retries: set[asyncio.Task[None]] = set()
         self._signals = 0
+        #: the run's config with each prompt-requested token limit (see ``GenerationConfig.prompt_max_tokens``)
+        self._prompt_configs: dict[int, GenerationConfig] = {}
+
+    def _prompt_config(self, max_tokens: int) -> GenerationConfig:
+        config = self._prompt_configs[max_tokens] = self.config.for_prompt(max_tokens)
+        return config
 
     # -- control --------------------------------------------------------------------------------
 
@@ -147,8 +164,9 @@ class Engine:
             for lane in self.lanes:
                 self._serve_from_cache(lane)
                 lane.groups = lane.work.iter_groups()
-                n = min(self.settings.concurrency, len(lane.work.groups))
-                lane.limit = AdaptiveLimit(self.settings.concurrency)
+                cap = min(self.settings.concurrency, backend_concurrency(lane.backend) or self.settings.concurrency)
+                n = min(cap, len(lane.work.groups))
+                lane.limit = AdaptiveLimit(cap)
                 for _ in range(n):
                     task = asyncio.create_task(self._worker(lane))
                     task.add_done_callback(self._worker_done)
@@ -203,7 +221,8 @@ class Engine:
             estimate = 0.0
             if max_cost is not None:
                 item = group[0][0]
-                estimate = lane.price.cost(item.est_input_tokens, self.config.max_tokens) if lane.price else 0.0
+                out_tokens = self.config.for_prompt(item.max_tokens).max_tokens
+                estimate = lane.price.cost(item.est_input_tokens, out_tokens) if lane.price else 0.0
                 if self.spent + self.reserved + estimate > max_cost:
                     self.stop("max_cost")
                     return
@@ -240,7 +259,9 @@ class Engine:
         item = group[0][0]
         config = self.config
         if lane.work.bigger_tokens is not None and item.prompt_id in lane.work.bigger_tokens:
-            config = lane.work.bigger_config or config
+            config = lane.work.bigger_config or config  # --retry-max-tokens wins over a prompt's own limit
+        elif item.max_tokens is not None and config.prompt_max_tokens:
+            config = self._prompt_configs.get(item.max_tokens) or self._prompt_config(item.max_tokens)
         request = ChatRequest(item.prompt_id, item.system, item.user, config, item.answer_type, item.metadata)
         started = time.time() if started is None else started
         policy = self.settings.retry
@@ -257,11 +278,7 @@ class Engine:
                 limit.release()
                 return  # not sent: still pending, the next run sends it
         try:
-            if timeout is None:
-                result = await lane.backend.complete(request)
-            else:
-                async with asyncio.timeout(timeout):
-                    result = await lane.backend.complete(request)
+            result = await self._call(lane.backend, request, timeout)
         except BaseException as exc:
             if limit is not None:
                 limit.release()
@@ -301,6 +318,25 @@ class Engine:
             return  # abandoned: still pending, the next run sends it
         self._retry_later(lane, group, attempts, started, policy.delay(attempts, error.retry_after))
         return
+
+    @staticmethod
+    async def _call(backend: Backend, request: ChatRequest, timeout: float | None) -> ChatResult:
+        """``backend.complete(request)`` within ``timeout`` seconds of work on it.
+
+        Time the backend spends waiting for its turn (reported by
+        :func:`~counterbench.models.base.waiting_turn`) does not count: the deadline is lifted for the
+        wait and set again, ``timeout`` seconds ahead, when the backend starts on the request.
+        """
+        if timeout is None:
+            return await backend.complete(request)
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(timeout) as deadline:
+
+            def on_wait(waiting: bool) -> None:
+                deadline.reschedule(None if waiting else loop.time() + timeout)
+
+            with on_queue_wait(on_wait):
+                return await backend.complete(request)
 
     def _timeout_for(self, backend: Backend) -> float | None:
         """The engine's own deadline per attempt, or ``None`` when the backend enforces one as strict.

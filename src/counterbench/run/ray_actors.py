@@ -30,7 +30,7 @@ from typing import Any
 
 import ray
 
-from counterbench.models.base import Backend, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.base import Backend, ChatRequest, ChatResult, GenerationConfig, waiting_turn
 from counterbench.run.costs import Price
 from counterbench.run.engine import Engine, EngineSettings, Lane
 from counterbench.run.limits import RateLimits, RetryPolicy, TokenBucket
@@ -121,8 +121,12 @@ class _Bounded:
         self._slots = asyncio.Semaphore(concurrency)
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        async with self._slots:
+        with waiting_turn():  # the engine's timeout counts from when a slot is free, not from here
+            await self._slots.acquire()
+        try:
             return await self.backend.complete(request)
+        finally:
+            self._slots.release()
 
     async def aclose(self) -> None:
         await self.backend.aclose()

@@ -240,7 +240,8 @@ class RayEngine(Engine):
         reserved = 0.0
         for group in batch:
             item = group[0][0]
-            estimate = lane.price.cost(item.est_input_tokens, self.config.max_tokens) if lane.price else 0.0
+            out_tokens = self.config.for_prompt(item.max_tokens).max_tokens
+            estimate = lane.price.cost(item.est_input_tokens, out_tokens) if lane.price else 0.0
             if self.spent + self.reserved + reserved + estimate > max_cost:
                 self.stop("max_cost")
                 break
