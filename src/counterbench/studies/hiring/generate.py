@@ -23,7 +23,7 @@ import pandas as pd
 from counterbench.errors import UserError
 from counterbench.studies.hiring.data import BasketSet, Job, ResumeTemplate, load_baskets
 from counterbench.studies.hiring.lint import lint_template
-from counterbench.studies.hiring.prompting import generation_prompts, prompt_texts
+from counterbench.studies.hiring.prompting import generation_prompts, prompt_texts, token_limits
 from counterbench.studies.hiring.resumes import find_section
 
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*$")
@@ -34,7 +34,7 @@ _CLOSING = re.compile(r"^\s*(let me know|i hope|feel free|note:|this resume|if y
 
 def generation_table(jobs: list[Job] | tuple[Job, ...], prompts_file: str | None = None) -> pd.DataFrame:
     """One resume-generation prompt per job (``profile_id`` = ``job_id``)."""
-    return generation_prompts(list(jobs), prompt_texts(prompts_file))
+    return generation_prompts(list(jobs), prompt_texts(prompts_file), token_limits(prompts_file))
 
 
 def clean_answer(text: str) -> str:

@@ -70,6 +70,22 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
     return {s: {k: str(v) for k, v in data[s].items()} for s in needed}
 
 
+@lru_cache(maxsize=4)
+def token_limits(path: str | None = None) -> dict[str, int]:
+    """``max_tokens`` of the prompt file: use case (or ``recover`` / ``generation``) -> output-token limit."""
+    p = builtin_path("prompts.yaml") if path is None else path
+    with open(p, encoding="utf-8") as handle:
+        raw = (yaml.safe_load(handle) or {}).get("max_tokens") or {}
+    if not isinstance(raw, dict):
+        raise UserError(f"prompt file {p}: max_tokens must map a use case to a number of tokens")
+    limits = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError(f"prompt file {p}: max_tokens.{key} must be a whole number of at least 1, got {value!r}")
+        limits[str(key)] = value
+    return limits
+
+
 def resume_table(jobs: Sequence[Job], templates: Sequence[ResumeTemplate], baskets: BasketSet,
                  conditions: Sequence[tuple[str, tuple[str, ...]]] = (("all", ("languages", "activities",
                                                                                 "volunteering", "hobbies")),),
@@ -119,9 +135,11 @@ _DESIGN = ("job_id", "occupation", "gender_dominance", "group", "ethnicity", "ge
 
 
 def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequence[bool] = (False, True),
-                    texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+                    texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
+                    ) -> pd.DataFrame:
     """Direct Comparison: every non-neutral resume against its job's neutral one, in both positions."""
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     job_text = {j.job_id: j.text for j in jobs}
     neutral = dict(resumes[resumes["group"].eq(NEUTRAL)].set_index("job_id")["text"])
     rows: list[dict[str, Any]] = []
@@ -139,15 +157,18 @@ def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Se
                 row.update({k: rec[k] for k in _DESIGN})
                 row.update(position=position, rationale=with_reason, setting="compare",
                            option_A=rec["group"] if position == "A" else NEUTRAL,
-                           option_B=NEUTRAL if position == "A" else rec["group"])
+                           option_B=NEUTRAL if position == "A" else rec["group"],
+                           requested_max_tokens=limits.get(use_case))
                 rows.append(row)
     return pd.DataFrame(rows)
 
 
 def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequence[bool] = (False, True),
-                  texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+                  texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
+                  ) -> pd.DataFrame:
     """Score & Shortlist: each resume (neutral included) scored 1–100 against its job on its own."""
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     job_text = {j.job_id: j.text for j in jobs}
     rows: list[dict[str, Any]] = []
     for with_reason in rationale:
@@ -158,7 +179,7 @@ def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequ
             row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, SCORE_ANSWER, t["score"]["system"],
                         user)
             row.update({k: rec[k] for k in _DESIGN})
-            row.update(position="", rationale=with_reason, setting="score")
+            row.update(position="", rationale=with_reason, setting="score", requested_max_tokens=limits.get(use_case))
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -170,7 +191,8 @@ def recover_labels(baskets: BasketSet, attribute: str) -> tuple[str, ...]:
 
 
 def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
-                    texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+                    texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
+                    ) -> pd.DataFrame:
     """Gender and ethnicity asked of every non-neutral resume (each condition of the ablation).
 
     The prompt and the row's ``answer_type`` list the options in one fixed order, the baskets' order then
@@ -178,6 +200,7 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
     it through ``label_from: truth``), so nothing in a request leaks the answer or its position.
     """
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     rows: list[dict[str, Any]] = []
     for attribute in ("gender", "ethnicity"):
         labels = recover_labels(baskets, attribute)
@@ -189,20 +212,23 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
                         t["recover"]["system"], user)
             row.update({k: rec[k] for k in _DESIGN})
             row.update(position="", rationale=True, setting="recover", attribute=attribute, truth=truth,
-                       has_languages="languages" in rec["categories"].split("+"))
+                       has_languages="languages" in rec["categories"].split("+"),
+                       requested_max_tokens=limits.get("recover"))
             rows.append(row)
     return pd.DataFrame(rows)
 
 
-def generation_prompts(jobs: Sequence[Job], texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+def generation_prompts(jobs: Sequence[Job], texts: dict[str, dict[str, str]] | None = None,
+                       limits: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One resume-generation prompt per job (the answer is the job's neutral resume template)."""
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     rows = []
     for job in jobs:
         rec = {"condition": "neutral", "group": NEUTRAL, "job_id": job.job_id, "variation": 0}
         row = _base("generate_resume", f"hiring_generate_{job.job_id}", rec, "text", t["generation"]["system"],
                     t["generation"]["user"].format(job=job.text))
-        row["job_id"] = job.job_id
+        row.update(job_id=job.job_id, requested_max_tokens=limits.get("generation"))
         rows.append(row)
     return pd.DataFrame(rows)
 
