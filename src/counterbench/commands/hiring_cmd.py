@@ -47,8 +47,10 @@ def resumes_command(
     baskets: Annotated[
         Path | None, typer.Option("--baskets", help="Marker baskets whose terms the lint rejects; default: built-in.")
     ] = None,
-    prompts: Annotated[
-        Path | None, typer.Option("--prompts", help="Prompt texts (prompts.yaml format) with your `generation` prompt.")
+    prompt_texts: Annotated[
+        Path | None,
+        typer.Option("--prompt-texts", help="The study's prompt texts (prompts.yaml format) with your `generation` "
+                     "prompt."),
     ] = None,
     store: Annotated[
         Path | None,
@@ -82,7 +84,8 @@ def resumes_command(
         raise UserError("give --out FILE, the resumes file to write (e.g. --out my_resumes.jsonl)")
     if max_tokens < 64:
         raise UserError(f"--max-tokens {max_tokens} is too small for a resume; give at least 64 (default 1024)")
-    plan = plan_resumes(out, jobs=jobs, baskets=baskets, prompts=str(prompts) if prompts is not None else None)
+    texts = str(prompt_texts) if prompt_texts is not None else None
+    plan = plan_resumes(out, jobs=jobs, baskets=baskets, prompts=texts)
     config = generation_config(models, temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
                                reasoning_effort=None, structured=False)
     where = store if store is not None else default_store(plan.out)

@@ -91,10 +91,11 @@ def test_simulated_model_answers_are_rejected_and_the_rerun_asks_nothing(tmp_pat
     (("--model", "sim:fair", "--out", "missing/r.jsonl"), "folder missing does not exist"),
     (("--model", "sim:fair", "--out", "r.jsonl", "--jobs", "bad.jsonl"), "bad.jsonl line 1"),
     (("--model", "sim:fair", "--out", "broken.jsonl"), "broken.jsonl line 1"),
-    (("--model", "gpt-4o", "--out", "r.jsonl"), "unknown model"),
+    (("--model", "sim:fair", "--out", "r.jsonl", "--prompt-texts", "bad.yaml"), "not valid YAML"),
 ])
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path: Path, extra: tuple[str, ...], needle: str) -> None:
     (tmp_path / "bad.jsonl").write_text('{"job_id": "x"\n', encoding="utf-8")
     (tmp_path / "broken.jsonl").write_text("not json\n", encoding="utf-8")
+    (tmp_path / "bad.yaml").write_text("compare: [\n", encoding="utf-8")
     assert needle in one_error_line(cli("hiring", "resumes", *extra, cwd=tmp_path))
     assert not (tmp_path / "r.jsonl").exists()

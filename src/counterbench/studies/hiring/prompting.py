@@ -59,6 +59,8 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
             data = yaml.safe_load(handle)
     except OSError as err:
         raise UserError(f"cannot read prompt file {p}: {err.strerror or err}") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as err:
+        raise UserError(f"prompt file {p}: not valid YAML text ({str(err).splitlines()[0]})") from None
     needed = {"generation": ("system", "user"), "compare": ("system", "user", "no_rationale", "rationale"),
               "score": ("system", "user", "no_rationale", "rationale"), "recover": ("system", "user")}
     if not isinstance(data, dict):
@@ -74,8 +76,12 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
 def token_limits(path: str | None = None) -> dict[str, int]:
     """``max_tokens`` of the prompt file: use case (or ``recover`` / ``generation``) -> output-token limit."""
     p = builtin_path("prompts.yaml") if path is None else path
-    with open(p, encoding="utf-8") as handle:
-        raw = (yaml.safe_load(handle) or {}).get("max_tokens") or {}
+    try:
+        with open(p, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise UserError(f"cannot read prompt file {p}: {str(err).splitlines()[0]}") from None
+    raw = (data.get("max_tokens") or {}) if isinstance(data, dict) else {}
     if not isinstance(raw, dict):
         raise UserError(f"prompt file {p}: max_tokens must map a use case to a number of tokens")
     limits = {}

@@ -71,7 +71,11 @@ def plan_resumes(out: str | Path, *, jobs: str | Path | None = None, baskets: st
         raise UserError(f"cannot write {target}: folder {target.parent} does not exist")
     job_list = load_jobs(jobs)
     basket_set = load_baskets(baskets)
-    existing = list(load_resumes(target)) if target.is_file() and target.read_text(encoding="utf-8").strip() else []
+    try:
+        has_entries = target.is_file() and bool(target.read_text(encoding="utf-8").strip())
+    except UnicodeDecodeError as err:
+        raise UserError(f"{target}: not UTF-8 text (byte {err.start}); give a resumes file in JSONL") from None
+    existing = list(load_resumes(target)) if has_entries else []
     have = {t.job_id for t in existing}
     todo = [j for j in job_list if j.job_id not in have]
     table = generation_table(todo, prompts) if todo else pd.DataFrame()
