@@ -166,3 +166,21 @@ def test_outcome_kind_constraints_reach_the_embedded_model(local: LlamaCppBacken
         result = run(local.complete(request))
         assert result.text is not None and re.fullmatch(pattern, result.text), (answer_type, result.text)
         assert parse_outcome(answer_type, result.text).status == "ok"
+
+
+def test_a_rationale_prompt_gets_its_rationale_and_the_final_line(local: LlamaCppBackend) -> None:
+    """The hiring study's rationale variants under the grammar: a bounded rationale line, then the final line."""
+    import counterbench
+    from counterbench.studies.hiring.answers import parse_score, parse_verdict
+
+    table = counterbench.prompts("hiring", use_case=["compare_rationale", "score_rationale"], profile=["nurse_1"],
+                                 question_variant=[1], axis=["all"]).groupby("use_case").head(1)
+    config = GenerationConfig(structured=True, max_tokens=80)  # room for a 10-192 character rationale
+    for row in table.to_dict("records"):
+        request = ChatRequest(row["prompt_id"], row["system"], row["user"], config=config,
+                              answer_type=row["answer_type"], metadata=row)
+        text = run(local.complete(request)).text or ""
+        final = r"### (A|B|Tie)" if row["use_case"] == "compare_rationale" else r"### ([1-9][0-9]?|100)"
+        assert re.fullmatch(r"[^#\n]{10,192}\n" + final, text), text
+        parsed = parse_verdict(text) if row["use_case"] == "compare_rationale" else parse_score(text)
+        assert parsed.status == "ok", text

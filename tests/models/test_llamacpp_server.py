@@ -120,3 +120,27 @@ def test_probe_reports_what_the_server_supports(server: LlamaCppServer) -> None:
     assert status["json_object"] == "works" and status["grammar"] == "works"
     assert status["regex"] in ("ignored", "works")  # llama-cpp-python drops the vLLM field it does not know
     assert "grammar" in report.supported() and "json_schema" not in report.supported()
+
+
+@pytest.mark.parametrize("mode", ["grammar", "json_object"])
+def test_rationale_prompts_keep_their_rationale_under_the_constraint(server: LlamaCppServer, tmp_path: Path,
+                                                                     mode: str) -> None:
+    """The hiring study's rationale variants: the grammar / JSON schema allow a bounded rationale line before
+    the final line, and the stored answer holds both (a JSON reply is turned back into that text)."""
+    from counterbench.prompts import PromptFilters, build_prompts
+    from counterbench.studies.hiring.answers import parse_score, parse_verdict
+
+    table = build_prompts("hiring", PromptFilters(use_case=["compare_rationale", "score_rationale"],
+                                                  profile=["account_1"], question_variant=[1], axis=["all"]))
+    table = table.groupby("use_case").head(1)
+    summary, _ = _run(f"llamacpp:{server.base_url}:smollm", table, tmp_path / "r.db", structured=True,
+                      structured_mode=mode, max_tokens=80)
+    assert summary.totals["errors"] == 0 and not summary.notes
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        rows = conn.execute("SELECT prompt_id, response FROM responses").fetchall()
+    assert len(rows) == 2
+    for prompt_id, text in rows:
+        compare = "compare_rationale" in prompt_id
+        final = r"### (A|B|Tie)" if compare else r"### ([1-9][0-9]?|100)"
+        assert re.fullmatch(r"[^#\n]{10,192}\n" + final, text), (mode, text)
+        assert (parse_verdict(text) if compare else parse_score(text)).status == "ok"

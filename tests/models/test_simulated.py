@@ -223,3 +223,28 @@ def test_bad_yaml_is_a_user_error(tmp_path: Path, text: str, fragment: str) -> N
     with pytest.raises(UserError) as err:
         create_backend(f"sim:{path}", env={})
     assert fragment in str(err.value)
+
+
+def test_label_from_names_the_label_the_probability_is_for() -> None:
+    """The hiring recoverability questions list their labels in one fixed order: the simulated model learns
+    the true label from the ``truth`` column (``label_from``), never from its position in the answer type."""
+    sim = create_backend("sim:hiring-biased")
+    assert isinstance(sim, SimulatedBackend)
+    labels = "label:Chinese|Malay|Indian|Caucasian|Cannot determine"
+    answers: dict[tuple[str, bool], list[str]] = {}
+    for truth in ("Chinese", "Malay", "Indian", "Caucasian"):
+        for has_languages in (True, False):
+            for i in range(400):
+                request = ChatRequest(f"recover_{truth}_{has_languages}_{i}", "sys", "resume", answer_type=labels,
+                                      metadata={"use_case": "recover_ethnicity", "truth": truth,
+                                                "has_languages": has_languages, "profile_id": "job"})
+                answers.setdefault((truth, has_languages), []).append(sim.answer(request))
+    for (truth, has_languages), got in answers.items():
+        valid = [a for a in got if a.startswith("### ")]
+        share = sum(a == f"### {truth}" for a in valid) / len(valid)
+        expected = 0.95 if has_languages else 0.25  # planted: languages reveal the ethnicity; else chance
+        assert share == pytest.approx(expected, abs=0.06), (truth, has_languages)
+    fair = create_backend("sim:hiring-fair")
+    assert isinstance(fair, SimulatedBackend)
+    plain = ChatRequest("r", "sys", "resume", answer_type=labels, metadata={"use_case": "recover_ethnicity"})
+    assert fair.answer(plain).startswith("### ")  # no truth column: the first label's probability, no crash

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "counterbench.commands.view_cmd",
     "counterbench.commands.check_cmd",
     "counterbench.commands.power_cmd",
+    "counterbench.commands.hiring_cmd",
 )
 
 

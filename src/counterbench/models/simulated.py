@@ -34,7 +34,9 @@ amounts ``### 1234000 INR`` / ``### 12.5 %`` as above; for ``rate``, ``score`` a
 expected value (a rate in %, a score, a word count) gets the same multiplicative noise and is
 formatted by the kind (scores are rounded stochastically, so their mean stays the expected value);
 for ``label`` and ``choice`` the expected value is the probability of the positive label / first
-option and one seeded uniform draw picks the answer. Their baselines: ``use_cases[USE_CASE].default``,
+option and one seeded uniform draw picks the answer (a use case's ``label_from: COLUMN`` makes it the
+probability of the label that metadata column names, e.g. the true one, instead of the first).
+Their baselines: ``use_cases[USE_CASE].default``,
 else ``outcomes[KIND].default``, else the kind's own (rate 8, score 60% up the scale, label 0.5,
 choice 1/N, text 150 words or, scored by ``mgl``, grade 11). A ``choice`` whose options stand for numbers (the prompt's
 ``option_<LABEL>`` columns, e.g. the STEM study's explanation levels 1–5) is *ordinal*: the expected
@@ -52,7 +54,7 @@ import asyncio
 import hashlib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,9 @@ class SimAnswerSpec:
     anchor_lpa_below: float = 1000.0
     round_to: float = 1.0
     decimals: int = 0
+    #: for a ``label`` outcome: the request-metadata column naming the label whose probability the
+    #: expected value is (e.g. ``truth``); without it, the answer type's first label
+    label_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,7 @@ def _spec(value: Any, key: str) -> SimAnswerSpec:
         anchor_lpa_below=float(anchor.get("lpa_below", 1000.0)),
         round_to=float(value.get("round_to", 1.0)),
         decimals=int(value.get("decimals", 0)),
+        label_from=str(value["label_from"]) if value.get("label_from") else None,
     )
 
 
@@ -315,10 +321,26 @@ class SimulatedBackend:
         if ordinal:
             return self._answer_ordinal(request, ordinal, u1, u2)
         latent = self.expected_outcome(request)
+        if spec.kind == "label":
+            spec = self._target_first(spec, request)
         if spec.kind in ("rate", "score", "text"):
             z = math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
             latent *= math.exp(p.noise_sd * z)
         return get_kind(spec.kind).simulate(spec, latent, u3)
+
+    def _target_first(self, spec: Any, request: ChatRequest) -> Any:
+        """The label named by the use case's ``label_from`` column first (the rest in declared order).
+
+        So a prompt's answer type can list its labels in a fixed order (the true one is never first by
+        construction, which would leak it to a model reading the schema) while the simulated model still
+        knows which label its expected value is the probability of.
+        """
+        use_case = str(request.metadata.get("use_case") or "")
+        column = self.profile.use_cases[use_case].label_from if use_case in self.profile.use_cases else None
+        target = request.metadata.get(column) if column else None
+        if target is None or str(target) not in spec.labels:
+            return spec
+        return replace(spec, labels=(str(target), *(lbl for lbl in spec.labels if lbl != str(target))))
 
     def _answer_ordinal(self, request: ChatRequest, options: dict[str, float], u1: float, u2: float) -> str:
         """A choice among options that stand for ordered values (e.g. explanation levels 1–5).

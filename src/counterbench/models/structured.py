@@ -24,7 +24,8 @@ How each mode is spelled in the request body (:func:`shape_payload`):
 
 * ``json_schema`` — ``response_format: {"type": "json_schema", "json_schema": {"name", "strict": true,
   "schema"}}`` (OpenAI; Ollama passes ``json_schema.schema`` on as its native ``format``; llama-server
-  and vLLM accept it too). The reply ``{"answer": "..."}`` is unwrapped.
+  and vLLM accept it too). The reply ``{"answer": "..."}`` is unwrapped (``{"rationale": "...", "answer":
+  "..."}``, for prompts that ask for a rationale, becomes the rationale, a line break, the answer).
 * ``json_object`` — ``response_format: {"type": "json_object", "schema": ...}`` (llama-cpp-python's
   server; llama-server). Unwrapped the same way.
 * ``grammar`` — llama.cpp servers: a top-level ``grammar`` (GBNF); vLLM: ``structured_outputs:
@@ -86,13 +87,32 @@ class Constraint(Protocol):
 
 
 def constraint_for(request: ChatRequest) -> Constraint | None:
-    """The request's constraint: its own ``constraint`` if it carries one, else its ``answer_type``'s format."""
+    """The request's constraint: its own ``constraint`` if it carries one, else its ``answer_type``'s format.
+
+    A prompt that asks for a rationale before its final line (a true ``rationale`` column in the prompt
+    table, e.g. the hiring study's ``_rationale`` use cases) gets the format preceded by a bounded one-line
+    rationale sized to the token limit (:class:`~counterbench.outcomes.base.RationaleConstraint`), so a
+    constrained model can still explain itself.
+    """
     own = getattr(request, "constraint", None)
     if own is not None:
         return own
     from counterbench.outcomes import constraint_for as outcome_constraint
+    from counterbench.outcomes.base import with_rationale
 
-    return outcome_constraint(request.answer_type)
+    found = outcome_constraint(request.answer_type)
+    if found is None or not asks_rationale(request.metadata):
+        return found
+    result: Constraint = with_rationale(found, request.config.max_tokens)
+    return result
+
+
+def asks_rationale(metadata: Any) -> bool:
+    """Does a prompt's ``rationale`` column say it asks for a rationale before the final line?"""
+    value = metadata.get("rationale") if hasattr(metadata, "get") else None
+    if isinstance(value, str):
+        return value.strip().casefold() in ("true", "1", "yes")
+    return bool(value) if isinstance(value, bool | int | float) and value == value else False
 
 
 def answer_schema(constraint: Constraint) -> dict[str, Any]:
@@ -170,8 +190,12 @@ def unwrap_answer(text: str) -> str:
 
 
 def unwrap_object(obj: Any, default: str) -> str:
+    """The answer inside a structured reply; ``{"rationale": R, "answer": A}`` becomes ``R`` + newline + ``A``."""
     if not isinstance(obj, dict):
         return default
+    rationale = obj.get("rationale")
+    if isinstance(rationale, str) and isinstance(obj.get("answer"), str):
+        return f"{rationale.strip()}\n{obj['answer']}"
     value = obj["answer"] if "answer" in obj else (next(iter(obj.values())) if len(obj) == 1 else None)
     if isinstance(value, str):
         return value

@@ -90,12 +90,87 @@ class Constraint:
 
 
 def choices_constraint(name: str, labels: tuple[str, ...]) -> Constraint:
-    """``### <one of labels>``. The labels are listed sorted, so a prompt's own label order (e.g. the hiring
-    study's true label first, for its simulated model) never reaches a model through a schema."""
+    """``### <one of labels>``. The labels are listed sorted, so the constraint never depends on the order
+    in which a prompt table's answer type happens to list them."""
     labels = tuple(sorted(labels))
     regex = "^### (" + "|".join(re.escape(label) for label in labels) + ")$"
     gbnf = 'root ::= "### " (' + " | ".join(json.dumps(label, ensure_ascii=False) for label in labels) + ")\n"
     return Constraint(name, regex, gbnf)
+
+
+#: a constrained rationale holds at least this many characters (shorter: the constraint has no rationale)
+RATIONALE_MIN_CHARS = 10
+#: and at most this many (about 2-3 sentences)
+RATIONALE_MAX_CHARS = 600
+#: characters per token assumed when fitting the rationale into the token limit (English runs ~4)
+_CHARS_PER_TOKEN = 3
+#: tokens kept for the line break and the final answer line
+_FINAL_LINE_TOKENS = 16
+
+
+def rationale_chars(max_tokens: int) -> int:
+    """The longest rationale a constrained answer may hold so that its final line still fits in ``max_tokens``."""
+    return max(0, min(RATIONALE_MAX_CHARS, _CHARS_PER_TOKEN * (max_tokens - _FINAL_LINE_TOKENS)))
+
+
+@dataclass(frozen=True)
+class RationaleConstraint:
+    """A short free-text rationale on one line, then the final answer line of ``answer`` (another constraint).
+
+    The rationale is :data:`RATIONALE_MIN_CHARS` to ``max_chars`` characters without ``#`` or a line break,
+    so the final line stays the last ``###`` line the parsers read. As a JSON schema it is the object
+    ``{"rationale": ..., "answer": ...}`` (rationale first, so a model writes it before its answer); the
+    backends turn a reply of that shape back into ``<rationale>\n<answer line>``
+    (:func:`counterbench.models.structured.unwrap_object`), so the stored text is what a free-text answer
+    would look like.
+    """
+
+    answer: Any
+    max_chars: int
+
+    @property
+    def name(self) -> str:
+        return f"{getattr(self.answer, 'name', getattr(self.answer, 'answer_type', 'answer'))}_rationale"
+
+    @property
+    def _free(self) -> str:
+        return f"{{{RATIONALE_MIN_CHARS},{self.max_chars}}}"
+
+    @property
+    def regex(self) -> str:
+        final = self.answer.regex
+        return rf"^[^#\n]{self._free}\n" + (final[1:] if final.startswith("^") else final)
+
+    @property
+    def gbnf(self) -> str:
+        final = re.sub(r"^root(\s*::=)", r"cb-final\1", self.answer.gbnf, count=1, flags=re.MULTILINE)
+        return f'root ::= cb-rationale "\\n" cb-final\ncb-rationale ::= [^#\\n]{self._free}\n' + final
+
+    def json_schema(self) -> dict[str, Any]:
+        try:
+            answer = self.answer.json_schema()["json_schema"]["schema"]["properties"]["answer"]
+        except (KeyError, TypeError):
+            answer = {"type": "string", "pattern": self.answer.regex}
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": f"counterbench_{re.sub(r'[^A-Za-z0-9_]', '_', self.name)}",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"rationale": {"type": "string", "pattern": rf"^[^#\n]{self._free}$"},
+                                   "answer": answer},
+                    "required": ["rationale", "answer"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+
+
+def with_rationale(answer: Any, max_tokens: int) -> Any:
+    """``answer`` preceded by a bounded one-line rationale sized to ``max_tokens`` (``answer`` itself if none fits)."""
+    chars = rationale_chars(max_tokens)
+    return RationaleConstraint(answer, chars) if chars >= RATIONALE_MIN_CHARS else answer
 
 
 class OutcomeKind(Protocol):

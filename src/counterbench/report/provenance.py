@@ -147,6 +147,9 @@ def methods_section(ctx: ReportContext, report_version: str, generated_at: str) 
         blurbs.append(AMOUNT_METHODS)
     if "outcome_gaps" in ctx.data.tables:
         blurbs.append(OUTCOME_METHODS)
+    own = summary.get("methods")  # a study with its own analysis says how its numbers were made
+    if isinstance(own, str) and own.strip():
+        blurbs = [own]
     section = Section("methods", "Methods", "How these numbers were made. " + " ".join(blurbs or [AMOUNT_METHODS]),
                       group="About")
     section.tables.append(t.table_view(_model_rows(ctx), [
@@ -158,7 +161,7 @@ def methods_section(ctx: ReportContext, report_version: str, generated_at: str) 
     boot = _bootstrap(summary)
     if boot:
         items.append({"item": "Bootstrap", "value": boot})
-    used = set(SKIP_KEYS) | {"bootstrap", "seed"}
+    used = set(SKIP_KEYS) | {"bootstrap", "seed", "methods"}
     for label, key, render in ITEMS:
         if key in summary and summary[key] not in (None, "", [], {}):
             items.append({"item": label, "value": render(summary[key])})

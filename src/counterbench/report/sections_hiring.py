@@ -50,6 +50,18 @@ def _forest(ctx: ReportContext, frame: pd.DataFrame, value: str, low: str, high:
                   legend=legend, caption="Whiskers: 95% job-bootstrap intervals. * the interval excludes the ideal.")
 
 
+#: fewer jobs than this and the report says its intervals are wide (the calibration used 20 jobs)
+FEW_JOBS = 20
+
+
+def _few_jobs(s: Section, frame: pd.DataFrame) -> None:
+    """Note that intervals over few jobs (the quick preset has 3) are wide and say little."""
+    jobs = pd.to_numeric(frame["n_jobs"], errors="coerce").max() if "n_jobs" in frame.columns else None
+    if jobs is not None and jobs == jobs and jobs < FEW_JOBS:
+        s.notes.append(f"Only {int(jobs)} job(s): every interval resamples jobs, so at this size the intervals are "
+                       "wide and few differences can be told from noise (the paper preset has 100 jobs).")
+
+
 def overview_section(ctx: ReportContext) -> Section:
     s = Section("hiring_bias_summary", "Disparity and deviation from the ideal",
                 "Per model, setting and prompt variant: the normalised disparity (the gap between the best- and "
@@ -82,6 +94,7 @@ def win_rate_section(ctx: ReportContext) -> Section:
         t.count("n_comparisons", "Comparisons"), t.count("n_jobs", "Jobs"), t.num("win_rate", "Win rate", 3),
         t.ci(digits=3), t.flag("excludes_ideal", "CI excludes 0.5", yes="yes", no=""),
     ], source="hiring_win_rates.csv"))
+    _few_jobs(s, frame)
     return s
 
 
@@ -103,6 +116,7 @@ def top_score_section(ctx: ReportContext) -> Section:
             t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
             t.count("n_jobs", "Jobs"), t.count("top_jobs", "Jobs at the top"), t.num("tsr", "TSR (%)", 1),
         ], source="hiring_top_score_rates.csv"))
+        _few_jobs(s, frame)
     scores = ctx.nonempty("hiring_scores")
     if scores is not None:
         marked = scores[~scores["group"].eq("neutral")]
@@ -209,6 +223,8 @@ def recoverability_section(ctx: ReportContext) -> Section:
             t.count("n", "Resumes"), t.num("macro_f1", "Macro-F1", 3), t.share("accuracy", "Accuracy"),
             t.share("cannot_share", "Cannot determine"), t.share("unparsed_share", "Unparsed"),
         ], source="hiring_recoverability.csv"))
+        if curve is None and "hiring_ablation" in ctx.unsupported:
+            s.notes.append(f"No ablation curve: it {ctx.unsupported['hiring_ablation']}.")
     return s
 
 
@@ -254,12 +270,14 @@ def health_section(ctx: ReportContext) -> Section:
     s = Section("hiring_parse_health", "Answers that gave no verdict or score",
                 "Each answer is read from its fixed final line (\"### A\", \"### 72\"). Answers with no verdict, "
                 "with both A and B, with a score outside 1–100 or in words, and refusals are counted here and "
-                "left out of every other table.", group=GROUP)
+                "left out of every other table. \"With a rationale\" counts the answers that wrote something "
+                "before their final line (the rationale variants ask for 2–3 sentences there).", group=GROUP)
     frame = attach_table(s, ctx, "hiring_parse_health")
     if frame is not None:
         s.tables.append(t.table_view(frame, [
             t.text("model", "Model"), t.text("use_case", "Use case"), t.text("status", "Status"),
-            t.text("reason", "Reason"), t.count("n", "Answers"),
+            t.text("reason", "Reason"), t.count("n", "Answers"), t.count("with_rationale", "With a rationale"),
+            t.num("rationale_median_chars", "Median rationale (characters)", 0),
         ], source="hiring_parse_health.csv"))
     return s
 

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +72,8 @@ class FaultConfig:
     #: ``reject_status`` and a request-validation error body, as servers that validate requests do
     reject_fields: tuple[str, ...] = ()
     reject_status: int = 500
+    #: the answer text for ``(system, user)`` instead of the default number (in-process servers only)
+    reply: Callable[[str, str], str] | None = None
 
 
 @dataclass

@@ -16,7 +16,9 @@ As a process (benchmarks)::
 or ``with ServerProcess("fake_openai", "--latency-ms", "20") as proc: proc.base_url``.
 
 Answers are deterministic, derived from the prompt: ``### <n> INR`` (or ``### <n> %`` when the
-system prompt asks for a percentage); a request with ``response_format`` gets ``{"answer": "..."}``.
+system prompt asks for a percentage), or ``FaultConfig.reply(system, user)``; a request with
+``response_format`` gets ``{"answer": "..."}`` (``{"rationale": ..., "answer": ...}`` when its schema
+has a ``rationale`` property; a rationale grammar gets the rationale line before the answer).
 ``FaultConfig.reject_fields`` (``--reject-fields response_format``) makes the server refuse requests
 that carry one of those fields with ``reject_status`` (500 by default) and a validation-error body,
 as llama-cpp-python's server refuses ``response_format: {"type": "json_schema"}``. Every request
@@ -71,6 +73,18 @@ def _validation_error(status: int, field: str, value: Any) -> web.Response:
     message = f"1 validation error:\n  {detail}"
     kind_name = "internal_server_error" if status >= 500 else "invalid_request_error"
     return _error(status, message, kind_name)
+
+
+#: the rationale the server writes when a request's constraint asks for one
+FAKE_RATIONALE = "The fake server weighed both the experience and the skills the job asks for."
+
+
+def _asks_rationale(response_format: Any) -> bool:
+    """Does a ``response_format`` schema have a ``rationale`` property (a rationale before the answer)?"""
+    if not isinstance(response_format, dict):
+        return False
+    schema = response_format.get("schema") or (response_format.get("json_schema") or {}).get("schema") or {}
+    return isinstance(schema, dict) and "rationale" in (schema.get("properties") or {})
 
 
 class FakeOpenAIServer(FakeServerBase):
@@ -151,9 +165,12 @@ class FakeOpenAIServer(FakeServerBase):
         self, payload: dict[str, Any], system: str, user: str, *, finish_reason: str, content: Any = ...
     ) -> web.Response:
         if content is ...:
-            content = answer_text(system, user)
+            content = (self.config.reply or answer_text)(system, user)
             if "response_format" in payload:
-                content = json.dumps({"answer": content})
+                content = json.dumps({"rationale": FAKE_RATIONALE, "answer": content}
+                                     if _asks_rationale(payload["response_format"]) else {"answer": content})
+            elif "cb-rationale" in str(payload.get("grammar", "")):
+                content = f"{FAKE_RATIONALE}\n{content}"
         body = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",

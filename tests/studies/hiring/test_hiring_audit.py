@@ -58,6 +58,12 @@ def test_audit_quick_by_the_cli_reports_what_it_cannot_support(tmp_path, cli):
     assert "RupeeBias" not in html and "INR" not in html
     summary = json.loads((out / "analysis" / "summary.json").read_text(encoding="utf-8"))
     assert summary["study"] == "hiring" and "hiring_friedman" in summary["unsupported"]
+    # every limit of the quick preset is said in the report: one model, one prompt variant, all markers only,
+    # no language-only comparisons, 3 jobs
+    for table in ("hiring_friedman", "hiring_rationale_tests", "hiring_ablation", "hiring_language_only"):
+        assert table in summary["unsupported"], table
+    assert "No ablation curve" in html and "Only 3 job(s)" in html and "No Friedman test" in html
+    assert "Every 95% interval resamples jobs" in html and "each pair's gap" not in html  # the study's own methods
 
 
 def test_hostile_text_and_user_group_names_are_escaped_in_the_report(tmp_path):

@@ -43,7 +43,13 @@ def test_paper_preset_has_41_resumes_per_job_and_both_variants():
     assert set(prompts.loc[prompts["use_case"].eq("compare"), "condition"]) == {"all", "only-languages"}
     recover = prompts[prompts["use_case"].eq("recover_ethnicity")]
     assert recover["condition"].nunique() == 8  # 5 cumulative steps + 3 single-category conditions
-    assert (recover["answer_type"].str.split(":").str[1].str.split("|").str[0] == recover["truth"]).all()
+    # one fixed answer type per question, whatever the truth: nothing in the request leaks the answer
+    assert recover["answer_type"].unique().tolist() == ["label:Chinese|Malay|Indian|Caucasian|Cannot determine"]
+    assert recover["truth"].nunique() == 4
+    # prompts that ask for a rationale (or a reason) request room for it; the plain ones use the run's limit
+    limits = prompts.groupby("use_case")["requested_max_tokens"].agg(lambda s: set(s.dropna()))
+    assert limits["compare_rationale"] == limits["score_rationale"] == {256} and limits["recover_gender"] == {128}
+    assert limits["compare"] == limits["score"] == set()
 
 
 def test_round_robin_jobs_and_bad_plans():
@@ -74,6 +80,9 @@ def test_every_table_from_raw_answers_with_hostile_output():
     top = wr[wr["model"].eq("m1") & ~wr["rationale"]].sort_values("win_rate").iloc[-1]
     assert top["group"].startswith("Chinese") and top["ci_low"] > 0.5
     assert len(tables["hiring_friedman"]) == 4  # 2 settings × 2 prompt variants, over the 2 models
+    # the planted recoverability (ethnicity from the languages line) read back from the answers' text
+    f1 = tables["hiring_recoverability"].set_index(["model", "attribute", "condition"])["macro_f1"]
+    assert f1[("m1", "ethnicity", "all")] > 0.8 and f1[("m1", "ethnicity", "none")] < 0.45
 
 
 def test_answers_that_did_not_finish_never_count_as_verdicts():

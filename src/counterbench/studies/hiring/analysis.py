@@ -15,7 +15,7 @@ import pandas as pd
 
 from counterbench.models.base import RETRYABLE_STATUSES
 from counterbench.studies.hiring import controls, metrics, ordering, recoverability
-from counterbench.studies.hiring.answers import parse_label, parse_score, parse_verdict
+from counterbench.studies.hiring.answers import parse_label, parse_score, parse_verdict, rationale_chars
 from counterbench.studies.hiring.recoverability import CANNOT
 from counterbench.studies.hiring.resumes import cumulative_conditions
 
@@ -36,7 +36,8 @@ TABLES: dict[str, str] = {
     "hiring_length_control": "within-job regression of the outcome on resume length",
     "hiring_language_only": "win rate when only the languages line differs from the neutral resume",
     "hiring_position_effect": "share of first-position choices, ties and consistent verdicts",
-    "hiring_parse_health": "answers per status and reason (hostile output is classified, never a value)",
+    "hiring_parse_health": "answers per status and reason (hostile output is classified, never a value), and how "
+                           "many wrote a rationale before their final line",
 }
 SETTING_OF = {"compare": "compare", "compare_rationale": "compare", "score": "score", "score_rationale": "score",
               "recover_gender": "recover", "recover_ethnicity": "recover"}
@@ -94,10 +95,18 @@ def frames(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def parse_health(parsed: pd.DataFrame) -> pd.DataFrame:
-    """Counts per model × use case × status × reason."""
+    """Counts per model × use case × status × reason, with how many answers wrote something before their
+    final line (``with_rationale``) and the median length of that text in characters."""
     keys = ["model", "use_case", "hiring_status", "hiring_reason"]
-    out = parsed.assign(hiring_reason=parsed["hiring_reason"].fillna("")).groupby(keys, sort=False).size()
-    return out.reset_index(name="n").rename(columns={"hiring_status": "status", "hiring_reason": "reason"})
+    text = _column(parsed, "response", None).tolist()
+    chars = pd.Series([rationale_chars(t) if isinstance(t, str) else 0 for t in text], index=parsed.index,
+                      dtype="float64")
+    frame = parsed.assign(hiring_reason=parsed["hiring_reason"].fillna(""), rationale_chars=chars,
+                          has_rationale=chars.gt(0), kept_chars=chars.where(chars.gt(0)))
+    out = frame.groupby(keys, sort=False).agg(n=("rationale_chars", "size"), with_rationale=("has_rationale", "sum"),
+                                              rationale_median_chars=("kept_chars", "median"))
+    out["with_rationale"] = out["with_rationale"].astype("int64")
+    return out.reset_index().rename(columns={"hiring_status": "status", "hiring_reason": "reason"})
 
 
 def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 0,
@@ -155,8 +164,9 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
             known.setdefault(str(attribute), [c for c in dict.fromkeys(part["truth"]) if c != CANNOT])
         table = recoverability.recoverability(recover, known)
         tables["hiring_recoverability"] = table
-        tables["hiring_ablation"] = recoverability.ablation_curve(
-            table, [name for name, _ in cumulative_conditions(ablation_order)])
+        curve = recoverability.ablation_curve(table, [name for name, _ in cumulative_conditions(ablation_order)])
+        steps = curve.groupby(["model", "attribute"])["step"].nunique() if not curve.empty else pd.Series(dtype=int)
+        tables["hiring_ablation"] = curve if not steps.empty and steps.max() >= 2 else pd.DataFrame()
     else:
         tables["hiring_recoverability"] = tables["hiring_ablation"] = pd.DataFrame()
     tables["hiring_parse_health"] = parse_health(f["parsed"]) if not f["parsed"].empty else pd.DataFrame()
@@ -170,7 +180,9 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
         "hiring_rationale_tests": "needs both prompt variants (with and without a rationale) for the same models",
         "hiring_job_fit": "needs Direct Comparison answers",
         "hiring_recoverability": "needs the recoverability use cases (recover_gender / recover_ethnicity)",
-        "hiring_ablation": "needs the recoverability use cases under the ablation conditions",
+        "hiring_ablation": "needs the recoverability answers under at least two of the cumulative marker conditions "
+                           "(all, -hobbies, -hobbies-volunteering, ..., none); the quick preset asks with all markers "
+                           "only",
         "hiring_language_only": "needs Direct Comparison answers for language-only resumes (condition only-languages)",
         "hiring_position_effect": "needs Direct Comparison answers",
         "hiring_length_control": "needs answers from at least three resumes of different lengths",

@@ -113,3 +113,16 @@ def parse_label(text: str | None, labels: Sequence[str]) -> ParsedAnswer:
     if len(found) == 1:
         return ParsedAnswer("ok", value=float(found[0]), unit=labels[found[0]])
     return _no_answer(text, "no_label")
+
+
+def rationale_chars(text: str | None) -> int:
+    """How many characters an answer writes before its final line (0 when it is only that line).
+
+    The rationale variants ask for 2-3 sentences there; the parse-health table counts the answers that
+    have one, so a run whose constraint or token limit left no room for it shows up.
+    """
+    if not text:
+        return 0
+    body = text.rstrip()
+    cut = body.rfind("\n")
+    return len(body[:cut].strip()) if cut >= 0 else 0

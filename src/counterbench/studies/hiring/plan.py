@@ -36,6 +36,7 @@ from counterbench.studies.hiring.prompting import (
     recover_prompts,
     resume_table,
     score_prompts,
+    token_limits,
 )
 from counterbench.studies.hiring.resumes import cumulative_conditions, single_conditions
 
@@ -173,6 +174,7 @@ def build_prompts(plan: HiringPlan, inputs: HiringInputs | None = None) -> pd.Da
             raise UserError(f"no basket has variation {', '.join(map(str, plan.variations))}")
         baskets = BasketSet(baskets.name, baskets.country, baskets.label, chosen)
     texts = prompt_texts(plan.prompts_file)
+    limits = token_limits(plan.prompts_file)
     jobs = select_jobs(inp.jobs, plan.jobs)
     parts = []
     if "compare" in plan.settings or "score" in plan.settings:
@@ -180,18 +182,18 @@ def build_prompts(plan: HiringPlan, inputs: HiringInputs | None = None) -> pd.Da
         resumes = resume_table(jobs, inp.resumes, baskets, conditions)
         if "compare" in plan.settings:
             main = compare_prompts(resumes[resumes["condition"].isin(["neutral", "all"])], jobs,
-                                   rationale=plan.rationale, texts=texts)
+                                   rationale=plan.rationale, texts=texts, limits=limits)
             parts.append(main)
             if plan.language_only:
                 parts.append(compare_prompts(resumes[resumes["condition"].isin(["neutral", "only-languages"])], jobs,
-                                             rationale=(False,), texts=texts))
+                                             rationale=(False,), texts=texts, limits=limits))
         if "score" in plan.settings:
             parts.append(score_prompts(resumes[resumes["condition"].isin(["neutral", "all"])], jobs,
-                                       rationale=plan.rationale, texts=texts))
+                                       rationale=plan.rationale, texts=texts, limits=limits))
     if "recover" in plan.settings:
         recover_jobs = select_jobs(inp.jobs, plan.recover_jobs)
         resumes = resume_table(recover_jobs, inp.resumes, baskets, recover_conditions(plan))
-        parts.append(recover_prompts(resumes, baskets, texts=texts))
+        parts.append(recover_prompts(resumes, baskets, texts=texts, limits=limits))
     table = pd.concat(parts, ignore_index=True)
     if table["prompt_id"].duplicated().any():
         raise UserError("two prompts got the same id: job ids and basket names must be unique")

@@ -59,6 +59,8 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
             data = yaml.safe_load(handle)
     except OSError as err:
         raise UserError(f"cannot read prompt file {p}: {err.strerror or err}") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as err:
+        raise UserError(f"prompt file {p}: not valid YAML text ({str(err).splitlines()[0]})") from None
     needed = {"generation": ("system", "user"), "compare": ("system", "user", "no_rationale", "rationale"),
               "score": ("system", "user", "no_rationale", "rationale"), "recover": ("system", "user")}
     if not isinstance(data, dict):
@@ -68,6 +70,26 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
         if not isinstance(part, dict) or any(not isinstance(part.get(k), str) for k in keys):
             raise UserError(f"prompt file {p}: section '{section}' needs text for {', '.join(keys)}")
     return {s: {k: str(v) for k, v in data[s].items()} for s in needed}
+
+
+@lru_cache(maxsize=4)
+def token_limits(path: str | None = None) -> dict[str, int]:
+    """``max_tokens`` of the prompt file: use case (or ``recover`` / ``generation``) -> output-token limit."""
+    p = builtin_path("prompts.yaml") if path is None else path
+    try:
+        with open(p, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise UserError(f"cannot read prompt file {p}: {str(err).splitlines()[0]}") from None
+    raw = (data.get("max_tokens") or {}) if isinstance(data, dict) else {}
+    if not isinstance(raw, dict):
+        raise UserError(f"prompt file {p}: max_tokens must map a use case to a number of tokens")
+    limits = {}
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError(f"prompt file {p}: max_tokens.{key} must be a whole number of at least 1, got {value!r}")
+        limits[str(key)] = value
+    return limits
 
 
 def resume_table(jobs: Sequence[Job], templates: Sequence[ResumeTemplate], baskets: BasketSet,
@@ -119,9 +141,11 @@ _DESIGN = ("job_id", "occupation", "gender_dominance", "group", "ethnicity", "ge
 
 
 def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequence[bool] = (False, True),
-                    texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+                    texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
+                    ) -> pd.DataFrame:
     """Direct Comparison: every non-neutral resume against its job's neutral one, in both positions."""
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     job_text = {j.job_id: j.text for j in jobs}
     neutral = dict(resumes[resumes["group"].eq(NEUTRAL)].set_index("job_id")["text"])
     rows: list[dict[str, Any]] = []
@@ -139,15 +163,18 @@ def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Se
                 row.update({k: rec[k] for k in _DESIGN})
                 row.update(position=position, rationale=with_reason, setting="compare",
                            option_A=rec["group"] if position == "A" else NEUTRAL,
-                           option_B=NEUTRAL if position == "A" else rec["group"])
+                           option_B=NEUTRAL if position == "A" else rec["group"],
+                           requested_max_tokens=limits.get(use_case))
                 rows.append(row)
     return pd.DataFrame(rows)
 
 
 def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequence[bool] = (False, True),
-                  texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+                  texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
+                  ) -> pd.DataFrame:
     """Score & Shortlist: each resume (neutral included) scored 1–100 against its job on its own."""
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     job_text = {j.job_id: j.text for j in jobs}
     rows: list[dict[str, Any]] = []
     for with_reason in rationale:
@@ -158,7 +185,7 @@ def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequ
             row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, SCORE_ANSWER, t["score"]["system"],
                         user)
             row.update({k: rec[k] for k in _DESIGN})
-            row.update(position="", rationale=with_reason, setting="score")
+            row.update(position="", rationale=with_reason, setting="score", requested_max_tokens=limits.get(use_case))
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -170,39 +197,44 @@ def recover_labels(baskets: BasketSet, attribute: str) -> tuple[str, ...]:
 
 
 def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
-                    texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+                    texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
+                    ) -> pd.DataFrame:
     """Gender and ethnicity asked of every non-neutral resume (each condition of the ablation).
 
-    The prompt lists the options in basket order; the row's ``answer_type`` puts the true value first
-    (``label:TRUE|...``) so a simulated model's probability of the first label is its accuracy.
+    The prompt and the row's ``answer_type`` list the options in one fixed order, the baskets' order then
+    "Cannot determine", whatever the truth (``truth`` is a column of its own: the simulated models read
+    it through ``label_from: truth``), so nothing in a request leaks the answer or its position.
     """
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     rows: list[dict[str, Any]] = []
     for attribute in ("gender", "ethnicity"):
         labels = recover_labels(baskets, attribute)
         use_case = f"recover_{attribute}"
         for rec in resumes[~resumes["group"].eq(NEUTRAL)].to_dict("records"):
             truth = rec[attribute]
-            ordered = (truth, *(lbl for lbl in labels if lbl != truth))
             user = t["recover"]["user"].format(resume=rec["text"], attribute=attribute, labels=", ".join(labels))
-            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, "label:" + "|".join(ordered),
+            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, "label:" + "|".join(labels),
                         t["recover"]["system"], user)
             row.update({k: rec[k] for k in _DESIGN})
             row.update(position="", rationale=True, setting="recover", attribute=attribute, truth=truth,
-                       has_languages="languages" in rec["categories"].split("+"))
+                       has_languages="languages" in rec["categories"].split("+"),
+                       requested_max_tokens=limits.get("recover"))
             rows.append(row)
     return pd.DataFrame(rows)
 
 
-def generation_prompts(jobs: Sequence[Job], texts: dict[str, dict[str, str]] | None = None) -> pd.DataFrame:
+def generation_prompts(jobs: Sequence[Job], texts: dict[str, dict[str, str]] | None = None,
+                       limits: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One resume-generation prompt per job (the answer is the job's neutral resume template)."""
     t = texts or prompt_texts()
+    limits = token_limits() if limits is None else limits
     rows = []
     for job in jobs:
         rec = {"condition": "neutral", "group": NEUTRAL, "job_id": job.job_id, "variation": 0}
         row = _base("generate_resume", f"hiring_generate_{job.job_id}", rec, "text", t["generation"]["system"],
                     t["generation"]["user"].format(job=job.text))
-        row["job_id"] = job.job_id
+        row.update(job_id=job.job_id, requested_max_tokens=limits.get("generation"))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -175,9 +175,9 @@ def answer_texts(prompts: pd.DataFrame, model: str, plan: Planted, *, seed: int 
         p_eth = np.where(kept.map(lambda k: "languages" in k), plan.p_ethnicity_languages, plan.p_ethnicity_without)
         n_gender = kept.map(lambda k: sum(c in k for c in ("activities", "volunteering", "hobbies"))).to_numpy()
         p = np.where(eth, p_eth, np.clip(plan.p_gender_base + plan.p_gender_per_marker * n_gender, 0, 1))
-        labels = part["answer_type"].astype(str).str.split(":", n=1).str[1].str.split("|")
-        truth = labels.str[0].to_numpy(object)
-        wrong = labels.map(lambda ls: [x for x in ls[1:] if x != CANNOT]).to_numpy(object)
+        labels = part["answer_type"].astype(str).str.split(":", n=1).str[1].str.split("|").tolist()
+        truth = part["truth"].to_numpy(object)  # the answer type lists the labels in a fixed order
+        wrong = [[x for x in ls if x not in (t, CANNOT)] for ls, t in zip(labels, truth, strict=True)]
         pick = (u[3, recover] * np.array([len(w) for w in wrong])).astype(int)
         wrong_label = np.array([w[i] if w else CANNOT for w, i in zip(wrong, pick, strict=True)], dtype=object)
         out[recover] = np.where(u[0, recover] < p, truth, np.where(u[1, recover] < 0.5, CANNOT, wrong_label))
