@@ -27,6 +27,7 @@ import pandas as pd
 
 from counterbench.analyses.ordering import _bh
 from counterbench.analyses.rupeebias import AnalysisResult, analyze
+from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 
 __all__ = ["analyze_store_by_model", "combine_results"]
@@ -54,6 +55,7 @@ def analyze_store_by_model(
     tau: float,
     canonical_pairs: Mapping[str, tuple[str, str]] | None,
     load: Callable[[Path, list[str], str], pd.DataFrame] | None = None,
+    layout: TableLayout | None = None,
 ) -> AnalysisResult:
     """Analyse the store's ``models`` (default: all) one at a time and combine the tables."""
     from counterbench.run.results import load_results
@@ -66,7 +68,7 @@ def analyze_store_by_model(
         results = read(path, [model], profile)
         try:
             parts.append(analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                 canonical_pairs=canonical_pairs))
+                                 canonical_pairs=canonical_pairs, layout=layout))
         except UserError as err:  # no usable answer of this model: left out, like the joint analysis does
             unusable.append((model, err))
         del results

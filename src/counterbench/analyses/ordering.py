@@ -263,8 +263,7 @@ def profile_rank_agreement_table(values: pd.DataFrame, *, n_boot: int, seed: int
     return table.rename(columns={"estimate": "mean_rho", "n": "n_axes"})
 
 
-def language_rho(values: pd.DataFrame, profile: AnalysisProfile, first: str = "en",
-                 second: str = "hinglish") -> pd.DataFrame:
+def language_rho(values: pd.DataFrame, profile: AnalysisProfile, first: str, second: str) -> pd.DataFrame:
     """Spearman ρ between ``first`` and ``second`` identifier rankings per model × axis (Fig. 5a),
     from :func:`counterbench.stats.comparisons.language_rank_agreement` (see module docstring)."""
     langs = set(values["language"].astype(str))

@@ -19,6 +19,7 @@ import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.rupeebias import AnalysisResult
+from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 from counterbench.outcomes import kind_of_answer_type
 from counterbench.studies.base import Study
@@ -104,7 +105,7 @@ def analyze_study(
     if amount_mask.any():
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount = analyze_amounts(results[amount_mask].reset_index(drop=True), profile=profile, bootstrap=bootstrap,
-                                 seed=seed, tau=tau, canonical_pairs=pairs)
+                                 seed=seed, tau=tau, canonical_pairs=pairs, layout=table_layout(the_study))
         tables.update(amount.tables)
         summary.update(amount.summary)
         summary["findings"] = _findings_in_study_words(tables, summary, the_study)
@@ -124,6 +125,12 @@ def analyze_study(
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
     return AnalysisResult(tables=tables, summary=summary)
+
+
+def table_layout(study: Study) -> TableLayout:
+    """The study's languages and axis sizes, which name the amount tables' per-language columns."""
+    sizes = [(f.axis or f.name, len(f.levels)) for f in study.facets if f.kind == "axis"]
+    return TableLayout.of(list(study.languages), sizes)
 
 
 def _only_amounts(study: Study) -> bool:
@@ -151,7 +158,7 @@ def _analyze_amount_store(path: Path, study: Study, models: list[str] | None, *,
                             "belong to")
     pairs = dict(study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
     result = analyze_store_by_model(path, models, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                    canonical_pairs=pairs, load=load)
+                                    canonical_pairs=pairs, load=load, layout=table_layout(study))
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, study)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(study, health[["language", "use_case"]]))

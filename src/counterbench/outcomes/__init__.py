@@ -46,6 +46,15 @@ def get_kind(name: str) -> OutcomeKind:
     return kind
 
 
+def usable_answer_words(kinds: list[str]) -> str:
+    """What a usable answer holds for these kinds, in words (``a usable number or one of the allowed
+    labels``); unknown kinds are skipped, and no known kind means ``amount``'s words."""
+    words = list(dict.fromkeys(get_kind(k).usable_answer for k in kinds if k in KIND_MODULES))
+    if not words:
+        words = [get_kind("amount").usable_answer]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
 def kind_of_answer_type(answer_type: str | None) -> str | None:
     """The kind an ``answer_type`` string belongs to (``None`` for missing/unknown)."""
     if not answer_type:

@@ -25,6 +25,7 @@ class AmountKind:
     name = "amount"
     keys = ("answer_type",)
     difference_unit = "percent of the pair's mean"
+    usable_answer = "a usable number"
 
     def describe(self, spec: OutcomeSpec) -> str:
         return "relative gap Δ%"

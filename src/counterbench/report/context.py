@@ -43,6 +43,11 @@ def language_name(code: str) -> str:
     return _names().get("languages", {}).get(code, code)
 
 
+def study_language_order() -> list[str]:
+    """The study's language codes in study order (the report's colours follow it)."""
+    return list(_names().get("languages", {}))
+
+
 def use_case_name(code: str) -> str:
     """The study's label for a use case (default: the name, capitalised)."""
     return _names().get("use_cases", {}).get(code, code.replace("_", " ").capitalize())
@@ -189,6 +194,23 @@ class ReportContext:
 
     def language_label(self, code: str) -> str:
         return self.language_names.get(code) or language_name(code)
+
+    def study_languages(self) -> list[str]:
+        """Every language the study declares, in study order (the per-language columns follow these),
+        then any other language the tables hold."""
+        layout = self.data.summary.get("table_layout")
+        declared = layout.get("languages") if isinstance(layout, Mapping) else None
+        if not isinstance(declared, list) or not declared:
+            declared = list(self.language_names) or list(self.languages)
+        return _ordered([*map(str, declared), *self.languages], [str(v) for v in declared])
+
+    def answer_words(self) -> str:
+        """What a usable answer holds for the study's outcome kinds (``a usable number``, ``one of the
+        allowed labels``)."""
+        from counterbench.outcomes import usable_answer_words
+
+        kinds = self.data.summary.get("outcome_kinds")
+        return usable_answer_words([str(k) for k in kinds.values()] if isinstance(kinds, Mapping) else [])
 
     def use_case_label(self, code: str) -> str:
         return use_case_name(code)
