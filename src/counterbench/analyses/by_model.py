@@ -1,6 +1,6 @@
-"""The RupeeBias analysis of a store one model at a time, so memory grows with one model's answers.
+"""The amount analysis of a store one model at a time, so memory grows with one model's answers.
 
-Every table of :func:`counterbench.analyses.rupeebias.analyze` is made of per-model cells whose
+Every table of :func:`counterbench.analyses.amounts.analyze` is made of per-model cells whose
 numbers depend on that model's answers alone (each cell has its own bootstrap stream, keyed by the
 cell). Three things span models and are redone on the combined tables:
 
@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.analyses.amounts import analyze
 from counterbench.analyses.ordering import _bh
-from counterbench.analyses.rupeebias import AnalysisResult, analyze
+from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 

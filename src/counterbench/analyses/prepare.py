@@ -6,18 +6,18 @@ response), or any frame with the same key columns. Output: :class:`PreparedResul
 profile × question variant × identifier) with a usable value, key columns as categoricals in
 order of first appearance (the prompt table's axis → identifier order).
 
-Decisions (spec ``rupeebias.md`` §2–3; switches in :mod:`counterbench.analyses.profiles`):
+Decisions (switches in :mod:`counterbench.analyses.profiles`):
 
 - **Usable value**: ``status == "ok"`` and a finite ``value``. ``refused``, ``unparseable`` and
   ``error`` rows only enter parse health. Nothing is imputed: a missing value removes only its own
   pairs downstream.
 - **Out-of-range values** (``out_of_range`` flag of the parser's plausibility bounds): excluded
-  under ``default`` (counted in parse health and the summary), kept under ``rupeebias-v1``.
+  under ``default`` (counted in parse health and the summary), kept under the release profile.
 - **Duplicates** (the same cell answered twice, e.g. two generation configs of one model): the
-  mean of the usable values under ``default``; under ``rupeebias-v1`` the first row of (identifier,
+  mean of the usable values under ``default``; under the release profile the first row of (identifier,
   profile, question variant) per model × variant × use case × language in input (store) order,
   *before* missing values are dropped, as the release did.
-- **Counter-offer under rupeebias-v1**: the value becomes the markup % over the offer,
+- **Counter-offer under the release profile**: the value becomes the markup % over the offer,
   ``(counter − offered) / offered × 100``, with the counter in LPA (``release_value``, else
   ``value`` / 1e5) and the offer from the design column ``offered_ctc`` (or ``offered_ctc_lpa``);
   an offer ≥ 1,000 is read as INR and converted to LPA.
@@ -134,7 +134,7 @@ def _offer_lpa(frame: pd.DataFrame) -> pd.Series:
 
 
 def _apply_markup(frame: pd.DataFrame) -> pd.DataFrame:
-    """rupeebias-v1: counter-offer values become the markup % over the offered CTC (spec §2)."""
+    """Release profile: counter-offer values become the markup % over the offered CTC ."""
     rows = frame["use_case"] == COUNTER_OFFER
     if not rows.any():
         return frame
@@ -146,7 +146,7 @@ def _apply_markup(frame: pd.DataFrame) -> pd.DataFrame:
     needs_offer = frame.loc[rows, "value"].notna() & (offer.isna() | (offer == 0))
     if needs_offer.any():
         raise UserError(
-            "profile rupeebias-v1 analyses counter-offers as markup over the offer, but "
+            "this parse profile analyses counter-offers as markup over the offer, but "
             f"{int(needs_offer.sum())} counter-offer rows have no offered_ctc; load the results with "
             "their design columns (counterbench.run.load_results) or use --profile default"
         )

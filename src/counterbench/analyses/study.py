@@ -3,7 +3,7 @@
 ``analyze_study(source, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
 Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call. It keeps the rows of
 ``study`` only (a store may hold several studies; they are never pooled), runs the ``amount`` analysis
-(:mod:`.rupeebias`, unchanged) on amount use cases and the generic outcome tables
+(:mod:`.amounts`) on amount use cases and the generic outcome tables
 (:mod:`.outcome_tables`) on the others, and writes the study's own title, languages, axes, use cases,
 canonical pairs and outcome kinds into the summary, from which the report takes its wording.
 """
@@ -18,11 +18,12 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
-from counterbench.analyses.rupeebias import AnalysisResult
+from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 from counterbench.outcomes import kind_of_answer_type
 from counterbench.studies.base import Study
+from counterbench.studies.registry import DEFAULT_STUDY
 
 
 def resolve_study(study: str | Path | Study) -> Study:
@@ -78,7 +79,7 @@ def _is_amount(results: pd.DataFrame) -> pd.Series:
 
 def analyze_study(
     source: pd.DataFrame | str | Path,
-    study: str | Path | Study = "rupeebias",
+    study: str | Path | Study = DEFAULT_STUDY,
     *,
     models: Sequence[str] | None = None,
     profile: str = "default",
@@ -88,8 +89,8 @@ def analyze_study(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
     """Every table of ``study``'s analysis from a store path or a results frame (see module docstring)."""
+    from counterbench.analyses.amounts import analyze as analyze_amounts
     from counterbench.analyses.profiles import get_profile
-    from counterbench.analyses.rupeebias import analyze as analyze_amounts
 
     get_profile(profile)
     the_study = resolve_study(study)

@@ -65,6 +65,15 @@ def filters_from_options(
     )
 
 
+LogprobsOpt = Annotated[
+    int,
+    typer.Option(
+        "--logprobs", min=0, max=20,
+        help="For label and choice answers, ask the model for its N most likely tokens and store the "
+        "log-probability of each allowed answer (servers that return log-probabilities, and `local`; 0: off).",
+    ),
+]
+
 StructuredOpt = Annotated[
     bool | None,
     typer.Option(

@@ -116,6 +116,7 @@ def generation_config(
     structured: bool | None,
     structured_mode: str | None = None,
     structured_fallback: str = "free-text",
+    logprobs: int = 0,
 ) -> GenerationConfig:
     """The generation config every model of this command gets (recorded with each response).
 
@@ -138,6 +139,7 @@ def generation_config(
         structured=on,
         structured_mode=(structured_mode or None) if on else None,
         structured_fallback=structured_fallback if on else "free-text",
+        logprobs=logprobs,
     )
     check_config(config)
     return config

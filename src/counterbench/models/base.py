@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -26,9 +27,11 @@ class GenerationConfig:
     family's default (``json_schema``, ``json_object``, ``grammar``, ``regex``, ``tool``, ``none``), and
     ``structured_fallback`` says what to do when a server refuses the constraint: ``free-text`` (send
     the prompts without it, with a warning recorded in the run) or ``stop``.
-    ``reasoning_effort`` is ``None`` (off) by default.
+    ``reasoning_effort`` is ``None`` (off) by default. ``logprobs`` (0: off) asks backends that can for
+    that many most likely tokens at each answer position, for label and choice answers only (see
+    :mod:`counterbench.outcomes.logprobs`).
 
-    The two structured fields enter :meth:`as_dict` (and so the fingerprint) only when they differ
+    The structured fields and ``logprobs`` enter :meth:`as_dict` (and so the fingerprint) only when they differ
     from their defaults, so configs recorded before they existed keep their fingerprints.
     """
 
@@ -39,6 +42,7 @@ class GenerationConfig:
     structured: bool = False
     structured_mode: str | None = None
     structured_fallback: str = "free-text"
+    logprobs: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -54,7 +58,11 @@ class GenerationConfig:
 
 
 #: fields added after stores were first written, left out of ``as_dict`` at their default value
-_LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text"}
+_LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text", "logprobs": 0}
+
+#: one generated token: its text, its log-probability, and the most likely alternatives at its position
+#: (text, log-probability), as OpenAI-protocol servers and llama.cpp report them
+TokenLogprob = tuple[str, float, tuple[tuple[str, float], ...]]
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,35 @@ class ChatResult:
     model_reported: str | None = None
     #: cost the provider itself reported (OpenRouter's ``usage.cost``), else ``None``
     cost_usd: float | None = None
+    #: the answer's tokens with their log-probabilities, when asked for and the backend can give them
+    token_logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+def wants_logprobs(request: ChatRequest) -> bool:
+    """Whether to ask the backend for token log-probabilities: ``logprobs`` is on and the answer is a
+    label or a choice (the only answers whose alternatives are a short list)."""
+    kind = (request.answer_type or "").split(":", 1)[0]
+    return request.config.logprobs > 0 and kind in ("label", "choice")
+
+
+def token_logprobs_from(content: Any) -> tuple[TokenLogprob, ...] | None:
+    """Tokens from an OpenAI-protocol ``choices[0].logprobs.content`` list (``None`` when absent or
+    malformed)."""
+    if not isinstance(content, list) or not content:
+        return None
+    out = []
+    for item in content:
+        if not isinstance(item, Mapping) or not isinstance(item.get("token"), str):
+            return None
+        top = item.get("top_logprobs") or []
+        alternatives = tuple((str(t["token"]), float(t["logprob"])) for t in top
+                             if isinstance(t, Mapping) and isinstance(t.get("logprob"), numbers.Real)
+                             and isinstance(t.get("token"), str))
+        logprob = item.get("logprob")
+        if not isinstance(logprob, numbers.Real):  # llama.cpp gives numpy floats
+            return None
+        out.append((item["token"], float(logprob), alternatives))
+    return tuple(out)
 
 
 class BackendError(Exception):

@@ -1,6 +1,6 @@
 """Outcome kinds: one module each, found through one registry.
 
-``amount`` (money or a number with units; relative gap Δ%, RupeeBias), ``rate`` (a percentage:
+``amount`` (money or a number with units; relative gap Δ%), ``rate`` (a percentage:
 difference in percentage points and relative), ``score`` (a bounded integer scale), ``label`` (one of
 a declared set of words), ``choice`` (one of N labelled options, mapped back to what each stands for)
 and ``text`` (free text scored by named metrics). Adding a kind is one module that defines ``KIND`` plus

@@ -1,4 +1,6 @@
-"""The RupeeBias analysis: every table of spec ``rupeebias.md`` §3 from one results table.
+"""The amount analysis: every relative-gap table (leaderboard, Mean Δ%, W, canonical pair gaps, ...) from
+one results table of ``amount`` answers — the relative-gap analysis of the
+paper the built-in study reproduces, for any amount study.
 
 ``analyze(results, profile="default", bootstrap=2000, seed=0, tau=10.0)`` returns an
 :class:`AnalysisResult` with ``tables`` (name → DataFrame; names, columns and meanings in
@@ -8,7 +10,7 @@ counts, profile, replicates, seed, interval methods, version, dates, the decisio
 
 Only ``variant == "standard"`` rows enter the main tables; ``fairness`` rows enter only
 ``fairness_ablation``. Every row-level rule (what counts as a value, duplicates, out-of-range
-values, the ``rupeebias-v1`` quirks) is in :mod:`counterbench.analyses.prepare` and
+values, a study profile's quirks) is in :mod:`counterbench.analyses.prepare` and
 :mod:`counterbench.analyses.profiles`. Pure: DataFrames in, DataFrames out, no I/O
 (:mod:`counterbench.analyses.io` writes the tables).
 """
@@ -17,9 +19,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,9 @@ from counterbench.analyses import health, identifiers, magnitude, ordering
 from counterbench.analyses.findings import ci_methods, findings, marks_summary
 from counterbench.analyses.power import power_table
 from counterbench.analyses.prepare import PreparedResults, prepare_results, slot_adjusted
-from counterbench.analyses.profiles import PROFILE_DESCRIPTIONS, AnalysisProfile, get_profile
+from counterbench.analyses.profiles import AnalysisProfile, get_profile, profile_description
 from counterbench.analyses.resampling import DEFAULT_BINS
+from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TABLE_COLUMNS, TABLE_DESCRIPTIONS, TableLayout, conform, empty_table
 from counterbench.analyses.slots import SlotResampler
 from counterbench.errors import UserError
@@ -58,33 +60,6 @@ UNSUPPORTED_HINTS: dict[str, str] = {
 }
 #: words for codes in the findings (the study's languages)
 GENERIC_HINT = "needs at least two identifiers of one axis answered in the same slot (profile × question variant)"
-
-
-@dataclass
-class AnalysisResult:
-    """Tables (name → DataFrame, see :mod:`counterbench.analyses.schema`) and a JSON-able summary."""
-
-    tables: dict[str, pd.DataFrame]
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    def __getitem__(self, name: str) -> pd.DataFrame:
-        return self.tables[name]
-
-    def _repr_html_(self) -> str:
-        """A notebook view: the study, then the first rows of each non-empty table."""
-        import html
-
-        parts = [f"<h3>{html.escape(str(self.summary.get('title') or self.summary.get('study') or 'analysis'))}</h3>"]
-        for name, frame in self.tables.items():
-            if frame is not None and not frame.empty:
-                parts.append(f"<h4>{html.escape(name)}</h4>" + frame.head(10).to_html(index=False, escape=True))
-        return "".join(parts)
-
-    def write(self, out_dir: Path | str) -> list[Path]:
-        """Write every table as CSV and Parquet plus ``summary.json`` (see :mod:`.io`)."""
-        from counterbench.analyses.io import write_analysis
-
-        return write_analysis(self, out_dir)
 
 
 def _check_settings(bootstrap: int, tau: float, seed: int) -> tuple[int, float, int]:
@@ -202,7 +177,7 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
         "findings": findings(tables, [m for m in models if m in set(tables["cpg_overall"]["model"].astype(str))]
                              if "cpg_overall" in tables else []),
         "canonical_pairs": {axis: list(pair) for axis, pair in canonical_pairs.items()},
-        "rules": {**asdict(rules), "description": PROFILE_DESCRIPTIONS[rules.name]},
+        "rules": {**asdict(rules), "description": profile_description(rules.name)},
         "notes": notes,
         "tables": {name: TABLE_DESCRIPTIONS.get(name, "") for name in TABLE_COLUMNS},
         "table_layout": {"languages": list(layout.languages), "heavy_axes": list(layout.heavy_axes)},
@@ -242,9 +217,9 @@ def analyze(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
     layout: TableLayout | None = None,
 ) -> AnalysisResult:
-    """Every RupeeBias table (spec §3) for ``results`` (the output of ``load_results``).
+    """Every amount table for ``results`` (the output of ``load_results``).
 
-    ``profile``: ``default`` (correct rules) or ``rupeebias-v1`` (the release's quirks);
+    ``profile``: ``default`` (correct rules) or a study's own profile (its release's quirks);
     ``bootstrap``: replicates per interval (0 = no intervals); ``seed``: base seed of every stream;
     ``tau``: the Violation@τ threshold in percent; ``canonical_pairs``: axis → (reference,
     comparison), default: the pairs the results' (registered) study declares; ``layout``: the study's

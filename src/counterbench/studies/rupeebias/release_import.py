@@ -43,7 +43,7 @@ from counterbench.run.store import (
     request_fingerprint,
     text_hash,
 )
-from counterbench.studies.release import canonical_profile_id
+from counterbench.studies.rupeebias.release import canonical_profile_id
 
 REQUIRED = (
     "id", "language", "axis", "identifier_value", "profile_id", "question_variant_id", "model", "prompt", "task",
@@ -135,7 +135,7 @@ def _import_into(
         try:
             for path in files:
                 records = list(_read_records(path))
-                if records and all(k in records[0] for k in RESPONSE_COLUMNS):
+                if records and all(k in records[0] for k in RESPONSE_COLUMNS if k != "answer_logprobs"):
                     report.files.append(path.name)
                     _import_rescued(store, records, report)
                     continue
