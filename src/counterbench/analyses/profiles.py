@@ -22,7 +22,8 @@ class AnalysisProfile:
     """The switches of one analysis profile (see the module docstring)."""
 
     name: str
-    counter_offer_markup: bool
+    #: the study profile rewrites values first (:attr:`StudyProfile.rewrite_values`)
+    rewrite_values: bool
     nonpositive: Literal["nan", "keep"]
     dedup: Literal["mean", "first"]
     exclude_out_of_range: bool
@@ -35,7 +36,7 @@ class AnalysisProfile:
 PROFILES: dict[str, AnalysisProfile] = {
     "default": AnalysisProfile(
         name="default",
-        counter_offer_markup=False,
+        rewrite_values=False,
         nonpositive="nan",
         dedup="mean",
         exclude_out_of_range=True,

@@ -11,7 +11,9 @@ from counterbench.errors import UserError
 from counterbench.prompts import PromptFilters
 
 UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep this use case (repeatable).")]
-LanguageOpt = Annotated[list[str] | None, typer.Option("--language", help="Keep this language: en, hinglish.")]
+LanguageOpt = Annotated[
+    list[str] | None, typer.Option("--language", help="Keep this language (a code the study declares, e.g. en).")
+]
 AxisOpt = Annotated[list[str] | None, typer.Option("--axis", help="Keep this axis, e.g. Caste (repeatable).")]
 IdentifierOpt = Annotated[
     list[str] | None, typer.Option("--identifier", help="Keep this identifier (at least two per axis).")

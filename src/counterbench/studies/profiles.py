@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from counterbench.errors import UserError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from counterbench.analyses.profiles import AnalysisProfile
     from counterbench.parse.result import ParsedAnswer
     from counterbench.parse.rules import AnswerType
@@ -41,6 +43,9 @@ class StudyProfile:
     #: parses one answer of an amount answer type
     parser: Callable[[str | None, AnswerType], ParsedAnswer]
     analysis: AnalysisProfile
+    #: rewrites the analysis values (``frame``, indexed like the full ``results`` it came from) before
+    #: any other rule, when ``analysis.rewrite_values`` is on
+    rewrite_values: Callable[[pd.DataFrame, pd.DataFrame], pd.DataFrame] | None = None
 
 
 def profile_names() -> list[str]:
