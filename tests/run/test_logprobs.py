@@ -94,3 +94,16 @@ def test_a_version_1_store_gains_the_column(tmp_path: Path) -> None:
         assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
         row = store.conn.execute("SELECT response, answer_logprobs FROM responses").fetchone()
     assert row == ("### yes", None)
+
+
+def test_the_cli_option_reaches_the_store(tmp_path: Path) -> None:
+    from .conftest import cli
+
+    with run_in_thread(FakeOpenAIServer(FaultConfig())) as server:
+        proc = cli("run", str(REPO / "examples" / "approval_crossed.yaml"), "--model", fake_model(server),
+                   "--sample-slots", "2", "--logprobs", "3", "--store", str(tmp_path / "cli.db"), "--no-progress",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    stored = load_results(tmp_path / "cli.db")
+    assert len(stored) > 0 and stored["answer_logprobs"].notna().all()
+    assert all(set(json.loads(v)) == {"yes", "no"} for v in stored["answer_logprobs"])
