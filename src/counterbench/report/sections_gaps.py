@@ -91,7 +91,8 @@ def leaderboard_section(ctx: ReportContext) -> Section:
     which = "slots resampled (the prompts that differ only in the identity)"
     taus = pd.to_numeric(board["tau"], errors="coerce").dropna() if "tau" in board.columns else pd.Series([])
     tau = f"{float(taus.iloc[0]):g}" if len(taus) else "10"
-    languages = [lang for lang in ctx.study_languages() if f"{lang}_mean_delta" in board.columns]
+    languages = [lang for lang in ctx.study_languages()  # the study's languages that have pairs
+                 if f"{lang}_mean_delta" in board.columns and board[f"{lang}_mean_delta"].notna().any()]
     pooled = "languages pooled" if len(languages) > 1 else language_name(languages[0]) if languages else ""
     section.figures.append(Figure([hbar_panel(f"Overall Mean Δ% ({pooled})" if pooled else "Overall Mean Δ%",
                                               rows, width=620,
