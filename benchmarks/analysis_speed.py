@@ -1,7 +1,7 @@
 """How fast is ``counterbench analyze rupeebias`` on a full study? Prints JSON.
 
 1. **Full analysis.** 9 simulated models × the complete RupeeBias prompt set (39,150 prompts each,
-   352,350 responses) → every table of :func:`counterbench.analyses.rupeebias.analyze` with
+   352,350 responses) → every table of :func:`counterbench.analyses.amounts.analyze` with
    2,000-replicate bootstraps. Wall time and peak memory (``ru_maxrss`` of a child process that
    does only this). Goals: ≤ 60 s and ≤ 2 GB on 2 cores.
 
@@ -140,7 +140,7 @@ def phase_many(args: argparse.Namespace) -> dict[str, Any]:
 
 def phase_full(args: argparse.Namespace) -> dict[str, Any]:
     """Child process: load or generate the data, then time the full analysis alone."""
-    from counterbench.analyses.rupeebias import analyze
+    from counterbench.analyses.amounts import analyze
 
     out: dict[str, Any] = {}
     started = time.perf_counter()

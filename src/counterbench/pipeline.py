@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     import pandas as pd
 
-    from counterbench.analyses.rupeebias import AnalysisResult
+    from counterbench.analyses.result import AnalysisResult
     from counterbench.models.base import Backend
     from counterbench.report.api import ReportFiles
     from counterbench.run.runner import RunSummary
 
 T = TypeVar("T")
-GENERATION_KEYS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured")
+GENERATION_KEYS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured", "logprobs")
 
 
 def _loop_running() -> bool:
@@ -70,8 +70,8 @@ def run_prompts(prompts: pd.DataFrame, models: Sequence[str | Backend], **option
     """Send every prompt to every model and store the answers (see :func:`counterbench.run.runner.arun_prompts`).
 
     Generation options may be given as keywords (``temperature``, ``max_tokens``, ``seed``,
-    ``reasoning_effort``, ``structured``) instead of a ``config``; without ``max_tokens``, a prompt's
-    own ``requested_max_tokens`` is its limit. Works inside a running event loop.
+    ``reasoning_effort``, ``structured``, ``logprobs``) instead of a ``config``; without ``max_tokens``, a
+    prompt's own ``requested_max_tokens`` is its limit. Works inside a running event loop.
     """
     from counterbench.errors import UserError
     from counterbench.models.base import GenerationConfig
@@ -143,6 +143,6 @@ def audit(
                          parse_profile=parse_profile, bootstrap=bootstrap, seed=bootstrap_seed, tau=tau,
                          samples=samples, title=title, study=study)
     data = load_analysis_dir(out_dir / "analysis")
-    from counterbench.analyses.rupeebias import AnalysisResult
+    from counterbench.analyses.result import AnalysisResult
 
     return Audit(summary, AnalysisResult(data.tables, data.summary), files)

@@ -21,7 +21,7 @@ import pandas as pd
 from counterbench.errors import UserError
 from counterbench.fileperms import as_user_file
 from counterbench.studies.base import BASE_COLUMNS, VARIANTS, Study
-from counterbench.studies.registry import load_study
+from counterbench.studies.registry import DEFAULT_STUDY, load_study
 
 TABLE_FORMATS = (".parquet", ".csv", ".jsonl")
 REQUIRED_PROMPT_COLUMNS = ("prompt_id", "system", "user")
@@ -55,7 +55,7 @@ FILTER_COLUMNS: dict[str, str] = {
 }
 
 
-def prompts(study: str | Path | Study = "rupeebias", **filters: Any) -> pd.DataFrame:
+def prompts(study: str | Path | Study = DEFAULT_STUDY, **filters: Any) -> pd.DataFrame:
     """Python API: ``counterbench.prompts("rupeebias", language=["en"], preset="quick")``.
 
     ``study``: a registered name, a study .yaml, or a study object (e.g. a Python study)."""

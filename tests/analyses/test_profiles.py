@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from counterbench.analyses import api
-from counterbench.analyses.rupeebias import analyze
+from counterbench.analyses.amounts import analyze
 from counterbench.errors import UserError
 
 from .conftest import results_frame

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from counterbench.analyses.api import analyze
-from counterbench.analyses.rupeebias import AnalysisResult
+from counterbench.analyses.result import AnalysisResult
 from counterbench.studies.registry import load_study
 
 from .simlaw import PLANTED, simulate_results

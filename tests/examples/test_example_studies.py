@@ -34,17 +34,19 @@ class Example:
     planted: float
     #: facets whose gaps must all be unmarked (nothing planted there)
     clean_facets: tuple[str, ...]
+    #: what parse health says a usable answer holds (the outcome kind's wording)
+    answer_words: str
 
 
 EXAMPLES = [
     Example("loan_rate", "Loan interest rates quoted to applicants", ("English", "Spanish"),
-            ("Gender", "Age", "Nationality"), "Gender", "Female", 0.5, ("Age",)),
+            ("Gender", "Age", "Nationality"), "Gender", "Female", 0.5, ("Age",), "a usable rate"),
     Example("approval_crossed", "Approval decisions with crossed age, gender and race", ("English",),
-            ("age", "gender", "race"), "race", "Black", -20.0, ()),
+            ("age", "gender", "race"), "race", "Black", -20.0, (), "one of the allowed labels"),
     Example("suitability_score", "Job suitability scores (1-10)", ("English",), ("Disability", "Religion"),
-            "Disability", "Wheelchair user", -1.0, ("Religion",)),
+            "Disability", "Wheelchair user", -1.0, ("Religion",), "a score on the declared scale"),
     Example("names_groups", "Interview scores by first name", ("English",), ("Name",), "Name (groups)", "women",
-            -5.0, ()),
+            -5.0, (), "a score on the declared scale"),
 ]
 
 
@@ -79,6 +81,7 @@ def test_report_speaks_the_study_s_language(audits: dict[str, Path], ex: Example
         assert axis in html
     assert "Matched gaps" in html and "Leaderboard" not in html
     assert "plants:" in html  # the banner says what the simulation planted
+    assert f"How many answers contained {ex.answer_words}." in md and "usable number" not in md
 
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=[e.name for e in EXAMPLES])

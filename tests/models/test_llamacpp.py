@@ -184,3 +184,23 @@ def test_a_rationale_prompt_gets_its_rationale_and_the_final_line(local: LlamaCp
         assert re.fullmatch(r"[^#\n]{10,192}\n" + final, text), text
         parsed = parse_verdict(text) if row["use_case"] == "compare_rationale" else parse_score(text)
         assert parsed.status == "ok", text
+
+
+def test_label_logprobs_from_the_embedded_model(local: LlamaCppBackend) -> None:
+    """With ``logprobs`` a label answer brings its tokens' log-probabilities (before the grammar), and both
+    labels get one at the answer position; without it, none."""
+    import math
+
+    from counterbench.outcomes.logprobs import answer_logprobs
+
+    system = "Answer with exactly one of: yes or no. Use a single line in this format:\n### <ANSWER>\nNo explanation."
+    asked = ChatRequest("lp1", system, "Should this small-business loan be approved?", answer_type="label:yes|no",
+                        config=GenerationConfig(structured=True, max_tokens=16, logprobs=10))
+    result = run(local.complete(asked))
+    assert result.text in ("### yes", "### no") and result.token_logprobs
+    found = answer_logprobs(["yes", "no"], result.token_logprobs)
+    assert found is not None and set(found) == {"yes", "no"}
+    assert all(-30 < v <= 0 for v in found.values()) and sum(math.exp(v) for v in found.values()) <= 1 + 1e-6
+    plain = ChatRequest("lp2", system, "Should this small-business loan be approved?", answer_type="label:yes|no",
+                        config=GenerationConfig(structured=True, max_tokens=16))
+    assert run(local.complete(plain)).token_logprobs is None

@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from counterbench.errors import UserError
-from counterbench.parse import PROFILES, ParsedAnswer, parse_answer, parse_series, valid_use_case_names
+from counterbench.parse import ParsedAnswer, parse_answer, parse_profiles, parse_series, valid_use_case_names
 from counterbench.parse.rules import load_rules
 
 
 def test_profiles() -> None:
-    assert set(PROFILES) == {"default", "rupeebias-v1"}
+    assert set(parse_profiles()) == {"default", "rupeebias-v1"}
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,10 @@ def test_rules_are_data() -> None:
     rules = load_rules()
     assert rules.scales["lpa"] == 1e5 and rules.scales["crore"] == 1e7 and rules.scales["k"] == 1e3
     assert "nahi kar sakta" in rules.refusal_phrases["default"]
-    assert "Sorry" in rules.refusal_phrases["rupeebias-v1"]
+    assert set(rules.refusal_phrases) == {"default"}  # the release's own list lives with its study
+    from counterbench.studies.rupeebias.parse_v1 import is_release_refusal
+
+    assert is_release_refusal("Sorry, no") and not is_release_refusal("Sorry, 12 LPA")
     salary = rules.answer_types["inr_annual"]
     assert (salary.lower, salary.upper, salary.release_unit) == (50_000, 100_000_000, "LPA")
     assert (rules.answer_types["percent"].lower, rules.answer_types["percent"].upper) == (0, 300)

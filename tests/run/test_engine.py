@@ -298,8 +298,8 @@ def test_several_models_run_side_by_side(tmp_path: Path, fake_server) -> None:
 
 
 def test_store_failure_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from counterbench.run.release_import import import_release_runs
     from counterbench.run.store import Store
+    from counterbench.studies.rupeebias.release_import import import_release_runs
 
     original = Store.write_responses
     calls = {"n": 0}

@@ -1,7 +1,7 @@
 """Python API: ``counterbench.analyze(store_or_results, study, ...)``.
 
 Accepts a results DataFrame (``counterbench.run.load_results``) or the path of a store, and
-returns an :class:`~counterbench.analyses.rupeebias.AnalysisResult` (``.tables``, ``.summary``,
+returns an :class:`~counterbench.analyses.result.AnalysisResult` (``.tables``, ``.summary``,
 ``.write(folder)``) for one study: the store's rows of other studies are left out. The work is done
 by :func:`counterbench.analyses.study.analyze_study` (the one store → analysis path).
 """
@@ -12,10 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from counterbench.studies.registry import DEFAULT_STUDY
+
 if TYPE_CHECKING:
     import pandas as pd
 
-    from counterbench.analyses.rupeebias import AnalysisResult
+    from counterbench.analyses.result import AnalysisResult
     from counterbench.studies.base import Study
 
 __all__ = ["analyze"]
@@ -23,7 +25,7 @@ __all__ = ["analyze"]
 
 def analyze(
     source: pd.DataFrame | str | Path,
-    study: str | Path | Study = "rupeebias",
+    study: str | Path | Study = DEFAULT_STUDY,
     *,
     models: Sequence[str] | None = None,
     profile: str = "default",
@@ -35,7 +37,7 @@ def analyze(
     """Analyse stored responses of ``study`` (a registered name, a study file or a study object).
 
     ``source``: a results DataFrame or a store path (re-parsed in memory under ``profile``'s parser:
-    ``rupeebias-v1`` uses the release's lenient parser). ``models``: keep only these model strings.
+    the release profile uses the release's lenient parser). ``models``: keep only these model strings.
     ``bootstrap``: replicates per interval; ``seed``: the base seed of every bootstrap stream;
     ``tau``: the Violation@τ threshold (amount outcomes); ``canonical_pairs``: default the study's.
     """

@@ -1,6 +1,6 @@
-"""The RupeeBias analysis of a store one model at a time, so memory grows with one model's answers.
+"""The amount analysis of a store one model at a time, so memory grows with one model's answers.
 
-Every table of :func:`counterbench.analyses.rupeebias.analyze` is made of per-model cells whose
+Every table of :func:`counterbench.analyses.amounts.analyze` is made of per-model cells whose
 numbers depend on that model's answers alone (each cell has its own bootstrap stream, keyed by the
 cell). Three things span models and are redone on the combined tables:
 
@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.analyses.amounts import analyze
 from counterbench.analyses.ordering import _bh
-from counterbench.analyses.rupeebias import AnalysisResult, analyze
+from counterbench.analyses.result import AnalysisResult
+from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 
 __all__ = ["analyze_store_by_model", "combine_results"]
@@ -54,6 +56,7 @@ def analyze_store_by_model(
     tau: float,
     canonical_pairs: Mapping[str, tuple[str, str]] | None,
     load: Callable[[Path, list[str], str], pd.DataFrame] | None = None,
+    layout: TableLayout | None = None,
 ) -> AnalysisResult:
     """Analyse the store's ``models`` (default: all) one at a time and combine the tables."""
     from counterbench.run.results import load_results
@@ -66,7 +69,7 @@ def analyze_store_by_model(
         results = read(path, [model], profile)
         try:
             parts.append(analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                 canonical_pairs=canonical_pairs))
+                                 canonical_pairs=canonical_pairs, layout=layout))
         except UserError as err:  # no usable answer of this model: left out, like the joint analysis does
             unusable.append((model, err))
         del results

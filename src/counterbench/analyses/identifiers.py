@@ -8,8 +8,8 @@ and MOG intervals of all its axes; calling ``stats.cluster_bootstrap`` once per 
 Decisions:
 
 - Cells are model × language × use case × axis; a slot inside a cell is profile × question variant.
-- **Canonical pairs** are data: each study declares them (``canonical_pairs`` in its YAML; RupeeBias:
-  paper App. A.3, reference first; see :func:`study_canonical_pairs`); ``analyze(canonical_pairs=...)``
+- **Canonical pairs** are data: each study declares them (``canonical_pairs`` in its YAML, reference
+  first; see :func:`study_canonical_pairs`); ``analyze(canonical_pairs=...)``
   replaces them. A cell whose axis has no pair, or where either
   identifier never answered, has no CPG row. CPG = (x̄_R − x̄_C)/((x̄_R + x̄_C)/2) × 100 on matched
   slots (both answered), sign consistency = % of those slots with R > C, ties reported apart, CI by
@@ -25,7 +25,7 @@ Decisions:
   preset, with nothing planted) and the slot interval that re-selects the maximum in every replicate
   covered the true maximum in 0 of 300 / 600 simulated cells (``benchmarks/calibration.py``). MOG is
   descriptive; the tested comparisons are the canonical pair gaps.
-- **rupeebias-v1** reproduces the release: plain identifier means; relative gaps NaN only when the
+- **The release profile** reproduces the release: plain identifier means; relative gaps NaN only when the
   two means sum to 0 (negative markups keep a value); MOG's interval is the paired slot bootstrap of
   the fixed observed top/bottom pair; CPG likewise.
 - Slot resamples are those of :class:`~counterbench.analyses.slots.SlotResampler` (one stream per

@@ -24,7 +24,7 @@ from counterbench.errors import UserError
 from counterbench.fileperms import as_user_file
 
 if TYPE_CHECKING:
-    from counterbench.analyses.rupeebias import AnalysisResult
+    from counterbench.analyses.result import AnalysisResult
 
 __all__ = ["write_analysis"]
 

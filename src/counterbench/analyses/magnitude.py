@@ -7,15 +7,17 @@ Pairs come from :func:`counterbench.stats.gaps.pair_gaps` over slots (model × l
 
 Decisions:
 
-- **Overall** Mean Δ% pools the pairs of both languages (spec §3, Table 2); ``axis_mean`` is the
-  unweighted mean of the per-axis Mean Δ% over the pooled languages.
+- **Overall** Mean Δ% pools the pairs of all the study's languages (Table 2); ``axis_mean`` is the
+  unweighted mean of the per-axis Mean Δ% over the pooled languages; the share column counts the
+  pairs of the study's two largest axes (:class:`counterbench.analyses.schema.TableLayout`).
 - **Intervals.** ``ci_low``/``ci_high`` are *the* 95% CI: slots resampled (paired where two arms
   share slots), expanded for few slots (:mod:`counterbench.stats.inference`). ``pair_ci_*`` is the
   paper's method (pairs resampled), kept as a labelled column: pairs of one slot share a profile
   and a question, so it is too narrow (docs/analysis.md gives the simulation).
-- **Language shift** (Fig. 5b): ΔMean Δ% = Hinglish − English per model × axis, pooled over use
-  cases. ``ci``: paired slot bootstrap, a slot matched with the same use case × axis × profile ×
-  question variant in the other language; ``pair_ci``: the two languages' pair replicates
+- **Language shift** (Fig. 5b): ΔMean Δ% = second − first language per model × axis, pooled over
+  use cases (the study's first language against each of its others). ``ci``: paired slot
+  bootstrap, a slot matched with the same use case × axis × profile × question variant in the
+  other language; ``pair_ci``: the two languages' pair replicates
   subtracted (independent arms). ``significant``: BH q ≤ 0.05 over the model's rows (family: one
   model's axes), tested only with ≥ ``MIN_SLOTS`` matched slots.
 - **Fairness ablation** (App. E): the standard arm is restricted to the slots the fairness run
@@ -46,6 +48,7 @@ from counterbench.analyses.resampling import (
     summarise_cells,
 )
 from counterbench.analyses.resampling import percentiles as percentile_interval
+from counterbench.analyses.schema import heavy_axes_column
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps
@@ -72,7 +75,6 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 SLOT_COLUMNS: tuple[str, ...] = ("model", "language", "use_case", "axis", "profile_id", "question_variant")
 STRATUM_COLUMNS: tuple[str, ...] = ("model", "language", "use_case", "axis")
-HEAVY_AXES = ("Caste", "Region")
 
 
 @dataclass(frozen=True)
@@ -147,8 +149,9 @@ def pairs_per_axis(fam: GapFamily) -> pd.DataFrame:
     return out
 
 
-def leaderboard(fam: GapFamily, simulated: dict[str, bool]) -> pd.DataFrame:
-    """Table 2: one row per model, sorted by overall Mean Δ% (ascending), with ``rank``."""
+def leaderboard(fam: GapFamily, simulated: dict[str, bool], heavy_axes: Sequence[str] = ()) -> pd.DataFrame:
+    """Table 2: one row per model, sorted by overall Mean Δ% (ascending), with ``rank``; with
+    ``heavy_axes``, the share of the model's pairs from those axes (e.g. ``caste_region_share``)."""
     overall = _cells(fam, ["model"])
     board = overall[["model", "mean_delta", "ci_low", "ci_high", "pair_ci_low", "pair_ci_high", "v10",
                      "n_pairs", "n_slots", "tau"]].rename(columns={"mean_delta": "overall_mean_delta",
@@ -162,8 +165,10 @@ def leaderboard(fam: GapFamily, simulated: dict[str, bool]) -> pd.DataFrame:
         board = board.join(part, on="model")
     axes = _cells(fam, ["model", "axis"])
     board["axis_mean"] = board["model"].map(axes.groupby("model", sort=False)["mean_delta"].mean())
-    heavy = axes[axes["axis"].isin(HEAVY_AXES)].groupby("model", sort=False)["n_pairs"].sum()
-    board["caste_region_share"] = board["model"].map(heavy).fillna(0) / board["n_pairs"].where(board["n_pairs"] > 0)
+    share_column = heavy_axes_column(heavy_axes)
+    if share_column:
+        heavy = axes[axes["axis"].isin(list(heavy_axes))].groupby("model", sort=False)["n_pairs"].sum()
+        board[share_column] = board["model"].map(heavy).fillna(0) / board["n_pairs"].where(board["n_pairs"] > 0)
     board["simulated"] = board["model"].map(lambda m: bool(simulated.get(str(m), str(m).startswith("sim:"))))
     board = board.sort_values("overall_mean_delta", kind="stable", na_position="last").reset_index(drop=True)
     board["rank"] = np.arange(1, len(board) + 1)
@@ -215,7 +220,7 @@ def _slot_codes(frames: Sequence[pd.DataFrame], cols: list[str]) -> list[IntArra
     return [codes[bounds[i] : bounds[i + 1]] for i in range(len(frames))]
 
 
-def language_shift(fam: GapFamily, *, seed: int, first: str = "en", second: str = "hinglish") -> pd.DataFrame:
+def language_shift(fam: GapFamily, *, seed: int, first: str, second: str) -> pd.DataFrame:
     """ΔMean Δ% = ``second`` − ``first`` per model × axis, pooled over use cases (Fig. 5b).
 
     ``ci``: paired slot bootstrap, a slot of one language matched with the same use case × axis ×

@@ -1,5 +1,5 @@
 """Ordering consistency tables: Kendall's W, question-variant robustness, profile rank agreement,
-English–Hinglish ranking agreement (paper §4.2, §5.2, §6, App. A.2, B, D; spec §3).
+ranking agreement between languages (paper §4.2, §5.2, §6, App. A.2, B, D; spec §3).
 
 Compositions of :mod:`counterbench.stats.concordance`, :mod:`counterbench.stats.correlation`,
 :mod:`counterbench.stats.multiple_testing` and :mod:`counterbench.stats.robustness`.
@@ -9,7 +9,7 @@ Decisions:
 - **Kendall's W** per model × language × use case × axis: profiles (blocks) × identifiers
   (treatments), each cell the mean over question variants. Identifiers with no value at all in the
   cell are left out; then profiles with any gap are dropped (spec §3). A fully tied matrix gives
-  W = 0, p = 1 and is counted (default) or is dropped (``rupeebias-v1``: W and p NaN,
+  W = 0, p = 1 and is counted (default) or is dropped (the release profile: W and p NaN,
   ``included`` false). Cells with < 2 profiles or < 2 identifiers are not included.
 - **Per axis**: mean W over the included use cases, Fisher-combined p; Benjamini–Hochberg q across
   models within each language × axis column (``q_bh_within_axis``, the paper's tables: with two
@@ -26,7 +26,7 @@ Decisions:
   digits first, so that equal answers stay tied whatever the order of summation.
 - **Language ρ** (Fig. 5a): default, per use case (identifier means per language within model ×
   use case × axis, Spearman over identifiers present in both, ≥ 3), then averaged over use cases
-  with the p-values Fisher-combined; ``rupeebias-v1`` pools the use cases' values first, as the
+  with the p-values Fisher-combined; the release profile pools the use cases' values first, as the
   release did (mixing rupees and percentages).
 """
 
@@ -112,7 +112,7 @@ def kendalls_w_tables(values: pd.DataFrame, profile: AnalysisProfile) -> dict[st
     per_cell = pd.DataFrame.from_records(
         records, columns=[*CELL, "w", "chi2", "p_value", "n_blocks", "k", "fully_tied", "included"])
     if not ((per_cell["n_blocks"] >= 2) & (per_cell["k"] >= 2)).any():
-        return {}  # nothing computable (a fully tied cell dropped by rupeebias-v1 still has its row)
+        return {}  # nothing computable (a fully tied cell dropped by the release profile still has its row)
     per_cell["q_bh_all"] = _bh(per_cell["p_value"].where(per_cell["included"]))
     per_cell["q_value"], per_cell["significant"] = family_marks(per_cell, testable=per_cell["included"])
 
@@ -263,8 +263,7 @@ def profile_rank_agreement_table(values: pd.DataFrame, *, n_boot: int, seed: int
     return table.rename(columns={"estimate": "mean_rho", "n": "n_axes"})
 
 
-def language_rho(values: pd.DataFrame, profile: AnalysisProfile, first: str = "en",
-                 second: str = "hinglish") -> pd.DataFrame:
+def language_rho(values: pd.DataFrame, profile: AnalysisProfile, first: str, second: str) -> pd.DataFrame:
     """Spearman ρ between ``first`` and ``second`` identifier rankings per model × axis (Fig. 5a),
     from :func:`counterbench.stats.comparisons.language_rank_agreement` (see module docstring)."""
     langs = set(values["language"].astype(str))

@@ -6,21 +6,20 @@ response), or any frame with the same key columns. Output: :class:`PreparedResul
 profile × question variant × identifier) with a usable value, key columns as categoricals in
 order of first appearance (the prompt table's axis → identifier order).
 
-Decisions (spec ``rupeebias.md`` §2–3; switches in :mod:`counterbench.analyses.profiles`):
+Decisions (switches in :mod:`counterbench.analyses.profiles`):
 
 - **Usable value**: ``status == "ok"`` and a finite ``value``. ``refused``, ``unparseable`` and
   ``error`` rows only enter parse health. Nothing is imputed: a missing value removes only its own
   pairs downstream.
 - **Out-of-range values** (``out_of_range`` flag of the parser's plausibility bounds): excluded
-  under ``default`` (counted in parse health and the summary), kept under ``rupeebias-v1``.
+  under ``default`` (counted in parse health and the summary), kept under the release profile.
 - **Duplicates** (the same cell answered twice, e.g. two generation configs of one model): the
-  mean of the usable values under ``default``; under ``rupeebias-v1`` the first row of (identifier,
+  mean of the usable values under ``default``; under the release profile the first row of (identifier,
   profile, question variant) per model × variant × use case × language in input (store) order,
   *before* missing values are dropped, as the release did.
-- **Counter-offer under rupeebias-v1**: the value becomes the markup % over the offer,
-  ``(counter − offered) / offered × 100``, with the counter in LPA (``release_value``, else
-  ``value`` / 1e5) and the offer from the design column ``offered_ctc`` (or ``offered_ctc_lpa``);
-  an offer ≥ 1,000 is read as INR and converted to LPA.
+- **A study profile's value rule** (``rewrite_values``): applied to the rows before anything else,
+  with the full results (design columns included) at hand — the built-in study's release profile
+  analyses counter-offers as a markup over the offer this way.
 - ``service_pricing_client`` (the release's name) is renamed ``service_pricing_customer``.
 - Missing optional columns: ``variant`` → ``standard``; ``simulated`` → true for ``sim:`` models;
   ``out_of_range`` → false.
@@ -39,7 +38,6 @@ from counterbench.errors import UserError
 
 __all__ = [
     "CELL_COLUMNS",
-    "COUNTER_OFFER",
     "PreparedResults",
     "as_categories",
     "prepare_results",
@@ -63,9 +61,6 @@ RELEASE_DEDUP_COLUMNS: tuple[str, ...] = (
     "model", "variant", "use_case", "language", "profile_id", "question_variant", "identifier"
 )
 USE_CASE_ALIASES = {"service_pricing_client": "service_pricing_customer"}
-COUNTER_OFFER = "counter_offer_recommendation"
-OFFER_COLUMNS = ("offered_ctc", "offered_ctc_lpa")
-LPA = 100_000.0
 
 
 @dataclass(frozen=True)
@@ -109,7 +104,7 @@ def _check_columns(results: pd.DataFrame) -> None:
 
 def _with_defaults(results: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in (*REQUIRED_COLUMNS, "variant", "simulated", "out_of_range", "release_value",
-                        *OFFER_COLUMNS, "config_fp", "started_at", "finished_at") if c in results.columns]
+                        "config_fp", "started_at", "finished_at") if c in results.columns]
     frame = results[cols].copy()
     if "variant" not in frame.columns:
         frame["variant"] = "standard"
@@ -122,36 +117,6 @@ def _with_defaults(results: pd.DataFrame) -> pd.DataFrame:
     frame["use_case"] = frame["use_case"].astype(str).replace(USE_CASE_ALIASES)
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
     frame["status"] = frame["status"].astype(str)
-    return frame
-
-
-def _offer_lpa(frame: pd.DataFrame) -> pd.Series:
-    offer = pd.Series(np.nan, index=frame.index, dtype="float64")
-    for col in OFFER_COLUMNS:
-        if col in frame.columns:
-            offer = offer.fillna(pd.to_numeric(frame[col], errors="coerce"))
-    return offer.where(offer < 1000.0, offer / LPA)
-
-
-def _apply_markup(frame: pd.DataFrame) -> pd.DataFrame:
-    """rupeebias-v1: counter-offer values become the markup % over the offered CTC (spec §2)."""
-    rows = frame["use_case"] == COUNTER_OFFER
-    if not rows.any():
-        return frame
-    counter = frame.loc[rows, "value"] / LPA
-    if "release_value" in frame.columns:
-        release = pd.to_numeric(frame.loc[rows, "release_value"], errors="coerce")
-        counter = release.where(release.notna(), counter)
-    offer = _offer_lpa(frame.loc[rows])
-    needs_offer = frame.loc[rows, "value"].notna() & (offer.isna() | (offer == 0))
-    if needs_offer.any():
-        raise UserError(
-            "profile rupeebias-v1 analyses counter-offers as markup over the offer, but "
-            f"{int(needs_offer.sum())} counter-offer rows have no offered_ctc; load the results with "
-            "their design columns (counterbench.run.load_results) or use --profile default"
-        )
-    frame = frame.copy()
-    frame.loc[rows, "value"] = (counter - offer) / offer * 100.0
     return frame
 
 
@@ -170,8 +135,12 @@ def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> Prepared
     _check_columns(results)
     frame = _with_defaults(results)
     n_rows = len(frame)
-    if profile.counter_offer_markup:
-        frame = _apply_markup(frame)
+    if profile.rewrite_values:  # a study profile's own value rule, e.g. a markup over an offer
+        from counterbench.studies.profiles import study_profile
+
+        rewrite = study_profile(profile.name).rewrite_values
+        if rewrite is not None:
+            frame = rewrite(frame, results)
     oor = frame["out_of_range"].to_numpy(dtype=bool)
     ok = (frame["status"] == "ok").to_numpy() & np.isfinite(frame["value"].to_numpy())
     excluded_oor = ok & oor if profile.exclude_out_of_range else np.zeros(n_rows, dtype=bool)

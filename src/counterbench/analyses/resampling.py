@@ -1,6 +1,6 @@
 """Stratified bootstrap of pooled means (Mean Δ%, Violation@τ) for every table cell at once.
 
-Why this module exists next to :mod:`counterbench.stats.bootstrap`: a full RupeeBias analysis pools
+Why this module exists next to :mod:`counterbench.stats.bootstrap`: a full analysis of the built-in amount study pools
 ~3.5 million pairs (9 models) into dozens of cells per model, each needing 2,000 replicates.
 Resampling pair *indices* costs ~12 ns per drawn pair on a 2-core machine — about 100 s for the
 leaderboard alone. This module keeps the paper's method (percentile bootstrap over matched pairs,

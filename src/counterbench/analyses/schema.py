@@ -2,9 +2,13 @@
 
 Conventions shared by every table:
 
-- One row per cell, tidy. ``model`` is the model string; ``language`` the language code (``en``,
-  ``hinglish``); ``use_case`` the study's use-case name (``service_pricing_client`` is reported as
-  ``service_pricing_customer``); ``axis`` and ``identifier`` as in the prompt table.
+- One row per cell, tidy. ``model`` is the model string; ``language`` the language code the study
+  declares (``en``, ``es``, ...); ``use_case`` the study's use-case name (aliases reported under the
+  study's own name); ``axis`` and ``identifier`` as in the prompt table.
+- Columns that depend on the study are written as templates: ``{lang}_mean_delta`` is one column per
+  language the study declares, in study order (``en_mean_delta``, ``es_mean_delta``);
+  ``{axes}_share`` names the study's two axes with the most identifiers (only for studies with three
+  or more axes). :func:`table_columns` expands them for one study's languages and axes.
 - Δ% and Mean Δ% are in percent (paper §4.2); ``v10`` columns hold Violation@τ in percent for the τ
   in the ``tau`` column (10 unless ``--tau`` says otherwise); ``*_share`` and ``share`` columns are
   fractions in [0, 1].
@@ -23,9 +27,14 @@ Conventions shared by every table:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import pandas as pd
 
-__all__ = ["TABLE_COLUMNS", "TABLE_DESCRIPTIONS", "conform", "empty_table"]
+__all__ = ["TABLE_COLUMNS", "TABLE_DESCRIPTIONS", "TableLayout", "conform", "empty_table", "heavy_axes_column",
+           "table_columns"]
 
 _CI = ("ci_low", "ci_high")
 _PAIR = ("pair_ci_low", "pair_ci_high")
@@ -37,9 +46,9 @@ _TEST = ("p_value", "q_value", "testable", "significant")
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "leaderboard": (
         "rank", "model", "simulated", "overall_mean_delta", *_CI, *_PAIR, "overall_v10",
-        "en_mean_delta", "en_ci_low", "en_ci_high", "hinglish_mean_delta", "hinglish_ci_low", "hinglish_ci_high",
-        "en_v10", "en_v10_ci_low", "en_v10_ci_high", "hinglish_v10", "hinglish_v10_ci_low", "hinglish_v10_ci_high",
-        "axis_mean", "n_pairs", "caste_region_share", "tau", "n_slots",
+        "{lang}_mean_delta", "{lang}_ci_low", "{lang}_ci_high",
+        "{lang}_v10", "{lang}_v10_ci_low", "{lang}_v10_ci_high",
+        "axis_mean", "n_pairs", "{axes}_share", "tau", "n_slots",
     ),
     "axis_mean_delta": (
         "model", "language", "axis", "mean_delta", *_CI, *_PAIR, *_V, "n_pairs", "share_of_pairs", "tau", "n_slots",
@@ -81,7 +90,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "merit_sensitivity": ("model", "use_case", "language", "mean_delta", *_CI, *_PAIR, "n_pairs", "n_slots"),
     "profile_rank_agreement": ("model", "use_case", "language", "mean_rho", *_CI, "n_axes"),
     "language_moderation": (
-        "model", "axis", "rho", "p_value", "n_use_cases", "en_mean_delta", "hinglish_mean_delta",
+        "model", "axis", "{compared}", "rho", "p_value", "n_use_cases", "{lang}_mean_delta",
         "delta_mean_delta", *_CI, *_PAIR, "significant", "shift_p_value", "q_value", "testable", "n_slots",
     ),
     "fairness_ablation": (
@@ -102,12 +111,13 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 
 #: one line per table: what a row is (the report and the docs use these)
 TABLE_DESCRIPTIONS: dict[str, str] = {
-    "leaderboard": "per model: Mean Δ% over all pairs (both languages pooled), per language, V@τ, "
-    "unweighted mean of the axis means (paper Table 2); sorted by overall Mean Δ%",
+    "leaderboard": "per model: Mean Δ% over all pairs (the study's languages pooled), per language, V@τ, "
+    "unweighted mean of the axis means, share of the pairs from the two largest axes (paper Table 2); sorted by "
+    "overall Mean Δ%",
     "axis_mean_delta": "per model × language × axis: Mean Δ% and V@τ with CIs (paper Tables 3–4)",
     "use_case_mean_delta": "per model × language × use case: Mean Δ% with CIs (paper Fig. 6)",
     "use_case_axis_mean_delta": "per model × language × use case × axis: Mean Δ% (paper Fig. 2 radar)",
-    "pairs_per_axis": "per model × axis: matched pairs (both languages) and their share of the model's pairs",
+    "pairs_per_axis": "per model × axis: matched pairs (all languages) and their share of the model's pairs",
     "kendalls_w": "per model × language × use case × axis: Friedman χ², Kendall's W, p, BH q across all "
     "cells (paper Fig. 7)",
     "kendalls_w_axis": "per model × language × axis: mean W over use cases, Fisher-combined p, BH q within "
@@ -131,8 +141,9 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "and question variant (paper Fig. 12)",
     "profile_rank_agreement": "per model × use case × language: mean pairwise Spearman ρ between identifier "
     "columns of the profiles × identifiers matrix, averaged over axes (paper Fig. 13)",
-    "language_moderation": "per model × axis: Spearman ρ between English and Hinglish identifier rankings "
-    "and ΔMean Δ% = Hinglish − English with CIs (paper Fig. 5)",
+    "language_moderation": "per model × axis (× compared language when the study has more than two): Spearman "
+    "ρ between the identifier rankings in the study's first language and another of its languages, and "
+    "ΔMean Δ% = other − first with CIs (paper Fig. 5); none for a one-language study",
     "fairness_ablation": "per model × language: Mean Δ% with and without the fairness instruction on the "
     "same slots, their difference and relative change (paper Fig. 14)",
     "power": "per model × language × use case (empty use case: averaged over use cases, as cpg_overall) × "
@@ -144,21 +155,83 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
 }
 
 
-def empty_table(name: str) -> pd.DataFrame:
+@dataclass(frozen=True)
+class TableLayout:
+    """What a study adds to the amount tables' columns: its languages (study order) and the two axes
+    with the most identifiers (empty: no ``{axes}_share`` column)."""
+
+    languages: tuple[str, ...] = ()
+    heavy_axes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, languages: Sequence[str], axis_sizes: Sequence[tuple[str, int]] = ()) -> TableLayout:
+        """The layout for ``languages`` and ``axis_sizes`` (axis, number of identifiers) in study order:
+        the two largest axes (ties: study order), named in study order, when there are three or more."""
+        heavy: tuple[str, ...] = ()
+        if len(axis_sizes) >= 3:
+            order = {axis: i for i, (axis, _) in enumerate(axis_sizes)}
+            top = sorted(axis_sizes, key=lambda item: (-item[1], order[item[0]]))[:2]
+            heavy = tuple(sorted((axis for axis, _ in top), key=order.__getitem__))
+        return cls(tuple(dict.fromkeys(str(lang) for lang in languages)), heavy)
+
+
+def heavy_axes_column(axes: Sequence[str]) -> str | None:
+    """``caste_region_share`` for axes (Caste, Region): the leaderboard's share-of-pairs column."""
+    if not axes:
+        return None
+    return "_".join(re.sub(r"[^0-9a-z]+", "_", axis.lower()).strip("_") for axis in axes) + "_share"
+
+
+def table_columns(name: str, layout: TableLayout | None = None) -> tuple[str, ...]:
+    """``name``'s columns for one study: each run of ``{lang}`` templates (a value column and the
+    interval columns after it) repeated per language (``en_mean_delta, en_ci_low, en_ci_high,
+    es_mean_delta, ...``), ``{axes}_share`` named after the
+    heavy axes, and ``{compared}`` (``language_moderation``) the compared language, present only when
+    the study has more than two languages; without a layout the templates are dropped."""
+    layout = layout or TableLayout()
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        out.extend(col.format(lang=lang) for lang in layout.languages for col in run)
+        run.clear()
+
+    for col in TABLE_COLUMNS[name]:
+        if "{lang}" in col:
+            if run and "_ci_" not in col:  # a value column starts a new run; its interval columns follow it
+                flush()
+            run.append(col)
+            continue
+        flush()
+        if col == "{axes}_share":
+            heavy = heavy_axes_column(layout.heavy_axes)
+            if heavy:
+                out.append(heavy)
+        elif col == "{compared}":
+            if len(layout.languages) > 2:
+                out.append("language")
+        else:
+            out.append(col)
+    flush()
+    return tuple(out)
+
+
+def empty_table(name: str, layout: TableLayout | None = None) -> pd.DataFrame:
     """An empty frame with ``name``'s columns."""
-    return pd.DataFrame({col: pd.Series(dtype="object") for col in TABLE_COLUMNS[name]})
+    return pd.DataFrame({col: pd.Series(dtype="object") for col in table_columns(name, layout)})
 
 
-def conform(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+def conform(name: str, frame: pd.DataFrame, layout: TableLayout | None = None) -> pd.DataFrame:
     """``frame`` with ``name``'s columns first, in order (missing ones added as NaN), extras after."""
     if frame.empty and not len(frame.columns):
-        return empty_table(name)
+        return empty_table(name, layout)
+    columns = table_columns(name, layout)
     out = frame.copy()
-    for col in TABLE_COLUMNS[name]:
+    for col in columns:
         if col not in out.columns:
             out[col] = pd.NA if col in ("use_cases",) else float("nan")
-    extras = [c for c in out.columns if c not in TABLE_COLUMNS[name]]
-    out = out[[*TABLE_COLUMNS[name], *extras]].reset_index(drop=True)
+    extras = [c for c in out.columns if c not in columns]
+    out = out[[*columns, *extras]].reset_index(drop=True)
     for col in out.columns:
         if isinstance(out[col].dtype, pd.CategoricalDtype):
             out[col] = out[col].astype(object)

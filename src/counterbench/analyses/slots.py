@@ -16,7 +16,7 @@ Decisions:
   exactly resampling the table's own slots.
 - Stream: ``stable_seed("slots", model, language, use case, base seed)``; multiplicities from
   :func:`counterbench.stats.cluster_bootstrap.cluster_weights`, kept as float32 (≤ 60 MB for the
-  full RupeeBias design).
+  full design of the built-in amount study, 39,150 prompts).
 """
 
 from __future__ import annotations

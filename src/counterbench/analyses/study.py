@@ -3,7 +3,7 @@
 ``analyze_study(source, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
 Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call. It keeps the rows of
 ``study`` only (a store may hold several studies; they are never pooled), runs the ``amount`` analysis
-(:mod:`.rupeebias`, unchanged) on amount use cases and the generic outcome tables
+(:mod:`.amounts`) on amount use cases and the generic outcome tables
 (:mod:`.outcome_tables`) on the others, and writes the study's own title, languages, axes, use cases,
 canonical pairs and outcome kinds into the summary, from which the report takes its wording.
 """
@@ -18,10 +18,12 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
-from counterbench.analyses.rupeebias import AnalysisResult
+from counterbench.analyses.result import AnalysisResult
+from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 from counterbench.outcomes import kind_of_answer_type
 from counterbench.studies.base import Study
+from counterbench.studies.registry import DEFAULT_STUDY
 
 
 def resolve_study(study: str | Path | Study) -> Study:
@@ -77,7 +79,7 @@ def _is_amount(results: pd.DataFrame) -> pd.Series:
 
 def analyze_study(
     source: pd.DataFrame | str | Path,
-    study: str | Path | Study = "rupeebias",
+    study: str | Path | Study = DEFAULT_STUDY,
     *,
     models: Sequence[str] | None = None,
     profile: str = "default",
@@ -87,8 +89,8 @@ def analyze_study(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
     """Every table of ``study``'s analysis from a store path or a results frame (see module docstring)."""
+    from counterbench.analyses.amounts import analyze as analyze_amounts
     from counterbench.analyses.profiles import get_profile
-    from counterbench.analyses.rupeebias import analyze as analyze_amounts
 
     get_profile(profile)
     the_study = resolve_study(study)
@@ -104,7 +106,7 @@ def analyze_study(
     if amount_mask.any():
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount = analyze_amounts(results[amount_mask].reset_index(drop=True), profile=profile, bootstrap=bootstrap,
-                                 seed=seed, tau=tau, canonical_pairs=pairs)
+                                 seed=seed, tau=tau, canonical_pairs=pairs, layout=table_layout(the_study))
         tables.update(amount.tables)
         summary.update(amount.summary)
         summary["findings"] = _findings_in_study_words(tables, summary, the_study)
@@ -124,6 +126,12 @@ def analyze_study(
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
     return AnalysisResult(tables=tables, summary=summary)
+
+
+def table_layout(study: Study) -> TableLayout:
+    """The study's languages and axis sizes, which name the amount tables' per-language columns."""
+    sizes = [(f.axis or f.name, len(f.levels)) for f in study.facets if f.kind == "axis"]
+    return TableLayout.of(list(study.languages), sizes)
 
 
 def _only_amounts(study: Study) -> bool:
@@ -151,7 +159,7 @@ def _analyze_amount_store(path: Path, study: Study, models: list[str] | None, *,
                             "belong to")
     pairs = dict(study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
     result = analyze_store_by_model(path, models, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                    canonical_pairs=pairs, load=load)
+                                    canonical_pairs=pairs, load=load, layout=table_layout(study))
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, study)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(study, health[["language", "use_case"]]))

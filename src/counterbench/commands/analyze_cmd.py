@@ -12,7 +12,7 @@ import typer
 from counterbench.errors import UserError
 
 if TYPE_CHECKING:
-    from counterbench.analyses.rupeebias import AnalysisResult
+    from counterbench.analyses.result import AnalysisResult
 
 
 def _whole(text: str, option: str, minimum: int) -> int:

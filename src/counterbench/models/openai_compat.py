@@ -42,7 +42,14 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.base import (
+    BackendError,
+    ChatRequest,
+    ChatResult,
+    GenerationConfig,
+    token_logprobs_from,
+    wants_logprobs,
+)
 from counterbench.models.http1 import HTTP1Client, HTTPConnectionError, HTTPProtocolError
 from counterbench.models.structured import (
     FAMILY_MODES,
@@ -193,6 +200,9 @@ class OpenAICompatBackend:
                 payload["reasoning"] = {"effort": config.reasoning_effort}
             else:
                 payload["reasoning_effort"] = config.reasoning_effort
+        if wants_logprobs(request):
+            payload["logprobs"] = True
+            payload["top_logprobs"] = config.logprobs
         mode = self.structured_mode_for(config) if mode is None else mode
         constraint = constraint_for(request) if mode != "none" else None
         if constraint is not None:
@@ -319,6 +329,7 @@ class OpenAICompatBackend:
             latency_ms=latency_ms,
             model_reported=data.get("model") if isinstance(data.get("model"), str) else None,
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            token_logprobs=token_logprobs_from((choice.get("logprobs") or {}).get("content")),
         )
 
     async def list_models(self) -> list[str]:

@@ -1,6 +1,6 @@
 """Outcome kinds: one module each, found through one registry.
 
-``amount`` (money or a number with units; relative gap Δ%, RupeeBias), ``rate`` (a percentage:
+``amount`` (money or a number with units; relative gap Δ%), ``rate`` (a percentage:
 difference in percentage points and relative), ``score`` (a bounded integer scale), ``label`` (one of
 a declared set of words), ``choice`` (one of N labelled options, mapped back to what each stands for)
 and ``text`` (free text scored by named metrics). Adding a kind is one module that defines ``KIND`` plus
@@ -44,6 +44,15 @@ def get_kind(name: str) -> OutcomeKind:
         raise UserError(f"unknown outcome kind '{name}' (one of: {', '.join(KIND_MODULES)})")
     kind: OutcomeKind = importlib.import_module(module).KIND
     return kind
+
+
+def usable_answer_words(kinds: list[str]) -> str:
+    """What a usable answer holds for these kinds, in words (``a usable number or one of the allowed
+    labels``); unknown kinds are skipped, and no known kind means ``amount``'s words."""
+    words = list(dict.fromkeys(get_kind(k).usable_answer for k in kinds if k in KIND_MODULES))
+    if not words:
+        words = [get_kind("amount").usable_answer]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
 def kind_of_answer_type(answer_type: str | None) -> str | None:

@@ -1,7 +1,7 @@
-"""``amount``: money or a number with units and an optional plausible range — RupeeBias's outcome.
+"""``amount``: money or a number with units and an optional plausible range — the built-in study's outcome.
 
-Compared by the relative pair gap Δ% (|a − b| / mean(a, b)) and everything the RupeeBias analysis
-builds on it (:mod:`counterbench.analyses.rupeebias`, whose tables and report sections this kind
+Compared by the relative pair gap Δ% (|a − b| / mean(a, b)) and everything the amount analysis
+builds on it (:mod:`counterbench.analyses.amounts`, whose tables and report sections this kind
 uses as they are). The answer types are the number parser's (``inr_annual``, ``inr``, ``percent``,
 ``number``; see ``parse/rules.yaml``)."""
 
@@ -25,6 +25,7 @@ class AmountKind:
     name = "amount"
     keys = ("answer_type",)
     difference_unit = "percent of the pair's mean"
+    usable_answer = "a usable number"
 
     def describe(self, spec: OutcomeSpec) -> str:
         return "relative gap Δ%"

@@ -181,6 +181,9 @@ class OutcomeKind(Protocol):
     keys: tuple[str, ...]
     #: how the difference between two groups is expressed (``percentage points``, ``points``, ...)
     difference_unit: str
+    #: what a parsed (``ok``) answer holds, for the report's parse health (``a usable number``,
+    #: ``one of the allowed labels``)
+    usable_answer: str
     #: what ``measure`` is, for tables and the report (e.g. ``share answering yes``)
     def describe(self, spec: OutcomeSpec) -> str: ...
 

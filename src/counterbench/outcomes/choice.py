@@ -27,6 +27,7 @@ class ChoiceKind:
     name = "choice"
     keys = ("options",)
     difference_unit = "percentage points"
+    usable_answer = "one of the offered options"
 
     def describe(self, spec: OutcomeSpec) -> str:
         return "share chosen when offered (%)"

@@ -20,6 +20,7 @@ class LabelKind:
     name = "label"
     keys = ("labels", "positive")
     difference_unit = "percentage points"
+    usable_answer = "one of the allowed labels"
 
     def describe(self, spec: OutcomeSpec) -> str:
         return f"share answering {positive(spec)} (%)"

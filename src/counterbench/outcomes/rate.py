@@ -22,6 +22,7 @@ class RateKind:
     name = "rate"
     keys = ("range", "decimals")
     difference_unit = "percentage points"
+    usable_answer = "a usable rate"
 
     def describe(self, spec: OutcomeSpec) -> str:
         return "mean rate (%)"

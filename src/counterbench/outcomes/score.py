@@ -23,6 +23,7 @@ class ScoreKind:
     name = "score"
     keys = ("min", "max")
     difference_unit = "points"
+    usable_answer = "a score on the declared scale"
 
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean score ({_n(spec.low)}–{_n(spec.high)})"

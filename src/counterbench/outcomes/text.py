@@ -49,6 +49,7 @@ class TextKind:
     name = "text"
     keys = ("metrics",)
     difference_unit = "units of the metric"
+    usable_answer = "a text answer"
 
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean {metrics(spec)[0]}"

@@ -1,9 +1,9 @@
 """Public entry points: :func:`parse_answer` for one response, :func:`parse_series` for many.
 
-Decisions (spec `rupeebias.md` §2):
+Decisions:
 
-- Two profiles: ``default`` (the correct rules, :mod:`counterbench.parse.default`) and
-  ``rupeebias-v1`` (the published release's parser, :mod:`counterbench.parse.release_v1`).
+- Profiles: ``default`` (the correct rules, :mod:`counterbench.parse.default`) and any a study
+  brings to reproduce its published numbers (:mod:`counterbench.studies.profiles`, found by name).
   An unknown profile, use case or answer type raises :class:`~counterbench.errors.UserError`
   with a one-line message listing the valid names.
 - Parsing is a pure function of (text, answer type, profile), so results are cached: a bounded
@@ -25,25 +25,29 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.parse.default import parse_default
-from counterbench.parse.release_v1 import PROFILE as RELEASE_V1
-from counterbench.parse.release_v1 import parse_release_v1
 from counterbench.parse.result import ParsedAnswer
 from counterbench.parse.rules import AnswerType, resolve_answer_type
 
 DEFAULT_PROFILE = "default"
-PROFILES: dict[str, Callable[[str | None, AnswerType], ParsedAnswer]] = {
-    DEFAULT_PROFILE: parse_default,
-    RELEASE_V1: parse_release_v1,
-}
 SERIES_COLUMNS = ("status", "value", "unit", "is_range", "out_of_range", "reason", "release_value", "release_unit")
 CACHE_SIZE = 1 << 16
 
 
+def parse_profiles() -> list[str]:
+    """The names ``--parse-profile`` accepts: ``default`` and every study's own profile."""
+    from counterbench.studies.profiles import profile_names
+
+    return profile_names()
+
+
 def _parser(profile: str) -> Callable[[str | None, AnswerType], ParsedAnswer]:
-    parser = PROFILES.get(profile)
-    if parser is None:
-        raise UserError(f"unknown parse profile {profile!r}; valid profiles: {', '.join(PROFILES)}")
-    return parser
+    if profile == DEFAULT_PROFILE:
+        return parse_default
+    if not isinstance(profile, str):
+        raise UserError(f"unknown parse profile {profile!r}; valid profiles: {', '.join(parse_profiles())}")
+    from counterbench.studies.profiles import study_profile
+
+    return study_profile(profile).parser
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
@@ -54,10 +58,9 @@ def _parse_cached(text: str | None, answer_type_name: str, profile: str) -> Pars
 def parse_answer(text: str | None, use_case: str, profile: str = DEFAULT_PROFILE) -> ParsedAnswer:
     """Parse one model response.
 
-    ``use_case`` is a RupeeBias use case (``salary_estimation``, ``salary_increment_estimation``,
-    ``counter_offer_recommendation``, ``service_pricing_vendor``, ``service_pricing_customer`` or
-    its alias ``service_pricing_client``) or an answer type (``inr_annual``, ``percent``, ``inr``,
-    ``number``). ``profile`` is ``default`` or ``rupeebias-v1``.
+    ``use_case`` is a use case the parse rules name (``rules.yaml``: ``use_cases``) or an answer
+    type (``inr_annual``, ``percent``, ``inr``, ``number``). ``profile`` is one of
+    :func:`parse_profiles`.
     """
     answer_type = resolve_answer_type(use_case)
     _parser(profile)

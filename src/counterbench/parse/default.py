@@ -1,4 +1,4 @@
-"""The ``default`` profile: the correct parsing rules of spec `rupeebias.md` §2.
+"""The ``default`` profile: the correct parsing rules.
 
 Decisions, in the order they are applied:
 
@@ -27,7 +27,7 @@ Decisions, in the order they are applied:
    unit (the number itself may be cut) -> ``truncated``. Otherwise ``ok``, with
    ``out_of_range`` set from the answer type's plausibility bounds (value kept).
 8. Refusal: a response without a usable value (steps 4–7 failed) that contains an explicit
-   decline from the phrase list (English, Hinglish, Hindi) -> ``refused``. A decline followed by a
+   decline from the phrase list (English, romanised Hindi, Hindi) -> ``refused``. A decline followed by a
    number ("I can't be exact, but ### 12 LPA") is ``ok``.
 """
 

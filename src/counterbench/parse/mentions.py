@@ -1,6 +1,6 @@
 """Finding the numbers in a response: text normalisation, number mentions and ranges.
 
-Decisions (spec `rupeebias.md` §2; word lists in ``rules.yaml``):
+Decisions (word lists in ``rules.yaml``):
 
 - **Normalisation.** Markdown emphasis (``*``, ``_``, backticks) is removed; en/em dashes and
   the minus sign become ``-``; curly quotes become straight; non-breaking and thin spaces become
@@ -22,7 +22,7 @@ Decisions (spec `rupeebias.md` §2; word lists in ``rules.yaml``):
   and a period word (per annum / per month ...).
 - **Ranges.** Two neighbouring mentions form one range when only a separator stands between them:
   ``-`` (also a ``-`` glued to the second number, as in ``10 -12 LPA``), ``to``, ``se``,
-  ``till``; or ``and``/``aur`` after "between" (or before Hinglish "ke beech"). Both sides must be
+  ``till``; or ``and``/``aur`` after "between" (or before romanised Hindi "ke beech"). Both sides must be
   percent or both not. Markers are shared: a bare side takes the other side's scale ("10-12 LPA")
   unless that would make it more than 10× the other bound ("80,000 - 1.2 lakh" stays 80,000), and
   a ``%``, INR or per-month marker on either side applies to both. The value of a range is its

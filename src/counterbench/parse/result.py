@@ -1,6 +1,6 @@
 """The outcome of parsing one response: :class:`ParsedAnswer`.
 
-Decisions (spec `rupeebias.md` §2):
+Decisions:
 
 - ``status`` is ``ok`` (a value), ``refused`` or ``unparseable``. The fourth status of a response
   record, ``error`` (transport/API failure), is the runner's and is never produced by a parser; a
@@ -13,7 +13,7 @@ Decisions (spec `rupeebias.md` §2):
 - ``reason`` says why a response has no value (``empty``, ``error_text``, ``truncated``,
   ``negative``, ``ambiguous``, ``no_number``, ``unit_mismatch``, ``bad_grouping``,
   ``unreadable_number``, ``refusal``);
-  it is ``None`` for ``ok`` except ``refusal_phrase`` under ``rupeebias-v1`` (a value was parsed
+  it is ``None`` for ``ok`` except ``refusal_phrase`` under the release profile (a value was parsed
   *and* the release's refusal detector fired — the release counted such rows in both tallies).
 """
 
@@ -58,7 +58,7 @@ def answer_ok(
     """An ``ok`` answer with its release value and plausibility flag filled in.
 
     ``release_value`` defaults to ``value / release_divisor``; pass it to keep a value computed
-    elsewhere bit for bit (the ``rupeebias-v1`` profile does).
+    elsewhere bit for bit (the release profile does).
     """
     value = round(value, 6) + 0.0  # drop float noise from unit multiplication; no negative zero
     if release_value is None:

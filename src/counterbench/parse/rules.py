@@ -1,6 +1,6 @@
 """The parsing rules as data: loading `rules.yaml` once and resolving use cases.
 
-Decisions (spec `rupeebias.md` §2):
+Decisions:
 
 - Every word the parsers recognise (units, currencies, periods, range separators, refusal
   phrases, error and truncation markers) and every per-answer-type fact (unit, release unit,

@@ -30,6 +30,7 @@ from counterbench.report.sections import build_sections
 from counterbench.report.sections_gaps import KIND_LABELS
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_study import study_sections
+from counterbench.studies.registry import DEFAULT_STUDY
 
 
 @dataclass
@@ -94,7 +95,7 @@ def study_title(summary: dict[str, Any]) -> str:
     """The study's own title: from the summary, else the registered study of that name, else its name."""
     if summary.get("title"):
         return str(summary["title"])
-    name = str(summary.get("study") or "rupeebias")
+    name = str(summary.get("study") or DEFAULT_STUDY)
     try:
         from counterbench.studies.registry import load_study, registered_studies
 
@@ -186,7 +187,7 @@ def write_report(
 
 def analyze_store(
     store: Path | str,
-    study: Any = "rupeebias",
+    study: Any = DEFAULT_STUDY,
     *,
     models: Sequence[str] | None = None,
     profile: str | None = None,
@@ -249,7 +250,7 @@ def audit_report(
     tau: float,
     samples: bool,
     title: str | None,
-    study: Any = "rupeebias",
+    study: Any = DEFAULT_STUDY,
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> Any:
     """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""

@@ -19,6 +19,7 @@ import pandas as pd
 
 from counterbench.analyses.flags import truthy
 from counterbench.errors import UserError
+from counterbench.studies.registry import DEFAULT_STUDY
 
 #: the study's names for languages and use cases while a report is being built (see :func:`study_names`)
 _NAMES: ContextVar[Mapping[str, Mapping[str, str]] | None] = ContextVar("counterbench_report_names", default=None)
@@ -35,12 +36,17 @@ def _names() -> Mapping[str, Mapping[str, str]]:
 @functools.cache
 def _default_names() -> Mapping[str, Mapping[str, str]]:
     """Outside :func:`study_names` (a section built on its own): the default study's names."""
-    return names_from_summary({"study": "rupeebias"})
+    return names_from_summary({"study": DEFAULT_STUDY})
 
 
 def language_name(code: str) -> str:
     """The study's name for a language code (the code itself when the study names none)."""
     return _names().get("languages", {}).get(code, code)
+
+
+def study_language_order() -> list[str]:
+    """The study's language codes in study order (the report's colours follow it)."""
+    return list(_names().get("languages", {}))
 
 
 def use_case_name(code: str) -> str:
@@ -54,7 +60,7 @@ def names_from_summary(summary: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     languages = summary.get("language_names")
     use_cases = summary.get("use_case_names")
     if not isinstance(languages, Mapping) or not isinstance(use_cases, Mapping):
-        study = _registered(str(summary.get("study") or "rupeebias"))
+        study = _registered(str(summary.get("study") or DEFAULT_STUDY))
         if study is not None:
             languages = languages if isinstance(languages, Mapping) else dict(study.languages)
             use_cases = use_cases if isinstance(use_cases, Mapping) else dict(getattr(study, "use_case_labels", {}))
@@ -190,6 +196,23 @@ class ReportContext:
     def language_label(self, code: str) -> str:
         return self.language_names.get(code) or language_name(code)
 
+    def study_languages(self) -> list[str]:
+        """Every language the study declares, in study order (the per-language columns follow these),
+        then any other language the tables hold."""
+        layout = self.data.summary.get("table_layout")
+        declared = layout.get("languages") if isinstance(layout, Mapping) else None
+        if not isinstance(declared, list) or not declared:
+            declared = list(self.language_names) or list(self.languages)
+        return _ordered([*map(str, declared), *self.languages], [str(v) for v in declared])
+
+    def answer_words(self) -> str:
+        """What a usable answer holds for the study's outcome kinds (``a usable number``, ``one of the
+        allowed labels``)."""
+        from counterbench.outcomes import usable_answer_words
+
+        kinds = self.data.summary.get("outcome_kinds")
+        return usable_answer_words([str(k) for k in kinds.values()] if isinstance(kinds, Mapping) else [])
+
     def use_case_label(self, code: str) -> str:
         return use_case_name(code)
 
@@ -245,7 +268,7 @@ def build_context(data: ReportInput) -> ReportContext:
         listed = data.summary.get(key)
         if isinstance(listed, list) and listed:
             return [str(v) for v in listed]
-        study = study or _registered(str(data.summary.get("study") or "rupeebias"))  # an older summary
+        study = study or _registered(str(data.summary.get("study") or DEFAULT_STUDY))  # an older summary
         if study is None:
             return list(fallback)
         orders = {"languages": list(study.languages), "axes": list(study.axes), "use_cases": list(study.outcomes)}

@@ -35,7 +35,7 @@ class Section:
     group: str = "Results"
 
 
-AUDIT = "counterbench audit rupeebias --model MODEL"
+AUDIT = "counterbench audit STUDY --model MODEL"
 
 #: what run would fill a table the data cannot support (used when the analysis gives no reason)
 FILL_HINTS: dict[str, str] = {
@@ -45,7 +45,7 @@ FILL_HINTS: dict[str, str] = {
     "kendalls_w": "Needs at least two profiles (blocks) per use case and axis: run without `--profile`, "
     "or with the quick preset (two profiles per use case).",
     "kendalls_w_axis": "Needs at least two profiles (blocks) per use case and axis: run without `--profile`.",
-    "cpg": "Needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in matched slots: run without "
+    "cpg": "Needs both identifiers of a canonical pair in matched slots: run without "
     "`--identifier`, or include both members of a pair.",
     "mog": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
     "identifier_deviation": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
@@ -53,10 +53,10 @@ FILL_HINTS: dict[str, str] = {
     "(the quick preset uses only the first variant).",
     "merit_sensitivity": "Needs at least two profiles per use case: run without `--profile`.",
     "profile_rank_agreement": "Needs at least two profiles per use case: run without `--profile`.",
-    "language_moderation": "Needs both languages: run with `--language en --language hinglish` "
-    "(or without `--language`; the quick preset is English only).",
-    "fairness_ablation": "Needs the fairness-instruction variant next to the standard one: run salary "
-    "estimation with `--use-case salary_estimation --variant standard --variant fairness`.",
+    "language_moderation": "Needs answers in two of the study's languages: run without `--language` "
+    "(or name two languages with `--language`).",
+    "fairness_ablation": "Needs the fairness-instruction variant next to the standard one: run with "
+    "`--variant standard --variant fairness`.",
     "parse_health": f"No responses in the store yet: `{AUDIT}`.",
     "pairs_per_axis": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
 }
@@ -110,7 +110,13 @@ def language_legend(languages: list[str]) -> list[tuple[str, str]]:
 
 
 def lang_color(language: str) -> str:
-    return LANGUAGE_COLORS.get(language, SERIES_COLORS[4])
+    """The study's first language in the first language colour, its second in the second, and so on."""
+    from counterbench.report.context import study_language_order
+
+    order = study_language_order()
+    if language in order and order.index(language) < len(LANGUAGE_COLORS):
+        return LANGUAGE_COLORS[order.index(language)]
+    return SERIES_COLORS[4]
 
 
 def series_color(index: int) -> str:

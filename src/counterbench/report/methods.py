@@ -125,8 +125,8 @@ def warnings(ctx: ReportContext) -> list[str]:
         by_model = pd.DataFrame({"model": health["model"].astype(str), "n": n, "ok": ok}).groupby("model").sum()
         for model, row in by_model.iterrows():
             if row["n"] > 0 and row["ok"] / row["n"] < LOW_VALUE_SHARE:
-                out.append(f"Only {row['ok'] / row['n'] * 100:.0f}% of {model}'s answers contained a usable number "
-                           "(see Parse health): its gaps rest on the rest.")
+                out.append(f"Only {row['ok'] / row['n'] * 100:.0f}% of {model}'s answers contained "
+                           f"{ctx.answer_words()} (see Parse health): its comparisons rest on the rest.")
     board = ctx.nonempty("leaderboard")
     if board is not None and "n_pairs" in board.columns:
         for model, pairs in zip(board["model"].astype(str), pd.to_numeric(board["n_pairs"], errors="coerce"),

@@ -214,35 +214,55 @@ def merit_section(ctx: ReportContext) -> Section:
 
 
 def language_section(ctx: ReportContext) -> Section:
+    languages = ctx.study_languages()
+    first = languages[0] if languages else ""
+    others = languages[1:]
+    names = {lang: ctx.language_label(lang) for lang in languages}
+    other = names[others[0]] if len(others) == 1 else "another language"
+    first_name = names.get(first, "")
+    title = (f"{names[first]} vs {' / '.join(names[o] for o in others)}" if others
+             else f"Languages ({names[first]} only)" if first else "Languages")
     section = Section(
         "language",
-        "English vs Hinglish",
-        "Whether the prompt's language changes the picture. ρ compares the English and Hinglish identity "
-        "rankings (1 = same order); ΔMean Δ% is Hinglish minus English (positive: larger gaps in Hinglish). "
-        "The 95% CI resamples matched slots of the two languages together; * marks shifts that stay significant "
-        "after Benjamini–Hochberg correction over the model's axes.",
+        title,
+        f"Whether the prompt's language changes the picture. ρ compares the identity rankings in {first_name} "
+        f"and {other} (1 = same order); ΔMean Δ% is {other} minus {first_name} (positive: larger gaps in "
+        f"{other}). The 95% CI resamples matched slots of the two languages together; * marks shifts that stay "
+        "significant after Benjamini–Hochberg correction over the model's axes."
+        if others else "The study declares one language, so there is no language comparison.",
         group="Consistency",
     )
     frame = attach_table(section, ctx, "language_moderation")
     if frame is None:
         return section
-    axes = [a for a in ctx.axes if a in set(frame["axis"])]
-    lookup = {(str(r["model"]), r["axis"]): r for r in frame.to_dict("records")}
+    compared = "language" in frame.columns and len(others) > 1
+    rows = [(o, frame[frame["language"].astype(str) == o] if compared else frame) for o in others[: None if compared
+                                                                                                     else 1]]
     models = ctx.model_order(frame)
-    rho = [[Cell(t.as_float(r["rho"]), t.fmt_num(r["rho"], 2), f"{m} · {a}: ρ {t.fmt_num(r['rho'], 3)}")
-            if (r := lookup.get((m, a))) is not None else Cell(math.nan) for a in axes] for m in models]
-    delta_max = float(pd.to_numeric(frame["delta_mean_delta"], errors="coerce").abs().max() or 1.0)
-    delta = [[Cell(t.as_float(r["delta_mean_delta"]), t.fmt_num(r["delta_mean_delta"], 1, signed=True),
-                   f"{m} · {a}: Hinglish − English {t.fmt_num(r['delta_mean_delta'], 2, signed=True)} "
-                   f"(95% CI {t.fmt_ci(r.get('ci_low'), r.get('ci_high'))})")
-              if (r := lookup.get((m, a))) is not None else Cell(math.nan) for a in axes] for m in models]
-    section.figures.append(Figure([
-        heatmap_panel("ρ (English vs Hinglish rankings)", models, axes, rho, scale="diverging", vmax=1.0),
-        heatmap_panel("ΔMean Δ% (Hinglish − English)", models, axes, delta, scale="diverging", vmax=delta_max),
-    ]))
+    for lang, part in rows:
+        if part.empty:
+            continue
+        axes = [a for a in ctx.axes if a in set(part["axis"])]
+        lookup = {(str(r["model"]), r["axis"]): r for r in part.to_dict("records")}
+        pair = f"{names[lang]} − {names[first]}"
+        rho = [[Cell(t.as_float(r["rho"]), t.fmt_num(r["rho"], 2), f"{m} · {a}: ρ {t.fmt_num(r['rho'], 3)}")
+                if (r := lookup.get((m, a))) is not None else Cell(math.nan) for a in axes] for m in models]
+        delta_max = float(pd.to_numeric(part["delta_mean_delta"], errors="coerce").abs().max() or 1.0)
+        delta = [[Cell(t.as_float(r["delta_mean_delta"]), t.fmt_num(r["delta_mean_delta"], 1, signed=True),
+                       f"{m} · {a}: {pair} {t.fmt_num(r['delta_mean_delta'], 2, signed=True)} "
+                       f"(95% CI {t.fmt_ci(r.get('ci_low'), r.get('ci_high'))})")
+                  if (r := lookup.get((m, a))) is not None else Cell(math.nan) for a in axes] for m in models]
+        section.figures.append(Figure([
+            heatmap_panel(f"ρ ({names[first]} vs {names[lang]} rankings)", models, axes, rho, scale="diverging",
+                          vmax=1.0),
+            heatmap_panel(f"ΔMean Δ% ({pair})", models, axes, delta, scale="diverging", vmax=delta_max),
+        ]))
     section.tables.append(t.table_view(frame, [
-        t.text("model", "Model"), t.text("axis", "Axis"), t.num("rho", "ρ", 3), t.pvalue("p_value", "p (ρ)"),
-        t.num("en_mean_delta", "English Mean Δ%"), t.num("hinglish_mean_delta", "Hinglish Mean Δ%"),
+        t.text("model", "Model"), t.text("axis", "Axis"),
+        *([t.text("language", "Compared", ctx.language_label)] if compared else []),
+        t.num("rho", "ρ", 3), t.pvalue("p_value", "p (ρ)"),
+        *(t.num(f"{lang}_mean_delta", f"{names[lang]} Mean Δ%") for lang in languages
+          if f"{lang}_mean_delta" in frame.columns),
         t.num("delta_mean_delta", "ΔMean Δ%", 2, signed=True), t.ci(), t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
         mark_col(),
     ], source="language_moderation.csv"))
@@ -253,8 +273,8 @@ def fairness_section(ctx: ReportContext) -> Section:
     section = Section(
         "fairness",
         "Fairness instruction",
-        "Whether adding “Please ensure your response is fair and unbiased.” to the system prompt shrinks the "
-        "gaps (salary estimation). A negative Δ means the instruction helped. The 95% CI resamples matched slots "
+        "Whether adding the study's fairness instruction to the system prompt shrinks the gaps (on the use cases "
+        "run with it). A negative Δ means the instruction helped. The 95% CI resamples matched slots "
         "of the two prompts together; * marks changes that stay significant after Benjamini–Hochberg correction "
         "over the model's languages.",
         group="Consistency",
@@ -294,9 +314,9 @@ def parse_section(ctx: ReportContext) -> Section:
     section = Section(
         "parse-health",
         "Parse health and refusals",
-        "How many answers contained a usable number. Refused and unparseable answers, and answers that did not "
-        "finish (cut off at the token limit, withheld by a content filter, or empty), are left out of every gap "
-        "(never guessed or imputed), so a low share means the other results rest on fewer answers.",
+        f"How many answers contained {ctx.answer_words()}. Refused and unparseable answers, and answers that "
+        "did not finish (cut off at the token limit, withheld by a content filter, or empty), are left out of "
+        "every comparison (never guessed or imputed), so a low share means the other results rest on fewer answers.",
         group="Data",
     )
     frame = attach_table(section, ctx, "parse_health")

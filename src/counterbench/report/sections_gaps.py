@@ -91,25 +91,45 @@ def leaderboard_section(ctx: ReportContext) -> Section:
     which = "slots resampled (the prompts that differ only in the identity)"
     taus = pd.to_numeric(board["tau"], errors="coerce").dropna() if "tau" in board.columns else pd.Series([])
     tau = f"{float(taus.iloc[0]):g}" if len(taus) else "10"
-    section.figures.append(Figure([hbar_panel("Overall Mean Δ% (both languages pooled)", rows, width=620,
+    languages = [lang for lang in ctx.study_languages()  # the study's languages that have pairs
+                 if f"{lang}_mean_delta" in board.columns and board[f"{lang}_mean_delta"].notna().any()]
+    pooled = "languages pooled" if len(languages) > 1 else language_name(languages[0]) if languages else ""
+    section.figures.append(Figure([hbar_panel(f"Overall Mean Δ% ({pooled})" if pooled else "Overall Mean Δ%",
+                                              rows, width=620,
                                               x_label="Mean Δ% (lower is fairer)")],
                                   caption=f"Whiskers: 95% CI, {which}."))
     section.tables.append(t.table_view(board, [
         t.count("rank", "#"), t.text("model", "Model"), t.text("kind", "Kind"),
         t.num("overall_mean_delta", "Overall Mean Δ%"), t.ci("ci_low", "ci_high", "95% CI"),
         t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
-        t.num("en_mean_delta", "English"), t.num("hinglish_mean_delta", "Hinglish"),
-        t.num("en_v10", f"EN V@{tau} %", 1), t.num("hinglish_v10", f"Hinglish V@{tau} %", 1),
+        *(t.num(f"{lang}_mean_delta", ctx.language_label(lang)) for lang in languages),
+        *(t.num(f"{lang}_v10", f"{ctx.language_label(lang)} V@{tau} %", 1) for lang in languages),
         t.num("axis_mean", "Mean of axes"), t.count("n_pairs", "Pairs"),
     ], source="leaderboard.csv", collapse_over=None))
     section.notes.append(pairs_weight_note(ctx))
     return section
 
 
+def axes_examples(ctx: ReportContext) -> str:
+    """The study's first axes, for a blurb: ``Religion, Caste, Region, ...``."""
+    shown = ", ".join(ctx.axes[:3])
+    return shown + (", ..." if len(ctx.axes) > 3 else "") if shown else "each axis the study varies"
+
+
+def pair_example(ctx: ReportContext) -> str:
+    """One of the study's canonical pairs, for a blurb: ``e.g. Hindu vs Muslim``."""
+    pairs = ctx.data.summary.get("canonical_pairs")
+    if isinstance(pairs, dict):
+        for pair in pairs.values():
+            if isinstance(pair, list | tuple) and len(pair) == 2:
+                return f"e.g. {pair[0]} vs {pair[1]}"
+    return "the pairs the study names"
+
+
 def pairs_weight_note(ctx: ReportContext) -> str:
     pairs = ctx.nonempty("pairs_per_axis")
-    base = ("'Mean of axes' weighs the six axes equally; the overall figures weigh every pair equally, so axes "
-            "with many identities dominate them")
+    base = ("'Mean of axes' weighs the axes equally; the overall figures weigh every pair equally, so axes with "
+            "many identities dominate them")
     if pairs is None or "n_pairs" not in pairs.columns:
         return base + "."
     totals = pairs.groupby("axis")["n_pairs"].sum()
@@ -124,8 +144,8 @@ def axis_section(ctx: ReportContext) -> Section:
     section = Section(
         "axes",
         "Gaps by identity axis",
-        "Mean Δ% within each identity axis (religion, caste, region, ...). A larger polygon means larger gaps; "
-        "a spike points to the axis on which the model's advice depends most on who is asking.",
+        f"Mean Δ% within each identity axis ({axes_examples(ctx)}). A larger polygon means larger gaps; "
+        "a spike points to the axis on which the model's answers depend most on who is asking.",
     )
     frame = attach_table(section, ctx, "axis_mean_delta")
     if frame is None:
@@ -164,8 +184,8 @@ def use_case_section(ctx: ReportContext) -> Section:
     section = Section(
         "use-cases",
         "Gaps by use case",
-        "Mean Δ% for each task. A model can be even-handed on one task (say, salary estimates) and not on "
-        "another (say, pricing a service), so compare the panels.",
+        "Mean Δ% for each task. A model can be even-handed on one task and not on another, so compare the "
+        "panels.",
     )
     frame = attach_table(section, ctx, "use_case_mean_delta")
     if frame is None:
@@ -235,7 +255,7 @@ def cpg_section(ctx: ReportContext) -> Section:
     section = Section(
         "cpg",
         "Canonical pair gaps",
-        "The gap between the two identities of a familiar pair (e.g. Hindu vs Muslim) on exactly the same "
+        f"The gap between the two identities of a familiar pair ({pair_example(ctx)}) on exactly the same "
         "prompts. Red: the first identity is offered more; blue: the second is. * marks gaps that stay "
         "significant after Benjamini–Hochberg correction over all of that model's rows of the table (the "
         "family); a gap resting on fewer than " + str(MIN_SLOTS) + " matched prompts is not tested. Sign "
@@ -361,8 +381,8 @@ def pairs_section(ctx: ReportContext) -> Section:
     section = Section(
         "pairs",
         "Pairs per axis",
-        "How many matched pairs each axis contributes. Axes with many identities (Caste has 24, Region 30) give "
-        "far more pairs, so they dominate every pooled number; the per-axis tables weigh axes equally.",
+        "How many matched pairs each axis contributes. Axes with many identities give far more pairs, so they "
+        "dominate every pooled number; the per-axis tables weigh axes equally.",
         group="Data",
     )
     frame = attach_table(section, ctx, "pairs_per_axis")

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from markupsafe import Markup, escape
 
 #: the report's palette (colour-blind friendly: Okabe–Ito based)
-LANGUAGE_COLORS = {"en": "#1f6fb4", "hinglish": "#e07b00"}
+#: colours of a study's languages, in study order
+LANGUAGE_COLORS = ("#1f6fb4", "#e07b00", "#2a9d6f", "#8e44ad")
 SERIES_COLORS = ("#1f6fb4", "#e07b00", "#2a9d6f", "#c94f7c", "#7a5cc9", "#8c6d31", "#4a4a4a", "#56b4e9")
 TEXT = "#1d2330"
 MUTED = "#6b7280"

@@ -48,6 +48,7 @@ from counterbench.models.base import (
     backend_concurrency,
     on_queue_wait,
 )
+from counterbench.outcomes.logprobs import answer_logprobs_json
 from counterbench.run.budget import Budget, Hold
 from counterbench.run.costs import Price
 from counterbench.run.limits import AdaptiveLimit, RetryPolicy, TokenBucket
@@ -482,6 +483,7 @@ class Engine:
         finished = time.time()
         model_reported = self.redactor.redact(result.model_reported)
         parse_key = self.parser.key_for
+        tokens = getattr(result, "token_logprobs", None)
         for index, (item, fp) in enumerate(group):
             parsed = self.parser.parse(text, reason, parse_key(item.use_case, item.answer_type))
             first = index == 0
@@ -490,6 +492,7 @@ class Engine:
                     lane, item, fp, parsed, text, reason, result.input_tokens, result.output_tokens,
                     cost if first else 0.0, result.latency_ms, attempts if first else 0, None,
                     0 if first else 1, model_reported, started, finished,
+                    answer_logprobs_json(item.answer_type, tokens) if tokens else None,
                 )
             )
             counters.done += 1
@@ -529,11 +532,11 @@ class Engine:
         """Store copies of identical requests answered before (no call, no cost)."""
         now = time.time()
         for item, fp, stored in lane.work.from_cache:
-            text, reason, n_in, n_out, latency, reported, _simulated = stored
+            text, reason, n_in, n_out, latency, reported, _simulated, logprobs = stored
             parsed = self.parser.parse(text, reason, self.parser.key_for(item.use_case, item.answer_type))
             self.writer.add(
                 self._row(lane, item, fp, parsed, text, reason, n_in, n_out, 0.0, latency, 0, None, 1, reported,
-                          now, now)
+                          now, now, logprobs)
             )
             lane.counters.done += 1
             lane.counters.cached += 1
@@ -543,12 +546,13 @@ class Engine:
         self, lane: Lane, item: PromptItem, fp: str, parsed: Parsed, text: str | None, reason: str | None,
         n_in: int | None, n_out: int | None, cost: float | None, latency: float | None, attempts: int,
         error: str | None, cached: int, reported: str | None, started: float, finished: float,
+        logprobs: str | None = None,
     ) -> Row:
         return (
             item.prompt_id, item.prompt_hash, lane.model, lane.config_fp, fp, lane.simulated, parsed.status,
             text, reason, parsed.value, parsed.unit, parsed.release_value, parsed.release_unit,
             parsed.is_range, parsed.out_of_range, parsed.reason, self.parser.profile, n_in, n_out, cost,
-            latency, attempts, error, cached, reported, "run", started, finished, self.run_id,
+            latency, attempts, error, cached, reported, "run", started, finished, self.run_id, logprobs,
         )
 
 

@@ -25,7 +25,6 @@ from counterbench.errors import UserError
 
 log = logging.getLogger(__name__)
 
-PARSE_PROFILES = ("default", "rupeebias-v1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +45,10 @@ class ResponseParser:
     """Parse responses under one profile; caches which key each use case / answer type maps to."""
 
     def __init__(self, profile: str = "default") -> None:
-        if profile not in PARSE_PROFILES:
-            raise UserError(f"unknown parse profile '{profile}' (one of: {', '.join(PARSE_PROFILES)})")
-        from counterbench.parse import parse_answer
+        from counterbench.parse import parse_answer, parse_profiles
+
+        if profile not in parse_profiles():
+            raise UserError(f"unknown parse profile '{profile}' (one of: {', '.join(parse_profiles())})")
 
         self.profile = profile
         self._parse_answer = parse_answer

@@ -57,6 +57,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "run_id",
     "started_at",
     "finished_at",
+    "answer_logprobs",
 )
 #: rows fetched from SQLite at a time by :func:`load_results` (bounds its peak memory)
 READ_CHUNK_ROWS = 20_000
@@ -90,7 +91,7 @@ def load_results(
 ) -> pd.DataFrame:
     """One row per stored response with the prompt's design columns (see :data:`RESULT_COLUMNS`).
 
-    ``models`` keeps only those model strings. ``profile`` (``default`` / ``rupeebias-v1``)
+    ``models`` keeps only those model strings. ``profile`` (``default`` / the release profile)
     re-parses, in memory, rows that were parsed under another profile; the store is not changed
     (use :func:`reparse_store` for that). ``include_prompt_text`` adds ``system`` and ``user``.
     """
@@ -121,7 +122,7 @@ def _read_in_chunks(sql: str, store: Store, params: list[Any], rows: int) -> pd.
     """``pd.read_sql_query`` a chunk of rows at a time, with the dtypes one whole read would infer.
 
     Fetching every row at once holds all of them as Python objects before pandas packs the strings:
-    1.45 GB for a 9-model RupeeBias store (352,350 responses) whose frame is ~300 MB. Chunks keep
+    1.45 GB for a 9-model store of the built-in amount study (352,350 responses) whose frame is ~300 MB. Chunks keep
     only one chunk of Python objects alive. A column whose values are all NULL in one chunk comes
     back as ``object`` there; after concatenation, a column of strings and NULLs becomes ``str``
     again, as one read would have made it (numeric columns are typed by :func:`_finish_frame`).

@@ -40,7 +40,8 @@ from counterbench.models.base import FINISHED_STATUSES, RETRYABLE_STATUSES
 from counterbench.studies.base import BASE_COLUMNS
 
 APPLICATION_ID = 0x43424E43  # "CBNC"
-SCHEMA_VERSION = 1
+#: 2 added ``responses.answer_logprobs`` (stores of version 1 are migrated when opened)
+SCHEMA_VERSION = 2
 DEFAULT_STORE = "counterbench.db"
 
 #: prompt-table columns kept as real columns; the rest of a prompt row goes to ``design`` (JSON)
@@ -80,6 +81,7 @@ RESPONSE_COLUMNS: tuple[str, ...] = (
     "started_at",
     "finished_at",
     "run_id",
+    "answer_logprobs",
 )
 
 _SCHEMA = """
@@ -130,6 +132,7 @@ CREATE TABLE IF NOT EXISTS responses (
     cached INTEGER NOT NULL DEFAULT 0,
     model_reported TEXT, source TEXT,
     started_at REAL, finished_at REAL, run_id INTEGER,
+    answer_logprobs TEXT,
     UNIQUE (model, config_fp, prompt_id)
 );
 CREATE INDEX IF NOT EXISTS responses_request_fp ON responses (request_fp);
@@ -310,7 +313,7 @@ class Store:
             chunk = wanted[start : start + 500]
             rows = self.query(
                 "SELECT request_fp, response, finish_reason, input_tokens, output_tokens, latency_ms, "
-                "model_reported, simulated FROM responses "
+                "model_reported, simulated, answer_logprobs FROM responses "
                 f"WHERE model = ? AND status IN {_FINISHED_SQL} AND request_fp IN ({', '.join('?' * len(chunk))})",
                 (model, *chunk),
             )
@@ -396,9 +399,18 @@ def _prepare(store: Store, *, check: bool) -> None:
                 "try `sqlite3 FILE .recover`, or choose another --store"
             )
     with conn:
+        if has_tables and version < SCHEMA_VERSION:
+            _migrate(conn)
         conn.executescript(_SCHEMA)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring an older store's tables up to :data:`SCHEMA_VERSION` (columns added; nothing rewritten)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
+    if columns and "answer_logprobs" not in columns:  # version 1 -> 2
+        conn.execute("ALTER TABLE responses ADD COLUMN answer_logprobs TEXT")
 
 
 def _store_error(path: Path, err: sqlite3.Error) -> UserError:

@@ -1,4 +1,4 @@
-"""Pure statistics for counterfactual bias audits (RupeeBias paper §4.2, §5–6, Apps. A–E, L).
+"""Pure statistics for counterfactual bias audits (paper §4.2, §5–6, Apps. A–E, L).
 
 Every function takes arrays or DataFrames and returns numbers, dataclasses or DataFrames; nothing
 here does I/O or keeps global state. Random procedures take a ``seed``; derive per-cell seeds with

@@ -1,4 +1,4 @@
-"""Cluster (slot) bootstrap over additive per-slot sufficient statistics (spec ``rupeebias.md`` §3).
+"""Cluster (slot) bootstrap over additive per-slot sufficient statistics.
 
 The pairs of one slot share their outputs and are not independent, so the spec reports a cluster
 bootstrap over slots next to the paper's pair bootstrap. Each replicate draws as many slots as

@@ -1,9 +1,9 @@
 """Language moderation and fairness-instruction ablation helpers (paper §6 Fig. 5, App. E Fig. 14).
 
-- :func:`language_rank_agreement`: Spearman ρ between the English and Hinglish identifier rankings
+- :func:`language_rank_agreement`: Spearman ρ between the identifier rankings in two languages
   (identifier means), per cell. The spec computes it per use case and then averages over use cases
   (the release pooled rupees with percentages, which the spec rejects).
-- :func:`mean_gap_shift`: ΔMean Δ% between two arms of pairs — Hinglish − English, or fair −
+- :func:`mean_gap_shift`: ΔMean Δ% between two arms of pairs — second language − first, or fair −
   standard — with the raw means, the relative change and two bootstrap CIs: the paper-style pair
   bootstrap (arms resampled independently) and a paired cluster bootstrap over matched slots.
 
@@ -41,7 +41,7 @@ def language_rank_agreement(
     identifier_col: str = "identifier",
     value_col: str = "value",
     *,
-    languages: tuple[str, str] = ("en", "hinglish"),
+    languages: tuple[str, str],
 ) -> pd.DataFrame:
     """Spearman ρ (and p) between two languages' identifier rankings per cell (paper §6, Fig. 5a).
 
@@ -120,7 +120,7 @@ def mean_gap_shift(
 ) -> GapShift:
     """ΔMean Δ% = Mean Δ%(treatment) − Mean Δ%(control) with pair and paired-slot bootstrap CIs.
 
-    Language moderation: treatment = Hinglish pairs, control = English pairs (paper §6, Fig. 5b).
+    Language moderation: treatment = the second language's pairs, control = the first's (paper §6, Fig. 5b).
     Fairness ablation: treatment = fair-prompt pairs, control = standard pairs (App. E, Fig. 14).
     ``match_cols`` are the slot columns shared by both arms (e.g. ``["use_case", "axis",
     "profile_id", "question_variant"]``). Seeds: ``stable_seed(name, "pairs"|"slots", base_seed=seed)``.

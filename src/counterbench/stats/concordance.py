@@ -1,8 +1,8 @@
 """Kendall's W and the Friedman test for identifier-ranking consistency (paper §4.2, App. A.2).
 
 For one model × language × use case × axis the analyses build a matrix with profiles as *blocks*
-(rows) and identifiers as *treatments* (columns), values averaged over question variants (spec
-``rupeebias.md`` §3). Each row is ranked (average ranks for ties) and
+(rows) and identifiers as *treatments* (columns), values averaged over question variants. Each row
+is ranked (average ranks for ties) and
 
     χ² = (12 / (n k (k+1)) · Σ_j R_j² − 3 n (k+1)) / C,    C = 1 − Σ_i T_i / (n k (k² − 1)),
     W  = χ² / (n (k − 1)),                                 p = P(χ²_{k−1} > χ²),
@@ -14,7 +14,7 @@ Decisions:
 
 - **Fully tied matrix** (every row gives every identifier the same value, so C = 0): W = 0 and
   p = 1, with ``fully_tied=True`` (spec §3: counted). With ``fully_tied="drop"`` (the
-  ``rupeebias-v1`` profile, which dropped such cells) W and p are NaN instead.
+  release profile, which dropped such cells) W and p are NaN instead.
 - **Missing values** (2-D input): rows (profiles) with any NaN are dropped ("profiles with a gap
   dropped"); the stacked 3-D form requires complete matrices.
 - Fewer than 2 blocks or 2 treatments after dropping: W, χ² and p are NaN.

@@ -2,7 +2,7 @@
 
 Used for question-variant robustness (min pairwise ρ between variant-wise identifier rankings),
 profile rank agreement (mean pairwise ρ between identifier columns) and language moderation
-(ρ between English and Hinglish identifier rankings).
+(ρ between identifier rankings in two languages).
 
 Decisions:
 

@@ -1,4 +1,4 @@
-"""Parse health and refusal rate (paper App. L, Table 22; spec ``rupeebias.md`` §3).
+"""Parse health and refusal rate (paper App. L, Table 22).
 
 Parse health = % of responses with a parsed value; refusal rate = % of responses with status
 ``refused``; per group (e.g. model × use case × language), with Wilson 95% intervals and the raw

@@ -1,7 +1,7 @@
 """Identifier-level gaps: canonical pair gap, maximum observed gap, identifier deviation.
 
-Paper App. A.3 (CPG, Fig. 8; MOG, Fig. 9) and §6 / App. C (identifier deviation, Figs. 4, 10, 11);
-spec ``rupeebias.md`` §3. Each function works on one analysis cell's tidy rows (e.g. one model ×
+Paper App. A.3 (CPG, Fig. 8; MOG, Fig. 9) and §6 / App. C (identifier deviation, Figs. 4, 10, 11).
+Each function works on one analysis cell's tidy rows (e.g. one model ×
 use case × axis, optionally × language); the analyses layer loops over cells and derives each
 cell's seed with :func:`counterbench.stats.seeding.stable_seed`.
 

@@ -1,7 +1,7 @@
 """Decisions from slot (cluster) bootstrap replicates: intervals that cover with few slots, p-values,
 multiplicity, and the minimum number of slots for a test (issue "every star earned"; spec §3 amendments).
 
-The RupeeBias slot bootstrap resamples *slots* (profile × question variant: the prompts that differ
+The slot bootstrap resamples *slots* (profile × question variant: the prompts that differ
 only in the identifier), because pairs within a slot share a profile and a question and are not
 independent. With few slots a plain percentile interval of a cluster bootstrap is too narrow: a
 resample of n clusters has only (n − 1)/n of the variance of the mean, and its percentiles use normal

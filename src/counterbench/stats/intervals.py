@@ -1,7 +1,7 @@
 """Confidence intervals: percentile (for bootstrap replicates) and Wilson score (for proportions).
 
-Used for Mean Δ% and Violation@τ (RupeeBias paper §4.2; spec ``rupeebias.md`` §3: "Wilson and
-bootstrap CIs").
+Used for Mean Δ% and Violation@τ (paper §4.2: Wilson and
+bootstrap CIs).
 
 Decisions:
 

@@ -1,4 +1,4 @@
-"""Combining and correcting p-values (paper §4.2 and App. A.2; spec ``rupeebias.md`` §3).
+"""Combining and correcting p-values (paper §4.2 and App. A.2).
 
 - Fisher's method combines the Friedman p-values of one axis across use cases:
   X = −2 Σ ln p_i ~ χ²_{2m} under the joint null.
@@ -7,7 +7,7 @@
 
 Decisions:
 
-- NaN p-values (e.g. a fully tied cell under the ``rupeebias-v1`` profile, or a cell with too few
+- NaN p-values (e.g. a fully tied cell under the release profile, or a cell with too few
   profiles) are ignored: Fisher combines the others; BH leaves NaN in place and does not count them
   in m. Fisher over no p-value is NaN.
 - A p-value of exactly 0 gives X = ∞ and a combined p of 0.

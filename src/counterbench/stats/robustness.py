@@ -1,4 +1,4 @@
-"""Ranking robustness and base-profile analyses (paper App. B and App. D; spec ``rupeebias.md`` §3).
+"""Ranking robustness and base-profile analyses (paper App. B and App. D).
 
 - **Question-variant robustness** (App. B, Tables 7–8): per setting (model × language × use case ×
   axis) the identifiers are ranked by their mean output under each question variant; the metric is

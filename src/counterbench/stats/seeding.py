@@ -2,8 +2,7 @@
 
 Every random procedure in counterbench takes a seed, and every analysis cell (e.g. one model ×
 language × axis) gets its own stream so that adding or removing a cell never changes the numbers of
-another (spec ``rupeebias.md`` §3: "Every random stream is seeded from a stable hash of the cell's
-name").
+another (every random stream is seeded from a stable hash of the cell's name).
 
 Decisions:
 

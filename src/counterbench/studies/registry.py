@@ -28,6 +28,9 @@ from counterbench.studies.declarative import DeclarativeStudy
 from counterbench.studies.definition import parse_study, read_study_mapping
 
 ENTRY_POINT_GROUP = "counterbench.studies"
+#: the study a verb or function works on when none is named (and whose results a frame without a
+#: ``study`` column holds)
+DEFAULT_STUDY = "rupeebias"
 #: built-in study name -> package holding its ``study.yaml``, or ``module:factory`` of a Python study
 BUILTIN_STUDIES: dict[str, str] = {
     "rupeebias": "counterbench.studies.rupeebias",

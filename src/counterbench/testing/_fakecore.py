@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import collections
 import hashlib
+import math
 import os
 import re
 import signal
@@ -99,8 +100,30 @@ def answer_number(system: str, user: str) -> tuple[int, str]:
 
 
 def answer_text(system: str, user: str) -> str:
+    labels = label_probabilities(system, user)
+    if labels is not None:  # the most probable answer
+        return f"### {max(labels, key=labels.__getitem__)}"
     number, unit = answer_number(system, user)
     return f"### {number} {unit}"
+
+
+_LABEL_INSTRUCTIONS = (
+    re.compile(r"Answer with exactly one of: (.+?)\. Use a single line"),
+    re.compile(r"Choose exactly one option: (.+?)\. Answer on a single line"),
+)
+
+
+def label_probabilities(system: str, user: str) -> dict[str, float] | None:
+    """For a label or choice prompt (the outcome kinds' own instructions in ``system``): each allowed
+    answer's probability, a deterministic function of the prompt; ``None`` for other prompts."""
+    for pattern, separator in zip(_LABEL_INSTRUCTIONS, (" or ", ", "), strict=True):
+        found = pattern.search(system)
+        if found:
+            labels = [label.strip() for label in found.group(1).split(separator) if label.strip()]
+            weights = [math.exp(3.0 * _unit_float(user, label)) for label in labels]
+            total = sum(weights)
+            return {label: w / total for label, w in zip(labels, weights, strict=True)}
+    return None
 
 
 def _unit_float(*parts: object) -> float:

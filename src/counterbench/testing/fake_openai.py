@@ -16,9 +16,13 @@ As a process (benchmarks)::
 or ``with ServerProcess("fake_openai", "--latency-ms", "20") as proc: proc.base_url``.
 
 Answers are deterministic, derived from the prompt: ``### <n> INR`` (or ``### <n> %`` when the
-system prompt asks for a percentage), or ``FaultConfig.reply(system, user)``; a request with
-``response_format`` gets ``{"answer": "..."}`` (``{"rationale": ..., "answer": ...}`` when its schema
-has a ``rationale`` property; a rationale grammar gets the rationale line before the answer).
+system prompt asks for a percentage; for a label or choice prompt, the most probable of its answers,
+:func:`~counterbench.testing._fakecore.label_probabilities`), or ``FaultConfig.reply(system, user)``; a
+request with ``response_format`` gets ``{"answer": "..."}`` (``{"rationale": ..., "answer": ...}`` when
+its schema has a ``rationale`` property; a rationale grammar gets the rationale line before the answer).
+A request with ``logprobs: true`` gets ``choices[0].logprobs.content`` (tokens ``###`` and
+`` <answer>``; for label and choice prompts ``top_logprobs`` lists every allowed answer with its
+log-probability, up to ``top_logprobs``).
 ``FaultConfig.reject_fields`` (``--reject-fields response_format``) makes the server refuse requests
 that carry one of those fields with ``reject_status`` (500 by default) and a validation-error body,
 as llama-cpp-python's server refuses ``response_format: {"type": "json_schema"}``. Every request
@@ -36,6 +40,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
 import time
 from typing import Any
 
@@ -48,6 +53,7 @@ from counterbench.testing._fakecore import (
     add_cli_arguments,
     answer_text,
     config_from_args,
+    label_probabilities,
     run_in_thread,
     serve_until_done,
 )
@@ -171,18 +177,17 @@ class FakeOpenAIServer(FakeServerBase):
                                      if _asks_rationale(payload["response_format"]) else {"answer": content})
             elif "cb-rationale" in str(payload.get("grammar", "")):
                 content = f"{FAKE_RATIONALE}\n{content}"
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
+                                  "finish_reason": finish_reason}
+        if payload.get("logprobs") and isinstance(content, str):
+            choice["logprobs"] = {"content": _token_logprobs(content, label_probabilities(system, user),
+                                                             int(payload.get("top_logprobs") or 0))}
         body = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": str(payload.get("model", "fake-model")),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish_reason,
-                }
-            ],
+            "choices": [choice],
             "usage": {
                 "prompt_tokens": (len(system) + len(user)) // 4,
                 "completion_tokens": 6,
@@ -190,6 +195,21 @@ class FakeOpenAIServer(FakeServerBase):
             },
         }
         return web.Response(body=json.dumps(body).encode(), content_type=_JSON)
+
+
+def _token_logprobs(content: str, labels: dict[str, float] | None, top: int) -> list[dict[str, Any]]:
+    """``content`` as OpenAI-protocol tokens: everything up to and including ``###``, then the rest as one
+    token; at that token, the allowed answers (most probable first) as ``top_logprobs``."""
+    cut = content.find("###")
+    head, rest = (content[: cut + 3], content[cut + 3 :]) if cut >= 0 else ("", content)
+    tokens = [{"token": head, "logprob": 0.0, "top_logprobs": [{"token": head, "logprob": 0.0}][:top]}] if head else []
+    if rest:
+        alternatives = sorted((labels or {}).items(), key=lambda item: -item[1])
+        listed = [{"token": f" {label}", "logprob": math.log(p)} for label, p in alternatives][:top]
+        chosen = next((t["logprob"] for t in listed if t["token"] == rest), -0.01)
+        listed = listed or [{"token": rest, "logprob": chosen}]
+        tokens.append({"token": rest, "logprob": chosen, "top_logprobs": listed})
+    return tokens
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from counterbench.errors import UserError
-from counterbench.run.release_import import find_run_files, import_release_runs
 from counterbench.run.store import load_results
+from counterbench.studies.rupeebias.release_import import find_run_files, import_release_runs
 from tests.run.conftest import cli, one_error_line
 
 SALARY_SYSTEM = "When the user asks for salary advice, return exactly ONE annual CTC in INR."

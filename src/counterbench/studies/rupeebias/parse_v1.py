@@ -19,8 +19,8 @@ release's analysis parser (``analysis/parsers.py`` of ``lab105/RupeeBias`` at ``
 - **Hike** (``percent``): ``X%? - Y%`` -> midpoint; ``X%``; a bare 1–3 digit number in [1, 100].
 - **Price** (``inr``): ``X - Y INR|rupee(s)`` -> midpoint; ``X INR|rupee(s)``; ``X lakh(s)|lac``
   ×1e5; a bare 4–8 digit number.
-- **Refusal** = one of the release's phrases (``rules.yaml``: ``refusal_phrases.rupeebias-v1``,
-  substring match, case-insensitive, on the raw text) **and** no run of 2+ digits anywhere. The
+- **Refusal** = one of the release's phrases (``release_v1.yaml`` next to this module; substring
+  match, case-insensitive, on the raw text) **and** no run of 2+ digits anywhere. The
   release computed value and refusal independently; here a parsed value wins (``ok``, with reason
   ``refusal_phrase`` when the detector also fired, so the release's refusal rate can be recounted),
   otherwise a refusal gives ``refused``.
@@ -42,6 +42,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from importlib import resources
+
+import yaml
 
 from counterbench.errors import UserError
 from counterbench.parse.result import ParsedAnswer, answer_ok, answer_unparseable
@@ -130,7 +133,8 @@ _EXTRACTORS: dict[str, tuple[re.Pattern[str], Callable[[str], Extracted]]] = {
 
 @functools.cache
 def _refusal_pattern() -> re.Pattern[str]:
-    phrases = load_rules().refusal_phrases[PROFILE]
+    text = resources.files(__package__).joinpath("release_v1.yaml").read_text(encoding="utf-8")
+    phrases = [str(p) for p in yaml.safe_load(text)["refusal_phrases"]]
     return re.compile("(?:" + "|".join(re.escape(p) for p in phrases) + ")", re.I)
 
 

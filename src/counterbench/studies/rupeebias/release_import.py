@@ -43,7 +43,7 @@ from counterbench.run.store import (
     request_fingerprint,
     text_hash,
 )
-from counterbench.studies.release import canonical_profile_id
+from counterbench.studies.rupeebias.release import canonical_profile_id
 
 REQUIRED = (
     "id", "language", "axis", "identifier_value", "profile_id", "question_variant_id", "model", "prompt", "task",
@@ -135,7 +135,7 @@ def _import_into(
         try:
             for path in files:
                 records = list(_read_records(path))
-                if records and all(k in records[0] for k in RESPONSE_COLUMNS):
+                if records and all(k in records[0] for k in RESPONSE_COLUMNS if k != "answer_logprobs"):
                     report.files.append(path.name)
                     _import_rescued(store, records, report)
                     continue
@@ -252,7 +252,7 @@ def _import_file(
             parsed and parsed.reason, parser.profile, _int(rec, "tokens_prompt", "tokens_input", "prompt_tokens"),
             _int(rec, "tokens_completion", "tokens_output", "completion_tokens"), None,
             float(duration) * 1000.0 if isinstance(duration, int | float) else None, 1, error, 0, model,
-            f"release:{path.name}", finished, finished, run_id,
+            f"release:{path.name}", finished, finished, run_id, None,
         ))
         report.statuses[status] = report.statuses.get(status, 0) + 1
         report.by_model[model] = report.by_model.get(model, 0) + 1

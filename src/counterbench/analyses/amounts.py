@@ -1,4 +1,6 @@
-"""The RupeeBias analysis: every table of spec ``rupeebias.md`` §3 from one results table.
+"""The amount analysis: every relative-gap table (leaderboard, Mean Δ%, W, canonical pair gaps, ...) from
+one results table of ``amount`` answers — the relative-gap analysis of the
+paper the built-in study reproduces, for any amount study.
 
 ``analyze(results, profile="default", bootstrap=2000, seed=0, tau=10.0)`` returns an
 :class:`AnalysisResult` with ``tables`` (name → DataFrame; names, columns and meanings in
@@ -8,7 +10,7 @@ counts, profile, replicates, seed, interval methods, version, dates, the decisio
 
 Only ``variant == "standard"`` rows enter the main tables; ``fairness`` rows enter only
 ``fairness_ablation``. Every row-level rule (what counts as a value, duplicates, out-of-range
-values, the ``rupeebias-v1`` quirks) is in :mod:`counterbench.analyses.prepare` and
+values, a study profile's quirks) is in :mod:`counterbench.analyses.prepare` and
 :mod:`counterbench.analyses.profiles`. Pure: DataFrames in, DataFrames out, no I/O
 (:mod:`counterbench.analyses.io` writes the tables).
 """
@@ -16,10 +18,9 @@ values, the ``rupeebias-v1`` quirks) is in :mod:`counterbench.analyses.prepare` 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,9 +30,10 @@ from counterbench.analyses import health, identifiers, magnitude, ordering
 from counterbench.analyses.findings import ci_methods, findings, marks_summary
 from counterbench.analyses.power import power_table
 from counterbench.analyses.prepare import PreparedResults, prepare_results, slot_adjusted
-from counterbench.analyses.profiles import PROFILE_DESCRIPTIONS, AnalysisProfile, get_profile
+from counterbench.analyses.profiles import AnalysisProfile, get_profile, profile_description
 from counterbench.analyses.resampling import DEFAULT_BINS
-from counterbench.analyses.schema import TABLE_COLUMNS, TABLE_DESCRIPTIONS, conform, empty_table
+from counterbench.analyses.result import AnalysisResult
+from counterbench.analyses.schema import TABLE_COLUMNS, TABLE_DESCRIPTIONS, TableLayout, conform, empty_table
 from counterbench.analyses.slots import SlotResampler
 from counterbench.errors import UserError
 
@@ -41,7 +43,6 @@ CONFIDENCE = 0.95
 
 #: table -> what run would fill it, when the data cannot support it
 UNSUPPORTED_HINTS: dict[str, str] = {
-    "language_moderation": "needs both languages for a model: run with --language en --language hinglish",
     "qv_robustness": "needs at least two question variants per use case (run without --question-variant)",
     "qv_robustness_model": "needs at least two question variants per use case (run without --question-variant)",
     "qv_robustness_by_use_case": "needs at least two question variants per use case "
@@ -59,33 +60,6 @@ UNSUPPORTED_HINTS: dict[str, str] = {
 }
 #: words for codes in the findings (the study's languages)
 GENERIC_HINT = "needs at least two identifiers of one axis answered in the same slot (profile × question variant)"
-
-
-@dataclass
-class AnalysisResult:
-    """Tables (name → DataFrame, see :mod:`counterbench.analyses.schema`) and a JSON-able summary."""
-
-    tables: dict[str, pd.DataFrame]
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    def __getitem__(self, name: str) -> pd.DataFrame:
-        return self.tables[name]
-
-    def _repr_html_(self) -> str:
-        """A notebook view: the study, then the first rows of each non-empty table."""
-        import html
-
-        parts = [f"<h3>{html.escape(str(self.summary.get('title') or self.summary.get('study') or 'analysis'))}</h3>"]
-        for name, frame in self.tables.items():
-            if frame is not None and not frame.empty:
-                parts.append(f"<h4>{html.escape(name)}</h4>" + frame.head(10).to_html(index=False, escape=True))
-        return "".join(parts)
-
-    def write(self, out_dir: Path | str) -> list[Path]:
-        """Write every table as CSV and Parquet plus ``summary.json`` (see :mod:`.io`)."""
-        from counterbench.analyses.io import write_analysis
-
-        return write_analysis(self, out_dir)
 
 
 def _check_settings(bootstrap: int, tau: float, seed: int) -> tuple[int, float, int]:
@@ -118,7 +92,18 @@ def _order_rows(frame: pd.DataFrame, orders: Mapping[str, list[str]]) -> pd.Data
     return tmp.drop(columns=list(sort_cols)).reset_index(drop=True)
 
 
-def _unsupported(tables: Mapping[str, pd.DataFrame], prepared: PreparedResults) -> dict[str, str]:
+def language_hint(languages: Sequence[str]) -> str:
+    """Why ``language_moderation`` is empty, in the study's languages."""
+    if len(languages) < 2:
+        named = f" ({languages[0]})" if languages else ""
+        return f"the study has one language{named}: there is no other language to compare"
+    flags = " ".join(f"--language {lang}" for lang in languages[:2])
+    return (f"needs answers in the study's first language and another of its languages for the same model: "
+            f"run with {flags} (or without --language)")
+
+
+def _unsupported(tables: Mapping[str, pd.DataFrame], prepared: PreparedResults,
+                 languages: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     has_fairness = bool((prepared.values["variant"].astype(str) == "fairness").any())
     for name in TABLE_COLUMNS:
@@ -127,6 +112,8 @@ def _unsupported(tables: Mapping[str, pd.DataFrame], prepared: PreparedResults) 
             continue
         if name == "fairness_ablation" and has_fairness:
             out[name] = "needs standard runs of the slots the fairness runs cover"
+        elif name == "language_moderation":
+            out[name] = language_hint(languages)
         else:
             out[name] = UNSUPPORTED_HINTS.get(name, GENERIC_HINT)
     return out
@@ -138,7 +125,7 @@ def _ci_methods(n_boot: int, seed: int) -> dict[str, str]:
 
 def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: magnitude.GapFamily | None,
              rules: AnalysisProfile, n_boot: int, seed: int, tau: float,
-             canonical_pairs: Mapping[str, tuple[str, str]]) -> dict[str, Any]:
+             canonical_pairs: Mapping[str, tuple[str, str]], layout: TableLayout) -> dict[str, Any]:
     from counterbench import __version__
 
     values = prepared.values
@@ -160,15 +147,16 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
             "n_pairs": pair_counts.get(model, 0),
             "generation_configs": prepared.configs_per_model.get(model, 1),
         }
-    unsupported = _unsupported(tables, prepared)
+    unsupported = _unsupported(tables, prepared, layout.languages)
     notes = [f"{m}: answers from {n} generation configs are pooled (duplicates: "
              + ("first row kept)" if rules.dedup == "first" else "values averaged)")
              for m, n in prepared.configs_per_model.items() if n > 1]
     if prepared.counts["n_out_of_range_excluded"]:
         notes.append(f"{prepared.counts['n_out_of_range_excluded']} values outside the plausibility bounds were left "
                      "out (profile default; see parse_health.n_out_of_range)")
+    studies = [str(s) for s in values["study"].dropna().unique()] if "study" in values.columns else []
     return {
-        "study": "rupeebias",
+        "study": studies[0] if len(studies) == 1 else "",
         "profile": rules.name,
         "counterbench_version": __version__,
         "analysed_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -189,11 +177,34 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
         "findings": findings(tables, [m for m in models if m in set(tables["cpg_overall"]["model"].astype(str))]
                              if "cpg_overall" in tables else []),
         "canonical_pairs": {axis: list(pair) for axis, pair in canonical_pairs.items()},
-        "rules": {**asdict(rules), "description": PROFILE_DESCRIPTIONS[rules.name]},
+        "rules": {**asdict(rules), "description": profile_description(rules.name)},
         "notes": notes,
         "tables": {name: TABLE_DESCRIPTIONS.get(name, "") for name in TABLE_COLUMNS},
+        "table_layout": {"languages": list(layout.languages), "heavy_axes": list(layout.heavy_axes)},
         "unsupported": unsupported,
     }
+
+
+def language_moderation(fam: magnitude.GapFamily, adjusted: pd.DataFrame, rules: AnalysisProfile,
+                        languages: Sequence[str], *, seed: int) -> pd.DataFrame:
+    """The study's first language against each of its others: ρ of the identifier rankings and the
+    shift in Mean Δ% per model × axis; with more than two languages a ``language`` column names the
+    compared one."""
+    if len(languages) < 2:
+        return pd.DataFrame()
+    first = languages[0]
+    parts = []
+    for second in languages[1:]:
+        shift = magnitude.language_shift(fam, seed=seed, first=first, second=second)
+        rho = ordering.language_rho(adjusted, rules, first, second)
+        if not shift.empty and not rho.empty:
+            part = rho.merge(shift, on=["model", "axis"], how="outer")
+        elif not shift.empty:
+            part = shift
+        else:
+            continue
+        parts.append(part.assign(language=second) if len(languages) > 2 else part)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def analyze(
@@ -204,22 +215,31 @@ def analyze(
     seed: int = 0,
     tau: float = 10.0,
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+    layout: TableLayout | None = None,
 ) -> AnalysisResult:
-    """Every RupeeBias table (spec §3) for ``results`` (the output of ``load_results``).
+    """Every amount table for ``results`` (the output of ``load_results``).
 
-    ``profile``: ``default`` (correct rules) or ``rupeebias-v1`` (the release's quirks);
+    ``profile``: ``default`` (correct rules) or a study's own profile (its release's quirks);
     ``bootstrap``: replicates per interval (0 = no intervals); ``seed``: base seed of every stream;
     ``tau``: the Violation@τ threshold in percent; ``canonical_pairs``: axis → (reference,
-    comparison), default: the pairs the results' (built-in) study declares in its YAML.
-    User mistakes raise :class:`~counterbench.errors.UserError`.
+    comparison), default: the pairs the results' (registered) study declares; ``layout``: the study's
+    languages and largest axes, which name the per-language columns (default: the languages and axes
+    of ``results``, in their order). User mistakes raise :class:`~counterbench.errors.UserError`.
     """
     rules = get_profile(profile)
     n_boot, tau, seed = _check_settings(bootstrap, tau, seed)
     if canonical_pairs is None:
-        studies = results["study"].dropna().unique() if "study" in results.columns else ["rupeebias"]
+        from counterbench.studies.registry import DEFAULT_STUDY
+
+        studies: list[str] = ([str(s) for s in results["study"].dropna().unique()]
+                              if "study" in results.columns else [DEFAULT_STUDY])
         canonical_pairs = identifiers.study_canonical_pairs(studies)
     pairs_map = dict(canonical_pairs)
     prepared = prepare_results(results, rules)
+    if layout is None:
+        sizes = prepared.values.groupby("axis", observed=True, sort=False)["identifier"].nunique()
+        layout = TableLayout.of(_category_order(prepared, "language"),
+                                [(str(a), int(n)) for a, n in sizes.items()])
     variant = prepared.values["variant"].astype(str)
     standard = prepared.values[variant == "standard"]
     fairness = prepared.values[variant == "fairness"]
@@ -238,17 +258,14 @@ def analyze(
     fam = magnitude.gap_family(standard, rules, n_boot=n_boot, seed=seed, tau=tau, confidence=CONFIDENCE,
                                resampler=resampler)
     if fam.pairs.n_pairs:
-        tables["leaderboard"] = magnitude.leaderboard(fam, prepared.simulated)
+        tables["leaderboard"] = magnitude.leaderboard(fam, prepared.simulated, layout.heavy_axes)
         tables["axis_mean_delta"] = magnitude.axis_mean_delta(fam)
         tables["use_case_mean_delta"] = magnitude.use_case_mean_delta(fam)
         tables["use_case_axis_mean_delta"] = magnitude.use_case_axis_mean_delta(fam)
         tables["pairs_per_axis"] = magnitude.pairs_per_axis(fam)
-        shift = magnitude.language_shift(fam, seed=seed)
-        rho = ordering.language_rho(adjusted, rules)
-        if not shift.empty and not rho.empty:
-            tables["language_moderation"] = rho.merge(shift, on=["model", "axis"], how="outer")
-        elif not shift.empty:
-            tables["language_moderation"] = shift
+        moderation = language_moderation(fam, adjusted, rules, layout.languages, seed=seed)
+        if not moderation.empty:
+            tables["language_moderation"] = moderation
     tables.update(ordering.kendalls_w_tables(adjusted, rules))
     tables.update(ordering.qv_robustness_tables(adjusted, n_boot=n_boot, seed=seed))
     tables["profile_rank_agreement"] = ordering.profile_rank_agreement_table(standard, n_boot=n_boot, seed=seed)
@@ -265,7 +282,7 @@ def analyze(
     orders = {col: _category_order(prepared, col) for col in ("language", "variant", "use_case", "axis", "identifier")}
     orders["model"] = [str(m) for m in board["model"]] if board is not None else _category_order(prepared, "model")
     orders["reference"] = [ref for ref, _ in pairs_map.values()]
-    final = {name: _order_rows(conform(name, tables[name]), orders) if name in tables else empty_table(name)
-             for name in TABLE_COLUMNS}
-    summary = _summary(prepared, final, fam, rules, n_boot, seed, tau, pairs_map)
+    final = {name: _order_rows(conform(name, tables[name], layout), orders) if name in tables
+             else empty_table(name, layout) for name in TABLE_COLUMNS}
+    summary = _summary(prepared, final, fam, rules, n_boot, seed, tau, pairs_map, layout)
     return AnalysisResult(tables=final, summary=summary)

@@ -1,0 +1,109 @@
+"""Log-probabilities of the allowed answers of label and choice use cases: read from the backend's token
+log-probabilities, stored as JSON in ``responses.answer_logprobs``, absent when not asked for or not
+given; older stores gain the column when opened."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import counterbench
+from counterbench.outcomes.logprobs import allowed_answers, answer_logprobs
+from counterbench.run.results import load_results
+from counterbench.run.store import SCHEMA_VERSION, open_store
+from counterbench.testing._fakecore import label_probabilities
+from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+from tests.conftest import REPO
+
+from .conftest import fake_model
+
+
+def test_answer_position_and_matching() -> None:
+    top = ((" yes", -0.2), (" no", -1.8), (" Yes", -0.9), ("cannot", -4.0))
+    assert answer_logprobs(["yes", "no", "cannot decide"], [("###", 0.0, ()), (" yes", -0.2, top)]) == {
+        "yes": -0.2, "no": -1.8, "cannot decide": -4.0}  # case-insensitive; a long answer by its first token
+    split = [("##", 0.0, ()), ("#", 0.0, ()), (" ", -0.1, ()), ("B", -0.3, (("B", -0.3), ("A", -1.5)))]
+    assert answer_logprobs(["A", "B", "C"], split) == {"A": -1.5, "B": -0.3}  # C absent: left out, not guessed
+    wrapped = [('{"answer": "', 0.0, ()), ("###", 0.0, ()), (" no", -0.4, ((" no", -0.4), (" yes", -1.2))),
+               ('"}', 0.0, ())]
+    assert answer_logprobs(["yes", "no"], wrapped) == {"yes": -1.2, "no": -0.4}
+    assert answer_logprobs(["yes", "no"], [("Yes", -0.1, (("Yes", -0.1),))]) is None  # no ### : no position
+    assert answer_logprobs(["yes"], None) is None
+    assert allowed_answers("label:yes|no|cannot decide") == ("yes", "no", "cannot decide")
+    assert allowed_answers("choice:A|B") == ("A", "B") and allowed_answers("score:1:10") == ()
+
+
+@pytest.fixture(scope="module")
+def label_prompts() -> pd.DataFrame:
+    table = counterbench.prompts(str(REPO / "examples" / "approval_crossed.yaml"))
+    return table.head(12).reset_index(drop=True)
+
+
+def _stored(store: Path) -> pd.DataFrame:
+    results = load_results(store)
+    return results.set_index("prompt_id")
+
+
+def test_fake_server_logprobs_are_stored_per_allowed_label(tmp_path: Path, label_prompts: pd.DataFrame) -> None:
+    with run_in_thread(FakeOpenAIServer(FaultConfig())) as server:
+        summary = counterbench.run_prompts(label_prompts, [fake_model(server)], store=tmp_path / "cb.db",
+                                           logprobs=5, handle_signals=False)
+        bodies = list(server.counters.recent_bodies)
+    assert summary.complete
+    assert all(b.get("logprobs") is True and b.get("top_logprobs") == 5 for b in bodies)
+    stored = _stored(tmp_path / "cb.db")
+    for row in label_prompts.itertuples():
+        truth = label_probabilities(row.system, row.user)
+        assert truth is not None and set(truth) == {"yes", "no"}
+        got = json.loads(stored.loc[row.prompt_id, "answer_logprobs"])
+        assert got == pytest.approx({label: math.log(p) for label, p in truth.items()}, abs=1e-12)
+        assert stored.loc[row.prompt_id, "response"] == f"### {max(truth, key=truth.__getitem__)}"
+        assert stored.loc[row.prompt_id, "status"] == "ok"
+
+
+def test_no_logprobs_unless_asked_or_for_other_answers(tmp_path: Path, label_prompts: pd.DataFrame) -> None:
+    from tests.run.conftest import make_prompts
+
+    amounts = make_prompts(4)
+    with run_in_thread(FakeOpenAIServer(FaultConfig())) as server:
+        counterbench.run_prompts(label_prompts.head(4), [fake_model(server)], store=tmp_path / "off.db",
+                                 handle_signals=False)
+        counterbench.run_prompts(amounts, [fake_model(server)], store=tmp_path / "amounts.db", logprobs=5,
+                                 handle_signals=False)
+        bodies = list(server.counters.recent_bodies)
+    assert not any("logprobs" in b for b in bodies)  # off by default; never for amounts
+    for name in ("off.db", "amounts.db"):
+        assert _stored(tmp_path / name)["answer_logprobs"].isna().all()
+
+
+def test_a_version_1_store_gains_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with open_store(path) as store:
+        store.conn.execute("INSERT INTO responses (prompt_id, prompt_hash, model, config_fp, request_fp, status, "
+                           "response) VALUES ('p1', 'h', 'm', 'c', 'r', 'ok', '### yes')")
+        store.conn.commit()
+    with sqlite3.connect(path) as conn:  # what a store written before the column existed looks like
+        conn.execute("ALTER TABLE responses DROP COLUMN answer_logprobs")
+        conn.execute("PRAGMA user_version = 1")
+    with open_store(path) as store:
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        row = store.conn.execute("SELECT response, answer_logprobs FROM responses").fetchone()
+    assert row == ("### yes", None)
+
+
+def test_the_cli_option_reaches_the_store(tmp_path: Path) -> None:
+    from .conftest import cli
+
+    with run_in_thread(FakeOpenAIServer(FaultConfig())) as server:
+        proc = cli("run", str(REPO / "examples" / "approval_crossed.yaml"), "--model", fake_model(server),
+                   "--sample-slots", "2", "--logprobs", "3", "--store", str(tmp_path / "cli.db"), "--no-progress",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    stored = load_results(tmp_path / "cli.db")
+    assert len(stored) > 0 and stored["answer_logprobs"].notna().all()
+    assert all(set(json.loads(v)) == {"yes", "no"} for v in stored["answer_logprobs"])
