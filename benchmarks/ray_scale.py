@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,20 +95,34 @@ def phase_embedded(args: argparse.Namespace) -> dict[str, Any]:
                 "ray_answering_s": stats["answering_s"], "ray_worker_start_s": stats["startup_s"],
                 "ray_worker_cpu_s": stats["worker_cpu_s"], "ray_driver_cpu_s": driver_cpu,
                 "ray_1_actor_all_threads_s": wide_s, "ray_1_actor_all_threads_answering_s": one["answering_s"],
+                "ratio": plain_s / ray_s, "ratio_1_actor_all_threads": plain_s / wide_s,
                 "load_average": os.getloadavg()[0],
             })
-    best_plain = min(r["in_process_s"] for r in out["rounds"])
-    best_ray = min(r["ray_s"] for r in out["rounds"])
-    best_answering = min(r["ray_answering_s"] for r in out["rounds"])
+    rounds = out["rounds"]
+    n = len(table)
+    best_plain = min(r["in_process_s"] for r in rounds)
+    best_ray = min(r["ray_s"] for r in rounds)
+    best_answering = min(r["ray_answering_s"] for r in rounds)
     out.update({
         "in_process_threads": os.cpu_count(), "ray_actors": 2, "ray_threads_per_actor": 1,
         "best_in_process_s": best_plain, "best_ray_s": best_ray,
         "speed_ratio_ray_vs_in_process": best_plain / best_ray,
+        # each round's ray run right after its in-process run, under nearly the same load
+        "speed_ratio_per_round": [round(r["ratio"], 3) for r in rounds],
+        "speed_ratio_median_of_rounds": statistics.median(r["ratio"] for r in rounds),
         "speed_ratio_after_worker_start": best_plain / best_answering,
-        "speed_ratio_1_actor_all_threads": best_plain / min(r["ray_1_actor_all_threads_s"] for r in out["rounds"]),
+        "speed_ratio_1_actor_all_threads": best_plain / min(r["ray_1_actor_all_threads_s"] for r in rounds),
         "speed_ratio_1_actor_all_threads_after_worker_start":
-            best_plain / min(r["ray_1_actor_all_threads_answering_s"] for r in out["rounds"]),
-        "ray_driver_cpu_ms_per_prompt": min(r["ray_driver_cpu_s"] for r in out["rounds"]) / len(table) * 1000,
+            best_plain / min(r["ray_1_actor_all_threads_answering_s"] for r in rounds),
+        # what Ray costs: CPU (the driver plus the workers once started, against the in-process run's
+        # whole process) and wall time per prompt, and the fixed start of the workers
+        "cpu_ms_per_prompt_in_process": statistics.median(r["in_process_cpu_s"] for r in rounds) / n * 1000,
+        "cpu_ms_per_prompt_ray": statistics.median(r["ray_driver_cpu_s"] + r["ray_worker_cpu_s"] for r in rounds)
+        / n * 1000,
+        "ray_driver_cpu_ms_per_prompt": min(r["ray_driver_cpu_s"] for r in rounds) / n * 1000,
+        "ray_worker_start_s": statistics.median(r["ray_worker_start_s"] for r in rounds),
+        "ray_extra_wall_ms_per_prompt_after_start": statistics.median(
+            r["ray_answering_s"] - r["in_process_s"] for r in rounds) / n * 1000,
     })
     return out
 
