@@ -22,7 +22,7 @@ alternating chunks. ``engine_overhead_ms_per_prompt`` is counterbench's wall tim
 spent inside the backend's llama call: what the engine and store add.
 
 Usage: ``python benchmarks/run_throughput.py [--requests 2000] [--concurrency 16,64,256] [--repeat 3]
-[--quick-limit 40 | --quick-limit 870] [--skip-embedded] [--out FILE]``.
+[--quick-limit 40 | --quick-limit 870] [--skip-embedded] [--skip-openai-sdk] [--out FILE]``.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ def measure(label: str, fn: Callable[[], Any], n: int) -> dict[str, Any]:
     }
 
 
-def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int, workdir: Path) -> dict[str, Any]:
+def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int, workdir: Path,
+                    with_sdk: bool = True) -> dict[str, Any]:
     from counterbench.run import run_prompts
 
     model = f"openai-compatible:{base_url}:{MODEL}"
@@ -163,7 +164,8 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
     # warm-up: imports, first connections, the parser's caches
     warm = min(200, n)
     asyncio.run(bare_aiohttp(base_url, make_prompts(warm, "w")["user"].tolist(), 16))
-    asyncio.run(openai_sdk(base_url, make_prompts(warm, "w")["user"].tolist(), 16))
+    if with_sdk:
+        asyncio.run(openai_sdk(base_url, make_prompts(warm, "w")["user"].tolist(), 16))
     for client in ("auto", "aiohttp"):
         run_prompts(make_prompts(warm, f"w{client}"), [model], store=workdir / f"warm-{client}.db", concurrency=16,
                     handle_signals=False, env={**os.environ, "COUNTERBENCH_HTTP_CLIENT": client})
@@ -173,7 +175,8 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
     for c in concurrencies:
         for _ in range(repeat):
             rows.append({"concurrency": c, **measure("aiohttp", run_bare(bare_aiohttp, c), n)})
-            rows.append({"concurrency": c, **measure("openai_sdk", run_bare(openai_sdk, c), n)})
+            if with_sdk:
+                rows.append({"concurrency": c, **measure("openai_sdk", run_bare(openai_sdk, c), n)})
             go, store, table = run_engine(c)
             rows.append({"concurrency": c, **measure("counterbench", go, n)})
             go_aiohttp, _, _ = run_engine(c, "aiohttp")
@@ -185,6 +188,8 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
     for c in concurrencies:
         best: dict[str, dict[str, float]] = {}
         for label in ("aiohttp", "openai_sdk", "counterbench", "counterbench_aiohttp"):
+            if label == "openai_sdk" and not with_sdk:
+                continue
             mine = [r for r in rows if r["concurrency"] == c and r["client"] == label]
             best[label] = {
                 "req_per_s_median": statistics.median(r["req_per_s"] for r in mine),
@@ -195,7 +200,7 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
             **{f"{k}_{m}": v for k, d in best.items() for m, v in d.items()},
             "counterbench_vs_aiohttp": round(best["counterbench"]["req_per_s_median"] / base, 3),
             "counterbench_aiohttp_vs_aiohttp": round(best["counterbench_aiohttp"]["req_per_s_median"] / base, 3),
-            "openai_sdk_vs_aiohttp": round(best["openai_sdk"]["req_per_s_median"] / base, 3),
+            **({"openai_sdk_vs_aiohttp": round(best["openai_sdk"]["req_per_s_median"] / base, 3)} if with_sdk else {}),
             "counterbench_noop_s": noop[c],
         }
     return {"runs": rows, "summary": summary}
@@ -301,6 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embedded-free-text", action="store_true",
                         help="embedded: free-text answers (default: grammar-constrained, as `run --model local`)")
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--skip-openai-sdk", action="store_true", help="HTTP: leave out the (slow) openai SDK loop")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
 
@@ -316,7 +322,8 @@ def main(argv: list[str] | None = None) -> None:
         if not args.skip_http:
             concurrencies = [int(c) for c in args.concurrency.split(",") if c]
             with ServerProcess("fake_openai", "--latency-ms", str(args.latency_ms), "--max-seconds", "3600") as server:
-                result["http"] = http_benchmarks(server.base_url, args.requests, concurrencies, args.repeat, workdir)
+                result["http"] = http_benchmarks(server.base_url, args.requests, concurrencies, args.repeat, workdir,
+                                                 with_sdk=not args.skip_openai_sdk)
         if not args.skip_embedded:
             result["embedded"] = embedded_benchmark(args.quick_limit, workdir, not args.embedded_free_text)
     text = json.dumps(result, indent=2)

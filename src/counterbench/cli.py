@@ -7,6 +7,8 @@ option, ``--question-variant abc``, ``--sample-slots 0``) — becomes one line o
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 from typing import Annotated
 
@@ -72,5 +74,31 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def entry() -> None:
+    """Console-script entry point: :func:`main`, then a quick exit.
+
+    The interpreter's own teardown (freeing some 1,500 modules: pandas, scipy, pyarrow, ...) costs
+    about 0.35 s of CPU — seconds on a loaded machine — after a stopped run has already saved
+    everything. So once :func:`main` is done, the exit handlers run and the streams are flushed as in
+    a normal exit, and the process leaves without that teardown.
+    """
+    try:
+        main()
+        code: int = 0
+    except SystemExit as done:
+        if done.code is None or isinstance(done.code, int):
+            code = done.code or 0
+        else:  # sys.exit("message"): printed to stderr, status 1
+            print(done.code, file=sys.stderr)
+            code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say
+            code = code or 1
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

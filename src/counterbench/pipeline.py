@@ -70,7 +70,8 @@ def run_prompts(prompts: pd.DataFrame, models: Sequence[str | Backend], **option
     """Send every prompt to every model and store the answers (see :func:`counterbench.run.runner.arun_prompts`).
 
     Generation options may be given as keywords (``temperature``, ``max_tokens``, ``seed``,
-    ``reasoning_effort``, ``structured``) instead of a ``config``. Works inside a running event loop.
+    ``reasoning_effort``, ``structured``) instead of a ``config``; without ``max_tokens``, a prompt's
+    own ``requested_max_tokens`` is its limit. Works inside a running event loop.
     """
     from counterbench.errors import UserError
     from counterbench.models.base import GenerationConfig
@@ -82,7 +83,8 @@ def run_prompts(prompts: pd.DataFrame, models: Sequence[str | Backend], **option
     if generation:
         if options.get("config") is not None:
             raise UserError("give generation options either as keywords or as config=, not both")
-        options["config"] = GenerationConfig(**generation)
+        # without max_tokens, prompts that request their own limit get it (an explicit max_tokens wins)
+        options["config"] = GenerationConfig(**generation, prompt_max_tokens="max_tokens" not in generation)
     in_thread = _loop_running() or threading.current_thread() is not threading.main_thread()
     options.setdefault("handle_signals", not in_thread)
     if "progress" not in options and _in_notebook():
@@ -126,7 +128,6 @@ def audit(
     from dataclasses import fields
 
     from counterbench.errors import UserError
-    from counterbench.models.base import GenerationConfig
     from counterbench.prompts import PromptFilters, prompts
     from counterbench.report.api import audit_report
     from counterbench.report.context import load_analysis_dir
@@ -138,9 +139,7 @@ def audit(
         raise UserError(f"out={out_dir} is a file; give a folder for the report and the analysis tables")
     table = prompts(study, **filters)
     summary = run_prompts(table, models, store=store, parse_profile=parse_profile, **options)
-    config = options.get("config") or GenerationConfig(**{k: options[k] for k in GENERATION_KEYS if options.get(k)
-                                                         is not None})
-    files = audit_report(Path(store), list(summary.models), table, config.fingerprint(), out_dir,
+    files = audit_report(Path(store), list(summary.models), table, summary.config_fp, out_dir,
                          parse_profile=parse_profile, bootstrap=bootstrap, seed=bootstrap_seed, tau=tau,
                          samples=samples, title=title, study=study)
     data = load_analysis_dir(out_dir / "analysis")

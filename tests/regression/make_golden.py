@@ -1,10 +1,12 @@
 """Build the RupeeBias regression golden: every analysis table, both parse profiles, one fixed store.
 
 Run from a checkout (``PYTHONPATH=src python tests/regression/make_golden.py``) to (re)write
-``tests/regression/rupeebias_golden.parquet``. The store is ``sim:biased`` + ``sim:fair`` on the whole
-English RupeeBias table plus a Hinglish slice (two use cases, 40 whole slots); analyses use few
-bootstrap replicates so the regression test stays fast. Everything is deterministic (the simulated
-models and every bootstrap stream are seeded), so rerunning this on the same code gives the same file.
+``tests/regression/rupeebias_golden.parquet``; ``... make_golden.py --add TABLE COLUMN...`` adds a new
+table column only, after checking that every cell already in the golden is unchanged. The store is
+``sim:biased`` + ``sim:fair`` on the whole English RupeeBias table plus a Hinglish slice (two use
+cases, 40 whole slots); analyses use few bootstrap replicates so the regression test stays fast.
+Everything is deterministic (the simulated models and every bootstrap stream are seeded), so
+rerunning this on the same code gives the same file.
 
 Self-contained on purpose: it uses only the public Python API that existed before the study redesign
 (``counterbench.prompts``, ``counterbench.run_prompts``, ``counterbench.analyze``), so the golden can
@@ -84,7 +86,42 @@ def golden_frame(store: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def main() -> int:
+KEY = ["profile", "table", "row", "column"]
+
+
+def differences(golden: pd.DataFrame, now: pd.DataFrame) -> pd.DataFrame:
+    """Cells of ``golden`` that ``now`` lacks or holds with another text or number (to 1e-12)."""
+    merged = golden.merge(now, on=KEY, how="left", suffixes=("_golden", "_now"), indicator=True)
+    text_g, text_n = merged["text_golden"], merged["text_now"]
+    same_text = (text_g.isna() & text_n.isna()) | (text_g == text_n)
+    close = np.isclose(merged["number_now"].to_numpy(), merged["number_golden"].to_numpy(), rtol=1e-12,
+                       atol=1e-12, equal_nan=True)
+    return merged[(merged["_merge"] != "both") | ~same_text | ~close]
+
+
+def add_columns(table: str, columns: list[str]) -> int:
+    """Add ``columns`` of ``table`` to the golden, after checking every cell already in it is unchanged."""
+    golden = pd.read_parquet(GOLDEN)
+    with tempfile.TemporaryDirectory() as tmp:
+        now = golden_frame(build_store(Path(tmp) / "golden.db"))
+    changed = differences(golden, now)
+    if not changed.empty:
+        print(f"{len(changed)} golden cells changed; not writing:\n{changed[KEY].head(20)}")
+        return 1
+    new = now[(now["table"] == table) & now["column"].isin(columns)]
+    missing = set(columns) - set(new["column"])
+    if missing or golden[(golden["table"] == table) & golden["column"].isin(columns)].shape[0]:
+        print(f"columns {sorted(missing) or columns} of {table}: not computed now, or already in the golden")
+        return 1
+    pd.concat([golden, new], ignore_index=True).to_parquet(GOLDEN, index=False)
+    print(f"all {len(golden)} golden cells unchanged; added {len(new)} cells ({table}: {', '.join(columns)})")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """No argument: write the golden anew. ``--add TABLE COLUMN...``: add new columns, the rest held fixed."""
+    if argv[:1] == ["--add"] and len(argv) >= 3:
+        return add_columns(argv[1], argv[2:])
     with tempfile.TemporaryDirectory() as tmp:
         store = build_store(Path(tmp) / "golden.db")
         frame = golden_frame(store)
@@ -94,4 +131,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -164,8 +164,10 @@ def test_retry_errors_resends_truncated_answers_with_a_larger_token_limit(tmp_pa
 
 
 def _truncated_then_retried(store: Path, fake_server: FakeOpenAIServer) -> None:
+    from counterbench.analyses.health import parse_health
     from counterbench.analyses.prepare import prepare_results
     from counterbench.analyses.profiles import get_profile
+    from counterbench.report.sections_consistency import unfinished_note
 
     prompts = make_prompts(8)
     prompts.loc[[1, 6], "user"] += " [[cut]]"  # cut off unless the limit is at least 100 tokens
@@ -176,6 +178,15 @@ def _truncated_then_retried(store: Path, fake_server: FakeOpenAIServer) -> None:
     assert first["status"].value_counts().to_dict() == {"ok": 5, "truncated": 2, "empty": 1}
     prepared = prepare_results(first.reset_index(), get_profile("default"))
     assert len(prepared.values) == 5  # truncated and empty answers never enter an analysis
+    health = parse_health(prepared.responses)  # ... and parse health counts them, each by its status
+    assert len(health) == 1
+    row = health.iloc[0]
+    assert (row["n"], row["n_ok"], row["n_truncated"], row["n_filtered"], row["n_empty"]) == (8, 5, 2, 0, 1)
+    assert row["unfinished_share"] == pytest.approx(3 / 8)
+    assert row["ok_share"] + row["refused_share"] + row["unparseable_share"] + row["unfinished_share"] == 1.0
+    note = unfinished_note(health)
+    assert note is not None and "2 cut off at the token limit (truncated), 1 empty" in note
+    assert "--retry-errors" in note and "filtered" not in note
     start = fake_server.counters.requests
     plain = run_prompts(prompts, [model], store=store, retry=FAST_RETRY)
     assert plain.totals["sent"] == 0 and fake_server.counters.requests == start

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from counterbench.errors import UserError
+from counterbench.run.budget import Budget
 from counterbench.run.costs import Price, load_price_table
 from counterbench.run.limits import AdaptiveLimit, RateLimits, RetryPolicy, TokenBucket
 from counterbench.run.redact import Redactor
@@ -110,3 +111,17 @@ def test_redactor_hides_secret_looking_variables(tmp_path: Path) -> None:
     redactor = Redactor.from_environment({"OPENAI_API_KEY": "sk-abcdefgh1234", "HOME": "/root/home"}, env_file)
     assert redactor.redact("key sk-abcdefgh1234 and tok-1234567890 in /root/home") == "key *** and *** in /root/home"
     assert redactor.redact(None) is None
+
+
+def test_budget_holds_a_request_until_it_is_released_and_counts_unknown_bills_at_their_worst() -> None:
+    budget = Budget(1.0)
+    first, second = budget.hold(0.4), budget.hold(0.4)
+    assert first is not None and second is not None and budget.reserved == pytest.approx(0.8)
+    assert budget.hold(0.3) is None  # 0.8 reserved + 0.3 > 1.0
+    budget.pay(0.25, first)  # first's attempt was billed and is asked again: it keeps its hold
+    assert first.paid == 0.25 and not budget.fits(0.0) and budget.fits(-0.05)
+    budget.release(second)
+    assert budget.reserved == pytest.approx(0.4) and second.amount == 0.0
+    budget.may_have_paid(first)  # a timeout: its bill is unknown, so its worst case counts
+    assert budget.unsure == pytest.approx(0.4) and not budget.fits(0.0)
+    assert Budget(None).hold(1e9) is not None and Budget(None).fits(1e9)

@@ -17,12 +17,13 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from counterbench.models.base import GenerationConfig  # noqa: E402
 from counterbench.prompts import prompts, write_table  # noqa: E402
 from counterbench.run import run_prompts  # noqa: E402
 from counterbench.run.ray_exec import RayOptions  # noqa: E402
 from counterbench.run.results import load_results  # noqa: E402
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread  # noqa: E402
-from tests.run.conftest import FAST_RETRY, cli, fake_model, make_prompts, subprocess_env  # noqa: E402
+from tests.run.conftest import FAST_RETRY, PER_ANSWER, cli, fake_model, make_prompts, subprocess_env  # noqa: E402
 from tests.run.test_replicas import (  # noqa: E402
     N_PROMPTS,
     assert_all_answered_once,
@@ -259,3 +260,20 @@ def test_max_cost_holds_with_ray(ray_address: str, fake_server: Any, tmp_path: P
     assert 0 < summary.totals["cost_usd"] <= 0.5
     total, distinct, _ = _rows(tmp_path / "c.db")
     assert 0 < total == distinct < 30
+
+
+def test_max_cost_holds_with_ray_through_retries_and_billed_re_asks(ray_address: str, tmp_path: Path) -> None:
+    """Each actor holds its batch to the batch's share of the budget, retries and paid empty replies included."""
+    prices = tmp_path / "prices.yaml"
+    prices.write_text('prices:\n  "openai-compatible:*": {input: 0, output: 1000}\n')
+    budget = 20 * PER_ANSWER
+    config = FaultConfig(latency_ms=10, fault_rate=0.5, fault_kinds=("429", "empty"), retry_after="0", seed=7)
+    with run_in_thread(FakeOpenAIServer(config)) as server:
+        summary = run_prompts(make_prompts(80), [fake_model(server)], store=tmp_path / "c.db", prices=prices,
+                              max_cost=budget, concurrency=4, config=GenerationConfig(max_tokens=6),
+                              retry=FAST_RETRY, handle_signals=False, ray=RayOptions(actors=2))
+        billed = server.counters.outcomes["ok"] + server.counters.outcomes["empty"]
+    assert summary.status == "max_cost" and int(summary.totals["retries"]) > 0
+    assert billed * PER_ANSWER <= budget + 1e-12, f"the server billed {billed} answers, the budget is 20"
+    assert summary.totals["cost_usd"] == pytest.approx(billed * PER_ANSWER)
+    assert load_results(tmp_path / "c.db")["cost_usd"].sum() == pytest.approx(billed * PER_ANSWER)

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from counterbench.models.base import GenerationConfig
 from counterbench.prompts import write_table
 from counterbench.run import run_prompts
 from counterbench.run.limits import RetryPolicy
 from counterbench.run.store import load_results
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
-from tests.run.conftest import fake_model, make_prompts, subprocess_env
+from tests.run.conftest import PER_ANSWER, fake_model, make_prompts, subprocess_env
 
 MIXED = ("429", "503", "529", "500", "reset", "malformed")
 
@@ -88,3 +89,30 @@ def test_a_signal_during_a_long_retry_after_stops_at_once_with_everything_commit
         stored = conn.execute("SELECT count(*) FROM responses WHERE status = 'ok'").fetchone()[0]
         run_status = conn.execute("SELECT status FROM runs").fetchone()[0]
     assert stored == 16 and run_status == "interrupted"
+
+
+@pytest.mark.parametrize("kinds", [("429", "503", "500"), ("empty",), ("429", "500", "empty", "hang")])
+def test_max_cost_holds_with_retries_in_flight_and_billed_retries(tmp_path: Path, kinds: tuple[str, ...]) -> None:
+    """The server's own bill never exceeds --max-cost: a request waiting for its retry keeps its share of the
+    budget, and an attempt that was billed (an empty reply asked again) is paid before the next one is sent."""
+    prices = tmp_path / "prices.yaml"
+    prices.write_text('prices:\n  "openai-compatible:*": {input: 0, output: 1000}\n')
+    budget = 20 * PER_ANSWER
+    config = FaultConfig(latency_ms=20, fault_rate=0.5, fault_kinds=kinds, retry_after="0", seed=7, hang_s=2.0)
+    with run_in_thread(FakeOpenAIServer(config)) as server:
+        summary = run_prompts(make_prompts(80), [fake_model(server)], store=tmp_path / "s.db", prices=prices,
+                              max_cost=budget, concurrency=8, timeout=1.0, config=GenerationConfig(max_tokens=6),
+                              retry=RetryPolicy(max_attempts=6, base_delay=0.001, max_delay=0.002))
+        outcomes = server.counters.outcomes
+        billed = outcomes["ok"] + outcomes["empty"]  # every 200 reply carries usage: the provider's bill
+    assert summary.status == "max_cost"
+    assert int(summary.totals["retries"]) > 0
+    assert billed * PER_ANSWER <= budget + 1e-12, f"the server billed {billed} answers, the budget is 20"
+    stored = load_results(tmp_path / "s.db")
+    # every billed attempt is accounted for: in the summary and in the stored rows' costs
+    assert summary.totals["cost_usd"] == pytest.approx(billed * PER_ANSWER)
+    assert stored["cost_usd"].sum() == pytest.approx(billed * PER_ANSWER)
+    assert 0 < (stored["status"] == "ok").sum() <= 20
+    # a hang (a timeout here) may have been billed: it counts at its worst case, and the two stay within budget
+    assert (summary.cost_unsure_usd > 0) == ("hang" in kinds)
+    assert summary.totals["cost_usd"] + summary.cost_unsure_usd <= budget + 1e-9

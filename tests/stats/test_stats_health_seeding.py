@@ -40,6 +40,19 @@ def test_parse_health_hand_worked() -> None:
     assert overall.loc[0, "n_value"] == 6 and overall.loc[0, "n_responses"] == 8
 
 
+def test_parse_health_counts_answers_that_did_not_finish() -> None:
+    # 2 ok, 3 truncated, 1 filtered, 1 empty, 1 error: the unfinished ones are answers (denominator 7)
+    frame = pd.DataFrame({
+        "model": ["a"] * 8,
+        "status": ["ok", "ok", "truncated", "truncated", "truncated", "filtered", "empty", "error"],
+        "value": [1.0, 2.0] + [np.nan] * 6,
+    })
+    a = parse_health(frame, ["model"]).set_index("model").loc["a"]
+    counts = ("n_rows", "n_responses", "n_value", "n_truncated", "n_filtered", "n_empty", "n_error")
+    assert tuple(a[c] for c in counts) == (8, 7, 2, 3, 1, 1, 1)
+    assert a["pct_value"] == pytest.approx(200 / 7)
+
+
 def test_stable_seed_is_stable_and_distinguishes_names() -> None:
     seed = stable_seed("gpt-4o-mini", "en", "Caste", base_seed=7)
     assert 0 <= seed < 2**63

@@ -94,9 +94,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "se", "family_size", "alpha", "mde", "mde_less", "power", "testable",
     ),
     "parse_health": (
-        "model", "variant", "use_case", "language", "n", "n_ok", "n_refused", "n_unparseable", "errors",
-        "n_out_of_range", "n_values", "ok_share", "refused_share", "unparseable_share", "error_share",
-        "out_of_range_share",
+        "model", "variant", "use_case", "language", "n", "n_ok", "n_refused", "n_unparseable", "n_truncated",
+        "n_filtered", "n_empty", "errors", "n_out_of_range", "n_values", "ok_share", "refused_share",
+        "unparseable_share", "unfinished_share", "error_share", "out_of_range_share",
     ),
 }
 
@@ -139,7 +139,8 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "canonical pair: the smallest gap (% of the pair's mean; mde_less: % less) this design finds 80% of the time "
     "at the model's measured noise",
     "parse_health": "per model × prompt variant × use case × language: responses, values, refusals, "
-    "unparseable answers, transport errors, out-of-range values (paper Table 22)",
+    "unparseable answers, answers that did not finish (truncated, filtered, empty), transport errors, "
+    "out-of-range values (paper Table 22)",
 }
 
 

@@ -204,7 +204,7 @@ def audit_command(
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
     temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = 64,
+    max_tokens: MaxTokensOpt = None,
     generation_seed: GenerationSeedOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     structured: StructuredOpt = None,
@@ -277,7 +277,7 @@ def audit_command(
     from counterbench.report.api import audit_report
 
     files = audit_report(
-        store, list(summary.models), table, config.fingerprint(), out, parse_profile=parse_profile,
+        store, list(summary.models), table, summary.config_fp, out, parse_profile=parse_profile,
         bootstrap=bootstrap, seed=bootstrap_seed, tau=tau, samples=samples, title=title, study=study,
     )
     lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}",

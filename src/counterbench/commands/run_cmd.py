@@ -87,7 +87,7 @@ def run_command(
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
     temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = 64,
+    max_tokens: MaxTokensOpt = None,
     generation_seed: GenerationSeedOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     structured: StructuredOpt = None,
@@ -144,8 +144,11 @@ def run_command(
         print(f"Interrupted; everything answered so far is saved. Resume with:\n  {summary.resume_command}")
         raise typer.Exit(EXIT_INTERRUPTED)
     if summary.status == "max_cost":
+        unsure = (f" (besides ${summary.totals.get('cost_usd', 0.0):.4f} billed, up to ${summary.cost_unsure_usd:.4f} "
+                  "is counted for requests that timed out or lost their connection and may have been billed)"
+                  if summary.cost_unsure_usd else "")
         print(
-            f"Stopped: the next requests would exceed --max-cost {max_cost:g} USD. "
+            f"Stopped: the next requests would exceed --max-cost {max_cost:g} USD{unsure}. "
             f"Raise it and rerun to continue:\n  {summary.resume_command}"
         )
         raise typer.Exit(EXIT_MAX_COST)

@@ -27,7 +27,11 @@ ModelOpt = Annotated[
     typer.Option("--model", "-m", help="Model string, repeatable: local, sim:biased, openai:gpt-4o-mini, ..."),
 ]
 TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature.")]
-MaxTokensOpt = Annotated[int, typer.Option("--max-tokens", help="Maximum tokens per answer.")]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option("--max-tokens", help="Maximum tokens per answer, for every prompt. Default: a prompt's own "
+                 "requested_max_tokens where it has one (e.g. STEM generation: 512), else 64."),
+]
 GenerationSeedOpt = Annotated[
     int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
 ]
@@ -101,6 +105,8 @@ RayThreadsOpt = Annotated[
 DEFAULT_STORE = Path("counterbench.db")
 #: what a bare ``--ray`` means (see :func:`optional_ray_address`)
 RAY_LOCAL = "local"
+#: output-token limit of prompts that request none, when --max-tokens is not given
+DEFAULT_MAX_TOKENS = 64
 #: exit codes of run and audit besides 0 (done) and 2 (a user mistake)
 EXIT_MAX_COST = 3
 EXIT_INTERRUPTED = 130
@@ -110,7 +116,7 @@ def generation_config(
     models: list[str],
     *,
     temperature: float,
-    max_tokens: int,
+    max_tokens: int | None,
     generation_seed: int | None,
     reasoning_effort: str | None,
     structured: bool | None,
@@ -118,6 +124,9 @@ def generation_config(
     structured_fallback: str = "free-text",
 ) -> GenerationConfig:
     """The generation config every model of this command gets (recorded with each response).
+
+    Without ``--max-tokens`` (``max_tokens=None``) a prompt's own ``requested_max_tokens`` is its limit
+    (64 for prompts without one); an explicit ``--max-tokens`` is every prompt's limit.
 
     A ``--structured-mode`` other than ``none`` implies ``--structured``; ``none`` means free text.
     Free text records neither structured setting, so it shares its fingerprint with plain free text.
@@ -132,7 +141,8 @@ def generation_config(
     on = resolve_structured(structured, models)
     config = GenerationConfig(
         temperature=temperature,
-        max_tokens=max_tokens,
+        max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+        prompt_max_tokens=max_tokens is None,  # an explicit --max-tokens applies to every prompt
         seed=generation_seed,
         reasoning_effort=reasoning_effort or None,
         structured=on,

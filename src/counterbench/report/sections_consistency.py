@@ -283,14 +283,19 @@ def fairness_section(ctx: ReportContext) -> Section:
     return section
 
 
-PARSE_COLORS = {"value": "#2a9d6f", "refused": "#e07b00", "unparseable": "#c94f7c", "error": "#4a4a4a"}
+PARSE_COLORS = {"value": "#2a9d6f", "refused": "#e07b00", "unparseable": "#c94f7c", "unfinished": "#7b6cc4",
+                "error": "#4a4a4a"}
+#: answers that did not finish, as the parse_health table counts them, and how the report names them
+UNFINISHED_NAMES = (("n_truncated", "cut off at the token limit (truncated)"),
+                    ("n_filtered", "withheld by a content filter (filtered)"), ("n_empty", "empty"))
 
 
 def parse_section(ctx: ReportContext) -> Section:
     section = Section(
         "parse-health",
         "Parse health and refusals",
-        "How many answers contained a usable number. Refused and unparseable answers are left out of every gap "
+        "How many answers contained a usable number. Refused and unparseable answers, and answers that did not "
+        "finish (cut off at the token limit, withheld by a content filter, or empty), are left out of every gap "
         "(never guessed or imputed), so a low share means the other results rest on fewer answers.",
         group="Data",
     )
@@ -306,7 +311,8 @@ def parse_section(ctx: ReportContext) -> Section:
             continue
         shares = {k: float((pd.to_numeric(part[c], errors="coerce").fillna(0) * n).sum() / total)
                   for k, c in (("value", "ok_share"), ("refused", "refused_share"),
-                               ("unparseable", "unparseable_share"))}
+                               ("unparseable", "unparseable_share"), ("unfinished", "unfinished_share"))
+                  if c in part.columns}
         if "error_share" in part.columns:
             shares["error"] = float((pd.to_numeric(part["error_share"], errors="coerce").fillna(0) * n).sum() / total)
         else:
@@ -318,7 +324,22 @@ def parse_section(ctx: ReportContext) -> Section:
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("variant", "Prompt"), t.text("use_case", "Use case", use_case_name),
         t.text("language", "Language", language_name), t.count("n", "Responses"), t.share("ok_share", "Value"),
-        t.share("refused_share", "Refused"), t.share("unparseable_share", "Unparseable"), t.count("errors", "Errors"),
-        t.share("out_of_range_share", "Out of range"),
+        t.share("refused_share", "Refused"), t.share("unparseable_share", "Unparseable"),
+        *([t.share("unfinished_share", "Unfinished")] if "unfinished_share" in frame.columns else []),
+        t.count("errors", "Errors"), t.share("out_of_range_share", "Out of range"),
     ], source="parse_health.csv"))
+    unfinished = unfinished_note(frame)
+    if unfinished:
+        section.notes.append(unfinished)
     return section
+
+
+def unfinished_note(frame: pd.DataFrame) -> str | None:
+    """One line counting the answers that did not finish, by kind, and how to send them again."""
+    counts = [(int(pd.to_numeric(frame[col], errors="coerce").fillna(0).sum()), name)
+              for col, name in UNFINISHED_NAMES if col in frame.columns]
+    if not any(n for n, _ in counts):
+        return None
+    listed = ", ".join(f"{n:,} {name}" for n, name in counts if n)
+    return (f"Answers that did not finish: {listed}. They enter no result; `counterbench run ... --retry-errors` "
+            "sends them again (add `--retry-max-tokens N` to give the truncated ones more room).")

@@ -1,7 +1,10 @@
 """The async engine: send the planned requests, retry, rate-limit, parse, and commit every answer.
 
 One *lane* per model: ``concurrency`` worker coroutines pull request groups from a shared iterator
-(cheaper than one task per request), so each backend has its own bound. A request is retried on
+(cheaper than one task per request), so each backend has its own bound — never more than the
+backend's own ``max_concurrency`` (the embedded model: 1). The per-request timeout counts from when
+the backend starts on a request (a backend that queues wraps the wait in ``waiting_turn``), not from
+when the request joined its queue. A request is retried on
 retryable :class:`~counterbench.models.base.BackendError`\\ s (408/409/429/5xx, timeouts,
 connection errors, malformed replies): after the server's ``Retry-After`` when it sent one (capped),
 else after an exponential backoff with jitter. Only the refused request waits; when the provider
@@ -11,6 +14,13 @@ failures and exhausted retries are stored as ``error`` rows (re-sent with ``--re
 except failures that show the backend cannot work at all — HTTP 401/403, or no request of the
 lane ever succeeding and the first one failing with a connection error or 404 — which stop the
 run with a :class:`~counterbench.errors.UserError` instead of filling the store with errors.
+
+Budget (``--max-cost``, :mod:`counterbench.run.budget`): each request holds its worst case from its
+first attempt until it is stored or abandoned, through every retry and wait; a billed attempt asked
+again (an empty reply) is paid — and added to the stored row's cost — and an attempt of unknown bill
+(a timeout, a dropped connection, a garbled reply) counts at its worst case, and a retry is sent only
+if the budget still holds it. So what the provider can bill never exceeds ``--max-cost`` as long as
+the estimate is an upper bound.
 
 Stopping: ``stop()`` (first Ctrl-C/SIGTERM, ``--max-cost`` reached, a fatal backend, a store that
 can no longer be written) lets in-flight requests finish but starts no new ones and wakes every
@@ -26,10 +36,19 @@ import contextlib
 import signal
 import time
 from collections.abc import Coroutine, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from counterbench.models.base import Backend, BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.base import (
+    Backend,
+    BackendError,
+    ChatRequest,
+    ChatResult,
+    GenerationConfig,
+    backend_concurrency,
+    on_queue_wait,
+)
+from counterbench.run.budget import Budget, Hold
 from counterbench.run.costs import Price
 from counterbench.run.limits import AdaptiveLimit, RetryPolicy, TokenBucket
 from counterbench.run.parsing import Parsed, ResponseParser
@@ -100,13 +119,18 @@ class Engine:
         self.display = display
         self.run_id = run_id
         self.stop_reason: str | None = None
-        self.spent = 0.0
-        self.reserved = 0.0
+        self.budget = Budget(settings.max_cost)
         self._stop_event: asyncio.Event | None = None
         self._workers: list[asyncio.Task[None]] = []
         #: requests waiting to be retried (they hold no worker and no slot while they wait)
         self._retries: set[asyncio.Task[None]] = set()
         self._signals = 0
+        #: the run's config with each prompt-requested token limit (see ``GenerationConfig.prompt_max_tokens``)
+        self._prompt_configs: dict[int, GenerationConfig] = {}
+
+    def _prompt_config(self, max_tokens: int) -> GenerationConfig:
+        config = self._prompt_configs[max_tokens] = self.config.for_prompt(max_tokens)
+        return config
 
     # -- control --------------------------------------------------------------------------------
 
@@ -147,8 +171,9 @@ class Engine:
             for lane in self.lanes:
                 self._serve_from_cache(lane)
                 lane.groups = lane.work.iter_groups()
-                n = min(self.settings.concurrency, len(lane.work.groups))
-                lane.limit = AdaptiveLimit(self.settings.concurrency)
+                cap = min(self.settings.concurrency, backend_concurrency(lane.backend) or self.settings.concurrency)
+                n = min(cap, len(lane.work.groups))
+                lane.limit = AdaptiveLimit(cap)
                 for _ in range(n):
                     task = asyncio.create_task(self._worker(lane))
                     task.add_done_callback(self._worker_done)
@@ -193,32 +218,41 @@ class Engine:
             self.display.refresh()
 
     async def _worker(self, lane: Lane) -> None:
-        max_cost = self.settings.max_cost
+        budget = self.budget
         writer = self.writer
         for group in lane.groups:
             if writer.failure is not None:
                 self.stop("failed")
             if self.stop_reason is not None or lane.fatal is not None:
                 return
-            estimate = 0.0
-            if max_cost is not None:
-                item = group[0][0]
-                estimate = lane.price.cost(item.est_input_tokens, self.config.max_tokens) if lane.price else 0.0
-                if self.spent + self.reserved + estimate > max_cost:
-                    self.stop("max_cost")
-                    return
-                self.reserved += estimate
-            try:
-                await self._process(lane, group)
-            finally:
-                self.reserved -= estimate
+            hold = budget.hold(self._worst_case(lane, group[0][0]) if budget.max_cost is not None else 0.0)
+            if hold is None:
+                self.stop("max_cost")
+                return
+            await self._process(lane, group, hold=hold)
+
+    def _worst_case(self, lane: Lane, item: PromptItem) -> float:
+        """The most one attempt of ``item`` can cost: estimated input tokens plus the whole token limit."""
+        if lane.price is None:
+            return 0.0
+        return lane.price.cost(item.est_input_tokens, self._config_for(lane, item).max_tokens)
+
+    def _config_for(self, lane: Lane, item: PromptItem) -> GenerationConfig:
+        """The config ``item`` is sent with: --retry-max-tokens, else the prompt's own limit, else the run's."""
+        work = lane.work
+        if work.bigger_tokens is not None and item.prompt_id in work.bigger_tokens:
+            return work.bigger_config or self.config  # --retry-max-tokens wins over a prompt's own limit
+        if item.max_tokens is not None and self.config.prompt_max_tokens:
+            return self._prompt_configs.get(item.max_tokens) or self._prompt_config(item.max_tokens)
+        return self.config
 
     def _retry_later(
-        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float,
+        hold: Hold,
     ) -> None:
         """Send ``group`` again after ``delay`` seconds, from its own task: the worker moves on meanwhile."""
         lane.counters.retries += 1
-        task = asyncio.create_task(self._wait_and_process(lane, group, attempts, started, delay))
+        task = asyncio.create_task(self._wait_and_process(lane, group, attempts, started, delay, hold))
         self._retries.add(task)
         task.add_done_callback(self._retry_done)
 
@@ -227,20 +261,42 @@ class Engine:
         self._worker_done(task)
 
     async def _wait_and_process(
-        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float, delay: float,
+        hold: Hold,
     ) -> None:
-        if await self._sleep_unless_stopped(delay):
-            return  # abandoned: still pending, the next run sends it
-        if lane.fatal is None:
-            await self._process(lane, group, attempts, started)
+        if await self._sleep_unless_stopped(delay) or lane.fatal is not None:
+            self._release(lane, group, hold)  # abandoned: still pending, the next run sends it
+            return
+        await self._process(lane, group, attempts, started, hold=hold)
+
+    def _release(self, lane: Lane, group: list[tuple[PromptItem, str]], hold: Hold) -> None:
+        """The request is stored or abandoned: give its reservation back, and keep a reply it paid for."""
+        self.budget.release(hold)
+        if hold.last is not None:  # abandoned after a billed reply: store that reply and its cost
+            result, attempts, started = hold.last
+            self._record_result(lane, group, replace(result, cost_usd=0.0), attempts, started, hold)
 
     async def _process(
-        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int = 0, started: float | None = None
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int = 0, started: float | None = None,
+        *, hold: Hold | None = None,
     ) -> None:
+        """Send ``group`` once; store the answer or the failure, or hand it to a retry (with its ``hold``)."""
+        if hold is None:
+            hold = Hold(0.0)
+        try:
+            if await self._attempt(lane, group, attempts, started, hold):
+                return  # a retry task holds the reservation now
+        except BaseException:
+            self._release(lane, group, hold)
+            raise
+        self._release(lane, group, hold)
+
+    async def _attempt(
+        self, lane: Lane, group: list[tuple[PromptItem, str]], attempts: int, started: float | None, hold: Hold
+    ) -> bool:
+        """One attempt; True when a retry was scheduled (it then owns ``hold``)."""
         item = group[0][0]
-        config = self.config
-        if lane.work.bigger_tokens is not None and item.prompt_id in lane.work.bigger_tokens:
-            config = lane.work.bigger_config or config
+        config = self._config_for(lane, item)
         request = ChatRequest(item.prompt_id, item.system, item.user, config, item.answer_type, item.metadata)
         started = time.time() if started is None else started
         policy = self.settings.retry
@@ -250,18 +306,14 @@ class Engine:
         tokens = item.est_input_tokens + config.max_tokens
         throttled = lane.request_bucket is not None or lane.token_bucket is not None
         if throttled and await self._unless_stopped(self._throttle(lane, tokens)):
-            return
+            return False
         if limit is not None:
             await limit.acquire()
             if self.stop_reason is not None:
                 limit.release()
-                return  # not sent: still pending, the next run sends it
+                return False  # not sent: still pending, the next run sends it
         try:
-            if timeout is None:
-                result = await lane.backend.complete(request)
-            else:
-                async with asyncio.timeout(timeout):
-                    result = await lane.backend.complete(request)
+            result = await self._call(lane.backend, request, timeout)
         except BaseException as exc:
             if limit is not None:
                 limit.release()
@@ -283,24 +335,65 @@ class Engine:
                 and self.stop_reason is None
                 and result.finish_reason not in _FINAL_EMPTY
                 and not (result.text or "").strip()
+                and self._paid_before_retry(lane, result, hold, attempts, started)
             ):
                 # an empty reply is almost always a transient glitch: ask again (status `empty` if it persists)
-                self._retry_later(lane, group, attempts, started, policy.delay(attempts))
-                return
-            self._record_result(lane, group, result, attempts, started)
-            return
+                self._retry_later(lane, group, attempts, started, policy.delay(attempts), hold)
+                return True
+            self._record_result(lane, group, result, attempts, started, hold)
+            return False
         if limit is not None and error.status in _OVERLOAD:
             limit.on_overload()
+        if error.status is None or error.status == 200:
+            # no HTTP error status (a timeout, a dropped connection, a garbled reply): it may have been billed
+            self.budget.may_have_paid(hold)
         limit_n = policy.max_attempts
         if lane.successes == 0 and error.status is None:
             limit_n = min(limit_n, _ATTEMPTS_BEFORE_ANY_SUCCESS)  # likely unreachable: say so quickly
         if not error.retryable or attempts >= limit_n:
-            self._record_failure(lane, group, error, attempts, started)
-            return
-        if self.stop_reason is not None:
-            return  # abandoned: still pending, the next run sends it
-        self._retry_later(lane, group, attempts, started, policy.delay(attempts, error.retry_after))
-        return
+            self._record_failure(lane, group, error, attempts, started, hold)
+            return False
+        if self.stop_reason is not None or not self._can_afford_retry(0.0):
+            return False  # abandoned: still pending, the next run sends it
+        self._retry_later(lane, group, attempts, started, policy.delay(attempts, error.retry_after), hold)
+        return True
+
+    def _paid_before_retry(self, lane: Lane, result: ChatResult, hold: Hold, attempts: int, started: float) -> bool:
+        """Pay a billed attempt that is asked again (True), or leave it to be stored as it is (False: the
+        retry would no longer fit in --max-cost, and the run stops)."""
+        cost = self._cost_of(lane, result) or 0.0
+        if not self._can_afford_retry(cost):
+            return False
+        self.budget.pay(cost, hold)
+        lane.counters.cost_usd += cost
+        hold.last = (result, attempts, started)
+        return True
+
+    def _can_afford_retry(self, cost: float) -> bool:
+        """Whether a retry still fits after an attempt billed ``cost`` (the request's hold is still reserved)."""
+        if self.budget.fits(cost):
+            return True
+        self.stop("max_cost")
+        return False
+
+    @staticmethod
+    async def _call(backend: Backend, request: ChatRequest, timeout: float | None) -> ChatResult:
+        """``backend.complete(request)`` within ``timeout`` seconds of work on it.
+
+        Time the backend spends waiting for its turn (reported by
+        :func:`~counterbench.models.base.waiting_turn`) does not count: the deadline is lifted for the
+        wait and set again, ``timeout`` seconds ahead, when the backend starts on the request.
+        """
+        if timeout is None:
+            return await backend.complete(request)
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(timeout) as deadline:
+
+            def on_wait(waiting: bool) -> None:
+                deadline.reschedule(None if waiting else loop.time() + timeout)
+
+            with on_queue_wait(on_wait):
+                return await backend.complete(request)
 
     def _timeout_for(self, backend: Backend) -> float | None:
         """The engine's own deadline per attempt, or ``None`` when the backend enforces one as strict.
@@ -357,23 +450,32 @@ class Engine:
 
     # -- recording ------------------------------------------------------------------------------
 
+    @staticmethod
+    def _cost_of(lane: Lane, result: ChatResult) -> float | None:
+        """What the provider bills for ``result``: its own figure, else tokens × price; None when unknown."""
+        reported = getattr(result, "cost_usd", None)
+        if reported is not None:
+            return float(reported)
+        if lane.price is not None and (result.input_tokens is not None or result.output_tokens is not None):
+            return lane.price.cost(result.input_tokens, result.output_tokens)
+        return None
+
     def _record_result(
-        self, lane: Lane, group: list[tuple[PromptItem, str]], result: ChatResult, attempts: int, started: float
+        self, lane: Lane, group: list[tuple[PromptItem, str]], result: ChatResult, attempts: int, started: float,
+        hold: Hold | None = None,
     ) -> None:
         lane.successes += 1
         counters = lane.counters
         counters.sent += 1
         text = self.redactor.redact(result.text)
-        reported = getattr(result, "cost_usd", None)
-        if reported is not None:
-            cost: float | None = float(reported)
-        elif lane.price is not None and (result.input_tokens is not None or result.output_tokens is not None):
-            cost = lane.price.cost(result.input_tokens, result.output_tokens)
-        else:
-            cost = None
+        cost = self._cost_of(lane, result)
         if cost:
-            self.spent += cost
+            self.budget.pay(cost)
             counters.cost_usd += cost
+        if hold is not None:
+            hold.last = None
+            if hold.paid:
+                cost = (cost or 0.0) + hold.paid  # the row carries what every attempt of it was billed
         reason = result.finish_reason
         if reason is not None:
             counters.finish_reasons[reason] = counters.finish_reasons.get(reason, 0) + 1
@@ -395,7 +497,8 @@ class Engine:
         counters.cached += len(group) - 1
 
     def _record_failure(
-        self, lane: Lane, group: list[tuple[PromptItem, str]], error: BackendError, attempts: int, started: float
+        self, lane: Lane, group: list[tuple[PromptItem, str]], error: BackendError, attempts: int, started: float,
+        hold: Hold | None = None,
     ) -> None:
         message = self.redactor.redact(str(error)) or type(error).__name__
         if error.status in _FATAL_ALWAYS:
@@ -409,10 +512,14 @@ class Engine:
             return
         finished = time.time()
         failed = Parsed("error")
-        for item, fp in group:
+        paid = None
+        if hold is not None:
+            hold.last = None
+            paid = hold.paid or None  # earlier attempts that were billed
+        for index, (item, fp) in enumerate(group):
             self.writer.add(
-                self._row(lane, item, fp, failed, None, None, None, None, None, None, attempts, message, 0, None,
-                          started, finished)
+                self._row(lane, item, fp, failed, None, None, None, None, paid if index == 0 else None, None,
+                          attempts, message, 0, None, started, finished)
             )
             lane.counters.done += 1
             lane.counters.errors += 1

@@ -29,6 +29,8 @@ from counterbench.run.store import (
 )
 
 REQUIRED = ("prompt_id", "system", "user")
+#: the optional prompt-table column with a prompt's own output-token limit (see ``GenerationConfig.prompt_max_tokens``)
+REQUESTED_MAX_TOKENS = "requested_max_tokens"
 _JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
@@ -44,6 +46,8 @@ class PromptItem:
     answer_type: str | None
     metadata: dict[str, Any]
     est_input_tokens: int
+    #: the prompt's ``requested_max_tokens`` (``None``: none), sent when the config's ``prompt_max_tokens`` is on
+    max_tokens: int | None = None
 
 
 @dataclass(slots=True)
@@ -116,15 +120,33 @@ def prompt_items(table: pd.DataFrame) -> tuple[list[PromptItem], list[tuple[Any,
         for i, vals in enumerate(zip(*(values[c] for c in design_cols), strict=True)):
             design = {c: v for c, v in zip(design_cols, vals, strict=True) if v is not None}
             designs[i] = encode(design) if design else None
+    limits = _requested_limits(pids, col(REQUESTED_MAX_TOKENS))
     items = [
-        PromptItem(pid, phash, system, user, uc, at, meta, estimate_input_tokens(system, user))
-        for pid, phash, system, user, uc, at, meta in zip(
-            pids, hashes, systems, users, use_cases, answer_types, metas, strict=True
+        PromptItem(pid, phash, system, user, uc, at, meta, estimate_input_tokens(system, user), limit)
+        for pid, phash, system, user, uc, at, meta, limit in zip(
+            pids, hashes, systems, users, use_cases, answer_types, metas, limits, strict=True
         )
     ]
     prompt_side = [systems if c == "system" else users if c == "user" else col(c) for c in PROMPT_COLUMNS]
     records = list(zip(pids, hashes, *prompt_side, designs, strict=True))
     return items, records
+
+
+def _requested_limits(pids: list[str], values: list[Any]) -> list[int | None]:
+    """The ``requested_max_tokens`` column as whole numbers of at least 1 (``None`` where empty)."""
+    out: list[int | None] = []
+    for pid, value in zip(pids, values, strict=True):
+        if value is None:
+            out.append(None)
+            continue
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if number is None and isinstance(value, str) and value.strip().isdigit():
+            number = int(value)
+        if number is None or number != int(number) or number < 1:
+            raise UserError(f"prompt {pid}: {REQUESTED_MAX_TOKENS} must be a whole number of at least 1, "
+                            f"got {value!r}; fix the prompt table or drop the column")
+        out.append(int(number))
+    return out
 
 
 def column_values(series: pd.Series) -> list[Any]:
@@ -156,8 +178,14 @@ def plan_model(
     no_cache: bool,
     retry_errors: bool,
     bigger_config: GenerationConfig | None = None,
+    config: GenerationConfig | None = None,
 ) -> Work:
-    """Work left for ``model``: skip finished prompts, reuse stored identical requests, group duplicates."""
+    """Work left for ``model``: skip finished prompts, reuse stored identical requests, group duplicates.
+
+    With ``config.prompt_max_tokens`` on, two prompts of the same text but different requested limits
+    are different requests (never sent once, never copied from each other).
+    """
+    honour = config is not None and config.prompt_max_tokens
     existing = store.existing_responses(model, config_fp)
     work = Work()
     bigger: set[str] = set()
@@ -180,7 +208,8 @@ def plan_model(
             work.retrying_errors += 1
             if status == "truncated" and bigger_config is not None:
                 bigger.add(item.prompt_id)
-        todo.append((item, request_fingerprint(model, item.system, item.user, config_fp)))
+        request_key = config_fp if not honour or item.max_tokens is None else f"{config_fp}/{item.max_tokens}"
+        todo.append((item, request_fingerprint(model, item.system, item.user, request_key)))
     if changed:
         raise UserError(
             f"the store holds {model} answers to {len(changed)} prompt(s) whose text has changed since "

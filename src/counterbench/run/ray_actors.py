@@ -30,7 +30,7 @@ from typing import Any
 
 import ray
 
-from counterbench.models.base import Backend, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.base import Backend, ChatRequest, ChatResult, GenerationConfig, waiting_turn
 from counterbench.run.costs import Price
 from counterbench.run.engine import Engine, EngineSettings, Lane
 from counterbench.run.limits import RateLimits, RetryPolicy, TokenBucket
@@ -90,6 +90,10 @@ class BatchOutcome:
     pid: int = 0
     #: the worker process's CPU seconds so far (for the driver's account of what Ray costs)
     cpu_s: float = 0.0
+    #: ``max_cost`` when the batch stopped at its share of --max-cost (its other groups were not sent)
+    stopped: str | None = None
+    #: USD its attempts may have been billed without saying (timeouts, dropped connections), at worst
+    unsure: float = 0.0
 
 
 class RowCollector:
@@ -121,8 +125,12 @@ class _Bounded:
         self._slots = asyncio.Semaphore(concurrency)
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        async with self._slots:
+        with waiting_turn():  # the engine's timeout counts from when a slot is free, not from here
+            await self._slots.acquire()
+        try:
             return await self.backend.complete(request)
+        finally:
+            self._slots.release()
 
     async def aclose(self) -> None:
         await self.backend.aclose()
@@ -171,14 +179,18 @@ class ModelWorker:
         """The worker's pid and CPU seconds spent so far (starting up, loading the model)."""
         return os.getpid(), time.process_time()
 
-    async def run_batch(self, groups: list[Group], successes: int) -> BatchOutcome:
-        """Send every group of the batch through the engine; return the rows it produced."""
-        if self._in_order is None:
-            return await self._run_batch(groups, successes)
-        async with self._in_order:  # asyncio locks are FIFO: batches run in the order they arrived
-            return await self._run_batch(groups, successes)
+    async def run_batch(self, groups: list[Group], successes: int, budget: float | None = None) -> BatchOutcome:
+        """Send every group of the batch through the engine; return the rows it produced.
 
-    async def _run_batch(self, groups: list[Group], successes: int) -> BatchOutcome:
+        ``budget`` (with --max-cost) is what the driver reserved for the batch: the engine holds the
+        batch's retries and billed re-asks to it, as an in-process run holds them to --max-cost.
+        """
+        if self._in_order is None:
+            return await self._run_batch(groups, successes, budget)
+        async with self._in_order:  # asyncio locks are FIFO: batches run in the order they arrived
+            return await self._run_batch(groups, successes, budget)
+
+    async def _run_batch(self, groups: list[Group], successes: int, budget: float | None) -> BatchOutcome:
         spec = self.spec
         lane = Lane(
             model=spec.model, backend=self.backend, config_fp=spec.config_fp, work=Work(groups=groups),
@@ -189,7 +201,7 @@ class ModelWorker:
         engine = Engine(
             [lane],
             config=spec.config,
-            settings=EngineSettings(min(spec.concurrency, max(1, len(groups))), spec.timeout_s, None, spec.retry,
+            settings=EngineSettings(min(spec.concurrency, max(1, len(groups))), spec.timeout_s, budget, spec.retry,
                                     False),
             writer=collector,  # type: ignore[arg-type]  # the engine only adds rows and flushes
             parser=self.parser,
@@ -197,9 +209,10 @@ class ModelWorker:
             display=RunDisplay({}, mode="off"),
             run_id=spec.run_id,
         )
-        await engine.run()
+        status = await engine.run()
         self.successes = max(self.successes, lane.successes)
-        return BatchOutcome(collector.rows, lane.counters.as_dict(), lane.fatal, os.getpid(), time.process_time())
+        return BatchOutcome(collector.rows, lane.counters.as_dict(), lane.fatal, os.getpid(), time.process_time(),
+                            "max_cost" if status == "max_cost" else None, engine.budget.unsure)
 
     async def close(self) -> None:
         await self.backend.aclose()

@@ -7,7 +7,8 @@ runs the ordinary async engine on its batch) and commits the rows of every finis
 the same :class:`~counterbench.run.writer.BatchWriter` as an in-process run, as they arrive. Rate
 limits live in one :class:`~counterbench.run.ray_actors.RateLimiter` actor, so they hold across
 every actor. ``--max-cost`` is enforced by the driver: a batch is sent only when its estimated
-cost fits next to what is spent and what the batches in flight may still spend.
+cost fits next to what is spent and what the batches in flight may still spend, and the actor holds
+the batch (retries and billed re-asks included) to that reservation.
 
 Faults: a killed actor is restarted by Ray and its batch re-run (the batch's rows never reached
 the driver, so nothing is stored twice); a killed driver takes its actors with it and the same
@@ -240,14 +241,13 @@ class RayEngine(Engine):
         kept: list[Group] = []
         reserved = 0.0
         for group in batch:
-            item = group[0][0]
-            estimate = lane.price.cost(item.est_input_tokens, self.config.max_tokens) if lane.price else 0.0
-            if self.spent + self.reserved + reserved + estimate > max_cost:
+            estimate = self._worst_case(lane, group[0][0])
+            if not self.budget.fits(reserved + estimate):
                 self.stop("max_cost")
                 break
             kept.append(group)
             reserved += estimate
-        self.reserved += reserved
+        self.budget.reserved += reserved
         return kept, reserved
 
     async def _drive(self, lane: Lane, actor: Any, batches: Iterator[list[Group]]) -> None:
@@ -261,7 +261,8 @@ class RayEngine(Engine):
             batch, reserved = self._take_budget(lane, batch)
             if not batch:
                 return
-            ref = actor.run_batch.remote(batch, lane.successes)
+            budget = reserved if self.settings.max_cost is not None else None
+            ref = actor.run_batch.remote(batch, lane.successes, budget)
             self._inflight.add(ref)
             try:
                 outcome = await ref
@@ -280,7 +281,7 @@ class RayEngine(Engine):
                 return
             finally:
                 self._inflight.discard(ref)
-                self.reserved -= reserved
+                self.budget.reserved -= reserved
             self._commit(lane, outcome)
 
     def _commit(self, lane: Lane, outcome: Any) -> None:
@@ -296,13 +297,16 @@ class RayEngine(Engine):
             setattr(c, name, getattr(c, name) + int(counts.get(name, 0)))
         cost = float(counts.get("cost_usd", 0.0))
         c.cost_usd += cost
-        self.spent += cost
+        self.budget.pay(cost)
+        self.budget.unsure += float(getattr(outcome, "unsure", 0.0))
         for reason, n in counts.get("finish_reasons", {}).items():
             c.finish_reasons[reason] = c.finish_reasons.get(reason, 0) + n
         lane.successes += int(counts.get("sent", 0)) - int(counts.get("errors", 0))
         if outcome.fatal and lane.fatal is None:
             lane.fatal = outcome.fatal
             self.stop("failed")
+        if getattr(outcome, "stopped", None) == "max_cost":  # its share of the budget ran out
+            self.stop("max_cost")
 
 
 def _reason(err: BaseException) -> str:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.run.parsing import Parsed, ResponseParser
+from counterbench.run.plan import REQUESTED_MAX_TOKENS
 from counterbench.run.store import Store, open_store
 
 #: the leading columns of :func:`load_results`, in order; design and config columns follow
@@ -59,6 +60,8 @@ RESULT_COLUMNS: tuple[str, ...] = (
 )
 #: rows fetched from SQLite at a time by :func:`load_results` (bounds its peak memory)
 READ_CHUNK_ROWS = 20_000
+#: generation settings joined to each row; ``max_tokens`` is the limit the answer was sent with (a prompt's
+#: own ``requested_max_tokens`` when its run honoured it, see ``GenerationConfig.prompt_max_tokens``)
 CONFIG_COLUMNS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured")
 _PROMPT_SIDE = {"study", "use_case", "language", "axis", "identifier", "profile_id", "question_variant",
                 "variant", "answer_type"}
@@ -150,6 +153,12 @@ def _finish_frame(frame: pd.DataFrame, configs: dict[str, dict[str, Any]]) -> pd
     per_config = pd.DataFrame([{c: configs.get(fp, {}).get(c) for c in CONFIG_COLUMNS} for fp in fps] + [{}],
                               columns=list(CONFIG_COLUMNS))
     config_frame = per_config.iloc[fp_codes].set_axis(frame.index)
+    honoured = [bool(configs.get(fp, {}).get("prompt_max_tokens")) for fp in fps]
+    if any(honoured) and REQUESTED_MAX_TOKENS in design_frame.columns:
+        # the limit each answer was sent with: the prompt's own where its run honoured prompts' limits
+        requested = pd.to_numeric(design_frame[REQUESTED_MAX_TOKENS], errors="coerce")
+        mask = pd.Series([honoured[c] if c >= 0 else False for c in fp_codes], index=frame.index) & requested.notna()
+        config_frame["max_tokens"] = config_frame["max_tokens"].astype(object).where(~mask, requested.astype(object))
     frame = pd.concat([frame, config_frame, design_frame], axis=1)
     for col in ("simulated", "cached"):
         frame[col] = frame[col].fillna(0).astype(bool)

@@ -49,6 +49,11 @@ class RunSummary:
     resume_command: str | None = None
     unsaved_file: Path | None = None
     notes: list[str] = field(default_factory=list)
+    #: fingerprint of the generation config the answers are stored under
+    config_fp: str = ""
+    #: with --max-cost: USD that attempts of unknown bill (timeouts, dropped connections) may have cost
+    #: at worst, counted against the budget next to ``totals["cost_usd"]``
+    cost_unsure_usd: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -91,7 +96,9 @@ async def arun_prompts(
 
     ``models`` are model strings (``sim:biased``, ``openai:gpt-4o-mini``, ...) or ready
     :class:`~counterbench.models.base.Backend` objects. Re-running with the same prompts, models
-    and ``config`` resumes: finished answers are never requested again. ``retry_errors`` also
+    and ``config`` resumes: finished answers are never requested again. Without a ``config``, a
+    prompt's own ``requested_max_tokens`` is its output-token limit (64 for prompts without one); a
+    ``config`` sends its ``max_tokens`` to every prompt unless its ``prompt_max_tokens`` is on. ``retry_errors`` also
     re-sends stored ``truncated``/``filtered``/``empty`` answers; ``retry_max_tokens`` sends the
     ``truncated`` ones with that larger token limit (stored under the run's config; the run records
     the limit). ``endpoint_moved`` says a model whose base URL changed since its stored answers is
@@ -106,13 +113,15 @@ async def arun_prompts(
         require_ray()
     started = time.monotonic()
     _check_settings(concurrency, timeout, max_cost, batch_rows, commit_window)
-    config = config or GenerationConfig()
+    config = config or GenerationConfig(prompt_max_tokens=True)
     _check_config(config)
     check_structured_config(config)
-    bigger = _bigger_config(config, retry_max_tokens, retry_errors)
     limits = RateLimits(rpm=rpm, tpm=tpm)
     parser = ResponseParser(parse_profile)
     items, records = prompt_items(prompts)
+    if config.prompt_max_tokens and all(item.max_tokens is None for item in items):
+        config = dataclasses.replace(config, prompt_max_tokens=False)  # nothing to honour: the plain fingerprint
+    bigger = _bigger_config(config, retry_max_tokens, retry_errors)
     price_table = load_price_table(prices)
     if not models:
         raise UserError("give at least one model (--model)")
@@ -169,15 +178,15 @@ async def arun_prompts(
                         _check_endpoint(store_obj, b.name, endpoints[b.name])
                 store_obj.save_config(config_fp, config.as_dict())
                 _save_new_prompts(store_obj, records)  # before the first request is sent
-                largest = max(i.est_input_tokens for i in items) + max(config.max_tokens, bigger.max_tokens
-                                                                       if bigger else 0)
+                largest = max(i.est_input_tokens + config.for_prompt(i.max_tokens).max_tokens for i in items)
+                largest = max(largest, max(i.est_input_tokens for i in items) + (bigger.max_tokens if bigger else 0))
                 lanes = [
                     Lane(
                         model=b.name,
                         backend=b,
                         config_fp=config_fp,
                         work=plan_model(store_obj, items, b.name, config_fp, no_cache=no_cache,
-                                        retry_errors=retry_errors, bigger_config=bigger),
+                                        retry_errors=retry_errors, bigger_config=bigger, config=config),
                         price=price_table.lookup(model_spec(b)),
                         request_bucket=limits.request_bucket(),
                         token_bucket=limits.token_bucket(largest),
@@ -245,6 +254,8 @@ async def arun_prompts(
                 resume_command=safe_command,
                 unsaved_file=unsaved,
                 notes=notes,
+                config_fp=config_fp,
+                cost_unsure_usd=round(engine.budget.unsure, 6),
             )
         finally:
             store_obj.close()
@@ -298,7 +309,7 @@ def _bigger_config(
             f"--retry-max-tokens must be a whole number above --max-tokens ({config.max_tokens}), "
             f"got {retry_max_tokens!r}"
         )
-    return dataclasses.replace(config, max_tokens=retry_max_tokens)
+    return dataclasses.replace(config, max_tokens=retry_max_tokens, prompt_max_tokens=False)
 
 
 def _check_settings(concurrency: int, timeout: float, max_cost: float | None, rows: int, seconds: float) -> None:

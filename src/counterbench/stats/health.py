@@ -9,6 +9,9 @@ Decisions:
 - A response "has a value" when ``value`` is not NaN (whatever its status).
 - Transport/API failures (status ``error``) are not model responses: by default they are excluded
   from the denominators and only counted (``n_error``); ``include_errors=True`` counts them in.
+- Answers that did not finish — ``truncated`` (cut at the token limit), ``filtered`` (withheld by
+  a content filter), ``empty`` (a blank reply, every attempt) — are model responses: they count in
+  the denominator, each status in its own column (``n_truncated``, ``n_filtered``, ``n_empty``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ import pandas as pd
 
 from counterbench.stats.intervals import wilson_interval
 
-__all__ = ["parse_health"]
+__all__ = ["UNFINISHED", "parse_health"]
+
+#: statuses of answers that did not finish (each gets an ``n_<status>`` count)
+UNFINISHED: tuple[str, ...] = ("truncated", "filtered", "empty")
 
 
 def parse_health(
@@ -52,10 +58,12 @@ def parse_health(
             "n_value": (frame[value_col].notna().to_numpy(dtype=bool) & counted_rows).astype(np.int64),
             "n_refused": ((status == "refused").to_numpy(dtype=bool) & counted_rows).astype(np.int64),
             "n_unparseable": (status == "unparseable").to_numpy(dtype=np.int64),
+            **{f"n_{name}": (status == name).to_numpy(dtype=np.int64) for name in UNFINISHED},
             "n_error": is_error.astype(np.int64),
         }
     )
-    counted = ["n_rows", "n_responses", "n_value", "n_refused", "n_unparseable", "n_error"]
+    counted = ["n_rows", "n_responses", "n_value", "n_refused", "n_unparseable",
+               *(f"n_{name}" for name in UNFINISHED), "n_error"]
     if cols:
         out = work.groupby(cols, sort=True, observed=True, dropna=False)[counted].sum().reset_index()
     else:

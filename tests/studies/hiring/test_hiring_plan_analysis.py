@@ -8,7 +8,7 @@ import pytest
 import counterbench
 from counterbench.errors import UserError
 from counterbench.studies.hiring import synthetic as syn
-from counterbench.studies.hiring.analysis import TABLES, analyze_hiring
+from counterbench.studies.hiring.analysis import TABLES, analyze_hiring, frames
 from counterbench.studies.hiring.data import load_jobs
 from counterbench.studies.hiring.plan import build_prompts, full_plan, plan_from_mapping, select_jobs
 
@@ -74,6 +74,19 @@ def test_every_table_from_raw_answers_with_hostile_output():
     top = wr[wr["model"].eq("m1") & ~wr["rationale"]].sort_values("win_rate").iloc[-1]
     assert top["group"].startswith("Chinese") and top["ci_low"] > 0.5
     assert len(tables["hiring_friedman"]) == 4  # 2 settings × 2 prompt variants, over the 2 models
+
+
+def test_answers_that_did_not_finish_never_count_as_verdicts():
+    design = quick().drop(columns=["system", "user"])
+    results = syn.answer_texts(design, "m1", syn.Planted(), seed=1)
+    compare = results.index[results["use_case"].eq("compare")][:3]
+    results.loc[compare, "response"] = "### A"  # readable, but cut off / filtered / blank at every attempt
+    results.loc[compare, "status"] = ["truncated", "filtered", "empty"]
+    tables, _ = analyze_hiring(results, bootstrap=50)
+    health = tables["hiring_parse_health"]
+    unfinished = health[health["status"].isin(["truncated", "filtered", "empty"])]
+    assert unfinished["n"].sum() == 3 and set(unfinished["reason"]) == {"truncated", "filtered", "empty"}
+    assert frames(results)["comparisons"].loc[compare, "verdict"].isna().all()  # no win, loss or tie
 
 
 def test_quick_preset_tables_say_what_they_cannot_support():

@@ -64,9 +64,13 @@ def test_audit_with_the_simulated_model(tmp_path: Path) -> None:
 
 def test_hostile_output_is_classified_and_escaped(tmp_path: Path, hostile: Any) -> None:
     model = f"openai-compatible:{hostile.base_url}:fake-model"
-    out = run_cli("audit", "stem", "--model", model, "--preset", "quick", "--max-tokens", "512",
+    out = run_cli("audit", "stem", "--model", model, "--preset", "quick",
                   "--store", str(tmp_path / "s.db"), "-o", str(tmp_path / "out"), cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stderr
+    # no --max-tokens: each prompt's requested limit reaches the server (ranking 16, generation 512, as the paper)
+    limits = {(("### <LETTER>" in body["messages"][-1]["content"]), body["max_tokens"])
+              for body in hostile.counters.recent_bodies}
+    assert limits == {(True, 16), (False, 512)}
     results = load_results(tmp_path / "s.db")
     rank = results[results["use_case"].eq("ranking")]
     by_reply = dict(zip(rank["response"].fillna(""), zip(rank["status"], rank["unit"], strict=True), strict=True))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.models.base import RETRYABLE_STATUSES
 from counterbench.studies.hiring import controls, metrics, ordering, recoverability
 from counterbench.studies.hiring.answers import parse_label, parse_score, parse_verdict
 from counterbench.studies.hiring.recoverability import CANNOT
@@ -64,12 +65,12 @@ def _parse(results: pd.DataFrame) -> pd.DataFrame:
     setting = results["use_case"].map(SETTING_OF).astype(str).tolist()
     text = _column(results, "response", None).astype(object).where(lambda s: s.notna(), "").astype(str).tolist()
     answer_type = _column(results, "answer_type", "").astype(str).tolist()
-    failed = _column(results, "status", "ok").astype(str).eq("error").tolist()
+    stored = _column(results, "status", "ok").astype(str).tolist()
     cache: dict[tuple[str, str, str], tuple[str, str | None, Any]] = {}
     status, reason, answer = [], [], []
-    for key, error in zip(zip(setting, text, answer_type, strict=True), failed, strict=True):
-        if error:
-            got: tuple[str, str | None, Any] = ("error", "error", None)
+    for key, kept in zip(zip(setting, text, answer_type, strict=True), stored, strict=True):
+        if kept in RETRYABLE_STATUSES:  # no answer, or one that did not finish: a cut-off "### A" is no verdict
+            got: tuple[str, str | None, Any] = (kept, kept, None)
         else:
             got = cache.get(key) or cache.setdefault(key, _parse_one(*key))
         status.append(got[0])

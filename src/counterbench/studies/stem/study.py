@@ -7,7 +7,9 @@ as many attribute levels as possible, 2 subjects and 2 generation problems; ``ma
 
 A user's MATH copy and JEEBench ``dataset.json`` are given through the environment, since a registered
 study is built without arguments: ``COUNTERBENCH_STEM_MATH`` (the MATH directory or a JSONL file) and
-``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``.
+``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``. So is the readability maths
+handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default, or ``placeholder``;
+from Python also ``StemStudy(readability_math=...)``), read when the answers are analysed.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
 letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
@@ -22,7 +24,9 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.errors import UserError
 from counterbench.outcomes.base import OutcomeSpec
+from counterbench.outcomes.readability import MATH_MODES
 from counterbench.studies.base import Facet
 from counterbench.studies.stem.design import (
     GENERATION_ANSWER_TYPE,
@@ -36,6 +40,7 @@ from counterbench.studies.stem.profiles import get_context
 
 MATH_ENV = "COUNTERBENCH_STEM_MATH"
 JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
+READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
 
 
 def coverage_pick(profiles: pd.DataFrame, attributes: Sequence[str], k: int) -> list[str]:
@@ -67,7 +72,10 @@ class StemStudy:
     canonical_pairs: Mapping[str, tuple[str, str]] = {}
     languages: Mapping[str, str] = {"en": "English"}
 
-    def __init__(self, design: StemDesign | None = None) -> None:
+    def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None) -> None:
+        self._readability_math = readability_math
+        if readability_math is not None:
+            self.readability_math()  # a bad value fails here, not at analysis time
         self.design = design or StemDesign.paper(math_path=os.environ.get(MATH_ENV) or None,
                                                  jeebench_path=os.environ.get(JEEBENCH_ENV) or None)
         names: dict[str, None] = {}
@@ -120,15 +128,28 @@ class StemStudy:
     def canonical_identifier(self, name: str) -> str:
         return name
 
+    def readability_math(self) -> str:
+        """How generated maths is scored: the constructor's choice, else ``$COUNTERBENCH_STEM_READABILITY_MATH``,
+        else ``raw`` (see :mod:`counterbench.outcomes.readability`)."""
+        chosen = self._readability_math
+        source = "readability_math"
+        if chosen is None:
+            chosen, source = os.environ.get(READABILITY_MATH_ENV) or "raw", READABILITY_MATH_ENV
+        if chosen not in MATH_MODES:
+            raise UserError(f"{source} must be one of {', '.join(MATH_MODES)} (how maths is scored for readability), "
+                            f"got {chosen!r}")
+        return chosen
+
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
         """The study's own analysis (used instead of the generic outcome tables): :mod:`.results`.
 
         ``bootstrap`` is accepted for the common hook and unused: the STEM tables use t-tests, FDR and
-        closed-form SHAP, as the paper does."""
+        closed-form SHAP, as the paper does. Maths in the generated texts is scored as
+        :meth:`readability_math` says."""
         from counterbench.studies.stem.results import analyze_results
 
-        return analyze_results(results, seed=seed)
+        return analyze_results(results, math=self.readability_math(), seed=seed)
 
     def report_sections(self, ctx: Any) -> list[Any]:
         """The study's report sections, one per table: :mod:`.sections`."""
