@@ -7,7 +7,10 @@ started with ``ray.init(num_cpus=CPUS)`` before the timed runs (its start-up is 
    with ``--model local`` (structured answers, 24 tokens): in-process (one llama.cpp with
    ``os.cpu_count()`` threads) vs ``--ray`` with 2 actors of 1 thread each (each loads its own
    model, included in the time), and with 1 actor of ``os.cpu_count()`` threads, in ``--repeat``
-   alternating rounds (best of each reported). Goal: Ray ≥ 0.9× the in-process speed.
+   alternating rounds (best of each, and each round's ratio). The control: two plain processes
+   without Ray, 1 llama.cpp thread each, answering every other pair of prompts (the split the
+   two Ray workers make) — it separates what Ray costs from what the split into two single-thread
+   processes costs on this machine. Goal: Ray ≥ 0.9× the in-process speed.
 2. **Fake OpenAI server** (its own process, ``--latency-ms`` per request): ``--http-requests``
    prompts at ``--concurrency`` in flight, in-process vs ``--ray`` with 2 actors; requests per
    second and client CPU per request (in-process: this process; Ray: the driver plus the workers'
@@ -28,6 +31,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,13 +71,43 @@ def _timed(fn: Any) -> tuple[Any, float, float]:
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
+def _embedded_table(n: int) -> Any:
+    from counterbench.prompts import prompts
+
+    return prompts("rupeebias", preset="quick").head(n)
+
+
+def phase_embedded_part(args: argparse.Namespace) -> dict[str, Any]:
+    """The control arm: one plain process (no Ray) answering every other pair of prompts with 1 thread."""
+    from counterbench.models.base import GenerationConfig
+    from counterbench.models.llamacpp import LlamaCppBackend
+    from counterbench.run import run_prompts
+
+    table = _embedded_table(args.embedded_prompts)
+    part = table.iloc[[i for i in range(len(table)) if i // 2 % 2 == args.part]]  # pairs, as dealt to 2 workers
+    summary = run_prompts(part, [LlamaCppBackend(name="local", n_threads=1)], store=Path(args.tmp) / f"p{args.part}.db",
+                          config=GenerationConfig(max_tokens=24, structured=True), handle_signals=False)
+    assert summary.complete
+    return {"prompts": len(part), "cpu_s": time.process_time()}
+
+
+def _two_plain_processes(args: argparse.Namespace, tmp: str) -> tuple[float, float]:
+    """Wall and CPU seconds of two plain single-thread processes answering half the prompts each."""
+    started = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, __file__, "--phase", "embedded_part", "--part", str(part),
+                               "--tmp", tmp, "--embedded-prompts", str(args.embedded_prompts)],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO) for part in (0, 1)]
+    outs = [json.loads(proc.communicate()[0].strip().splitlines()[-1]) for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs)
+    return time.perf_counter() - started, sum(out["cpu_s"] for out in outs)
+
+
 def phase_embedded(args: argparse.Namespace) -> dict[str, Any]:
     from counterbench.models.base import GenerationConfig
-    from counterbench.prompts import prompts
     from counterbench.run import run_prompts
     from counterbench.run.ray_exec import RayOptions
 
-    table = prompts("rupeebias", preset="quick").head(args.embedded_prompts)
+    table = _embedded_table(args.embedded_prompts)
     config = GenerationConfig(max_tokens=24, structured=True)
     out: dict[str, Any] = {"prompts": len(table), "ray_start_s": _start_ray(), "rounds": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -88,26 +122,48 @@ def phase_embedded(args: argparse.Namespace) -> dict[str, Any]:
             wide, wide_s, _ = _timed(lambda i=i, one=one: run_prompts(
                 table, ["local"], store=Path(tmp) / f"c{i}.db", config=config, handle_signals=False,
                 ray=RayOptions(actors=1, threads=os.cpu_count() or 1, stats=one)))
+            two_s, two_cpu = _two_plain_processes(args, tempfile.mkdtemp(dir=tmp))
             assert plain.complete and on_ray.complete and wide.complete
             out["rounds"].append({
                 "in_process_s": plain_s, "in_process_cpu_s": plain_cpu, "ray_s": ray_s,
                 "ray_answering_s": stats["answering_s"], "ray_worker_start_s": stats["startup_s"],
                 "ray_worker_cpu_s": stats["worker_cpu_s"], "ray_driver_cpu_s": driver_cpu,
                 "ray_1_actor_all_threads_s": wide_s, "ray_1_actor_all_threads_answering_s": one["answering_s"],
+                "two_plain_processes_1_thread_s": two_s, "two_plain_processes_cpu_s": two_cpu,
+                "ratio": plain_s / ray_s, "ratio_1_actor_all_threads": plain_s / wide_s,
+                "ratio_two_plain_processes": plain_s / two_s, "ratio_ray_vs_two_plain_processes": two_s / ray_s,
                 "load_average": os.getloadavg()[0],
             })
-    best_plain = min(r["in_process_s"] for r in out["rounds"])
-    best_ray = min(r["ray_s"] for r in out["rounds"])
-    best_answering = min(r["ray_answering_s"] for r in out["rounds"])
+    rounds = out["rounds"]
+    n = len(table)
+    best_plain = min(r["in_process_s"] for r in rounds)
+    best_ray = min(r["ray_s"] for r in rounds)
+    best_answering = min(r["ray_answering_s"] for r in rounds)
     out.update({
         "in_process_threads": os.cpu_count(), "ray_actors": 2, "ray_threads_per_actor": 1,
         "best_in_process_s": best_plain, "best_ray_s": best_ray,
         "speed_ratio_ray_vs_in_process": best_plain / best_ray,
+        # each round's ray run right after its in-process run, under nearly the same load
+        "speed_ratio_per_round": [round(r["ratio"], 3) for r in rounds],
+        "speed_ratio_median_of_rounds": statistics.median(r["ratio"] for r in rounds),
         "speed_ratio_after_worker_start": best_plain / best_answering,
-        "speed_ratio_1_actor_all_threads": best_plain / min(r["ray_1_actor_all_threads_s"] for r in out["rounds"]),
+        # the control: the same split (2 processes x 1 thread, pairs dealt alternately) without Ray
+        "speed_ratio_two_plain_processes_vs_in_process": statistics.median(r["ratio_two_plain_processes"]
+                                                                           for r in rounds),
+        "speed_ratio_ray_vs_two_plain_processes": statistics.median(r["ratio_ray_vs_two_plain_processes"]
+                                                                    for r in rounds),
+        "speed_ratio_1_actor_all_threads": best_plain / min(r["ray_1_actor_all_threads_s"] for r in rounds),
         "speed_ratio_1_actor_all_threads_after_worker_start":
-            best_plain / min(r["ray_1_actor_all_threads_answering_s"] for r in out["rounds"]),
-        "ray_driver_cpu_ms_per_prompt": min(r["ray_driver_cpu_s"] for r in out["rounds"]) / len(table) * 1000,
+            best_plain / min(r["ray_1_actor_all_threads_answering_s"] for r in rounds),
+        # what Ray costs: CPU (the driver plus the workers once started, against the in-process run's
+        # whole process) and wall time per prompt, and the fixed start of the workers
+        "cpu_ms_per_prompt_in_process": statistics.median(r["in_process_cpu_s"] for r in rounds) / n * 1000,
+        "cpu_ms_per_prompt_ray": statistics.median(r["ray_driver_cpu_s"] + r["ray_worker_cpu_s"] for r in rounds)
+        / n * 1000,
+        "ray_driver_cpu_ms_per_prompt": min(r["ray_driver_cpu_s"] for r in rounds) / n * 1000,
+        "ray_worker_start_s": statistics.median(r["ray_worker_start_s"] for r in rounds),
+        "ray_extra_wall_ms_per_prompt_after_start": statistics.median(
+            r["ray_answering_s"] - r["in_process_s"] for r in rounds) / n * 1000,
     })
     return out
 
@@ -218,7 +274,9 @@ def _child(phase: str, args: argparse.Namespace) -> dict[str, Any]:
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
     if proc.returncode != 0:
         return {"failed": proc.stderr[-3000:]}
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    # the report is the last JSON line: Ray may print its workers' output to the child's stdout too
+    lines = proc.stdout.strip().splitlines()
+    result: dict[str, Any] = json.loads(next(line for line in reversed(lines) if line.startswith('{"')))
     return result
 
 
@@ -233,11 +291,14 @@ def main() -> None:
     parser.add_argument("--skip-embedded", action="store_true")
     parser.add_argument("--only", choices=["embedded", "http", "million"], default=None)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--phase", choices=["embedded", "http", "million"], default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=["embedded", "embedded_part", "http", "million"], default=None,
+                        help=argparse.SUPPRESS)
     parser.add_argument("--tmp", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--part", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase is not None:
-        phases = {"embedded": phase_embedded, "http": phase_http, "million": phase_million}
+        phases = {"embedded": phase_embedded, "embedded_part": phase_embedded_part, "http": phase_http,
+                  "million": phase_million}
         print(json.dumps(phases[args.phase](args)))
         return
     import ray

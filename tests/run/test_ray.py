@@ -228,8 +228,10 @@ class _TimedServer(FakeOpenAIServer):
 def test_rpm_holds_across_actors_at_the_server(ray_address: str, tmp_path: Path) -> None:
     """--rpm 600 over 2 actors; the guarantee checked over 3-second windows (30 requests = 600 × 3/60).
 
-    ``rate_window_s=3`` makes the limiter guarantee the same rate over 3 s windows instead of 60 s,
-    a stricter condition that takes seconds instead of minutes to check.
+    ``rate_window_s=3`` makes the limiter guarantee the same rate over 3 s windows instead of 60 s:
+    a stricter condition (a 60 s window is twenty disjoint 3 s ones, each holding at most 30) that
+    takes seconds instead of minutes to check. The limiter at the real 60 s scale is tested on a
+    simulated clock (test_ray_limiter.py) and in real time by benchmarks/ray_rpm.py.
     """
     window, limit = 3.0, 30
     with run_in_thread(_TimedServer()) as server:

@@ -24,7 +24,7 @@ import asyncio
 import collections
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +170,10 @@ class ModelWorker:
         if limiter is not None and spec.token_limited:
             self.tokens = SharedBucket(limiter, spec.model, "tokens")
         self.successes = 0
+        #: a one-slot worker (the embedded model) answers its batches one after the other, in the order
+        #: they were dealt: the second batch in flight waits here instead of interleaving its prompts
+        #: with the first one's, which would break llama.cpp's reuse of the previous prompt's prefix
+        self._in_order = asyncio.Lock() if spec.concurrency == 1 else None
 
     async def ready(self) -> tuple[int, float]:
         """The worker's pid and CPU seconds spent so far (starting up, loading the model)."""
@@ -181,6 +185,12 @@ class ModelWorker:
         ``budget`` (with --max-cost) is what the driver reserved for the batch: the engine holds the
         batch's retries and billed re-asks to it, as an in-process run holds them to --max-cost.
         """
+        if self._in_order is None:
+            return await self._run_batch(groups, successes, budget)
+        async with self._in_order:  # asyncio locks are FIFO: batches run in the order they arrived
+            return await self._run_batch(groups, successes, budget)
+
+    async def _run_batch(self, groups: list[Group], successes: int, budget: float | None) -> BatchOutcome:
         spec = self.spec
         lane = Lane(
             model=spec.model, backend=self.backend, config_fp=spec.config_fp, work=Work(groups=groups),
@@ -248,54 +258,67 @@ class WindowLimit:
             starts.popleft()
         if len(starts) < self.limit:
             return 0.0
-        return starts[0] + self.window_s - now
+        # positive while full: in floating point ``starts[0] + window_s - now`` can be <= 0 while
+        # ``starts[0] <= now - window_s`` is still false, which once let a 601st start through
+        return max(starts[0] + self.window_s - now, 1e-6)
 
     def take(self) -> None:
         self.starts.append(time.monotonic())
 
 
-@dataclass
-class _ModelLimits:
-    requests: TokenBucket | None
-    tokens: TokenBucket | None
-    window: WindowLimit | None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+class ModelLimits:
+    """One model's cluster-wide request and token budgets, as the :class:`RateLimiter` actor keeps them.
 
-
-@ray.remote(num_cpus=0, max_restarts=3, max_task_retries=3)
-class RateLimiter:
-    """Cluster-wide rpm/tpm budgets per model (see :class:`SharedBucket`).
-
-    Requests: the engine's pacing (a token bucket refilled at rpm/60 per second) plus a sliding
-    window that never lets more than ``rpm × window_s / 60`` requests start in any ``window_s``
-    (60 s by default: what a provider's per-minute limit counts). Tokens: the engine's token bucket
-    (reservations settled with the true counts). A restarted limiter starts with full budgets.
+    Requests: the engine's pacing (a token bucket refilled at rpm/60 per second, holding up to one
+    second's worth) plus a :class:`WindowLimit` that never lets more than ``rpm × window_s / 60``
+    requests start in any ``window_s`` (60 s by default: what a provider's per-minute limit counts).
+    The bucket alone would let a window hold its burst on top of the rate (610 at ``--rpm 600``); the
+    window log is what makes the per-minute count hold. Tokens: the engine's token bucket
+    (reservations settled with the true counts). A plain class, so the guarantee can be checked
+    without Ray and at the real 60-second scale on a simulated clock.
     """
 
-    def __init__(self, limits: dict[str, tuple[float | None, float | None, int]], window_s: float = 60.0) -> None:
-        self.models: dict[str, _ModelLimits] = {}
-        for model, (rpm, tpm, largest) in limits.items():
-            rate = RateLimits(rpm=rpm, tpm=tpm)
-            window = WindowLimit(int(rpm * window_s / 60.0), window_s) if rpm is not None else None
-            self.models[model] = _ModelLimits(rate.request_bucket(), rate.token_bucket(largest), window)
+    def __init__(self, rpm: float | None, tpm: float | None, largest_request: int, window_s: float = 60.0) -> None:
+        rate = RateLimits(rpm=rpm, tpm=tpm)
+        self.requests = rate.request_bucket()
+        self.tokens = rate.token_bucket(largest_request)
+        self.window = WindowLimit(int(rpm * window_s / 60.0), window_s) if rpm is not None else None
+        self.lock = asyncio.Lock()
 
-    async def acquire(self, model: str, kind: str, amount: float) -> None:
-        limits = self.models[model]
+    async def acquire(self, kind: str, amount: float) -> None:
         if kind == "tokens":
-            if limits.tokens is not None:
-                await limits.tokens.acquire(amount)
+            if self.tokens is not None:
+                await self.tokens.acquire(amount)
             return
-        async with limits.lock:  # FIFO over both conditions
-            if limits.requests is not None:
-                await limits.requests.acquire(amount)
-            window = limits.window
+        async with self.lock:  # FIFO over both conditions
+            if self.requests is not None:
+                await self.requests.acquire(amount)
+            window = self.window
             if window is not None:
                 while (wait := window.wait_time()) > 0:
                     await asyncio.sleep(wait)
                 window.take()
 
-    async def settle(self, model: str, kind: str, delta: float) -> None:
-        limits = self.models[model]
-        bucket = limits.tokens if kind == "tokens" else limits.requests
+    def settle(self, kind: str, delta: float) -> None:
+        bucket = self.tokens if kind == "tokens" else self.requests
         if bucket is not None:
             bucket.settle(delta)
+
+
+@ray.remote(num_cpus=0, max_restarts=3, max_task_retries=3)
+class RateLimiter:
+    """Cluster-wide rpm/tpm budgets, one :class:`ModelLimits` per model (see :class:`SharedBucket`).
+
+    Every worker of every model awaits its permits here, so the limits hold across all actors on all
+    machines. A restarted limiter starts with full budgets.
+    """
+
+    def __init__(self, limits: dict[str, tuple[float | None, float | None, int]], window_s: float = 60.0) -> None:
+        self.models = {model: ModelLimits(rpm, tpm, largest, window_s)
+                       for model, (rpm, tpm, largest) in limits.items()}
+
+    async def acquire(self, model: str, kind: str, amount: float) -> None:
+        await self.models[model].acquire(kind, amount)
+
+    async def settle(self, model: str, kind: str, delta: float) -> None:
+        self.models[model].settle(kind, delta)

@@ -110,7 +110,8 @@ class RayEngine(Engine):
             if busy:
                 started = time.perf_counter()
                 self._start_limiter(busy)
-                pools = [await self._start_actors(lane, len(busy)) for lane in busy]
+                # every model's workers start at once (each lane creates its actors before awaiting them)
+                pools = await asyncio.gather(*[self._start_actors(lane, len(busy)) for lane in busy])
                 self._timing["startup_s"] = time.perf_counter() - started
                 drivers = [
                     self._drive(lane, actor, self._batches(lane))
@@ -198,10 +199,10 @@ class RayEngine(Engine):
             threads=options.threads, limiter=self._limiter_name, request_limited=self._rpm is not None,
             token_limited=self._tpm is not None,
         )
-        env = {"OMP_NUM_THREADS": str(options.threads)} if local else {}
+        # no runtime_env: Ray sets OMP_NUM_THREADS to the actor's num_cpus itself, and an actor with
+        # a runtime_env of its own cannot use the worker processes Ray has already started
         actor_cls = ModelWorker.options(  # type: ignore[attr-defined]  # a Ray actor class
             num_cpus=cpus, max_restarts=options.max_restarts, max_task_retries=options.max_restarts,
-            runtime_env={"env_vars": env},
         )
         pool = [actor_cls.remote(spec) for _ in range(n)]
         self._actors.extend(pool)

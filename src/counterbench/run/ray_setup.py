@@ -8,12 +8,17 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from counterbench.errors import UserError
 
 RAY_HINT = "install Ray with: pip install 'counterbench[ray]'"
+#: ``ray start`` turns token authentication on by default in recent Ray versions (2.60 here); a
+#: process connecting to such a cluster by its address must say so, or it is refused unexplained
+AUTH_HINT = ("; if the cluster uses token authentication (`ray start`'s default in recent Ray), set "
+             "RAY_AUTH_MODE=token and give its token in ~/.ray/auth_token or RAY_AUTH_TOKEN")
 #: a local instance's settings: Ray runs its workers at nice 15 by default (to keep its own daemons
 #: responsive), which on a machine shared with other work left the embedded-model workers 0.4x the
 #: CPU of an in-process run; the workers are the run's whole point, so they get nice 0 here
@@ -93,7 +98,9 @@ class RayConnection:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as err:
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-            raise UserError(f"cannot connect to {where}: {str(err).splitlines()[0] if str(err) else err}") from None
+            reason = str(err).splitlines()[0] if str(err) else repr(err)
+            hint = AUTH_HINT if address is not None and os.environ.get("RAY_AUTH_MODE") is None else ""
+            raise UserError(f"cannot connect to {where}: {reason}{hint}") from None
         self.started = True
         return self
 
