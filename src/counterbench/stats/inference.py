@@ -24,8 +24,9 @@ rather than t tails. Decisions:
   samples*, 2002; Imbens & Kolesár, *Robust standard errors in small samples: some practical
   advice*, 2016). With equal weights they are n/(n − 1) and n − 1, the rule above; with the
   counter-offer levels of full English df is 13 where Kish's effective number (30) gave 29, and the
-  t-test with 29 df marked twice as often as it should at the far-tail levels Benjamini–Hochberg
-  uses (``benchmarks/calibration.py``; docs/analysis.md). The threshold below still counts slots.
+  t-test with 29 df rejected ~1.4× as often as it should at the far-tail levels Benjamini–Hochberg
+  uses (α/30); Satterthwaite's df errs the other way (~0.5×) — ``tests/stats/test_stats_inference.py``,
+  ``benchmarks/calibration.py``, docs/analysis.md. The threshold below still counts slots.
 - **p-value** of "the statistic is 0": the matching t-test, so an interval excludes 0 exactly when
   p < 0.05. Smooth (no floor at 1 / replicates), so Benjamini–Hochberg can rank small p-values.
 - **Too little data**: a comparison resting on fewer than :data:`MIN_SLOTS` slots is not tested
