@@ -11,12 +11,13 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
    coverage of every 95% interval (slots: after; pairs: the paper's, before) and the share of models
    with at least one star per table family (after: counterbench's marks; before: the old rule).
 3. ``quick_null``: the same on the quick preset (870 prompts; 500 models).
-4. ``full_english_planted``: a 15% canonical pair gap planted on every pair (100 models): power.
+4. ``full_english_planted``: a 15% canonical pair gap planted on every pair (500 models): power
+   (``quick_planted``: the same on the quick preset).
 5. ``quick_power_check``: one pair (Gender) planted at the gap ``counterbench power rupeebias
-   --preset quick`` predicts is found 80% of the time (assumed noise 3%), 300 models: the predicted
+   --preset quick`` predicts is found 80% of the time (assumed noise 3%), 500 models: the predicted
    vs the simulated power, and the analysis's own prediction (measured noise and answer levels).
 6. ``salary_languages_fairness_null``: salary estimation in both languages with and without the
-   fairness instruction (200 models): the language shift and the fairness ablation.
+   fairness instruction (500 models): the language shift and the fairness ablation.
 
 Usage: ``python benchmarks/calibration.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...] [--out FILE]``.
 Every simulation is seeded; the figures are reproducible.
@@ -66,7 +67,7 @@ def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
     predicted = design_power(table, CANONICAL, 0.03)
     row = predicted[(predicted["axis"] == "Gender") & (predicted["use_case"] == "all use cases")].iloc[0]
     gap = float(row["mde"])
-    scenario = Scenario("quick_power_check", "quick", max(20, int(300 * scale)), planted_pairs(gap, ["Gender"]),
+    scenario = Scenario("quick_power_check", "quick", max(20, int(500 * scale)), planted_pairs(gap, ["Gender"]),
                         bootstrap=bootstrap, seed=7)
     tables = simulate(scenario)
     overall = tables["cpg_overall"]
@@ -105,13 +106,13 @@ def main() -> None:
         "full_english_null": lambda: run_scenario(Scenario("full_english_null", "full_english", n(500),
                                                            bootstrap=args.bootstrap, seed=1)),
         "quick_null": lambda: run_scenario(Scenario("quick_null", "quick", n(500), bootstrap=args.bootstrap, seed=2)),
-        "full_english_planted": lambda: run_scenario(Scenario("full_english_planted", "full_english", n(100),
+        "full_english_planted": lambda: run_scenario(Scenario("full_english_planted", "full_english", n(500),
                                                               planted_pairs(15.0), bootstrap=args.bootstrap, seed=3)),
-        "quick_planted": lambda: run_scenario(Scenario("quick_planted", "quick", n(100), planted_pairs(15.0),
+        "quick_planted": lambda: run_scenario(Scenario("quick_planted", "quick", n(500), planted_pairs(15.0),
                                                        bootstrap=args.bootstrap, seed=4)),
         "quick_power_check": lambda: power_check(args.scale, args.bootstrap),
         "salary_languages_fairness_null": lambda: run_scenario(Scenario(
-            "salary_languages_fairness_null", "salary_both_languages_fairness", n(200), bootstrap=args.bootstrap,
+            "salary_languages_fairness_null", "salary_both_languages_fairness", n(500), bootstrap=args.bootstrap,
             seed=5)),
         "threshold": lambda: threshold(args.scale, args.bootstrap),
     }

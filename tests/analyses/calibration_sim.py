@@ -209,6 +209,12 @@ def summarise(scenario: Scenario, tables: dict[str, pd.DataFrame]) -> dict[str, 
         else:
             excl = (frame["pair_ci_low"] > 0) | (frame["pair_ci_high"] < 0)
             entry["before"] = _by_model_any(frame, excl, n_models)
+        if "testable" in frame.columns:  # the per-test size at the levels BH uses (diagnosis of the tail)
+            tested = frame[frame["testable"].astype(bool)]
+            p = pd.to_numeric(tested["shift_p_value" if "shift_p_value" in tested else "p_value"], errors="coerce")
+            m = max(1, round(len(tested) / n_models))
+            entry.update({"family_size": m, "p_below_0.05": float((p < 0.05).mean()),
+                          "p_below_0.05_over_m": float((p < 0.05 / m).mean())})
         stars[name] = entry
     power: dict[str, Any] = {}
     if planted:
@@ -242,7 +248,7 @@ def slot_threshold_coverage(n_slots: list[int], n_sims: int, *, noise_sd: float 
     ``tail_df``, the noise is Student-t with that many degrees of freedom (occasional wild answers) —
     and runs
     the analysis's machinery: slot multiplicities (:func:`~counterbench.stats.cluster_bootstrap.cluster_weights`),
-    the gap of the resampled sums, the effective number of slots,
+    the gap of the resampled sums, :func:`~counterbench.stats.inference.slot_design`,
     :func:`~counterbench.stats.inference.slot_interval` and
     :func:`~counterbench.stats.inference.slot_t_pvalue`. The plain percentile interval of the same
     replicates is reported for comparison. Chooses ``MIN_SLOTS``.
@@ -250,7 +256,7 @@ def slot_threshold_coverage(n_slots: list[int], n_sims: int, *, noise_sd: float 
     from counterbench.analyses.resampling import percentiles
     from counterbench.stats.cluster_bootstrap import cluster_weights
     from counterbench.stats.gaps import relative_gap
-    from counterbench.stats.inference import effective_slots, slot_interval, slot_t_pvalue
+    from counterbench.stats.inference import slot_design, slot_interval, slot_t_pvalue
 
     levels = np.array([24, 20, 15, 22, 18, 13, 17, 14, 10, 9, 7.5, 5.5, 11, 9, 7, 11.5, 9.5, 7.0]) * 1e5
     rng = np.random.default_rng(seed)
@@ -266,13 +272,13 @@ def slot_threshold_coverage(n_slots: list[int], n_sims: int, *, noise_sd: float 
             suff = np.column_stack([r, c])
             gap = float(relative_gap(r.sum(), c.sum(), signed=True))
             reps = relative_gap(*(cluster_weights(rng, n, n_boot) @ suff).T, signed=True)[None, :]
-            n_eff = effective_slots(r + c)  # as the analysis does for a gap of sums
-            low, high = slot_interval(gap, reps, n_eff)
-            with_interval += bool(np.isfinite(low[0]))  # n_eff < 2 (two slots of unequal levels): none
+            factor, df = slot_design(r + c)  # as the analysis does for a gap of sums
+            low, high = slot_interval(gap, reps, n, factor=factor, df=df)
+            with_interval += bool(np.isfinite(low[0]))  # two slots of unequal levels: none
             cover += bool(low[0] <= 0.0 <= high[0])
             plo, phi = percentiles(reps[0], 0.95)
             cover_pct += bool(plo <= 0.0 <= phi)
-            marks += bool(slot_t_pvalue(gap, reps, n_eff)[0] < 0.05)
+            marks += bool(slot_t_pvalue(gap, reps, n, factor=factor, df=df)[0] < 0.05)
         out[n] = {"slot_interval": cover / with_interval if with_interval else float("nan"),
                   "share_with_interval": with_interval / n_sims, "plain_percentile": cover_pct / n_sims,
                   "p_below_0.05": marks / n_sims}

@@ -12,10 +12,13 @@ from counterbench.stats.inference import (
     MIN_SLOTS,
     effective_slots,
     family_marks,
+    slot_design,
     slot_interval,
+    slot_proportion_interval,
     slot_t_pvalue,
     too_few_text,
 )
+from counterbench.stats.intervals import wilson_interval
 
 
 def test_slot_interval_is_the_t_interval_when_the_bootstrap_se_is_exact() -> None:
@@ -72,3 +75,83 @@ def test_marks_are_corrected_within_each_model_and_skip_untestable_rows() -> Non
 def test_too_few_words() -> None:
     assert too_few_text(2) == "too few matched prompts to test (n = 2)"
     assert too_few_text(float("nan")) == "too few matched prompts to test (n = 0)"
+
+
+def _design_by_matrices(w: np.ndarray, groups: np.ndarray, shares: np.ndarray) -> tuple[float, float]:
+    """Independent computation of slot_design: build M = Σ_g P_g' diag(a_g²) P_g explicitly."""
+    var = tr_m = tr_m2 = 0.0
+    for g in np.unique(groups):
+        b = w[groups == g] / w[groups == g].sum()
+        a2 = (shares[g] / shares.sum() * b) ** 2
+        proj = np.eye(b.size) - np.outer(np.ones(b.size), b)  # residuals e = P y
+        m = proj.T @ np.diag(a2) @ proj
+        var, tr_m, tr_m2 = var + a2.sum(), tr_m + np.trace(m), tr_m2 + np.trace(m @ m)
+    return var / tr_m, tr_m**2 / tr_m2
+
+
+def test_slot_design_equal_weights_is_the_n_minus_one_rule() -> None:
+    assert slot_design(np.ones(12)) == pytest.approx((12 / 11, 11))
+    assert slot_design(np.ones(30), np.repeat(np.arange(3), 10)) == pytest.approx((10 / 9, 27))
+    assert np.isnan(slot_design([1.0])).all() and np.isnan(slot_design([1.0, 3.0])).all()  # < 2 effective slots
+    assert slot_design([2.0, 2.0]) == pytest.approx((2.0, 1.0))
+
+
+def test_slot_design_matches_its_matrix_definition() -> None:
+    rng = np.random.default_rng(4)
+    w = rng.lognormal(0.0, 1.0, 40)
+    groups = np.repeat(np.arange(4), [5, 10, 15, 10])
+    shares = np.array([0.1, 0.2, 0.3, 0.4])
+    assert slot_design(w, groups, shares) == pytest.approx(_design_by_matrices(w, groups, shares), rel=1e-10)
+    assert slot_design(w) == pytest.approx(_design_by_matrices(w, np.zeros(40, int), np.ones(1)), rel=1e-10)
+
+
+def test_slot_design_gives_the_variance_and_degrees_of_freedom_of_the_sandwich() -> None:
+    """Weighted means of normal slots: factor × E[V̂] is the variance, and V̂ has the stated df."""
+    rng = np.random.default_rng(5)
+    w = rng.lognormal(0.0, 1.2, 30)
+    a = w / w.sum()
+    y = rng.standard_normal((40000, w.size))
+    resid = y - (y @ a)[:, None]
+    v_hat = (resid**2) @ (a**2)
+    factor, df = slot_design(w)
+    assert factor * v_hat.mean() == pytest.approx((a**2).sum(), rel=0.02)
+    assert 2 * v_hat.mean() ** 2 / v_hat.var() == pytest.approx(df, rel=0.1)
+    assert df < effective_slots(w) - 1  # Kish's count overstates the degrees of freedom
+
+
+def test_weighted_t_test_keeps_its_size_in_the_far_tail() -> None:
+    """Counter-offer-like levels (×36 from the smallest to the largest): at α = 0.005 the t-test with
+    slot_design's df rejects at most at its level (Satterthwaite's df errs on the safe side: 0.66 α
+    here); with Kish's effective count − 1 it rejects more often than α (1.24 α)."""
+    rng = np.random.default_rng(6)
+    w = np.repeat(np.geomspace(6.0, 218.0, 27), 2)
+    a = w / w.sum()
+    y = rng.standard_normal((60000, w.size))
+    est = y @ a
+    se = np.sqrt(((y - est[:, None]) ** 2) @ (a**2))
+    factor, df = slot_design(w)
+    t = np.abs(est) / (se * np.sqrt(factor))
+    alpha = 0.005
+    new = float(np.mean(2 * stats.t.sf(t, df) < alpha))
+    n_eff = effective_slots(w)
+    kish = float(np.mean(2 * stats.t.sf(np.abs(est) / (se * np.sqrt(n_eff / (n_eff - 1))), n_eff - 1) < alpha))
+    assert 0.4 * alpha < new <= alpha
+    assert kish > 1.15 * alpha
+
+
+def test_proportion_interval_with_no_violation_is_wilson_on_the_pairs() -> None:
+    reps = np.zeros((1, 500))
+    low, high = slot_proportion_interval(0.0, reps, 100, 10, 5)
+    t = stats.t.isf(0.025, 5)
+    assert low[0] == 0.0 and high[0] == pytest.approx(100 * t * t / (100 + t * t))
+    _, w_high = wilson_interval(0, 100)
+    assert high[0] > 100 * w_high  # t with 5 df, not z
+
+
+def test_proportion_interval_is_the_slot_interval_with_many_slots() -> None:
+    rng = np.random.default_rng(7)
+    reps = rng.normal(20.0, 1.0, (1, 4000))
+    low, high = slot_proportion_interval(20.0, reps, 50000, 1000)
+    s_low, s_high = slot_interval(20.0, reps, 1000)
+    assert low[0] == pytest.approx(s_low[0], abs=0.15) and high[0] == pytest.approx(s_high[0], abs=0.15)
+    assert np.isnan(slot_proportion_interval(20.0, reps, 50, 1)).all()  # one slot: no interval

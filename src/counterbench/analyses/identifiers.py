@@ -50,7 +50,7 @@ from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
-from counterbench.stats.inference import effective_slots, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import slot_design, slot_interval, slot_t_pvalue
 
 __all__ = ["identifier_tables", "max_relative_gap", "study_canonical_pairs"]
 
@@ -113,14 +113,14 @@ def _adjusted_means(totals: FloatArray, k: int) -> FloatArray:
         return np.asarray(level[:, None] + totals[:, :k] / totals[:, k : 2 * k], dtype=np.float64)
 
 
-def _interval(reps: FloatArray | None, confidence: float, n_slots: float | None = None,
+def _interval(reps: FloatArray | None, confidence: float, design: tuple[float, float] | None = None,
               estimate: float = np.nan) -> tuple[float, float]:
-    """Percentile interval of ``reps``; with ``n_slots``, the slot interval around ``estimate``
-    (:func:`counterbench.stats.inference.slot_interval`)."""
+    """Percentile interval of ``reps``; with ``design`` (variance factor, df: :func:`slot_design`), the
+    slot interval around ``estimate`` (:func:`counterbench.stats.inference.slot_interval`)."""
     if reps is None:
         return np.nan, np.nan
-    if n_slots is not None:
-        lo, hi = slot_interval(estimate, reps[None, :], n_slots, 1, confidence)
+    if design is not None:
+        lo, hi = slot_interval(estimate, reps[None, :], 2, 1, confidence, factor=design[0], df=design[1])
         return float(lo[0]), float(hi[0])
     low, high = percentile_interval(reps, confidence)
     return float(low), float(high)
@@ -178,10 +178,11 @@ def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositi
     n = r.size
     gap = float(relative_gap(r.mean(), c.mean(), signed=True, nonpositive=nonpositive)) if n else np.nan
     reps = None if totals is None else relative_gap(totals[:, 0], totals[:, 1], signed=True, nonpositive=nonpositive)
-    n_eff = effective_slots(np.abs(r) + np.abs(c))
-    low, high = _interval(reps, confidence, n_eff, gap)
-    p = float(slot_t_pvalue(gap, reps[None, :], n_eff)[0]) if reps is not None else np.nan
-    return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps, "_n_eff": n_eff,
+    design = slot_design(np.abs(r) + np.abs(c))  # a slot weighs its answers' level (a gap of sums)
+    low, high = _interval(reps, confidence, design, gap)
+    p = (float(slot_t_pvalue(gap, reps[None, :], 2, factor=design[0], df=design[1])[0]) if reps is not None
+         else np.nan)
+    return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps,
             "_above": int(np.count_nonzero(r > c)), "_below": int(np.count_nonzero(r < c)),
             "sign_consistency": float(np.count_nonzero(r > c) * 100.0 / n) if n else np.nan,
             "tie_share": float(np.count_nonzero(r == c) * 100.0 / n) if n else np.nan,

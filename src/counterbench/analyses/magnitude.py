@@ -23,7 +23,11 @@ Decisions:
 - **Fairness ablation** (App. E): the standard arm is restricted to the slots the fairness run
   covers (same use cases, profiles, question variants), so the two means compare like with like;
   relative change = (fair − standard) / standard × 100; intervals and marks as for the language
-  shift (family: one model's languages), slots matched on the whole slot key.
+  shift (family: one model's languages); the unit resampled is the use case × profile × question
+  variant with all its axes (the axes of one profile and question are not independent), matched
+  between the two prompts.
+- **Small-sample correction** of both: the variance factor and Bell–McCaffrey degrees of freedom of
+  :func:`counterbench.stats.inference.slot_design`, a slot weighing its share of the pairs.
 - **Merit sensitivity** (App. D): Δ% between every pair of profiles within (identifier, question
   variant) (:func:`counterbench.stats.robustness.profile_pair_gaps`), stratified by model ×
   language × use case; the cluster interval resamples (axis, identifier, question variant) slots.
@@ -52,7 +56,7 @@ from counterbench.analyses.schema import heavy_axes_column
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps
-from counterbench.stats.inference import slot_interval, slot_t_pvalue
+from counterbench.stats.inference import slot_design, slot_interval, slot_t_pvalue
 from counterbench.stats.robustness import profile_pair_gaps
 from counterbench.stats.seeding import stable_seed
 
@@ -207,8 +211,11 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = diff(suff.sum(axis=0)[None, :])
         reps = diff(cluster_weights(np.random.default_rng(seed), n, int(n_boot)) @ suff)[None, :]
-    low, high = slot_interval(estimate, reps, n, 1, confidence)
-    out.update(ci_low=float(low[0]), ci_high=float(high[0]), p_value=float(slot_t_pvalue(estimate, reps, n)[0]))
+    # a slot weighs its share of each arm's pairs (equal when every slot has the same identifiers)
+    factor, df = slot_design(suff[:, 1] / suff[:, 1].sum() + suff[:, 3] / suff[:, 3].sum())
+    low, high = slot_interval(estimate, reps, n, 1, confidence, factor=factor, df=df)
+    out.update(ci_low=float(low[0]), ci_high=float(high[0]),
+               p_value=float(slot_t_pvalue(estimate, reps, n, factor=factor, df=df)[0]))
     return out
 
 
@@ -276,7 +283,9 @@ def fairness_ablation(standard: pd.DataFrame, fairness: pd.DataFrame, profile: A
     s_index = {tuple(r): i for i, r in enumerate(cs.keys.astype(str).itertuples(index=False, name=None))}
     use_cases = fairness.assign(**{c: fairness[c].astype(str) for c in ("model", "language", "use_case")}).groupby(
         ["model", "language"], sort=False)["use_case"].agg(lambda s: ",".join(dict.fromkeys(s)))
-    fair_codes, std_codes = _slot_codes([fair.pairs.slot_keys, std.pairs.slot_keys], slots)
+    # the unit resampled: use case × profile × question variant, all axes of it together
+    fair_codes, std_codes = _slot_codes([fair.pairs.slot_keys, std.pairs.slot_keys],
+                                        [c for c in slots if c != "axis"])
     fair_model = fair.pairs.slot_keys["model"].astype(str).to_numpy()[fair.pairs.slot]
     fair_lang = fair.pairs.slot_keys["language"].astype(str).to_numpy()[fair.pairs.slot]
     std_model = std.pairs.slot_keys["model"].astype(str).to_numpy()[std.pairs.slot]

@@ -14,7 +14,9 @@ Decisions:
   level (in the quick preset the strongest profile's salary would otherwise outweigh the weakest's
   four to one), and each use case's unit (rupees, percent) cancels. Replicates: the mean of the
   use cases' replicates (each use case's slots are resampled independently: a stratified slot
-  bootstrap); interval and p with df = slots − use cases and the n̄/(n̄−1) factor; sign consistency
+  bootstrap); interval and p with the variance factor and Bell–McCaffrey degrees of freedom of that
+  stratified mean (:func:`counterbench.stats.inference.slot_design`: a slot of a use case with few
+  slots weighs more, so df is below slots − use cases — 70 rather than 220 on full English); sign consistency
   over every matched slot. A use case with a single matched slot is left out (a resample of one slot
   has no spread, which would make the interval too narrow). This is the figure the headline finding
   reads, and the only one the quick preset (2 slots per use case) can test. Family for the marks:
@@ -36,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_design, slot_interval, slot_t_pvalue
 
 __all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
 
@@ -69,9 +71,11 @@ def _overall(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
         low = high = p = np.nan
         if len(reps_list) == len(part):
             reps = np.mean(np.vstack(reps_list), axis=0)[None, :]
-            lo, hi = slot_interval(gap, reps, n, len(part), confidence)
+            sizes = part["_slot_n"].to_numpy(np.int64)  # equal use-case weights, equal slots within
+            factor, df = slot_design(np.ones(int(sizes.sum())), np.repeat(np.arange(sizes.size), sizes))
+            lo, hi = slot_interval(gap, reps, n, len(part), confidence, factor=factor, df=df)
             low, high = float(lo[0]), float(hi[0])
-            p = float(slot_t_pvalue(gap, reps, n, len(part))[0])
+            p = float(slot_t_pvalue(gap, reps, n, len(part), factor=factor, df=df)[0])
         model, language, axis, reference, comparison = key
         records.append({"model": model, "language": language, "axis": axis, "reference": reference,
                         "comparison": comparison, "gap": gap, "ci_low": low, "ci_high": high,
@@ -87,7 +91,7 @@ def cpg_tables(rows: list[dict[str, Any]], confidence: float) -> tuple[pd.DataFr
     cpg = pd.DataFrame.from_records(rows)
     if not cpg.empty:
         cpg["n_agree"] = cpg["_above"].where(cpg["gap"] > 0, cpg["_below"].where(cpg["gap"] < 0, 0))
-        cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below", "_n_eff", "_slot_gap", "_slot_reps",
+        cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below", "_slot_gap", "_slot_reps",
                                           "_slot_n"]))
     return cpg, overall
 

@@ -10,7 +10,9 @@ exp(σ z). Then the canonical pair gap of one cell (a gap of sums) has standard 
 equal levels ``100 · sqrt(2) · σ / sqrt(n)``); ``cpg_overall`` (the mean over U use cases of mean
 per-slot gaps) has ``sqrt(Σ_u 2 · 100² σ² / n_u) / U`` over the use cases with ≥ 2 matched slots.
 
-Decision rule (as in the analysis): a t-test on the slot bootstrap with df = slots − use cases, at the
+Decision rule (as in the analysis): a t-test on the slot bootstrap with the analysis's degrees of
+freedom (:func:`counterbench.stats.inference.slot_design`: slots − 1 for equal answer levels, fewer
+for unequal levels or use cases of unequal size), at the
 level Benjamini–Hochberg gives a *single* real gap among the m tested in the model's family,
 α / m — conservative when several gaps are real. Power for a true gap δ is that of a noncentral t
 with noncentrality δ / SE (scipy's ``nct``); the minimum detectable gap solves power(δ) = 0.8.
@@ -32,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from counterbench.stats.inference import ALPHA, MIN_SLOTS
+from counterbench.stats.inference import ALPHA, MIN_SLOTS, slot_design
 
 __all__ = ["POWER", "design_power", "detectable_gap", "gap_power", "noise_from_values", "power_table"]
 
@@ -90,8 +92,9 @@ def _cells(frame: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], 
         n = len(matched)
         spread = (float(np.sqrt((b * b).sum()) / b.sum()) if b.size and b.sum() > 0
                   else (1 / np.sqrt(n) if n else np.nan))
+        df = slot_design(b)[1] if b.size >= 2 else np.nan  # the analysis's df for a gap of sums
         records.append({**{c: str(v) for c, v in parts.items()}, "reference": ref, "comparison": comp,
-                        "n_slots": n, "_spread": spread})
+                        "n_slots": n, "_spread": spread, "_df": df if np.isfinite(df) else n - 1})
     return pd.DataFrame.from_records(records)
 
 
@@ -103,7 +106,7 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     sigma = cells["model"].map(noise) if isinstance(noise, Mapping) else pd.Series(float(noise), index=cells.index)
     cells = cells.assign(noise_sd=sigma.astype(float))
     cells["se"] = 100.0 * np.sqrt(2.0) * cells["noise_sd"] * cells["_spread"]
-    cells["df"] = cells["n_slots"] - 1
+    cells["df"] = cells["_df"]
     cells["testable"] = cells["n_slots"] >= MIN_SLOTS
     cells["family_size"] = cells.groupby(list(by))["testable"].transform("sum")
     usable = cells[cells["n_slots"] >= 2].assign(
@@ -112,10 +115,11 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
         n_slots=("n_slots", "sum"), n_use_cases=("n_slots", "size"), noise_sd=("noise_sd", "first"),
         se=("_var", lambda v: float(np.sqrt(v.sum())) / len(v))).reset_index()
     pooled["use_case"] = ALL_USE_CASES
-    pooled["df"] = pooled["n_slots"] - pooled["n_use_cases"]
+    sizes = usable.groupby([*by, "language", "axis", "reference", "comparison"], sort=False)["n_slots"].agg(list)
+    pooled["df"] = [slot_design(np.ones(int(sum(n))), np.repeat(np.arange(len(n)), n))[1] for n in sizes]
     pooled["testable"] = pooled["n_slots"] >= MIN_SLOTS
     pooled["family_size"] = pooled.groupby(list(by))["n_slots"].transform("size")
-    out = pd.concat([cells.drop(columns=["_spread"]), pooled], ignore_index=True)
+    out = pd.concat([cells.drop(columns=["_spread", "_df"]), pooled], ignore_index=True)
     out["alpha"] = alpha / out["family_size"].clip(lower=1)
     out["mde"] = [detectable_gap(se, df, a, power) if ok else np.nan
                   for se, df, a, ok in zip(out["se"], out["df"], out["alpha"], out["testable"], strict=True)]

@@ -45,7 +45,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from counterbench.stats.cluster_bootstrap import cluster_weights
-from counterbench.stats.inference import slot_interval
+from counterbench.stats.inference import slot_interval, slot_proportion_interval
 from counterbench.stats.intervals import percentile_interval, wilson_interval
 from counterbench.stats.seeding import stable_seed
 
@@ -319,7 +319,8 @@ def _slot_interval(estimate: FloatArray, reps: FloatArray, cells: CellReplicates
 def summarise_cells(cells: CellReplicates, confidence: float = 0.95) -> pd.DataFrame:
     """Tidy frame: keys + ``n_pairs, n_slots, mean_delta, ci_low, ci_high`` (the 95% CI: slots resampled,
     corrected for few slots, :func:`counterbench.stats.inference.slot_interval`) ``, pair_ci_low,
-    pair_ci_high`` (pairs resampled: the paper's method) ``, v10, v10_ci_low, v10_ci_high`` (slots)
+    pair_ci_high`` (pairs resampled: the paper's method) ``, v10, v10_ci_low, v10_ci_high`` (slots:
+    :func:`counterbench.stats.inference.slot_proportion_interval`)
     ``, v10_pair_ci_low, v10_pair_ci_high`` (pairs) ``, v10_wilson_ci_low, v10_wilson_ci_high``.
 
     ``v10`` holds Violation@τ in % for the τ of the bootstrap (10 unless told otherwise).
@@ -335,8 +336,12 @@ def summarise_cells(cells: CellReplicates, confidence: float = 0.95) -> pd.DataF
     out["pair_ci_low"], out["pair_ci_high"] = _interval(cells.pair, confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["v10"] = np.where(cells.n > 0, cells.exceed * 100.0 / cells.n, np.nan)
-    out["v10_ci_low"], out["v10_ci_high"] = _slot_interval(out["v10"].to_numpy(np.float64), cells.violation_cluster,
-                                                           cells, confidence)
+    if cells.violation_cluster.shape[1]:  # Wilson on the slots' effective count (Korn–Graubard)
+        out["v10_ci_low"], out["v10_ci_high"] = slot_proportion_interval(
+            out["v10"].to_numpy(np.float64), cells.violation_cluster, cells.n, cells.n_slots, cells.n_groups,
+            confidence)
+    else:
+        out["v10_ci_low"] = out["v10_ci_high"] = np.nan
     out["v10_pair_ci_low"], out["v10_pair_ci_high"] = _interval(cells.violation_pair, confidence)
     low, high = wilson_interval(cells.exceed, cells.n, confidence)
     out["v10_wilson_ci_low"], out["v10_wilson_ci_high"] = low * 100.0, high * 100.0
