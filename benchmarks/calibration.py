@@ -96,6 +96,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--seed-offset", type=int, default=0,
+                        help="added to every scenario's seed: independent replicates to pool with an earlier run")
     args = parser.parse_args()
     from tests.analyses.calibration_sim import Scenario, planted_pairs, run_scenario
 
@@ -104,21 +106,24 @@ def main() -> None:
 
     scenarios = {
         "full_english_null": lambda: run_scenario(Scenario("full_english_null", "full_english", n(500),
-                                                           bootstrap=args.bootstrap, seed=1)),
-        "quick_null": lambda: run_scenario(Scenario("quick_null", "quick", n(500), bootstrap=args.bootstrap, seed=2)),
+                                                           bootstrap=args.bootstrap, seed=1 + args.seed_offset)),
+        "quick_null": lambda: run_scenario(Scenario("quick_null", "quick", n(500), bootstrap=args.bootstrap,
+                                                    seed=2 + args.seed_offset)),
         "full_english_planted": lambda: run_scenario(Scenario("full_english_planted", "full_english", n(500),
-                                                              planted_pairs(15.0), bootstrap=args.bootstrap, seed=3)),
+                                                              planted_pairs(15.0), bootstrap=args.bootstrap,
+                                                              seed=3 + args.seed_offset)),
         "quick_planted": lambda: run_scenario(Scenario("quick_planted", "quick", n(500), planted_pairs(15.0),
-                                                       bootstrap=args.bootstrap, seed=4)),
+                                                       bootstrap=args.bootstrap, seed=4 + args.seed_offset)),
         "quick_power_check": lambda: power_check(args.scale, args.bootstrap),
         "salary_languages_fairness_null": lambda: run_scenario(Scenario(
             "salary_languages_fairness_null", "salary_both_languages_fairness", n(500), bootstrap=args.bootstrap,
-            seed=5)),
+            seed=5 + args.seed_offset)),
         "threshold": lambda: threshold(args.scale, args.bootstrap),
     }
     report: dict[str, Any] = {"benchmark": "calibration", "python": platform.python_version(),
                               "cpu_count": os.cpu_count(), "load_average_before": os.getloadavg(),
-                              "scale": args.scale, "bootstrap": args.bootstrap, "results": {}, "seconds": {}}
+                              "scale": args.scale, "bootstrap": args.bootstrap, "seed_offset": args.seed_offset,
+                              "results": {}, "seconds": {}}
     for name, run in scenarios.items():
         if args.only and name not in args.only:
             continue
