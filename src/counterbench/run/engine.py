@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -161,30 +161,17 @@ class Engine:
 
     # -- main loop -----------------------------------------------------------------------------
 
-    async def run(self) -> str:
-        """Run every lane to completion or until stopped; return ``completed``/``interrupted``/... ."""
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[None]:
+        """A run's frame: the stop event, the Ctrl-C/SIGTERM handlers, the writer on this event loop and
+        the progress ticker; all undone on leaving (the caller then flushes the writer)."""
         self._stop_event = asyncio.Event()
         loop = asyncio.get_running_loop()
         installed = self._install_signal_handlers(loop)
         self.writer.attach(loop)
         ticker = asyncio.create_task(self._tick()) if self.display.mode != "off" else None
         try:
-            for lane in self.lanes:
-                self._serve_from_cache(lane)
-                lane.groups = lane.work.iter_groups()
-                cap = min(self.settings.concurrency, backend_concurrency(lane.backend) or self.settings.concurrency)
-                n = min(cap, len(lane.work.groups))
-                lane.limit = AdaptiveLimit(cap)
-                for _ in range(n):
-                    task = asyncio.create_task(self._worker(lane))
-                    task.add_done_callback(self._worker_done)
-                    self._workers.append(task)
-            results = await asyncio.gather(*self._workers, return_exceptions=True)
-            while self._retries:  # the workers are done; wait for the retries still pending
-                results += await asyncio.gather(*list(self._retries), return_exceptions=True)
-            errors = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
-            if errors:
-                raise errors[0]
+            yield
         finally:
             if ticker is not None:
                 ticker.cancel()
@@ -193,6 +180,29 @@ class Engine:
             for sig in installed:
                 loop.remove_signal_handler(sig)
             self.writer.attach(None)
+
+    async def run(self) -> str:
+        """Run every lane to completion or until stopped; return ``completed``/``interrupted``/... ."""
+        try:
+            async with self._session():
+                for lane in self.lanes:
+                    self._serve_from_cache(lane)
+                    lane.groups = lane.work.iter_groups()
+                    cap = min(self.settings.concurrency, backend_concurrency(lane.backend) or self.settings.concurrency)
+                    n = min(cap, len(lane.work.groups))
+                    lane.limit = AdaptiveLimit(cap)
+                    for _ in range(n):
+                        task = asyncio.create_task(self._worker(lane))
+                        task.add_done_callback(self._worker_done)
+                        self._workers.append(task)
+                results = await asyncio.gather(*self._workers, return_exceptions=True)
+                while self._retries:  # the workers are done; wait for the retries still pending
+                    results += await asyncio.gather(*list(self._retries), return_exceptions=True)
+                errors = [r for r in results
+                          if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
+                if errors:
+                    raise errors[0]
+        finally:
             self.writer.flush()
             self.display.refresh()
         return self.stop_reason or "completed"

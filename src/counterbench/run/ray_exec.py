@@ -98,43 +98,32 @@ class RayEngine(Engine):
     async def _run(self) -> str:
         import ray
 
-        self._stop_event = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        installed = self._install_signal_handlers(loop)
-        self.writer.attach(loop)
-        ticker = asyncio.create_task(self._tick()) if self.display.mode != "off" else None
         try:
-            for lane in self.lanes:
-                self._serve_from_cache(lane)
-            busy = [lane for lane in self.lanes if lane.work.groups]
-            if busy:
-                started = time.perf_counter()
-                self._start_limiter(busy)
-                # every model's workers start at once (each lane creates its actors before awaiting them)
-                pools = await asyncio.gather(*[self._start_actors(lane, len(busy)) for lane in busy])
-                self._timing["startup_s"] = time.perf_counter() - started
-                drivers = [
-                    self._drive(lane, actor, self._batches(lane))
-                    for lane, pool in zip(busy, pools, strict=True)
-                    for actor in pool
-                    for _ in range(BATCHES_PER_ACTOR)
-                ]
-                # every slot of a lane pulls from the lane's one batch iterator (shared generator)
-                answering = time.perf_counter()
-                results = await asyncio.gather(*drivers, return_exceptions=True)
-                self._timing["answering_s"] = time.perf_counter() - answering
-                errors = [r for r in results if isinstance(r, BaseException)
-                          and not isinstance(r, asyncio.CancelledError)]
-                if errors:
-                    raise errors[0]
+            async with self._session():
+                for lane in self.lanes:
+                    self._serve_from_cache(lane)
+                busy = [lane for lane in self.lanes if lane.work.groups]
+                if busy:
+                    started = time.perf_counter()
+                    self._start_limiter(busy)
+                    # every model's workers start at once (each lane creates its actors before awaiting them)
+                    pools = await asyncio.gather(*[self._start_actors(lane, len(busy)) for lane in busy])
+                    self._timing["startup_s"] = time.perf_counter() - started
+                    drivers = [
+                        self._drive(lane, actor, self._batches(lane))
+                        for lane, pool in zip(busy, pools, strict=True)
+                        for actor in pool
+                        for _ in range(BATCHES_PER_ACTOR)
+                    ]
+                    # every slot of a lane pulls from the lane's one batch iterator (shared generator)
+                    answering = time.perf_counter()
+                    results = await asyncio.gather(*drivers, return_exceptions=True)
+                    self._timing["answering_s"] = time.perf_counter() - answering
+                    errors = [r for r in results if isinstance(r, BaseException)
+                              and not isinstance(r, asyncio.CancelledError)]
+                    if errors:
+                        raise errors[0]
         finally:
-            if ticker is not None:
-                ticker.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await ticker
-            self.writer.attach(None)
-            for sig in installed:
-                loop.remove_signal_handler(sig)
             self._report()
             for actor in [*self._actors, self._limiter]:
                 if actor is not None:
