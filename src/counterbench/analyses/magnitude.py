@@ -26,8 +26,10 @@ Decisions:
   shift (family: one model's languages); the unit resampled is the use case × profile × question
   variant with all its axes (the axes of one profile and question are not independent), matched
   between the two prompts.
-- **Small-sample correction** of both: the variance factor and Bell–McCaffrey degrees of freedom of
-  :func:`counterbench.stats.inference.slot_design`, a slot weighing its share of the pairs.
+- **Small-sample correction** of both intervals: the variance factor and Bell–McCaffrey degrees of
+  freedom of :func:`counterbench.stats.inference.slot_design`, a slot weighing its share of the pairs.
+  Their p: the swap test of the two arms slot by slot (:mod:`counterbench.stats.swap_test`), exact
+  under "the language (the prompt) changes nothing"; a mark also needs the interval to exclude 0.
 - **Merit sensitivity** (App. D): Δ% between every pair of profiles within (identifier, question
   variant) (:func:`counterbench.stats.robustness.profile_pair_gaps`), stratified by model ×
   language × use case; the cluster interval resamples (axis, identifier, question variant) slots.
@@ -56,9 +58,10 @@ from counterbench.analyses.schema import heavy_axes_column
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps
-from counterbench.stats.inference import slot_design, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import slot_design, slot_interval
 from counterbench.stats.robustness import profile_pair_gaps
 from counterbench.stats.seeding import stable_seed
+from counterbench.stats.swap_test import SwapTest
 
 __all__ = [
     "SLOT_COLUMNS",
@@ -190,9 +193,9 @@ def _pair_interval(a: CellReplicates, ia: int, b: CellReplicates, ib: int, confi
 def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: IntArray, *, n_boot: int,
                       seed: int, confidence: float) -> dict[str, float]:
     """Paired slot bootstrap of mean(x) − mean(y): ``ci_low``, ``ci_high`` (expanded percentile),
-    ``p_value`` and ``n_slots``; ``*_slot`` are matched slot codes (a slot code shared by both arms is
-    resampled jointly). Same scheme as
-    :func:`counterbench.stats.cluster_bootstrap.cluster_bootstrap_mean_difference`."""
+    ``p_value`` (the swap test of the two arms slot by slot, :mod:`counterbench.stats.swap_test`) and
+    ``n_slots``; ``*_slot`` are matched slot codes (a slot code shared by both arms is resampled
+    jointly). Same scheme as :func:`counterbench.stats.cluster_bootstrap.cluster_bootstrap_mean_difference`."""
     ok_x, ok_y = ~np.isnan(x), ~np.isnan(y)
     k = int(max(x_slot.max(initial=-1), y_slot.max(initial=-1))) + 1
     suff = np.column_stack([
@@ -206,7 +209,10 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
 
     n = suff.shape[0]
     out = {"ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "n_slots": float(n)}
-    if n_boot <= 0 or n == 0:
+    if n == 0:
+        return out
+    out["p_value"] = SwapTest(seed).pvalue(suff, suff[:, [2, 3, 0, 1]], diff)
+    if n_boot <= 0:
         return out
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = diff(suff.sum(axis=0)[None, :])
@@ -214,8 +220,7 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
     # a slot weighs its share of each arm's pairs (equal when every slot has the same identifiers)
     factor, df = slot_design(suff[:, 1] / suff[:, 1].sum() + suff[:, 3] / suff[:, 3].sum())
     low, high = slot_interval(estimate, reps, n, 1, confidence, factor=factor, df=df)
-    out.update(ci_low=float(low[0]), ci_high=float(high[0]),
-               p_value=float(slot_t_pvalue(estimate, reps, n, factor=factor, df=df)[0]))
+    out.update(ci_low=float(low[0]), ci_high=float(high[0]))
     return out
 
 

@@ -30,9 +30,11 @@ rather than t tails. Decisions:
 - **p-value** of "the statistic is 0": the matching t-test, so an interval excludes 0 exactly when
   p < 0.05. Smooth (no floor at 1 / replicates), so Benjamini–Hochberg can rank small p-values.
 - **Too little data**: a comparison resting on fewer than :data:`MIN_SLOTS` slots is not tested
-  (no p, no mark; the report says "too few matched prompts to test (n = …)"). The value is chosen
-  from the coverage simulation in ``benchmarks/calibration.py`` (docs/analysis.md gives the figures):
-  the smallest n at which the expanded slot interval of a canonical pair gap covered ≥ 93%.
+  (no mark; the report says "too few matched prompts to test (n = …)"). Marks come from the exact swap
+  test (:mod:`counterbench.stats.swap_test`), whose smallest p with n slots is 2 / 2ⁿ: five slots
+  cannot go below 0.0625, six reach 0.031 — so 6. (The interval alone needs 3: the smallest n at
+  which the expanded slot interval of a canonical pair gap covered ≥ 93% under every answer law
+  simulated in ``benchmarks/calibration.py``; docs/analysis.md gives the figures.)
 - **Multiplicity**: marks are Benjamini–Hochberg q ≤ α within a *family*: by default one model's
   rows of one table, so a model's marks do not depend on which other models were audited with it.
   Under the complete null (no effect anywhere in the family) BH controls the family-wise error rate
@@ -53,6 +55,7 @@ from counterbench.stats.multiple_testing import benjamini_hochberg
 __all__ = [
     "ALPHA",
     "MIN_SLOTS",
+    "MIN_SLOTS_INTERVAL",
     "effective_slots",
     "family_marks",
     "slot_design",
@@ -65,7 +68,9 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 ALPHA = 0.05
 #: fewest slots (matched prompts) a comparison needs before it is tested; see the module docstring
-MIN_SLOTS = 3
+MIN_SLOTS = 6
+#: fewest slots whose slot interval covered ≥ 93% in simulation (an interval is shown from here)
+MIN_SLOTS_INTERVAL = 3
 
 
 def effective_slots(weights: npt.ArrayLike) -> float:

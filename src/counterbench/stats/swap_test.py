@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFAULT_SWAPS", "EXACT_UP_TO", "SwapTest"]
+__all__ = ["DEFAULT_SWAPS", "EXACT_UP_TO", "SwapTest", "attainable_level"]
 
 FloatArray = npt.NDArray[np.float64]
 Statistic = Callable[[FloatArray], FloatArray]
@@ -42,6 +42,17 @@ Statistic = Callable[[FloatArray], FloatArray]
 DEFAULT_SWAPS = 9999
 #: the largest number of slots whose 2ⁿ arrangements are all enumerated
 EXACT_UP_TO = 13
+
+
+def attainable_level(n_slots: int, alpha: float, exact_up_to: int = EXACT_UP_TO, n_swaps: int = DEFAULT_SWAPS) -> float:
+    """The largest level ≤ ``alpha`` at which a swap test of ``n_slots`` slots rejects with exactly that
+    probability under the null: with all ``2ⁿ`` arrangements p moves in steps of ``2 / 2ⁿ`` (an
+    arrangement and its mirror are equally far from 0), with random ones in steps of ``1 / (1 + B)``.
+    0 when even the smallest p is above ``alpha``."""
+    if n_slots <= 0:
+        return 0.0
+    step = 2.0 / 2.0**n_slots if n_slots <= exact_up_to else 1.0 / (1.0 + n_swaps)
+    return float(np.floor(alpha / step + 1e-9) * step)
 
 
 class SwapTest:
