@@ -50,7 +50,7 @@ from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
-from counterbench.stats.inference import slot_design, slot_interval
+from counterbench.stats.inference import both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
 from counterbench.stats.seeding import stable_seed
 from counterbench.stats.swap_test import SwapTest
 
@@ -176,8 +176,9 @@ def _mog_suff(cell: _Cell) -> FloatArray:
 def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositive: Nonpositive,
               confidence: float, swaps: SwapTest) -> dict[str, object]:
     """Signed relative gap of two identifiers' means on their matched slots ``r``, ``c``; ``totals``:
-    replicate sums of [r, c] (see :func:`_cpg_suff`). Interval: the slot bootstrap's; p: the swap test
-    of the two identities slot by slot (:mod:`counterbench.stats.swap_test`)."""
+    replicate sums of [r, c] (see :func:`_cpg_suff`). Interval: the slot bootstrap's; p: the larger of
+    the swap test's (the two identities swapped slot by slot, :mod:`counterbench.stats.swap_test`) and
+    the interval's t-test's (:func:`counterbench.stats.inference.both_tests_pvalue`)."""
     n = r.size
     gap = float(relative_gap(r.mean(), c.mean(), signed=True, nonpositive=nonpositive)) if n else np.nan
     reps = None if totals is None else relative_gap(totals[:, 0], totals[:, 1], signed=True, nonpositive=nonpositive)
@@ -187,7 +188,10 @@ def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositi
     def gap_of(t: FloatArray) -> FloatArray:
         return relative_gap(t[:, 0], t[:, 1], signed=True, nonpositive=nonpositive)
 
-    p = swaps.pvalue(np.column_stack([r, c]), np.column_stack([c, r]), gap_of) if n else np.nan
+    p_swap = swaps.pvalue(np.column_stack([r, c]), np.column_stack([c, r]), gap_of) if n else np.nan
+    p_t = (float(slot_t_pvalue(gap, reps[None, :], 2, factor=design[0], df=design[1])[0]) if reps is not None
+           else np.nan)
+    p = both_tests_pvalue(p_swap, p_t)
     return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps,
             "_above": int(np.count_nonzero(r > c)), "_below": int(np.count_nonzero(r < c)),
             "sign_consistency": float(np.count_nonzero(r > c) * 100.0 / n) if n else np.nan,

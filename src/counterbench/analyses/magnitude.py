@@ -58,7 +58,7 @@ from counterbench.analyses.schema import heavy_axes_column
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps
-from counterbench.stats.inference import slot_design, slot_interval
+from counterbench.stats.inference import both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
 from counterbench.stats.robustness import profile_pair_gaps
 from counterbench.stats.seeding import stable_seed
 from counterbench.stats.swap_test import SwapTest
@@ -211,7 +211,7 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
     out = {"ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "n_slots": float(n)}
     if n == 0:
         return out
-    out["p_value"] = SwapTest(seed).pvalue(suff, suff[:, [2, 3, 0, 1]], diff)
+    p_swap = SwapTest(seed).pvalue(suff, suff[:, [2, 3, 0, 1]], diff)
     if n_boot <= 0:
         return out
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -220,7 +220,8 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
     # a slot weighs its share of each arm's pairs (equal when every slot has the same identifiers)
     factor, df = slot_design(suff[:, 1] / suff[:, 1].sum() + suff[:, 3] / suff[:, 3].sum())
     low, high = slot_interval(estimate, reps, n, 1, confidence, factor=factor, df=df)
-    out.update(ci_low=float(low[0]), ci_high=float(high[0]))
+    p_t = float(slot_t_pvalue(estimate, reps, n, factor=factor, df=df)[0])
+    out.update(ci_low=float(low[0]), ci_high=float(high[0]), p_value=both_tests_pvalue(p_swap, p_t))
     return out
 
 

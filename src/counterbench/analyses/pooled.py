@@ -41,7 +41,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_design, slot_interval
+from counterbench.stats.inference import (
+    MIN_SLOTS,
+    both_tests_pvalue,
+    family_marks,
+    slot_design,
+    slot_interval,
+    slot_t_pvalue,
+)
 from counterbench.stats.swap_test import SwapTest
 
 __all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
@@ -76,17 +83,18 @@ def _overall(rows: list[dict[str, Any]], confidence: float, swaps: SwapTest) -> 
         n = int(part["_slot_n"].sum())
         above, below = int(part["_above"].sum()), int(part["_below"].sum())
         reps_list = [r for r in part["_slot_reps"] if r is not None]
-        low = high = p = np.nan
+        low = high = p_t = np.nan
         if len(reps_list) == len(part):
             reps = np.mean(np.vstack(reps_list), axis=0)[None, :]
             sizes = part["_slot_n"].to_numpy(np.int64)  # equal use-case weights, equal slots within
             factor, df = slot_design(np.ones(int(sizes.sum())), np.repeat(np.arange(sizes.size), sizes))
             lo, hi = slot_interval(gap, reps, n, len(part), confidence, factor=factor, df=df)
             low, high = float(lo[0]), float(hi[0])
+            p_t = float(slot_t_pvalue(gap, reps, n, len(part), factor=factor, df=df)[0])
         # the estimate is Σ_u mean(g_u) / U: each matched slot adds g / (U n_u), and a swap flips g's sign
         contributions = np.concatenate([np.asarray(g, dtype=np.float64) / (len(part) * len(g))
                                         for g in part["_slot_gaps"]])
-        p = swaps.pvalue_of_sum(contributions)
+        p = both_tests_pvalue(swaps.pvalue_of_sum(contributions), p_t)
         model, language, axis, reference, comparison = key
         records.append({"model": model, "language": language, "axis": axis, "reference": reference,
                         "comparison": comparison, "gap": gap, "ci_low": low, "ci_high": high,

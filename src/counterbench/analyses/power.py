@@ -11,7 +11,8 @@ equal levels ``100 · sqrt(2) · σ / sqrt(n)``); ``cpg_overall`` (the mean over
 per-slot gaps) has ``sqrt(Σ_u 2 · 100² σ² / n_u) / U`` over the use cases with ≥ 2 matched slots.
 
 Decision rule (as in the analysis): the swap test of the matched slots
-(:mod:`counterbench.stats.swap_test`) at the level Benjamini–Hochberg gives a *single* real gap
+(:mod:`counterbench.stats.swap_test`) and the interval's t-test together
+(:func:`counterbench.stats.inference.both_tests_pvalue`) at the level Benjamini–Hochberg gives a *single* real gap
 among the m tested in the model's family, α / m — conservative when several gaps are real — rounded
 down to a level the test can attain with n slots (:func:`~counterbench.stats.swap_test.attainable_level`:
 p moves in steps of 2 / 2ⁿ up to 13 slots). Its power is taken as that of the t-test at the same
