@@ -191,7 +191,7 @@ def _pair_interval(a: CellReplicates, ia: int, b: CellReplicates, ib: int, confi
 
 
 def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: IntArray, *, n_boot: int,
-                      seed: int, confidence: float) -> dict[str, float]:
+                      seed: int, confidence: float, swaps: SwapTest) -> dict[str, float]:
     """Paired slot bootstrap of mean(x) − mean(y): ``ci_low``, ``ci_high`` (expanded percentile),
     ``p_value`` (the swap test of the two arms slot by slot, :mod:`counterbench.stats.swap_test`) and
     ``n_slots``; ``*_slot`` are matched slot codes (a slot code shared by both arms is resampled
@@ -211,7 +211,7 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
     out = {"ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "n_slots": float(n)}
     if n == 0:
         return out
-    p_swap = SwapTest(seed).pvalue(suff, suff[:, [2, 3, 0, 1]], diff)
+    p_swap = swaps.pvalue(suff, suff[:, [2, 3, 0, 1]], diff)
     if n_boot <= 0:
         return out
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -253,6 +253,7 @@ def language_shift(fam: GapFamily, *, seed: int, first: str, second: str) -> pd.
     lang = slot_keys["language"].to_numpy()
     group_of = {(m, a): int(g) for m, a, g in zip(slot_keys["model"], slot_keys["axis"], group, strict=True)}
     records = []
+    swaps = SwapTest(stable_seed("swap_test", "language_shift", base_seed=seed))
     for model, axis in keys[["model", "axis"]].drop_duplicates().itertuples(index=False, name=None):
         i1, i2 = index.get((model, first, axis)), index.get((model, second, axis))
         if i1 is None or i2 is None:
@@ -265,7 +266,7 @@ def language_shift(fam: GapFamily, *, seed: int, first: str, second: str) -> pd.
         test = _paired_slot_test(
             pairs.gap[members[in_second]], match[slot[in_second]], pairs.gap[members[in_first]],
             match[slot[in_first]], n_boot=fam.boot.n_boot,
-            seed=stable_seed("language_shift", model, axis, base_seed=seed), confidence=fam.confidence)
+            seed=stable_seed("language_shift", model, axis, base_seed=seed), confidence=fam.confidence, swaps=swaps)
         records.append({"model": model, "axis": axis, f"{first}_mean_delta": cells.mean[i1],
                         f"{second}_mean_delta": cells.mean[i2], "delta_mean_delta": cells.mean[i2] - cells.mean[i1],
                         **test, "pair_ci_low": lo, "pair_ci_high": hi})
@@ -297,6 +298,7 @@ def fairness_ablation(standard: pd.DataFrame, fairness: pd.DataFrame, profile: A
     std_model = std.pairs.slot_keys["model"].astype(str).to_numpy()[std.pairs.slot]
     std_lang = std.pairs.slot_keys["language"].astype(str).to_numpy()[std.pairs.slot]
     records = []
+    swaps = SwapTest(stable_seed("swap_test", "fairness_ablation", base_seed=seed))
     for j, key in enumerate(cf.keys.astype(str).itertuples(index=False, name=None)):
         i = s_index.get(tuple(key))
         if i is None:
@@ -308,7 +310,8 @@ def fairness_ablation(standard: pd.DataFrame, fairness: pd.DataFrame, profile: A
         test = _paired_slot_test(
             fair.pairs.gap[fmask], fair_codes[fair.pairs.slot[fmask]], std.pairs.gap[smask],
             std_codes[std.pairs.slot[smask]], n_boot=n_boot,
-            seed=stable_seed("fairness_ablation", model, language, base_seed=seed), confidence=confidence)
+            seed=stable_seed("fairness_ablation", model, language, base_seed=seed), confidence=confidence,
+            swaps=swaps)
         base, delta = cs.mean[i], cf.mean[j] - cs.mean[i]
         records.append({"model": model, "language": language, "use_cases": use_cases.get((model, language), ""),
                         "standard_mean_delta": base, "fairness_mean_delta": cf.mean[j], "delta": delta,

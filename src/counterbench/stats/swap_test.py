@@ -42,6 +42,8 @@ Statistic = Callable[[FloatArray], FloatArray]
 DEFAULT_SWAPS = 9999
 #: the largest number of slots whose 2ⁿ arrangements are all enumerated
 EXACT_UP_TO = 13
+#: random arrangements are drawn this many slots (columns) at a time
+_BLOCK = 64
 
 
 def attainable_level(n_slots: int, alpha: float, exact_up_to: int = EXACT_UP_TO, n_swaps: int = DEFAULT_SWAPS) -> float:
@@ -63,13 +65,14 @@ class SwapTest:
         self.n_swaps = int(n_swaps)
         self.exact_up_to = int(exact_up_to)
         self._exact: dict[int, FloatArray] = {}
-        self._random = np.empty((self.n_swaps, 0), dtype=np.float64)
+        self._random = np.empty((self.n_swaps, 0), dtype=np.float64, order="F")
 
     def arrangements(self, n: int) -> tuple[FloatArray, bool]:
         """(rows × n matrix of 0/1 — 1: the slot's two answers swapped, exact?) for ``n`` slots.
 
-        Random arrangements: column ``j`` (slot ``j``) is drawn from the seed and ``j`` alone, so the
-        arrangements of ``n`` slots are the first ``n`` columns whatever sizes were asked for before.
+        Random arrangements: block ``k`` of :data:`_BLOCK` columns (slots ``64k`` to ``64k + 63``) is
+        drawn from the seed and ``k`` alone, so the arrangements of ``n`` slots are the first ``n``
+        columns whatever sizes were asked for before.
         """
         if n <= self.exact_up_to:
             if n not in self._exact:
@@ -78,8 +81,9 @@ class SwapTest:
             return self._exact[n], True
         have = self._random.shape[1]
         if n > have:
-            extra = [np.random.default_rng([self.seed, j]).integers(0, 2, size=self.n_swaps) for j in range(have, n)]
-            self._random = np.column_stack([self._random, *extra]).astype(np.float64)
+            blocks = [np.random.default_rng([self.seed, k]).integers(0, 2, size=(self.n_swaps, _BLOCK), dtype=np.int8)
+                      for k in range(have // _BLOCK, -(-n // _BLOCK))]
+            self._random = np.asfortranarray(np.hstack([self._random, *blocks]), dtype=np.float64)
         return self._random[:, :n], False
 
     def pvalue(self, first: npt.ArrayLike, second: npt.ArrayLike, statistic: Statistic) -> float:
