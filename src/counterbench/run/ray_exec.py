@@ -43,7 +43,6 @@ READY_TIMEOUT_S = 120.0
 MIN_BATCH, MAX_BATCH = 8, 256
 
 
-
 def engine_class(options: RayOptions | None) -> type[Engine]:
     """The engine class for a run: :class:`RayEngine` with Ray, else the in-process engine."""
     return Engine if options is None else RayEngine
