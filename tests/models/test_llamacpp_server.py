@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +26,7 @@ import pytest
 
 from counterbench.models.probe import probe
 from counterbench.testing.llamacpp_server import LlamaCppServer, server_available
+from tests.models.test_llamacpp_server_lifetime import alive, wait_dead
 
 _missing = server_available()
 if _missing:
@@ -144,3 +149,28 @@ def test_rationale_prompts_keep_their_rationale_under_the_constraint(server: Lla
         final = r"### (A|B|Tie)" if compare else r"### ([1-9][0-9]?|100)"
         assert re.fullmatch(r"[^#\n]{10,192}\n" + final, text), (mode, text)
         assert (parse_verdict(text) if compare else parse_score(text)).status == "ok"
+
+
+def test_the_server_dies_with_the_process_that_started_it() -> None:
+    """A test run killed before its teardown (SIGKILL: no fixture finalizer, no atexit) leaves no server."""
+    script = ("import time\n"
+              "from counterbench.testing.llamacpp_server import LlamaCppServer\n"
+              "server = LlamaCppServer('--n_ctx', '256', '--n_threads', '1').start()\n"
+              "print(server.proc.pid, server.port, server.log_path, flush=True)\n"
+              "time.sleep(300)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pid, port, log = parent.stdout.readline().split()
+        assert alive(int(pid))
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    try:
+        assert wait_dead(int(pid)), "the llama.cpp server outlived the process that started it"
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", int(port)), timeout=2).close()
+    finally:
+        if alive(int(pid)):
+            os.killpg(int(pid), signal.SIGKILL)
+        Path(log).unlink(missing_ok=True)

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.models.base import GenerationConfig
 from counterbench.run.parsing import ResponseParser
+from counterbench.run.plan import REQUESTED_MAX_TOKENS
 from counterbench.run.store import (
     PROMPT_COLUMNS,
     RESPONSE_COLUMNS,
@@ -33,6 +35,8 @@ from counterbench.run.store import (
 STOP_REASONS = {"stop": "stop", "max_tokens": "length", "model_length": "length", "content_filter": "content_filter",
                 "tool_calls": "tool_calls"}
 LOG_SUFFIXES = (".eval", ".json")
+#: the limit the task sends a prompt that requests none (counterbench's default)
+DEFAULT_MAX_TOKENS = GenerationConfig().max_tokens
 REQUIRED_METADATA = ("use_case", "identifier")
 
 
@@ -79,7 +83,12 @@ def _messages(sample: Any) -> tuple[str, str]:
 
 
 def _generation(log: Any) -> dict[str, Any]:
-    """counterbench's generation config from the log (task config overlaid by ``inspect eval`` options)."""
+    """counterbench's generation config from the log (task config overlaid by ``inspect eval`` options).
+
+    Without a limit for every sample (``-T max_tokens`` / ``--max-tokens``), the task sent each prompt's
+    own ``requested_max_tokens`` (else 64): the config then says so (``prompt_max_tokens``), as a
+    counterbench run's does, so the results' ``max_tokens`` column gives each answer's limit.
+    """
     merged: dict[str, Any] = {}
     task_config = getattr(getattr(log, "plan", None), "config", None)
     for config in (task_config, getattr(log.eval, "model_generate_config", None)):
@@ -89,9 +98,14 @@ def _generation(log: Any) -> dict[str, Any]:
             value = getattr(config, key, None)
             if value is not None:
                 merged[key] = value
-    return {"temperature": merged.get("temperature"), "max_tokens": merged.get("max_tokens"),
-            "seed": merged.get("seed"), "reasoning_effort": merged.get("reasoning_effort"), "structured": False,
-            "source": "inspect"}
+    out = {"temperature": merged.get("temperature"), "max_tokens": merged.get("max_tokens"),
+           "seed": merged.get("seed"), "reasoning_effort": merged.get("reasoning_effort"), "structured": False,
+           "source": "inspect"}
+    if out["max_tokens"] is None:
+        out["max_tokens"] = DEFAULT_MAX_TOKENS
+        if any(REQUESTED_MAX_TOKENS in (sample.metadata or {}) for sample in log.samples or []):
+            out["prompt_max_tokens"] = True
+    return out
 
 
 def _epoch(value: Any) -> float | None:

@@ -4,28 +4,36 @@ A sample is one prompt: its input is the prompt's system and user messages, its 
 ``prompt_id``, and its metadata every other column of the prompt table (study, use case, language,
 axis, identifier, profile, question variant, variant, answer type and the study's design columns),
 so ``counterbench import --inspect-log`` can put the answer back in its slot. Generation follows
-counterbench's defaults (temperature 0, 64 tokens); ``inspect eval`` options override them.
+counterbench's defaults (temperature 0; each prompt's own ``requested_max_tokens``, e.g. the STEM
+study's 16 for ranking and 512 for generation, else 64 tokens); ``inspect eval`` options override
+them, and ``-T max_tokens=N`` or ``--max-tokens N`` sends N to every prompt, as ``counterbench run
+--max-tokens N`` does.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
-from inspect_ai.solver import TaskState, generate
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
+from counterbench.models.base import GenerationConfig
 from counterbench.prompts import PromptFilters, build_prompts
 from counterbench.run.parsing import ResponseParser
+from counterbench.run.plan import REQUESTED_MAX_TOKENS
 
 #: prompt-table columns that are the messages, not metadata
 MESSAGE_COLUMNS = ("system", "user")
 #: Inspect stop reasons -> the finish reasons counterbench stores
+#: a prompt's token limit when neither it nor the run sets one (counterbench's own default)
+DEFAULT_MAX_TOKENS = GenerationConfig().max_tokens
 STOP_REASONS = {"stop": "stop", "max_tokens": "length", "model_length": "length", "content_filter": "content_filter",
                 "tool_calls": "tool_calls"}
 
@@ -90,27 +98,35 @@ def counterbench_parse(profile: str = "default") -> Scorer:
     return score
 
 
-def study_task(name: str, filters: PromptFilters, *, max_tokens: int, temperature: float, parse_profile: str) -> Task:
+@solver
+def generate_within_prompt_limits() -> Solver:
+    """Generate with the sample's own token limit (its prompt's ``requested_max_tokens``), as counterbench's
+    backends do, unless ``inspect eval --max-tokens`` set one limit for every sample; 64 tokens for a
+    prompt that requests none."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if get_model().config.max_tokens is not None:  # inspect eval --max-tokens: that limit for every sample
+            return await generate(state)
+        requested = (state.metadata or {}).get(REQUESTED_MAX_TOKENS)
+        return await generate(state, max_tokens=int(requested) if requested else DEFAULT_MAX_TOKENS)
+
+    return solve
+
+
+def study_task(name: str, filters: PromptFilters, *, max_tokens: int | None, temperature: float,
+               parse_profile: str) -> Task:
+    """The Inspect task of study ``name``'s prompts; ``max_tokens=None``: each prompt's own limit."""
     table = build_prompts(name, filters)
     return Task(
         dataset=MemoryDataset(samples_from_prompts(table), name=str(name)),
-        solver=generate(),
+        solver=generate() if max_tokens is not None else generate_within_prompt_limits(),
         scorer=counterbench_parse(parse_profile),
         config=GenerateConfig(temperature=temperature, max_tokens=max_tokens),
         metadata={"counterbench_study": str(name), "counterbench_prompts": len(table)},
     )
 
 
-def _filters(preset: str | None, use_case: Any, language: Any, axis: Any, identifier: Any, variant: Any,
-             sample_slots: int | None, seed: int) -> PromptFilters:
-    return PromptFilters(use_case=_listed(use_case), language=_listed(language), axis=_listed(axis),
-                         identifier=_listed(identifier), variant=_listed(variant),
-                         sample_slots=int(sample_slots) if sample_slots else None, seed=int(seed),
-                         preset=str(preset) if preset else None)
-
-
-@task
-def study(
+def _study(
     study: str = "rupeebias",
     preset: str | None = None,
     use_case: str | Sequence[str] | None = None,
@@ -120,30 +136,34 @@ def study(
     variant: str | Sequence[str] | None = None,
     sample_slots: int | None = None,
     seed: int = 0,
-    max_tokens: int = 64,
+    max_tokens: int | None = None,
     temperature: float = 0.0,
     parse_profile: str = "default",
 ) -> Task:
     """Any counterbench study (a built-in name or a study YAML file) with counterbench's prompt filters."""
-    return study_task(study, _filters(preset, use_case, language, axis, identifier, variant, sample_slots, seed),
-                      max_tokens=max_tokens, temperature=temperature, parse_profile=parse_profile)
+    filters = PromptFilters(use_case=_listed(use_case), language=_listed(language), axis=_listed(axis),
+                            identifier=_listed(identifier), variant=_listed(variant),
+                            sample_slots=int(sample_slots) if sample_slots else None, seed=int(seed),
+                            preset=str(preset) if preset else None)
+    return study_task(study, filters, max_tokens=None if max_tokens is None else int(max_tokens),
+                      temperature=temperature, parse_profile=parse_profile)
 
 
-@task
-def rupeebias(
-    preset: str | None = None,
-    use_case: str | Sequence[str] | None = None,
-    language: str | Sequence[str] | None = None,
-    axis: str | Sequence[str] | None = None,
-    identifier: str | Sequence[str] | None = None,
-    variant: str | Sequence[str] | None = None,
-    sample_slots: int | None = None,
-    seed: int = 0,
-    max_tokens: int = 64,
-    temperature: float = 0.0,
-    parse_profile: str = "default",
-) -> Task:
-    """The built-in RupeeBias study (``-T preset=quick`` for the 870-prompt subset)."""
-    return study_task("rupeebias", _filters(preset, use_case, language, axis, identifier, variant, sample_slots,
-                                            seed), max_tokens=max_tokens, temperature=temperature,
-                      parse_profile=parse_profile)
+def _one_study(name: str, doc: str) -> Callable[..., Task]:
+    """:func:`_study` with ``study`` fixed to ``name``: the same ``-T`` options but that one."""
+
+    def build(**options: Any) -> Task:
+        return _study(name, **options)
+
+    signature = inspect.signature(_study)
+    setattr(build, "__signature__",  # noqa: B010  # what Inspect reads for the task's -T options
+            signature.replace(parameters=[p for k, p in signature.parameters.items() if k != "study"]))
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = doc
+    return build
+
+
+study = task(name="study")(_study)
+rupeebias = task(name="rupeebias")(
+    _one_study("rupeebias", "The built-in RupeeBias study (``-T preset=quick`` for the 870-prompt subset).")
+)

@@ -1,6 +1,7 @@
 """The simulated model's effect rules (``effects:`` in a ``sim:FILE.yaml``) and outcome-kind baselines.
 
-See :mod:`counterbench.models.simulated` for the file format.
+See :mod:`counterbench.models.sim_profile` for the file format and :mod:`counterbench.models.simulated`
+for what it means.
 """
 
 from __future__ import annotations

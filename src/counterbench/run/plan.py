@@ -50,11 +50,16 @@ class PromptItem:
     max_tokens: int | None = None
 
 
+#: a request group: prompts that share one request (the first is sent, the others copy its answer),
+#: each with its request fingerprint
+Group = list[tuple[PromptItem, str]]
+
+
 @dataclass(slots=True)
 class Work:
     """What to do for one model: groups of prompts that share one request, plus stored copies."""
 
-    groups: list[list[tuple[PromptItem, str]]] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
     #: (item, request_fp, stored fields) answered from the store without a call
     from_cache: list[tuple[PromptItem, str, tuple[Any, ...]]] = field(default_factory=list)
     already_done: int = 0
@@ -69,7 +74,7 @@ class Work:
     def n_prompts(self) -> int:
         return sum(len(g) for g in self.groups) + len(self.from_cache)
 
-    def iter_groups(self) -> Iterator[list[tuple[PromptItem, str]]]:
+    def iter_groups(self) -> Iterator[Group]:
         return iter(self.groups)
 
 

@@ -32,14 +32,14 @@ import ray
 
 from counterbench.models.base import Backend, ChatRequest, ChatResult, GenerationConfig, waiting_turn
 from counterbench.run.costs import Price
-from counterbench.run.engine import Engine, EngineSettings, Lane
+from counterbench.run.engine import Engine
+from counterbench.run.lane import EngineSettings, Lane
 from counterbench.run.limits import RateLimits, RetryPolicy, TokenBucket
 from counterbench.run.parsing import ResponseParser
-from counterbench.run.plan import PromptItem, Work
+from counterbench.run.plan import Group, Work
 from counterbench.run.progress import RunDisplay
 from counterbench.run.redact import Redactor
 
-Group = list[tuple[PromptItem, str]]
 #: a guard on the limiter's window (a share of it, at least ``WINDOW_GUARD_MIN_S``): a request that
 #: reaches the provider up to this much later than others still cannot push a window over the limit
 WINDOW_GUARD = 0.01

@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from counterbench.errors import UserError
-from counterbench.run.engine import Engine, Lane
-from counterbench.run.plan import PromptItem
+from counterbench.run.engine import Engine
+from counterbench.run.lane import Lane
+from counterbench.run.plan import Group
 from counterbench.run.ray_setup import RayConnection, RayOptions, ray_options, require_ray
 
 __all__ = ["RayEngine", "RayOptions", "configure_ray", "engine_class", "ray_options", "require_ray"]
@@ -40,8 +41,6 @@ BATCHES_PER_ACTOR = 2
 READY_TIMEOUT_S = 120.0
 #: request groups per batch: twice a worker's concurrency, within these bounds (a Ray task costs ~1 ms)
 MIN_BATCH, MAX_BATCH = 8, 256
-
-Group = list[tuple[PromptItem, str]]
 
 
 def engine_class(options: RayOptions | None) -> type[Engine]:
@@ -101,7 +100,7 @@ class RayEngine(Engine):
         try:
             async with self._session():
                 for lane in self.lanes:
-                    self._serve_from_cache(lane)
+                    self.recorder.serve_from_cache(lane)
                 busy = [lane for lane in self.lanes if lane.work.groups]
                 if busy:
                     started = time.perf_counter()

@@ -26,7 +26,7 @@ from counterbench.models.labels import model_spec
 from counterbench.models.structured import check_config as check_structured_config
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.run.costs import load_price_table
-from counterbench.run.engine import EngineSettings, Lane, lane_summary
+from counterbench.run.lane import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits, RetryPolicy
 from counterbench.run.parsing import ResponseParser
 from counterbench.run.plan import plan_model, prompt_items

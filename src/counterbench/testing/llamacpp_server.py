@@ -16,18 +16,30 @@ precautions as counterbench's embedded backend (:mod:`counterbench.models.llamac
     counterbench run rupeebias --model llamacpp:http://127.0.0.1:8123/v1:smollm --structured
 
 :class:`LlamaCppServer` starts one on a free port of 127.0.0.1 and waits until it answers (tests).
+It never outlives the process that started it: the server runs in a process group of its own, which
+:meth:`LlamaCppServer.stop` ends (also at interpreter exit, if nobody called it), and on Linux the
+kernel kills it when its parent dies without exiting cleanly (SIGKILL, an uncaught SIGTERM) —
+``PR_SET_PDEATHSIG``, set by the server process itself before it loads the model.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import ctypes
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+#: set by :class:`LlamaCppServer` to its own pid: the server then dies with that process
+PARENT_PID_ENV = "COUNTERBENCH_SERVER_PARENT_PID"
+_PR_SET_PDEATHSIG = 1
 
 SERVER_MODULES = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "uvicorn")
 
@@ -46,7 +58,24 @@ def server_available() -> str | None:
     return None
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux); exit now if it already has.
+
+    The signal comes when the parent's *thread* that started this process ends: start servers from the
+    main thread (or one that lives as long as they should).
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
+    parent = os.environ.pop(PARENT_PID_ENV, "")
+    if parent.isdigit():
+        die_with_parent(int(parent))
     args = list(sys.argv[1:] if argv is None else argv)
     if "--model" not in args:
         from counterbench.models.llamacpp import default_model_path
@@ -92,13 +121,14 @@ class LlamaCppServer:
         self.port = free_port()
         fd, log = tempfile.mkstemp(prefix="llamacpp-server-", suffix=".log")
         self.log_path = Path(log)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", PARENT_PID_ENV: str(os.getpid())}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "counterbench.testing.llamacpp_server", "--host", "127.0.0.1",
              "--port", str(self.port), "--model_alias", self.alias, *self.args],
-            stdout=fd, stderr=subprocess.STDOUT, env=env,
+            stdout=fd, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
         os.close(fd)
+        atexit.register(self.stop)  # a run stopped before its teardown still ends the server
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -119,14 +149,15 @@ class LlamaCppServer:
         return self.log_path.read_text(errors="replace")[-chars:]
 
     def stop(self) -> None:
+        """End the server's process group (SIGTERM, then SIGKILL after 15 s) and remove its log."""
+        atexit.unregister(self.stop)
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
+        if proc is not None:
+            _signal_group(proc, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _signal_group(proc, signal.SIGKILL)  # whatever is left of the group (e.g. a worker it started)
+            proc.wait()
         if self.log_path is not None:
             self.log_path.unlink(missing_ok=True)
 
@@ -135,6 +166,12 @@ class LlamaCppServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Send ``sig`` to the process group ``proc`` leads (it was started in a session of its own)."""
+    with contextlib.suppress(ProcessLookupError):  # the group is gone
+        os.killpg(proc.pid, sig)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,213 @@
+"""A ``sim:NAME`` model's YAML (a preset shipped with counterbench, or a file): reading and checking it.
+
+The file format (every key optional; what the values do is :mod:`counterbench.models.simulated`'s)::
+
+    extends: PRESET              # start from a preset's keys; top-level keys given here replace the preset's
+    description: ...             # what the model is
+    planted: ...                 # one sentence saying what its effects plant (the report's banner shows it)
+    noise_sd: 0.05               # refusal_rate, malformed_rate (0..1, summing to at most 1), latency_ms
+    refusal_text / malformed_text / generic_refusal_text / generic_malformed_text: ...
+    default: {unit: INR, default: 1000000, range: [lo, hi], profiles: {PROFILE: value},
+              anchor: {columns: [COLUMN, ...], factor: 1.0, lpa_below: 1000}, round_to: 1, decimals: 0,
+              label_from: COLUMN}
+    use_cases: {USE_CASE: <as default>}        answer_types: {ANSWER_TYPE: <as default>}
+    outcomes: {KIND: {default: value}}
+    identifier_effects: {IDENTIFIER: multiplier}
+    identifier_effects_by_use_case: {USE_CASE: {IDENTIFIER: multiplier}}
+    identifier_effects_studies: [STUDY, ...]
+    profile_effects: {PROFILE: multiplier}      language_effects: {LANGUAGE: multiplier}
+    effects: [{match: {COLUMN: VALUE or [VALUES]}, unless: {...}, multiply: M, add: A}, ...]
+
+A mistake in a file is a :class:`~counterbench.errors.UserError` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from counterbench.errors import UserError
+from counterbench.models.sim_effects import Effect, _effect, _mapping
+
+PRESET_PACKAGE = "counterbench.models"
+PRESET_DIR = "sim_presets"
+
+
+@dataclass(frozen=True)
+class SimAnswerSpec:
+    """How one use case (or answer type) is answered."""
+
+    unit: str = "INR"
+    default: float = 1_000_000.0
+    profiles: Mapping[str, float] = field(default_factory=dict)
+    value_range: tuple[float, float] | None = None
+    anchor_columns: tuple[str, ...] = ()
+    anchor_factor: float = 1.0
+    anchor_lpa_below: float = 1000.0
+    round_to: float = 1.0
+    decimals: int = 0
+    #: for a ``label`` outcome: the request-metadata column naming the label whose probability the
+    #: expected value is (e.g. ``truth``); without it, the answer type's first label
+    label_from: str | None = None
+
+
+@dataclass(frozen=True)
+class SimProfile:
+    """A parsed simulation YAML. See the module docstring for the meaning of every field."""
+
+    description: str = ""
+    noise_sd: float = 0.0
+    refusal_rate: float = 0.0
+    malformed_rate: float = 0.0
+    latency_ms: float = 0.0
+    refusal_text: str = "I cannot provide salary advice based on identity."
+    malformed_text: str = "It depends on many factors such as skills, location and current market demand."
+    use_cases: Mapping[str, SimAnswerSpec] = field(default_factory=dict)
+    answer_types: Mapping[str, SimAnswerSpec] = field(default_factory=dict)
+    default: SimAnswerSpec = field(default_factory=SimAnswerSpec)
+    identifier_effects: Mapping[str, float] = field(default_factory=dict)
+    identifier_effects_by_use_case: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    profile_effects: Mapping[str, float] = field(default_factory=dict)
+    language_effects: Mapping[str, float] = field(default_factory=dict)
+    effects: tuple[Effect, ...] = ()
+    outcomes: Mapping[str, float] = field(default_factory=dict)
+    #: when given, identifier effects apply only to prompts of these studies (prompts without a study too)
+    identifier_effects_studies: tuple[str, ...] = ()
+    planted: str = ""
+    generic_refusal_text: str = "I cannot make this judgement based on a person's identity."
+    generic_malformed_text: str = "That depends on many factors that the question does not state."
+
+
+def preset_names() -> list[str]:
+    """Names usable as ``sim:NAME`` without a path."""
+    folder = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR)
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_profile(name_or_path: str) -> SimProfile:
+    """Load a preset by name (``fair``, ``biased``) or a YAML file by path; errors are :class:`UserError`."""
+    if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path or "\\" in name_or_path:
+        path = Path(name_or_path).expanduser()
+        if not path.is_file():
+            raise UserError(f"sim:{name_or_path}: no such simulation file {str(path)!r}")
+        text = path.read_text(encoding="utf-8")
+        where = str(path)
+    else:
+        resource = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR, f"{name_or_path}.yaml")
+        if not resource.is_file():
+            raise UserError(
+                f"sim:{name_or_path}: unknown simulated model; presets: {', '.join(preset_names())} "
+                "(or give a path to a YAML file)"
+            )
+        text = resource.read_text(encoding="utf-8")
+        where = f"preset {name_or_path!r}"
+    return profile_from_dict(_load_raw(text, where), where=where)
+
+
+def _load_raw(text: str, where: str, depth: int = 0) -> dict[str, Any]:
+    """Parse YAML; ``extends: PRESET`` starts from that preset's keys (top-level keys replace)."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: expected a mapping at the top level")
+    base_name = data.pop("extends", None)
+    if base_name is None:
+        return data
+    base = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR, f"{base_name}.yaml")
+    if depth > 3 or not base.is_file():
+        raise UserError(f"{where}: 'extends: {base_name}' names no preset ({', '.join(preset_names())})")
+    merged = _load_raw(base.read_text(encoding="utf-8"), f"preset {base_name!r}", depth + 1)
+    merged.update(data)
+    return merged
+
+
+def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProfile:
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: expected a mapping at the top level")
+    try:
+        rates = {k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
+        for key in ("refusal_rate", "malformed_rate"):
+            if not 0.0 <= rates[key] <= 1.0:
+                raise ValueError(f"{key} must be between 0 and 1")
+        if rates["refusal_rate"] + rates["malformed_rate"] > 1.0:
+            raise ValueError("refusal_rate + malformed_rate must not exceed 1")
+        if rates["noise_sd"] < 0 or rates["latency_ms"] < 0:
+            raise ValueError("noise_sd and latency_ms must not be negative")
+        extra: dict[str, Any] = {}
+        for key in ("refusal_text", "malformed_text", "description", "planted", "generic_refusal_text",
+                    "generic_malformed_text"):
+            if key in data:
+                extra[key] = str(data[key])
+        return SimProfile(
+            noise_sd=rates["noise_sd"],
+            refusal_rate=rates["refusal_rate"],
+            malformed_rate=rates["malformed_rate"],
+            latency_ms=rates["latency_ms"],
+            use_cases={str(k): _spec(v, f"use_cases.{k}") for k, v in (data.get("use_cases") or {}).items()},
+            answer_types={str(k): _spec(v, f"answer_types.{k}") for k, v in (data.get("answer_types") or {}).items()},
+            default=_spec(data.get("default") or {}, "default"),
+            identifier_effects=_floats(data.get("identifier_effects"), "identifier_effects"),
+            identifier_effects_by_use_case={
+                str(k): _floats(v, f"identifier_effects_by_use_case.{k}")
+                for k, v in (data.get("identifier_effects_by_use_case") or {}).items()
+            },
+            profile_effects=_floats(data.get("profile_effects"), "profile_effects"),
+            language_effects=_floats(data.get("language_effects"), "language_effects"),
+            effects=tuple(_effect(e, i) for i, e in enumerate(data.get("effects") or [])),
+            identifier_effects_studies=tuple(str(x) for x in (data.get("identifier_effects_studies") or [])),
+            outcomes={str(k): float(_mapping(v, f"outcomes.{k}").get("default", 0.0))
+                      for k, v in (data.get("outcomes") or {}).items()},
+            **extra,
+        )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise UserError(f"{where}: {exc}") from None
+
+
+def _floats(value: Any, key: str) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must be a mapping of name -> number")
+    out = {str(k): float(v) for k, v in value.items()}
+    if any(v <= 0 for v in out.values()):
+        raise ValueError(f"{key}: multipliers must be positive")
+    return out
+
+
+def _spec(value: Any, key: str) -> SimAnswerSpec:
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must be a mapping")
+    anchor = value.get("anchor") or {}
+    columns = anchor.get("columns", [])
+    rng = value.get("range")
+    unit = str(value.get("unit", "INR"))
+    return SimAnswerSpec(
+        unit=unit,
+        default=float(value.get("default", 10.0 if unit == "%" else 1_000_000.0)),
+        profiles=_floats(value.get("profiles"), f"{key}.profiles"),
+        value_range=(float(rng[0]), float(rng[1])) if rng else None,
+        anchor_columns=tuple(str(c) for c in ([columns] if isinstance(columns, str) else columns)),
+        anchor_factor=float(anchor.get("factor", 1.0)),
+        anchor_lpa_below=float(anchor.get("lpa_below", 1000.0)),
+        round_to=float(value.get("round_to", 1.0)),
+        decimals=int(value.get("decimals", 0)),
+        label_from=str(value["label_from"]) if value.get("label_from") else None,
+    )
+
+
+def planted_description(model: str) -> str:
+    """The ``planted`` sentence of a ``sim:`` model (its ``description`` if it has none; ``""`` if unreadable)."""
+    if not model.startswith("sim:"):
+        return ""
+    try:
+        profile = load_profile(model[len("sim:"):])
+    except UserError:
+        return ""
+    return profile.planted or profile.description
