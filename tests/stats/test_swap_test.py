@@ -68,3 +68,17 @@ def test_shared_arrangements_do_not_depend_on_the_order_of_tests() -> None:
     one.arrangements(20)
     assert np.array_equal(one.arrangements(30)[0], two.arrangements(30)[0])
     assert np.array_equal(one.arrangements(20)[0], two.arrangements(30)[0][:, :20])
+
+
+def test_many_slots_use_bounded_memory_and_the_same_arrangements() -> None:
+    """Past the kept blocks, arrangements are drawn again rather than kept: same p, bounded cache."""
+    rng = np.random.default_rng(8)
+    d = rng.standard_normal(1500) + 0.05
+    test = SwapTest(seed=2)
+    p = test.pvalue_of_sum(d)
+    assert len(test._blocks) == 8  # 512 slots kept, the other 988 drawn when needed
+    assert p == SwapTest(seed=2).pvalue_of_sum(d)
+    swaps, exact = SwapTest(seed=2).arrangements(1500)
+    observed, extreme = d.sum(), np.abs(d.sum() - 2.0 * (swaps @ d))
+    as_far = np.count_nonzero(extreme >= abs(observed) * (1 - 1e-9))
+    assert not exact and p == pytest.approx((1 + as_far) / (1 + DEFAULT_SWAPS))

@@ -44,6 +44,8 @@ DEFAULT_SWAPS = 9999
 EXACT_UP_TO = 13
 #: random arrangements are drawn this many slots (columns) at a time
 _BLOCK = 64
+#: blocks of random arrangements kept in memory (later ones are drawn again when needed)
+_KEPT_BLOCKS = 8
 
 
 def attainable_level(n_slots: int, alpha: float, exact_up_to: int = EXACT_UP_TO, n_swaps: int = DEFAULT_SWAPS) -> float:
@@ -65,7 +67,7 @@ class SwapTest:
         self.n_swaps = int(n_swaps)
         self.exact_up_to = int(exact_up_to)
         self._exact: dict[int, FloatArray] = {}
-        self._random = np.empty((self.n_swaps, 0), dtype=np.float64, order="F")
+        self._blocks: dict[int, FloatArray] = {}
 
     def arrangements(self, n: int) -> tuple[FloatArray, bool]:
         """(rows × n matrix of 0/1 — 1: the slot's two answers swapped, exact?) for ``n`` slots.
@@ -79,12 +81,32 @@ class SwapTest:
                 codes = np.arange(2**n, dtype=np.int64)
                 self._exact[n] = ((codes[:, None] >> np.arange(n, dtype=np.int64)) & 1).astype(np.float64)
             return self._exact[n], True
-        have = self._random.shape[1]
-        if n > have:
-            blocks = [np.random.default_rng([self.seed, k]).integers(0, 2, size=(self.n_swaps, _BLOCK), dtype=np.int8)
-                      for k in range(have // _BLOCK, -(-n // _BLOCK))]
-            self._random = np.asfortranarray(np.hstack([self._random, *blocks]), dtype=np.float64)
-        return self._random[:, :n], False
+        blocks = [self._block(k) for k in range(-(-n // _BLOCK))]
+        return np.hstack(blocks)[:, :n], False
+
+    def _block(self, k: int) -> FloatArray:
+        """Columns ``64k`` to ``64k + 63`` of the random arrangements; the first :data:`_KEPT_BLOCKS` are
+        kept (512 slots: 41 MB), later ones drawn again when needed, so memory stays bounded however
+        many slots a comparison has."""
+        block = self._blocks.get(k)
+        if block is None:
+            rng = np.random.default_rng([self.seed, k])
+            block = np.asfortranarray(rng.integers(0, 2, size=(self.n_swaps, _BLOCK), dtype=np.int8), dtype=np.float64)
+            if k < _KEPT_BLOCKS:
+                self._blocks[k] = block
+        return block
+
+    def _swapped_shift(self, diff: FloatArray) -> tuple[FloatArray, bool]:
+        """(rows × columns: how much each arrangement moves the summed statistics, exact?)."""
+        n = diff.shape[0]
+        if n <= self.exact_up_to:
+            swaps, _ = self.arrangements(n)
+            return swaps @ diff, True
+        shift = np.zeros((self.n_swaps, diff.shape[1]))
+        for k in range(-(-n // _BLOCK)):
+            rows = diff[k * _BLOCK : (k + 1) * _BLOCK]
+            shift += self._block(k)[:, : rows.shape[0]] @ rows
+        return shift, False
 
     def pvalue(self, first: npt.ArrayLike, second: npt.ArrayLike, statistic: Statistic) -> float:
         """p of "swapping the two conditions changes nothing" for one comparison.
@@ -106,8 +128,8 @@ class SwapTest:
             observed = float(np.asarray(statistic(a.sum(axis=0)[None, :]), dtype=np.float64).ravel()[0])
             if not np.isfinite(observed):
                 return float("nan")
-            swaps, exact = self.arrangements(n)
-            values = np.asarray(statistic(a.sum(axis=0)[None, :] + swaps @ (b - a)), dtype=np.float64).ravel()
+            shift, exact = self._swapped_shift(b - a)
+            values = np.asarray(statistic(a.sum(axis=0)[None, :] + shift), dtype=np.float64).ravel()
         limit = abs(observed) * (1.0 - 1e-9) - 1e-300
         extreme = int(np.count_nonzero(np.abs(np.nan_to_num(values, nan=0.0)) >= limit))
         if exact:
