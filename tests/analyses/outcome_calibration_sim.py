@@ -109,6 +109,15 @@ def _truth(frame: pd.DataFrame, law: OutcomeLaw, table: str) -> np.ndarray:
     return np.where(frame["level"].astype(str).isin(list(planted)), np.nan, 0.0)
 
 
+def _planted_sign(frame: pd.DataFrame, law: OutcomeLaw, table: str) -> np.ndarray:
+    """+1 / −1 where an effect is planted on the row's comparison (its direction), else 0."""
+    if table == "language_gaps":
+        return np.zeros(len(frame))
+    planted = {level: value for (_, level), value in law.effects.items()}
+    level = frame["comparison" if table == "outcome_gaps" else "level"].astype(str)
+    return np.sign(level.map(planted).fillna(0.0).to_numpy(np.float64))
+
+
 def simulate(scenario: OutcomeScenario) -> dict[str, pd.DataFrame]:
     """Every simulated model's outcome tables, stacked (models ``sim:out0``, ``sim:out1``, ...), with ``truth``."""
     prompts = counterbench.prompts(scenario.path, **scenario.subset)
@@ -123,7 +132,8 @@ def simulate(scenario: OutcomeScenario) -> dict[str, pd.DataFrame]:
         for name in TABLES:
             frame = result.tables.get(name)
             if frame is not None and not frame.empty:
-                parts[name].append(frame.assign(truth=_truth(frame, scenario.law, name)))
+                parts[name].append(frame.assign(truth=_truth(frame, scenario.law, name),
+                                                planted=_planted_sign(frame, scenario.law, name)))
         done = batch.stop
     return {name: pd.concat(frames, ignore_index=True) for name, frames in parts.items() if frames}
 
@@ -146,23 +156,40 @@ def summarise(scenario: OutcomeScenario, tables: dict[str, pd.DataFrame]) -> dic
         coverage[name] = {"covered": _rate(pd.Series((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))),
                           "n": int(ok.sum()), "share_testable": float(testable.mean())}
         marked = frame["significant"].astype(bool)
-        null = frame["truth"].eq(0.0)
+        null = frame["planted"].eq(0.0)
         null_models = frame.loc[null, "model"]
         family = marked[null].groupby(null_models).any()
         stars[name] = {"after": _rate(family), "models": int(family.size),
                        "unadjusted_p_below_0.05": _rate((pd.to_numeric(frame.loc[null, "p_value"], errors="coerce")
                                                          < 0.05).groupby(null_models).any())}
-        planted = frame["truth"].abs() > 0
+        if name == "crossed_regression":  # before: the same CR1 standard errors with normal quantiles
+            z = 1.959963984540054
+            est, se = frame["estimate"].to_numpy(np.float64), frame["se"].to_numpy(np.float64)
+            hit = (est - z * se <= truth) & (truth <= est + z * se)
+            coverage[name]["normal_quantiles"] = _rate(pd.Series(hit[ok]))
+            stars[name]["normal_quantiles_bh"] = _rate(_normal_marks(frame)[null].groupby(null_models).any())
+        planted = frame["planted"] != 0
         if planted.any():
             value = frame.loc[planted, "difference" if name == "outcome_gaps" else "estimate"]
             power[name] = {"marked": _rate(marked[planted]), "n": int(planted.sum()),
-                           "right_sign": _rate(np.sign(value) == np.sign(frame.loc[planted, "truth"]))}
+                           "right_sign": _rate(np.sign(value) == frame.loc[planted, "planted"])}
     return {"scenario": scenario.name, "study": scenario.study, "subset": dict(scenario.subset),
             "n_sims": scenario.n_sims, "bootstrap": scenario.bootstrap, "law": {
                 "kind": scenario.law.kind, "level": scenario.law.level, "slot_sd": scenario.law.slot_sd,
                 "noise_sd": scenario.law.noise_sd, "step": scenario.law.step,
                 "planted": {f"{c}={v}": e for (c, v), e in scenario.law.effects.items()}},
             "coverage": coverage, "family_wise_false_stars": stars, "power": power}
+
+
+def _normal_marks(frame: pd.DataFrame) -> pd.Series:
+    """Marks as before this pass: BH q ≤ 0.05 within the model on normal-quantile p-values."""
+    from scipy import stats
+
+    from counterbench.stats.inference import family_marks
+
+    z = frame["estimate"].to_numpy(np.float64) / frame["se"].to_numpy(np.float64)
+    p = frame.assign(p_normal=2 * stats.norm.sf(np.abs(z)))
+    return pd.Series(family_marks(p, p_col="p_normal")[1], index=frame.index)
 
 
 def run_outcome_scenario(scenario: OutcomeScenario) -> dict[str, Any]:
@@ -178,6 +205,7 @@ LABEL = OutcomeLaw("label", level=0.6, slot_sd=0.15)
 def scenarios(n_sims: int, bootstrap: int, seed: int = 0) -> dict[str, OutcomeScenario]:
     """The outcome scenarios of ``benchmarks/calibration.py`` (and, small, of the tests)."""
     few = {"profile": ["P01", "P02"], "question_variant": [1, 2]}  # 4 matched slots per comparison
+    few_clusters = {"profile": ["S01", "S02"], "question_variant": [1, 2]}  # 4 slots (clusters) of 36 prompts
     return {
         "score_null": OutcomeScenario("score_null", "suitability_score", SCORE, n_sims, bootstrap=bootstrap,
                                       seed=seed + 1),
@@ -187,6 +215,9 @@ def scenarios(n_sims: int, bootstrap: int, seed: int = 0) -> dict[str, OutcomeSc
                                                seed=seed + 3),
         "label_crossed_null": OutcomeScenario("label_crossed_null", "approval_crossed", LABEL, n_sims,
                                               bootstrap=bootstrap, seed=seed + 4),
+        "label_crossed_four_clusters_null": OutcomeScenario("label_crossed_four_clusters_null", "approval_crossed",
+                                                            LABEL, n_sims, few_clusters, bootstrap=bootstrap,
+                                                            seed=seed + 7),
         "score_planted": OutcomeScenario(
             "score_planted", "suitability_score",
             OutcomeLaw(**{**SCORE.__dict__, "effects": {("identifier", "Wheelchair user"): -2.0}}), n_sims,
