@@ -81,7 +81,9 @@ def test_too_few_matched_prompts_are_not_tested_and_the_report_says_so() -> None
 def test_swap_test_p_is_seeded_by_the_analysis_seed() -> None:
     scenario = scenarios(1, BOOT)["score_null"]
     results = simulate_outcome_results(counterbench.prompts(scenario.path), "sim:seeded", scenario.law, seed=5)
-    a = counterbench.analyze(results, scenario.path, bootstrap=BOOT, seed=1).tables["outcome_gaps"]
-    b = counterbench.analyze(results, scenario.path, bootstrap=BOOT, seed=1).tables["outcome_gaps"]
+    first = counterbench.analyze(results, scenario.path, bootstrap=BOOT, seed=1)
+    a, b = first.tables["outcome_gaps"], counterbench.analyze(results, scenario.path, bootstrap=BOOT,
+                                                              seed=1).tables["outcome_gaps"]
     pd.testing.assert_frame_equal(a, b)
     assert a["p_value"].between(0, 1).all() and (a["ci_low"] < a["difference"]).all()
+    assert first.summary["findings"] == ["sim:seeded: no gap beyond noise (4 comparisons tested)."]

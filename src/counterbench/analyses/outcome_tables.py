@@ -367,8 +367,9 @@ def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None
         for r in earned.sort_values("_size", ascending=False).head(most).to_dict("records"):
             where = f"{r['facet']}; {names.get(str(r['use_case']), r['use_case'])}, " \
                     f"{names.get(str(r['language']), r['language'])}"
-            out.append(f"{model}: {r['comparison']} {r['comparison_mean']:.3g} against {r['reference_mean']:.3g} "
-                       f"for {r['reference']} ({where}): {r['difference']:+.2f} {r['difference_unit']} "
+            out.append(f"{model}: {r['comparison']} gets {r['comparison_mean']:.3g} on average against "
+                       f"{r['reference_mean']:.3g} for {r['reference']} ({where}), {r['difference']:+.2f} "
+                       f"{r['difference_unit']} "
                        f"(95% CI {r['ci_low']:+.2f} to {r['ci_high']:+.2f}; {int(r['n_slots'])} matched prompts).")
         if earned.empty:
             tested = int(sum(truthy(v) for v in rows["testable"]))
