@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from counterbench.analyses.power import design_power, gap_power
-from counterbench.stats.inference import MIN_SLOTS
+from counterbench.stats.inference import MIN_SLOTS_INTERVAL
 
 from .calibration_sim import CANONICAL, Scenario, design, planted_pairs, run_scenario, slot_threshold_coverage
 
@@ -26,8 +26,9 @@ def quick_null() -> dict[str, Any]:
 def test_threshold_is_where_the_slot_interval_starts_to_cover() -> None:
     """'Round number' answers (90/100/110% of the level, 8% noise): below MIN_SLOTS there is no trustworthy
     interval (two slots of unequal levels carry less than two slots' information)."""
-    cov = slot_threshold_coverage([MIN_SLOTS - 1, MIN_SLOTS], 400, noise_sd=0.08, step=0.1, n_boot=300, seed=3)
-    below, at = cov[MIN_SLOTS - 1], cov[MIN_SLOTS]
+    cov = slot_threshold_coverage([MIN_SLOTS_INTERVAL - 1, MIN_SLOTS_INTERVAL], 400, noise_sd=0.08, step=0.1,
+                                  n_boot=300, seed=3)
+    below, at = cov[MIN_SLOTS_INTERVAL - 1], cov[MIN_SLOTS_INTERVAL]
     assert below["share_with_interval"] < 1.0 or below["slot_interval"] < 0.93  # no interval, or one that misses
     assert at["share_with_interval"] == 1.0 and at["slot_interval"] >= 0.93
     assert below["plain_percentile"] < 0.85  # the old interval at two slots

@@ -20,7 +20,7 @@ from counterbench.run import run_prompts
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     table = prompts("rupeebias", language=["en"], use_case=["salary_estimation"], axis=["Gender", "Urban/Rural"],
-                    profile=["P01", "P02", "P03"], question_variant=[1, 2])
+                    profile=["P01", "P02", "P03", "P04", "P05"], question_variant=[1, 2])
     store = tmp_path_factory.mktemp("cli") / "small.db"
     assert run_prompts(table, ["sim:biased", "sim:fair"], store=store, handle_signals=False).complete
     return store
@@ -47,7 +47,7 @@ def test_analyze_writes_every_table(cli: Callable[..., Any], small_store: Path, 
     assert summary["profile"] == "default" and summary["bootstrap"]["replicates"] == 200
     assert summary["bootstrap"]["seed"] == 4 and summary["simulated"] == {"sim:biased": True, "sim:fair": True}
     assert set(summary["unsupported"]) >= {"language_moderation", "fairness_ablation"}
-    assert summary["n_responses"] == 120 and summary["models"]["sim:fair"]["n_responses"] == 60
+    assert summary["n_responses"] == 200 and summary["models"]["sim:fair"]["n_responses"] == 100
     assert {"ci", "pair_ci", "v10_ci", "cpg", "cpg_overall", "mog"} <= set(summary["ci_methods"])
     board = pd.read_parquet(out / "leaderboard.parquet")
     api_board = analyze(small_store, bootstrap=200, seed=4)["leaderboard"]

@@ -2,7 +2,9 @@
 
 Run from a checkout (``PYTHONPATH=src python tests/regression/make_golden.py``) to (re)write
 ``tests/regression/rupeebias_golden.parquet``; ``... make_golden.py --add TABLE COLUMN...`` adds a new
-table column only, after checking that every cell already in the golden is unchanged. The store is
+table column only, after checking that every cell already in the golden is unchanged;
+``... make_golden.py --replace TABLE COLUMN... [--replace TABLE COLUMN...]`` rewrites the named columns
+(a deliberate change of method), after checking that every other cell is unchanged. The store is
 ``sim:biased`` + ``sim:fair`` on the whole English RupeeBias table plus a Hinglish slice (two use
 cases, 40 whole slots); analyses use few bootstrap replicates so the regression test stays fast.
 Everything is deterministic (the simulated models and every bootstrap stream are seeded), so
@@ -118,10 +120,47 @@ def add_columns(table: str, columns: list[str]) -> int:
     return 0
 
 
+def replace_columns(targets: dict[str, list[str]]) -> int:
+    """Rewrite the ``targets`` (table -> columns) cells, after checking every other cell is unchanged."""
+    golden = pd.read_parquet(GOLDEN)
+    with tempfile.TemporaryDirectory() as tmp:
+        now = golden_frame(build_store(Path(tmp) / "golden.db"))
+
+    def chosen(frame: pd.DataFrame) -> pd.Series:
+        hit = pd.Series(False, index=frame.index)
+        for table, columns in targets.items():
+            hit |= (frame["table"] == table) & frame["column"].isin(columns)
+        return hit
+
+    changed = differences(golden[~chosen(golden)], now)
+    if not changed.empty:
+        print(f"{len(changed)} golden cells outside {targets} changed; not writing:\n{changed[KEY].head(20)}")
+        return 1
+    old, new = golden[chosen(golden)], now[chosen(now)]
+    if len(old) != len(new):
+        print(f"the replaced columns have {len(new)} cells now and {len(old)} in the golden; not writing")
+        return 1
+    moved = differences(old, new)
+    pd.concat([golden[~chosen(golden)], new], ignore_index=True).to_parquet(GOLDEN, index=False)
+    print(f"all {int((~chosen(golden)).sum())} other golden cells unchanged; replaced {len(new)} cells, "
+          f"{len(moved)} of them changed ({targets})")
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    """No argument: write the golden anew. ``--add TABLE COLUMN...``: add new columns, the rest held fixed."""
+    """No argument: write the golden anew. ``--add TABLE COLUMN...``: add new columns, the rest held fixed.
+    ``--replace TABLE COLUMN...`` (repeatable): rewrite those columns, the rest held fixed."""
     if argv[:1] == ["--add"] and len(argv) >= 3:
         return add_columns(argv[1], argv[2:])
+    if argv[:1] == ["--replace"]:
+        targets: dict[str, list[str]] = {}
+        for chunk in " ".join(argv).split("--replace")[1:]:
+            words = chunk.split()
+            if len(words) < 2:
+                print("usage: make_golden.py --replace TABLE COLUMN... [--replace TABLE COLUMN...]")
+                return 2
+            targets.setdefault(words[0], []).extend(words[1:])
+        return replace_columns(targets)
     with tempfile.TemporaryDirectory() as tmp:
         store = build_store(Path(tmp) / "golden.db")
         frame = golden_frame(store)

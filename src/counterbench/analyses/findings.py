@@ -47,16 +47,18 @@ def ci_methods(n_boot: int, seed: int, bins: int) -> dict[str, str]:
                    f"values); {reps}, 95% percentile intervals; too narrow, pairs of one slot are not independent",
         "v10_ci": "slot bootstrap as for ci (v10_pair_ci: pairs resampled, exact binomial per stratum; "
                   "v10_wilson_ci: Wilson score interval)",
-        "cpg": "paired slot bootstrap (a slot's two answers move together), expanded percentile; p from a t-test "
-               f"with the bootstrap standard error; {reps}",
+        "cpg": "paired slot bootstrap (a slot's two answers move together), expanded percentile; p: the larger "
+               f"of the interval's t-test's and the swap test's (the two identities' answers swapped slot by slot: "
+               f"exact when identity changes nothing); {reps}",
         "cpg_overall": "mean over use cases of the canonical pair gaps; replicates = mean of the use cases' "
                        "replicates (stratified slot bootstrap)",
         "mog": f"bootstrap resampling slots, the maximum pair re-selected per replicate; {reps}; descriptive: a "
                "maximum of many noisy gaps is biased upward and its interval does not cover (docs/analysis.md)",
         "rho": f"bootstrap resampling the per-setting values (use cases or axes); {reps}",
         "differences": "language shift and fairness ablation: paired slot bootstrap (a slot matched with the same "
-                       f"design cell of the other arm), expanded percentile; pair_ci: arms resampled independently; "
-                       f"{reps}",
+                       f"design cell of the other arm), expanded percentile; p: the larger of the interval's t-test's "
+                       f"and the swap test's (the two arms swapped slot by slot); pair_ci: arms resampled "
+                       f"independently; {reps}",
         "seeding": "every stratum or cell has its own stream: BLAKE2b of (table, cell key, seed)",
     }
 
@@ -66,8 +68,9 @@ def marks_summary() -> dict[str, Any]:
     family = "one model's rows of the table"
     return {
         "alpha": ALPHA,
-        "correction": "Benjamini–Hochberg within each family (q ≤ alpha); under no effect anywhere in the family "
-                      "this keeps the chance of any mark ≤ alpha",
+        "correction": "Benjamini–Hochberg within each family (q ≤ alpha) on the larger of the exact swap "
+                      "test's and the interval's t-test's p, and the 95% interval must exclude 0; under no effect "
+                      "anywhere in the family this keeps the chance of any mark ≤ alpha",
         "min_slots": MIN_SLOTS,
         "too_few": f"comparisons on fewer than {MIN_SLOTS} matched slots are not tested (no mark): 'too few matched "
                    "prompts to test (n = …)'",

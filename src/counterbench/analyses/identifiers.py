@@ -50,7 +50,9 @@ from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
-from counterbench.stats.inference import slot_design, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
+from counterbench.stats.seeding import stable_seed
+from counterbench.stats.swap_test import SwapTest
 
 __all__ = ["identifier_tables", "max_relative_gap", "study_canonical_pairs"]
 
@@ -172,16 +174,24 @@ def _mog_suff(cell: _Cell) -> FloatArray:
 
 
 def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositive: Nonpositive,
-              confidence: float) -> dict[str, object]:
+              confidence: float, swaps: SwapTest) -> dict[str, object]:
     """Signed relative gap of two identifiers' means on their matched slots ``r``, ``c``; ``totals``:
-    replicate sums of [r, c] (see :func:`_cpg_suff`)."""
+    replicate sums of [r, c] (see :func:`_cpg_suff`). Interval: the slot bootstrap's; p: the larger of
+    the swap test's (the two identities swapped slot by slot, :mod:`counterbench.stats.swap_test`) and
+    the interval's t-test's (:func:`counterbench.stats.inference.both_tests_pvalue`)."""
     n = r.size
     gap = float(relative_gap(r.mean(), c.mean(), signed=True, nonpositive=nonpositive)) if n else np.nan
     reps = None if totals is None else relative_gap(totals[:, 0], totals[:, 1], signed=True, nonpositive=nonpositive)
     design = slot_design(np.abs(r) + np.abs(c))  # a slot weighs its answers' level (a gap of sums)
     low, high = _interval(reps, confidence, design, gap)
-    p = (float(slot_t_pvalue(gap, reps[None, :], 2, factor=design[0], df=design[1])[0]) if reps is not None
-         else np.nan)
+
+    def gap_of(t: FloatArray) -> FloatArray:
+        return relative_gap(t[:, 0], t[:, 1], signed=True, nonpositive=nonpositive)
+
+    p_swap = swaps.pvalue(np.column_stack([r, c]), np.column_stack([c, r]), gap_of) if n else np.nan
+    p_t = (float(slot_t_pvalue(gap, reps[None, :], 2, factor=design[0], df=design[1])[0]) if reps is not None
+           else np.nan)
+    p = both_tests_pvalue(p_swap, p_t)
     return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps,
             "_above": int(np.count_nonzero(r > c)), "_below": int(np.count_nonzero(r < c)),
             "sign_consistency": float(np.count_nonzero(r > c) * 100.0 / n) if n else np.nan,
@@ -205,9 +215,9 @@ def _mog_row(cell: _Cell, suff: FloatArray) -> dict[str, object]:
 
 
 def _mog_release_row(cell: _Cell, totals: FloatArray | None, top: str, bottom: str,
-                     confidence: float) -> dict[str, object]:
+                     confidence: float, swaps: SwapTest) -> dict[str, object]:
     means = np.nanmean(cell.matrix, axis=0)
-    fixed = _pair_row(*_pair_values(cell, top, bottom), totals, "keep", confidence)
+    fixed = _pair_row(*_pair_values(cell, top, bottom), totals, "keep", confidence, swaps)
     i, j = cell.names.index(top), cell.names.index(bottom)
     gap = float(relative_gap(means[i], means[j], signed=True, nonpositive="keep"))
     return {"max_gap": gap, "top_identifier": top, "bottom_identifier": bottom, "top_mean": float(means[i]),
@@ -273,6 +283,7 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
     wide.index = index.set_levels(levels, level=SLOT)  # type: ignore[arg-type]
     cpg_rows, mog_rows = [], []
     deviations: list[pooled.DeviationSlice] = []
+    swaps = SwapTest(stable_seed("swap_test", base_seed=resampler.seed))
     for gkey, gblock in wide.groupby(level=GROUP_COLUMNS, observed=True, sort=True):
         group = tuple(str(k) for k in gkey)
         cells, suff = _group_cells(gblock, resampler.universe(group), pairs, profile)
@@ -283,8 +294,9 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
                     continue
                 part, reps = suff[:, a:b], None if totals is None else totals[:, a:b]
                 if table == "cpg" and cell.cpg is not None:
-                    row = _pair_row(*_pair_values(cell, *cell.cpg), reps, profile.nonpositive, confidence)
+                    row = _pair_row(*_pair_values(cell, *cell.cpg), reps, profile.nonpositive, confidence, swaps)
                     sa, sb = cell.blocks["cpg_slots"]
+                    row["_slot_gaps"] = suff[suff[:, sb - 1] > 0, sa]  # the matched slots' signed gaps
                     with np.errstate(divide="ignore", invalid="ignore"):
                         row["_slot_gap"] = float(suff[:, sa].sum() / suff[:, sb - 1].sum())
                         row["_slot_reps"] = None if totals is None else totals[:, sa] / totals[:, sb - 1]
@@ -298,8 +310,8 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
                 elif table == "mog":
                     i, j = cell.blocks["release_pair"]
                     mog_rows.append({**cell.key, **_mog_release_row(cell, reps, cell.names[i], cell.names[j],
-                                                                    confidence)})
-    out["cpg"], out["cpg_overall"] = pooled.cpg_tables(cpg_rows, confidence)
+                                                                    confidence, swaps)})
+    out["cpg"], out["cpg_overall"] = pooled.cpg_tables(cpg_rows, confidence, swaps)
     out["mog"] = pd.DataFrame.from_records(mog_rows)
     deviation = identifier_deviation(adjusted, CELL, average_over=["use_case", "language"])
     deviation = deviation[["model", "axis", "identifier", "deviation", "n_slices"]]

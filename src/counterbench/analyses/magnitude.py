@@ -26,8 +26,10 @@ Decisions:
   shift (family: one model's languages); the unit resampled is the use case × profile × question
   variant with all its axes (the axes of one profile and question are not independent), matched
   between the two prompts.
-- **Small-sample correction** of both: the variance factor and Bell–McCaffrey degrees of freedom of
-  :func:`counterbench.stats.inference.slot_design`, a slot weighing its share of the pairs.
+- **Small-sample correction** of both intervals: the variance factor and Bell–McCaffrey degrees of
+  freedom of :func:`counterbench.stats.inference.slot_design`, a slot weighing its share of the pairs.
+  Their p: the swap test of the two arms slot by slot (:mod:`counterbench.stats.swap_test`), exact
+  under "the language (the prompt) changes nothing"; a mark also needs the interval to exclude 0.
 - **Merit sensitivity** (App. D): Δ% between every pair of profiles within (identifier, question
   variant) (:func:`counterbench.stats.robustness.profile_pair_gaps`), stratified by model ×
   language × use case; the cluster interval resamples (axis, identifier, question variant) slots.
@@ -56,9 +58,10 @@ from counterbench.analyses.schema import heavy_axes_column
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps
-from counterbench.stats.inference import slot_design, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
 from counterbench.stats.robustness import profile_pair_gaps
 from counterbench.stats.seeding import stable_seed
+from counterbench.stats.swap_test import SwapTest
 
 __all__ = [
     "SLOT_COLUMNS",
@@ -188,11 +191,11 @@ def _pair_interval(a: CellReplicates, ia: int, b: CellReplicates, ib: int, confi
 
 
 def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: IntArray, *, n_boot: int,
-                      seed: int, confidence: float) -> dict[str, float]:
+                      seed: int, confidence: float, swaps: SwapTest) -> dict[str, float]:
     """Paired slot bootstrap of mean(x) − mean(y): ``ci_low``, ``ci_high`` (expanded percentile),
-    ``p_value`` and ``n_slots``; ``*_slot`` are matched slot codes (a slot code shared by both arms is
-    resampled jointly). Same scheme as
-    :func:`counterbench.stats.cluster_bootstrap.cluster_bootstrap_mean_difference`."""
+    ``p_value`` (the swap test of the two arms slot by slot, :mod:`counterbench.stats.swap_test`) and
+    ``n_slots``; ``*_slot`` are matched slot codes (a slot code shared by both arms is resampled
+    jointly). Same scheme as :func:`counterbench.stats.cluster_bootstrap.cluster_bootstrap_mean_difference`."""
     ok_x, ok_y = ~np.isnan(x), ~np.isnan(y)
     k = int(max(x_slot.max(initial=-1), y_slot.max(initial=-1))) + 1
     suff = np.column_stack([
@@ -206,7 +209,10 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
 
     n = suff.shape[0]
     out = {"ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "n_slots": float(n)}
-    if n_boot <= 0 or n == 0:
+    if n == 0:
+        return out
+    p_swap = swaps.pvalue(suff, suff[:, [2, 3, 0, 1]], diff)
+    if n_boot <= 0:
         return out
     with np.errstate(divide="ignore", invalid="ignore"):
         estimate = diff(suff.sum(axis=0)[None, :])
@@ -214,8 +220,8 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
     # a slot weighs its share of each arm's pairs (equal when every slot has the same identifiers)
     factor, df = slot_design(suff[:, 1] / suff[:, 1].sum() + suff[:, 3] / suff[:, 3].sum())
     low, high = slot_interval(estimate, reps, n, 1, confidence, factor=factor, df=df)
-    out.update(ci_low=float(low[0]), ci_high=float(high[0]),
-               p_value=float(slot_t_pvalue(estimate, reps, n, factor=factor, df=df)[0]))
+    p_t = float(slot_t_pvalue(estimate, reps, n, factor=factor, df=df)[0])
+    out.update(ci_low=float(low[0]), ci_high=float(high[0]), p_value=both_tests_pvalue(p_swap, p_t))
     return out
 
 
@@ -247,6 +253,7 @@ def language_shift(fam: GapFamily, *, seed: int, first: str, second: str) -> pd.
     lang = slot_keys["language"].to_numpy()
     group_of = {(m, a): int(g) for m, a, g in zip(slot_keys["model"], slot_keys["axis"], group, strict=True)}
     records = []
+    swaps = SwapTest(stable_seed("swap_test", "language_shift", base_seed=seed))
     for model, axis in keys[["model", "axis"]].drop_duplicates().itertuples(index=False, name=None):
         i1, i2 = index.get((model, first, axis)), index.get((model, second, axis))
         if i1 is None or i2 is None:
@@ -259,7 +266,7 @@ def language_shift(fam: GapFamily, *, seed: int, first: str, second: str) -> pd.
         test = _paired_slot_test(
             pairs.gap[members[in_second]], match[slot[in_second]], pairs.gap[members[in_first]],
             match[slot[in_first]], n_boot=fam.boot.n_boot,
-            seed=stable_seed("language_shift", model, axis, base_seed=seed), confidence=fam.confidence)
+            seed=stable_seed("language_shift", model, axis, base_seed=seed), confidence=fam.confidence, swaps=swaps)
         records.append({"model": model, "axis": axis, f"{first}_mean_delta": cells.mean[i1],
                         f"{second}_mean_delta": cells.mean[i2], "delta_mean_delta": cells.mean[i2] - cells.mean[i1],
                         **test, "pair_ci_low": lo, "pair_ci_high": hi})
@@ -291,6 +298,7 @@ def fairness_ablation(standard: pd.DataFrame, fairness: pd.DataFrame, profile: A
     std_model = std.pairs.slot_keys["model"].astype(str).to_numpy()[std.pairs.slot]
     std_lang = std.pairs.slot_keys["language"].astype(str).to_numpy()[std.pairs.slot]
     records = []
+    swaps = SwapTest(stable_seed("swap_test", "fairness_ablation", base_seed=seed))
     for j, key in enumerate(cf.keys.astype(str).itertuples(index=False, name=None)):
         i = s_index.get(tuple(key))
         if i is None:
@@ -302,7 +310,8 @@ def fairness_ablation(standard: pd.DataFrame, fairness: pd.DataFrame, profile: A
         test = _paired_slot_test(
             fair.pairs.gap[fmask], fair_codes[fair.pairs.slot[fmask]], std.pairs.gap[smask],
             std_codes[std.pairs.slot[smask]], n_boot=n_boot,
-            seed=stable_seed("fairness_ablation", model, language, base_seed=seed), confidence=confidence)
+            seed=stable_seed("fairness_ablation", model, language, base_seed=seed), confidence=confidence,
+            swaps=swaps)
         base, delta = cs.mean[i], cf.mean[j] - cs.mean[i]
         records.append({"model": model, "language": language, "use_cases": use_cases.get((model, language), ""),
                         "standard_mean_delta": base, "fairness_mean_delta": cf.mean[j], "delta": delta,

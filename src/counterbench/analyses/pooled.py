@@ -4,21 +4,24 @@ earned").
 
 Decisions:
 
-- **CPG marks** (``cpg``): p from the slot bootstrap (:func:`counterbench.stats.inference.slot_t_pvalue`),
-  a row is ``testable`` with at least :data:`~counterbench.stats.inference.MIN_SLOTS` matched slots,
-  ``significant`` when its Benjamini–Hochberg q ≤ 0.05 within the model's testable rows of the table
-  (the family: one model's use cases × languages × canonical pairs).
+- **CPG marks** (``cpg``): p from the swap test of the two identities slot by slot
+  (:mod:`counterbench.stats.swap_test`: exact under "the identity changes nothing", whatever the
+  answers' law), a row is ``testable`` with at least :data:`~counterbench.stats.inference.MIN_SLOTS`
+  matched slots, ``significant`` when its Benjamini–Hochberg q ≤ 0.05 within the model's testable
+  rows of the table (the family: one model's use cases × languages × canonical pairs) *and* its 95%
+  slot interval excludes 0 — a star never sits on an interval that contains 0.
 - **``cpg_overall``** per model × language × canonical pair: the mean over use cases (equal weights)
   of each use case's mean *per-slot* signed relative gap (r − c)/((r + c)/2) × 100 over its matched
   slots. Per-slot gaps, not gaps of sums: every matched prompt counts the same whatever its answer
   level (in the quick preset the strongest profile's salary would otherwise outweigh the weakest's
   four to one), and each use case's unit (rupees, percent) cancels. Replicates: the mean of the
   use cases' replicates (each use case's slots are resampled independently: a stratified slot
-  bootstrap); interval and p with the variance factor and Bell–McCaffrey degrees of freedom of that
+  bootstrap); interval with the variance factor and Bell–McCaffrey degrees of freedom of that
   stratified mean (:func:`counterbench.stats.inference.slot_design`: a slot of a use case with few
   slots weighs more, so df is below slots − use cases — 70 rather than 220 on full English); sign consistency
   over every matched slot. A use case with a single matched slot is left out (a resample of one slot
-  has no spread, which would make the interval too narrow). This is the figure the headline finding
+  has no spread, which would make the interval too narrow). p: the swap test of the per-slot gaps
+  (a swap flips a slot's gap). This is the figure the headline finding
   reads, and the only one the quick preset (2 slots per use case) can test. Family for the marks:
   one model's rows.
 - **Identifier deviation interval**: in every replicate, the slot-adjusted identifier means of each
@@ -38,7 +41,15 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_design, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import (
+    MIN_SLOTS,
+    both_tests_pvalue,
+    family_marks,
+    slot_design,
+    slot_interval,
+    slot_t_pvalue,
+)
+from counterbench.stats.swap_test import SwapTest
 
 __all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
 
@@ -46,16 +57,20 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def mark_rows(frame: pd.DataFrame, p_col: str = "p_value") -> pd.DataFrame:
-    """Add ``testable`` (≥ MIN_SLOTS slots), ``q_value`` and ``significant`` (BH within each model)."""
+    """Add ``testable`` (≥ MIN_SLOTS slots), ``q_value`` and ``significant``: BH q ≤ 0.05 within each
+    model and the 95% interval (``ci_low``/``ci_high``) excludes 0."""
     if frame.empty:
         return frame
     frame = frame.copy()
     frame["testable"] = pd.to_numeric(frame["n_slots"], errors="coerce").fillna(0).to_numpy() >= MIN_SLOTS
-    frame["q_value"], frame["significant"] = family_marks(frame, p_col=p_col, testable=frame["testable"])
+    q, marks = family_marks(frame, p_col=p_col, testable=frame["testable"])
+    low = pd.to_numeric(frame["ci_low"], errors="coerce").to_numpy(np.float64)
+    high = pd.to_numeric(frame["ci_high"], errors="coerce").to_numpy(np.float64)
+    frame["q_value"], frame["significant"] = q, marks & ((low > 0) | (high < 0))
     return frame
 
 
-def _overall(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
+def _overall(rows: list[dict[str, Any]], confidence: float, swaps: SwapTest) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame.from_records(rows)
@@ -68,14 +83,18 @@ def _overall(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
         n = int(part["_slot_n"].sum())
         above, below = int(part["_above"].sum()), int(part["_below"].sum())
         reps_list = [r for r in part["_slot_reps"] if r is not None]
-        low = high = p = np.nan
+        low = high = p_t = np.nan
         if len(reps_list) == len(part):
             reps = np.mean(np.vstack(reps_list), axis=0)[None, :]
             sizes = part["_slot_n"].to_numpy(np.int64)  # equal use-case weights, equal slots within
             factor, df = slot_design(np.ones(int(sizes.sum())), np.repeat(np.arange(sizes.size), sizes))
             lo, hi = slot_interval(gap, reps, n, len(part), confidence, factor=factor, df=df)
             low, high = float(lo[0]), float(hi[0])
-            p = float(slot_t_pvalue(gap, reps, n, len(part), factor=factor, df=df)[0])
+            p_t = float(slot_t_pvalue(gap, reps, n, len(part), factor=factor, df=df)[0])
+        # the estimate is Σ_u mean(g_u) / U: each matched slot adds g / (U n_u), and a swap flips g's sign
+        contributions = np.concatenate([np.asarray(g, dtype=np.float64) / (len(part) * len(g))
+                                        for g in part["_slot_gaps"]])
+        p = both_tests_pvalue(swaps.pvalue_of_sum(contributions), p_t)
         model, language, axis, reference, comparison = key
         records.append({"model": model, "language": language, "axis": axis, "reference": reference,
                         "comparison": comparison, "gap": gap, "ci_low": low, "ci_high": high,
@@ -85,14 +104,15 @@ def _overall(rows: list[dict[str, Any]], confidence: float) -> pd.DataFrame:
     return mark_rows(pd.DataFrame.from_records(records))
 
 
-def cpg_tables(rows: list[dict[str, Any]], confidence: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``cpg`` (marked) and ``cpg_overall`` from the per-cell rows (which carry ``_reps``/``_above``)."""
-    overall = _overall(rows, confidence)
+def cpg_tables(rows: list[dict[str, Any]], confidence: float, swaps: SwapTest) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``cpg`` (marked) and ``cpg_overall`` from the per-cell rows (which carry ``_reps``/``_above``);
+    ``swaps``: the swap test behind ``cpg_overall``'s p."""
+    overall = _overall(rows, confidence, swaps)
     cpg = pd.DataFrame.from_records(rows)
     if not cpg.empty:
         cpg["n_agree"] = cpg["_above"].where(cpg["gap"] > 0, cpg["_below"].where(cpg["gap"] < 0, 0))
         cpg = mark_rows(cpg.drop(columns=["_reps", "_above", "_below", "_slot_gap", "_slot_reps",
-                                          "_slot_n"]))
+                                          "_slot_n", "_slot_gaps"]))
     return cpg, overall
 
 
@@ -124,7 +144,9 @@ def with_deviation_intervals(deviation: pd.DataFrame, slices: list[DeviationSlic
         reps = group[0].means.shape[0]
         stack = np.full((len(group), reps, len(names)), np.nan)
         for s, sl in enumerate(group):
-            level = np.nanmean(sl.means, axis=1, keepdims=True)
+            with warnings.catch_warnings():  # a replicate that drew no slot with an answer: NaN
+                warnings.simplefilter("ignore", RuntimeWarning)
+                level = np.nanmean(sl.means, axis=1, keepdims=True)
             with np.errstate(divide="ignore", invalid="ignore"):
                 dev = (sl.means - level) / np.abs(level) * 100.0
             stack[s][:, [names.index(n) for n in sl.names]] = dev

@@ -10,12 +10,17 @@ exp(σ z). Then the canonical pair gap of one cell (a gap of sums) has standard 
 equal levels ``100 · sqrt(2) · σ / sqrt(n)``); ``cpg_overall`` (the mean over U use cases of mean
 per-slot gaps) has ``sqrt(Σ_u 2 · 100² σ² / n_u) / U`` over the use cases with ≥ 2 matched slots.
 
-Decision rule (as in the analysis): a t-test on the slot bootstrap with the analysis's degrees of
-freedom (:func:`counterbench.stats.inference.slot_design`: slots − 1 for equal answer levels, fewer
-for unequal levels or use cases of unequal size), at the
-level Benjamini–Hochberg gives a *single* real gap among the m tested in the model's family,
-α / m — conservative when several gaps are real. Power for a true gap δ is that of a noncentral t
-with noncentrality δ / SE (scipy's ``nct``); the minimum detectable gap solves power(δ) = 0.8.
+Decision rule (as in the analysis): the swap test of the matched slots
+(:mod:`counterbench.stats.swap_test`) and the interval's t-test together
+(:func:`counterbench.stats.inference.both_tests_pvalue`) at the level Benjamini–Hochberg gives a *single* real gap
+among the m tested in the model's family, α / m — conservative when several gaps are real — rounded
+down to a level the test can attain with n slots (:func:`~counterbench.stats.swap_test.attainable_level`:
+p moves in steps of 2 / 2ⁿ up to 13 slots). Its power is taken as that of the t-test at the same
+level with the analysis's degrees of freedom (:func:`counterbench.stats.inference.slot_design`: slots
+− 1 for equal answer levels, fewer for unequal levels or use cases of unequal size) — a randomisation
+test has the t-test's power for normal answers as the slots grow (Lehmann and Romano, *Testing
+Statistical Hypotheses*, §17.2). Power for a true gap δ is that of a noncentral t with noncentrality
+δ / SE (scipy's ``nct``); the minimum detectable gap solves power(δ) = 0.8.
 
 σ is measured from a run (:func:`noise_from_values`: the residual of log answers after slot and
 identity effects, pooled over a model's cells — the noise that identity effects must beat) or
@@ -35,6 +40,7 @@ import pandas as pd
 from scipy import optimize, stats
 
 from counterbench.stats.inference import ALPHA, MIN_SLOTS, slot_design
+from counterbench.stats.swap_test import attainable_level
 
 __all__ = ["POWER", "design_power", "detectable_gap", "gap_power", "noise_from_values", "power_table"]
 
@@ -120,7 +126,9 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     pooled["testable"] = pooled["n_slots"] >= MIN_SLOTS
     pooled["family_size"] = pooled.groupby(list(by))["n_slots"].transform("size")
     out = pd.concat([cells.drop(columns=["_spread", "_df"]), pooled], ignore_index=True)
-    out["alpha"] = alpha / out["family_size"].clip(lower=1)
+    out["alpha"] = [attainable_level(int(n), alpha / max(1, int(m)))
+                    for n, m in zip(out["n_slots"], out["family_size"], strict=True)]
+    out["testable"] &= out["alpha"] > 0
     out["mde"] = [detectable_gap(se, df, a, power) if ok else np.nan
                   for se, df, a, ok in zip(out["se"], out["df"], out["alpha"], out["testable"], strict=True)]
     out["mde_less"] = out["mde"].map(lambda g: less_share(g) if np.isfinite(g) else np.nan)

@@ -130,8 +130,10 @@ AMOUNT_METHODS = (
     "|a − b| / ((a + b) / 2) × 100. Missing or refused answers remove only their own pairs; nothing is "
     "imputed. Every 95% interval resamples slots (the prompts that differ only in the identity: pairs in a "
     "slot are not independent), corrected for few slots; the paper's pair bootstrap is shown as a labelled "
-    "column. Marks (*) are Benjamini–Hochberg corrected within each model's rows of a table, and comparisons "
-    "on too few matched prompts are not tested (see 'Marks' below and the analysis docs for the simulations).")
+    "column. Marks (*) are Benjamini–Hochberg corrected within each model's rows of a table, and need both "
+    "an exact swap test (the two answers of each matched prompt swapped) and the interval to exclude 0; "
+    "comparisons on too few matched prompts are not tested (see 'Marks' below and the analysis docs for the "
+    "simulations).")
 OUTCOME_METHODS = (
     "A slot is a set of prompts that differ only in the identity (or attribute levels) they state. Each "
     "identity is compared with its reference inside the same slots; answers that were refused or could not be "

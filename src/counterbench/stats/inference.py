@@ -27,12 +27,15 @@ rather than t tails. Decisions:
   t-test with 29 df rejected ~1.4× as often as it should at the far-tail levels Benjamini–Hochberg
   uses (α/30); Satterthwaite's df errs the other way (~0.5×) — ``tests/stats/test_stats_inference.py``,
   ``benchmarks/calibration.py``, docs/analysis.md. The threshold below still counts slots.
-- **p-value** of "the statistic is 0": the matching t-test, so an interval excludes 0 exactly when
-  p < 0.05. Smooth (no floor at 1 / replicates), so Benjamini–Hochberg can rank small p-values.
+- **p-value** of "the statistic is 0": the matching t-test (:func:`slot_t_pvalue`), so an interval
+  excludes 0 exactly when p < 0.05. Smooth (no floor at 1 / replicates). A mark uses the larger of
+  it and the exact swap test's p (:func:`both_tests_pvalue`, :mod:`counterbench.stats.swap_test`).
 - **Too little data**: a comparison resting on fewer than :data:`MIN_SLOTS` slots is not tested
-  (no p, no mark; the report says "too few matched prompts to test (n = …)"). The value is chosen
-  from the coverage simulation in ``benchmarks/calibration.py`` (docs/analysis.md gives the figures):
-  the smallest n at which the expanded slot interval of a canonical pair gap covered ≥ 93%.
+  (no mark; the report says "too few matched prompts to test (n = …)"). Marks come from the exact swap
+  test (:mod:`counterbench.stats.swap_test`), whose smallest p with n slots is 2 / 2ⁿ: five slots
+  cannot go below 0.0625, six reach 0.031 — so 6. (The interval alone needs 3: the smallest n at
+  which the expanded slot interval of a canonical pair gap covered ≥ 93% under every answer law
+  simulated in ``benchmarks/calibration.py``; docs/analysis.md gives the figures.)
 - **Multiplicity**: marks are Benjamini–Hochberg q ≤ α within a *family*: by default one model's
   rows of one table, so a model's marks do not depend on which other models were audited with it.
   Under the complete null (no effect anywhere in the family) BH controls the family-wise error rate
@@ -53,6 +56,8 @@ from counterbench.stats.multiple_testing import benjamini_hochberg
 __all__ = [
     "ALPHA",
     "MIN_SLOTS",
+    "MIN_SLOTS_INTERVAL",
+    "both_tests_pvalue",
     "earned_marks",
     "effective_slots",
     "family_marks",
@@ -66,7 +71,9 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 ALPHA = 0.05
 #: fewest slots (matched prompts) a comparison needs before it is tested; see the module docstring
-MIN_SLOTS = 3
+MIN_SLOTS = 6
+#: fewest slots whose slot interval covered ≥ 93% in simulation (an interval is shown from here)
+MIN_SLOTS_INTERVAL = 3
 
 
 def effective_slots(weights: npt.ArrayLike) -> float:
@@ -222,6 +229,19 @@ def slot_t_pvalue(estimate: npt.ArrayLike, reps: npt.ArrayLike, n_slots: npt.Arr
     p = np.where(est == 0.0, 1.0, p)
     p = np.where(np.isnan(df) | np.isnan(se) | ~np.isfinite(est), np.nan, p)
     return np.asarray(np.clip(p, 0.0, 1.0), dtype=np.float64)
+
+
+def both_tests_pvalue(swap_p: float, interval_p: float) -> float:
+    """The p behind a mark: the larger of the exact swap test's and the slot interval's t-test's.
+
+    Each is a valid p-value (the swap test exactly, under "the condition changes nothing"; the t-test
+    as simulated), and so is their maximum: P(max ≤ t) ≤ P(swap p ≤ t) ≤ t. A mark thus needs both —
+    the arrangement of the matched slots' answers *and* the gap's size against their spread — so an
+    unusually uniform sign pattern of small gaps (10 of 10 slots one way, p 0.002) is not marked when
+    the interval says the gap is within noise, and a large mean driven by one slot is not marked when
+    the swap test says the arrangement is ordinary. NaN when either is (no interval, no test).
+    """
+    return float(max(swap_p, interval_p)) if swap_p == swap_p and interval_p == interval_p else float("nan")
 
 
 def family_marks(frame: pd.DataFrame, *, p_col: str = "p_value", family: Sequence[str] = ("model",),

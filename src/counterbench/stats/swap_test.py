@@ -33,7 +33,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFAULT_SWAPS", "EXACT_UP_TO", "SwapTest"]
+__all__ = ["DEFAULT_SWAPS", "EXACT_UP_TO", "SwapTest", "attainable_level"]
 
 FloatArray = npt.NDArray[np.float64]
 Statistic = Callable[[FloatArray], FloatArray]
@@ -42,6 +42,19 @@ Statistic = Callable[[FloatArray], FloatArray]
 DEFAULT_SWAPS = 9999
 #: the largest number of slots whose 2ⁿ arrangements are all enumerated
 EXACT_UP_TO = 13
+#: random arrangements are drawn this many slots (columns) at a time
+_BLOCK = 64
+
+
+def attainable_level(n_slots: int, alpha: float, exact_up_to: int = EXACT_UP_TO, n_swaps: int = DEFAULT_SWAPS) -> float:
+    """The largest level ≤ ``alpha`` at which a swap test of ``n_slots`` slots rejects with exactly that
+    probability under the null: with all ``2ⁿ`` arrangements p moves in steps of ``2 / 2ⁿ`` (an
+    arrangement and its mirror are equally far from 0), with random ones in steps of ``1 / (1 + B)``.
+    0 when even the smallest p is above ``alpha``."""
+    if n_slots <= 0:
+        return 0.0
+    step = 2.0 / 2.0**n_slots if n_slots <= exact_up_to else 1.0 / (1.0 + n_swaps)
+    return float(np.floor(alpha / step + 1e-9) * step)
 
 
 class SwapTest:
@@ -52,13 +65,14 @@ class SwapTest:
         self.n_swaps = int(n_swaps)
         self.exact_up_to = int(exact_up_to)
         self._exact: dict[int, FloatArray] = {}
-        self._random = np.empty((self.n_swaps, 0), dtype=np.float64)
+        self._random = np.empty((self.n_swaps, 0), dtype=np.float64, order="F")
 
     def arrangements(self, n: int) -> tuple[FloatArray, bool]:
         """(rows × n matrix of 0/1 — 1: the slot's two answers swapped, exact?) for ``n`` slots.
 
-        Random arrangements: column ``j`` (slot ``j``) is drawn from the seed and ``j`` alone, so the
-        arrangements of ``n`` slots are the first ``n`` columns whatever sizes were asked for before.
+        Random arrangements: block ``k`` of :data:`_BLOCK` columns (slots ``64k`` to ``64k + 63``) is
+        drawn from the seed and ``k`` alone, so the arrangements of ``n`` slots are the first ``n``
+        columns whatever sizes were asked for before.
         """
         if n <= self.exact_up_to:
             if n not in self._exact:
@@ -67,8 +81,9 @@ class SwapTest:
             return self._exact[n], True
         have = self._random.shape[1]
         if n > have:
-            extra = [np.random.default_rng([self.seed, j]).integers(0, 2, size=self.n_swaps) for j in range(have, n)]
-            self._random = np.column_stack([self._random, *extra]).astype(np.float64)
+            blocks = [np.random.default_rng([self.seed, k]).integers(0, 2, size=(self.n_swaps, _BLOCK), dtype=np.int8)
+                      for k in range(have // _BLOCK, -(-n // _BLOCK))]
+            self._random = np.asfortranarray(np.hstack([self._random, *blocks]), dtype=np.float64)
         return self._random[:, :n], False
 
     def pvalue(self, first: npt.ArrayLike, second: npt.ArrayLike, statistic: Statistic) -> float:

@@ -1,0 +1,70 @@
+"""The swap test: exact under exchangeability whatever the answers' law, never below its resolution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from counterbench.stats.gaps import relative_gap
+from counterbench.stats.inference import MIN_SLOTS
+from counterbench.stats.swap_test import DEFAULT_SWAPS, SwapTest, attainable_level
+
+LEVELS = np.array([24, 20, 15, 22, 18, 13, 17, 14, 10, 9, 7.5, 5.5, 11, 9, 7, 11.5, 9.5, 7.0]) * 1e5
+
+
+def _gap(t: np.ndarray) -> np.ndarray:
+    return relative_gap(t[:, 0], t[:, 1], signed=True)
+
+
+def _null_pvalues(n: int, sims: int, rng: np.random.Generator, *, tail_df: float | None = None) -> np.ndarray:
+    """p of the canonical pair gap of sums, two identities with no difference, salary-like levels."""
+    test = SwapTest(seed=int(rng.integers(1 << 30)))
+    b = LEVELS[np.arange(n) % LEVELS.size]
+    out = np.empty(sims)
+    for i in range(sims):
+        z = rng.standard_normal((2, n)) if tail_df is None else rng.standard_t(tail_df, (2, n))
+        r, c = np.round(b * np.exp(0.03 * z[0]) / 1e5) * 1e5, np.round(b * np.exp(0.03 * z[1]) / 1e5) * 1e5
+        out[i] = test.pvalue(np.column_stack([r, c]), np.column_stack([c, r]), _gap)
+    return out
+
+
+@pytest.mark.parametrize(("n", "tail_df"), [(8, None), (10, 2.0), (30, None), (30, 2.0)])
+def test_null_rejections_never_exceed_the_level(n: int, tail_df: float | None) -> None:
+    """Whole-lakh answers (many ties), unequal levels, normal or Student-t(2) noise: at every level the
+    share of p ≤ level stays at or below it (2,000 draws; the bound allows 3 Monte Carlo SEs)."""
+    p = _null_pvalues(n, 2000, np.random.default_rng(n + int(tail_df or 0)), tail_df=tail_df)
+    for level in (0.01, 0.05, 0.2):
+        se = np.sqrt(level * (1 - level) / p.size)
+        assert (p <= level).mean() <= level + 3 * se, (level, (p <= level).mean())
+    assert (p <= 0.5).mean() > 0.3  # not degenerate: p spreads over [0, 1]
+
+
+def test_exact_enumeration_and_resolution() -> None:
+    test = SwapTest(seed=1)
+    d = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.5])  # every slot the same way: the most extreme arrangement
+    assert test.pvalue_of_sum(d) == pytest.approx(2 / 2**6)  # itself and its mirror of 64
+    assert test.pvalue_of_sum(np.array([1.0, -1.0])) == 1.0  # 0 is never evidence
+    assert test.pvalue_of_sum(np.array([])) != test.pvalue_of_sum(np.array([]))  # NaN: nothing to test
+    big = np.linspace(1, 2, 40)
+    assert test.pvalue_of_sum(big) == pytest.approx(1 / (1 + DEFAULT_SWAPS))  # (1 + 0) / (1 + B), never 0
+    assert attainable_level(5, 0.05) == 0.0 and attainable_level(MIN_SLOTS, 0.05) == pytest.approx(2 / 64)
+    assert attainable_level(10, 0.05 / 6) == pytest.approx(8 / 1024)
+    assert attainable_level(40, 0.01) == pytest.approx(100 / (1 + DEFAULT_SWAPS))
+
+
+def test_a_real_gap_is_found_and_results_repeat() -> None:
+    rng = np.random.default_rng(3)
+    b = LEVELS
+    r, c = b * 1.05 * np.exp(0.03 * rng.standard_normal(b.size)), b * 0.95 * np.exp(0.03 * rng.standard_normal(b.size))
+    first, second = np.column_stack([r, c]), np.column_stack([c, r])
+    p = SwapTest(seed=9).pvalue(first, second, _gap)
+    assert p < 0.001 and p == SwapTest(seed=9).pvalue(first, second, _gap)
+    with pytest.raises(ValueError, match="shape"):
+        SwapTest(seed=9).pvalue(first, second[:3], _gap)
+
+
+def test_shared_arrangements_do_not_depend_on_the_order_of_tests() -> None:
+    one, two = SwapTest(seed=4), SwapTest(seed=4)
+    one.arrangements(20)
+    assert np.array_equal(one.arrangements(30)[0], two.arrangements(30)[0])
+    assert np.array_equal(one.arrangements(20)[0], two.arrangements(30)[0][:, :20])
