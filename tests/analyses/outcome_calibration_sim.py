@@ -152,7 +152,7 @@ def summarise(scenario: OutcomeScenario, tables: dict[str, pd.DataFrame]) -> dic
         testable = (frame["testable"].astype(bool).to_numpy() if "testable" in frame.columns
                     else np.ones(len(frame), dtype=bool))
         low, high = frame["ci_low"].to_numpy(np.float64), frame["ci_high"].to_numpy(np.float64)
-        ok = testable & np.isfinite(truth) & np.isfinite(low) & np.isfinite(high)
+        ok = np.isfinite(truth) & np.isfinite(low) & np.isfinite(high)  # every shown interval, tested or not
         coverage[name] = {"covered": _rate(pd.Series((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))),
                           "n": int(ok.sum()), "share_testable": float(testable.mean())}
         marked = frame["significant"].astype(bool)
@@ -205,12 +205,16 @@ LABEL = OutcomeLaw("label", level=0.6, slot_sd=0.15)
 def scenarios(n_sims: int, bootstrap: int, seed: int = 0) -> dict[str, OutcomeScenario]:
     """The outcome scenarios of ``benchmarks/calibration.py`` (and, small, of the tests)."""
     few = {"profile": ["P01", "P02"], "question_variant": [1, 2]}  # 4 matched slots per comparison
+    six = {"profile": ["P01", "P02", "P03"], "question_variant": [1, 2]}  # 6: the fewest that are tested
     few_clusters = {"profile": ["S01", "S02"], "question_variant": [1, 2]}  # 4 slots (clusters) of 36 prompts
+    six_clusters = {"profile": ["S01", "S02", "S03"], "question_variant": [1, 2]}
     return {
         "score_null": OutcomeScenario("score_null", "suitability_score", SCORE, n_sims, bootstrap=bootstrap,
                                       seed=seed + 1),
         "score_four_slots_null": OutcomeScenario("score_four_slots_null", "suitability_score", SCORE, n_sims, few,
                                                  bootstrap=bootstrap, seed=seed + 2),
+        "score_six_slots_null": OutcomeScenario("score_six_slots_null", "suitability_score", SCORE, n_sims, six,
+                                                bootstrap=bootstrap, seed=seed + 8),
         "rate_languages_null": OutcomeScenario("rate_languages_null", "loan_rate", RATE, n_sims, bootstrap=bootstrap,
                                                seed=seed + 3),
         "label_crossed_null": OutcomeScenario("label_crossed_null", "approval_crossed", LABEL, n_sims,
@@ -218,6 +222,9 @@ def scenarios(n_sims: int, bootstrap: int, seed: int = 0) -> dict[str, OutcomeSc
         "label_crossed_four_clusters_null": OutcomeScenario("label_crossed_four_clusters_null", "approval_crossed",
                                                             LABEL, n_sims, few_clusters, bootstrap=bootstrap,
                                                             seed=seed + 7),
+        "label_crossed_six_clusters_null": OutcomeScenario("label_crossed_six_clusters_null", "approval_crossed",
+                                                           LABEL, n_sims, six_clusters, bootstrap=bootstrap,
+                                                           seed=seed + 9),
         "score_planted": OutcomeScenario(
             "score_planted", "suitability_score",
             OutcomeLaw(**{**SCORE.__dict__, "effects": {("identifier", "Wheelchair user"): -2.0}}), n_sims,

@@ -16,12 +16,15 @@ Decisions:
   (a slot weighs its number of answers; equal slots: ``n/(n − 1)`` and ``n − 1`` df) — a plain
   percentile interval of a few slots is too narrow (4 slots: 80% coverage). Level means
   (``outcome_levels``) are descriptive and keep the percentile interval; nothing is marked on them.
-- **p-values**: the swap test of the two conditions slot by slot (:mod:`counterbench.stats.swap_test`:
-  the comparison and the reference — or the two languages — exchanged within a slot), exact under
-  "the identity (the language) changes nothing" for any answer law, seeded from the analysis seed.
+- **p-values**: the larger of (:func:`counterbench.stats.inference.both_tests_pvalue`) the swap test
+  of the two conditions slot by slot (:mod:`counterbench.stats.swap_test`: the comparison and the
+  reference — or the two languages — exchanged within a slot; exact under "the identity (the
+  language) changes nothing" for any answer law; seeded from the analysis seed) and the slot
+  interval's t-test, as in the amount tables.
 - **Marks** (``significant``): :func:`counterbench.stats.inference.earned_marks` — a row is
-  ``testable`` with at least ``MIN_SLOTS`` matched slots (otherwise no p, no q, no mark: "too few
-  matched prompts to test (n = …)"), Benjamini–Hochberg q ≤ 0.05 within the family (one model's rows
+  ``testable`` with at least ``MIN_SLOTS`` matched slots (6: the fewest whose swap test can reach
+  0.05; otherwise no p, no q, no mark: "too few matched prompts to test (n = …)"; the interval is
+  shown from ``MIN_SLOTS_INTERVAL``), Benjamini–Hochberg q ≤ 0.05 within the family (one model's rows
   of the table) *and* the 95% interval excludes 0. ``docs/analysis.md`` gives the simulation.
 - ``label`` comparisons also give Fisher's exact test on the pooled 2 × 2 counts (``exact_p``; it
   ignores the clustering, so it is shown but never marks).
@@ -31,7 +34,8 @@ Decisions:
   otherwise, with one fixed effect per scenario (use case × profile × question variant) and
   slot-cluster-robust standard errors (statsmodels' CR1: the ``G/(G − 1) · (N − 1)/(N − K)``
   small-sample correction) with t on ``clusters − 1`` degrees of freedom — normal quantiles and an
-  uncorrected sandwich are too small with few clusters. Marks as above, ``MIN_SLOTS`` clusters.
+  uncorrected sandwich are too small with few clusters. Standard errors and intervals from
+  ``MIN_SLOTS_INTERVAL`` clusters, p and marks (as above) from ``MIN_SLOTS`` clusters.
 """
 
 from __future__ import annotations
@@ -47,7 +51,15 @@ from scipy import stats as sstats
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.stats.cluster_bootstrap import cluster_bootstrap
-from counterbench.stats.inference import MIN_SLOTS, earned_marks, slot_design, slot_interval
+from counterbench.stats.inference import (
+    MIN_SLOTS,
+    MIN_SLOTS_INTERVAL,
+    both_tests_pvalue,
+    earned_marks,
+    slot_design,
+    slot_interval,
+    slot_t_pvalue,
+)
 from counterbench.stats.seeding import stable_seed
 from counterbench.stats.swap_test import SwapTest
 from counterbench.studies.base import Facet
@@ -156,14 +168,23 @@ def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int) -> tuple[flo
     return res.estimate, res.low, res.high, res.replicates
 
 
-def _slot_ci(estimate: float, reps: np.ndarray | None, weights: np.ndarray) -> tuple[float, float]:
-    """The slot interval (small-sample variance factor and degrees of freedom of a slot mean whose
-    slots weigh ``weights``; see the module notes); NaN without replicates."""
+def _slot_ci(estimate: float, reps: np.ndarray | None, weights: np.ndarray) -> tuple[float, float, float]:
+    """(low, high, t-test p) of the slot interval (small-sample variance factor and degrees of freedom
+    of a slot mean whose slots weigh ``weights``; see the module notes); NaN without replicates."""
     if reps is None or not np.isfinite(estimate):
-        return float("nan"), float("nan")
+        return float("nan"), float("nan"), float("nan")
     factor, df = slot_design(weights)
     low, high = slot_interval(estimate, reps[None, :], weights.size, confidence=CONFIDENCE, factor=factor, df=df)
-    return float(low[0]), float(high[0])
+    p = slot_t_pvalue(estimate, reps[None, :], weights.size, factor=factor, df=df)
+    return float(low[0]), float(high[0]), float(p[0])
+
+
+def _test(swaps: SwapTest, s: np.ndarray, order: list[int], statistic: Any, p_t: float) -> float:
+    """The p behind a mark (see the module notes): the larger of the swap test's (columns ``order``
+    exchanged slot by slot) and the interval's t-test's; NaN below ``MIN_SLOTS`` slots."""
+    if len(s) < MIN_SLOTS:
+        return float("nan")
+    return both_tests_pvalue(swaps.pvalue(s, s[:, order], statistic), p_t)
 
 
 def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
@@ -218,15 +239,15 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 diff, _, _, reps = _boot(s, _difference, n_boot, cell_seed)
                 rel, _, _, rel_reps = _boot(s, _relative, n_boot, cell_seed)
                 weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
-                lo, hi = _slot_ci(diff, reps, weights)
-                rlo, rhi = _slot_ci(rel, rel_reps, weights)
+                lo, hi, p_t = _slot_ci(diff, reps, weights)
+                rlo, rhi, _ = _slot_ci(rel, rel_reps, weights)
                 totals = s.sum(axis=0)
                 row = {**base, "facet": facet.name, "facet_kind": facet.kind, "reference": facet.reference,
                        "comparison": level, "n_slots": len(s), "reference_mean": totals[2] / totals[3],
                        "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": lo, "ci_high": hi,
                        "relative_pct": rel, "relative_ci_low": rlo, "relative_ci_high": rhi,
-                       "p_value": swaps.pvalue(s, s[:, [2, 3, 0, 1]], _difference) if len(s) >= MIN_SLOTS
-                       else np.nan, "exact_p": np.nan, "difference_unit": unit}
+                       "p_value": _test(swaps, s, [2, 3, 0, 1], _difference, p_t), "exact_p": np.nan,
+                       "difference_unit": unit}
                 if base["kind"] in ("label", "choice") and len(s) >= MIN_SLOTS:
                     k1, n1 = totals[0] / 100.0, totals[1]
                     k0, n0 = totals[2] / 100.0, totals[3]
@@ -277,10 +298,10 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                         continue
                     est, _, _, reps = _boot(s, _shift, n_boot,
                                             stable_seed("language", *cell, facet.name, level, other, base_seed=seed))
-                    lo, hi = _slot_ci(est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
+                    lo, hi, p_t = _slot_ci(est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
                     t = s.sum(axis=0)
                     # a swap exchanges the slot's two languages (both identities at once)
-                    p = swaps.pvalue(s, s[:, [4, 5, 6, 7, 0, 1, 2, 3]], _shift) if len(s) >= MIN_SLOTS else np.nan
+                    p = _test(swaps, s, [4, 5, 6, 7, 0, 1, 2, 3], _shift, p_t)
                     out.append({**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
                                 "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
                                 "language": first, "other_language": other, "n_slots": len(s),
@@ -312,7 +333,7 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         n_clusters = int(groups.max()) + 1
         y = part["y"].to_numpy(np.float64)
         logit = kind in ("label", "choice")
-        robust = n_clusters >= MIN_SLOTS  # fewer clusters: an estimate, no standard error, no test
+        robust = n_clusters >= MIN_SLOTS_INTERVAL  # fewer clusters: an estimate, no standard error
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
