@@ -19,8 +19,9 @@ from counterbench.stats.inference import MIN_SLOTS
 
 FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
 MARK_RULE = (
-    "A mark (*) needs the swap test's Benjamini–Hochberg q ≤ 0.05 within the family — one model's rows of "
-    "this table — and a 95% interval that excludes 0; a comparison on fewer than " + str(MIN_SLOTS) +
+    "A mark (*) needs Benjamini–Hochberg q ≤ 0.05 within the family — one model's rows of this table — on "
+    "a p that passes both an exact test (the two conditions' answers swapped slot by slot) and the test of "
+    "the interval, and a 95% interval that excludes 0; a comparison on fewer than " + str(MIN_SLOTS) +
     " matched prompts is not tested ('too few matched prompts to test').")
 
 
