@@ -91,3 +91,14 @@ def test_swap_test_p_is_seeded_by_the_analysis_seed() -> None:
     pd.testing.assert_frame_equal(a, b)
     assert a["p_value"].between(0, 1).all() and (a["ci_low"] < a["difference"]).all()
     assert first.summary["findings"] == ["sim:seeded: no gap beyond noise (4 comparisons tested)."]
+
+
+def test_findings_say_when_no_gap_could_have_been_marked() -> None:
+    scenario = scenarios(1, BOOT)["score_six_slots_null"]  # 6 slots, 4 comparisons: 8 slots needed
+    prompts = counterbench.prompts(scenario.path, **scenario.subset)
+    result = counterbench.analyze(simulate_outcome_results(prompts, "sim:six", scenario.law, seed=4), scenario.path,
+                                  bootstrap=BOOT)
+    assert result.tables["outcome_gaps"]["testable"].astype(bool).all()
+    assert result.summary["findings"] == [
+        "sim:six: no gap beyond noise (4 comparisons tested; with at most 6 matched prompts per comparison no gap "
+        "among 4 could be marked, whatever its size (8 needed))."]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses import outcome_findings
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
@@ -229,8 +230,8 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
                                    "(level means: 95% percentile intervals); p from the swap test of matched slots",
                        "crossed_regression": "slot-clustered CR1 standard errors, t with clusters − 1 degrees "
                                              "of freedom"},
-        "marks": ot.marks_summary(),
-        "findings": ot.outcome_findings(gaps, dict(study.languages)),
+        "marks": outcome_findings.marks_summary(),
+        "findings": outcome_findings.outcome_findings(gaps, dict(study.languages)),
         "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()},
         "unsupported": unsupported,
     }
