@@ -18,6 +18,12 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
    vs the simulated power, and the analysis's own prediction (measured noise and answer levels).
 6. ``salary_languages_fairness_null``: salary estimation in both languages with and without the
    fairness instruction (500 models): the language shift and the fairness ablation.
+7. ``outcomes``: the non-amount outcome tables (``outcome_gaps``, ``language_gaps``,
+   ``crossed_regression``) on the example studies, 500 simulated models per scenario
+   (``tests/analyses/outcome_calibration_sim.py``): a 1–10 score with 12 and with 4 matched slots, a
+   rate in two languages, a yes/no decision with crossed attributes (36 and 4 clusters), no effect
+   planted; and a planted score penalty and yes/no gap (power). Coverage, family-wise false stars,
+   and for the regression the same standard errors with normal quantiles (before).
 
 Usage: ``python benchmarks/calibration.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...] [--out FILE]``.
 Every simulation is seeded; the figures are reproducible.
@@ -90,6 +96,13 @@ def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
     return out
 
 
+def outcomes(scale: float, bootstrap: int, seed_offset: int) -> dict[str, Any]:
+    from tests.analyses.outcome_calibration_sim import run_outcome_scenario, scenarios
+
+    return {name: run_outcome_scenario(scenario)
+            for name, scenario in scenarios(max(10, int(500 * scale)), bootstrap, seed=100 + seed_offset).items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every number of simulations")
@@ -119,6 +132,7 @@ def main() -> None:
             "salary_languages_fairness_null", "salary_both_languages_fairness", n(500), bootstrap=args.bootstrap,
             seed=5 + args.seed_offset)),
         "threshold": lambda: threshold(args.scale, args.bootstrap),
+        "outcomes": lambda: outcomes(args.scale, args.bootstrap, args.seed_offset),
     }
     report: dict[str, Any] = {"benchmark": "calibration", "python": platform.python_version(),
                               "cpu_count": os.cpu_count(), "load_average_before": os.getloadavg(),

@@ -5,7 +5,8 @@ Python API: :func:`counterbench.analyses.api.analyze` (a store path or a results
 
 - :mod:`.study` — the one store → analysis path, by outcome kind; :mod:`.amounts` —
   ``analyze(results, profile, bootstrap, seed, tau)``: every relative-gap table of an amount study;
-  :mod:`.outcome_tables` — the tables of the other outcome kinds;
+  :mod:`.outcome_tables` — the tables of the other outcome kinds (:mod:`.outcome_findings`: their
+  marks and finding in words);
 - :mod:`.schema` — table names, columns and what a row is (the contract with reports and exports);
 - :mod:`.profiles` — ``default`` vs the release profile rules; :mod:`.prepare` — row-level rules;
 - :mod:`.magnitude`, :mod:`.ordering`, :mod:`.identifiers`, :mod:`.health` — the tables;

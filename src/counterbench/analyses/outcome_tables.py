@@ -8,19 +8,34 @@ a row is) and built by one function.
 Decisions:
 
 - Comparisons are matched: a level is compared with the facet's reference inside the same *slot*
-  (the study's slot columns: prompts that differ only in what the facet varies). Intervals are
-  slot-cluster bootstrap percentile intervals (:mod:`counterbench.stats.cluster_bootstrap`; the slot
-  is the independent unit), never pair-level ones.
-- p-values are two-sided bootstrap p-values (2 × the smaller tail share of the replicate
-  differences, with the +1 correction); marks (``significant``) use Benjamini–Hochberg q-values with
-  one family per model and table (:mod:`counterbench.stats.multiple_testing`).
+  (the study's slot columns: prompts that differ only in what the facet varies); the slot is the
+  independent unit.
+- **Intervals** of a gap (``outcome_gaps``) and of a language shift (``language_gaps``): the slot
+  bootstrap's standard error with the small-sample variance factor and degrees of freedom of
+  :func:`counterbench.stats.inference.slot_design` / :func:`~counterbench.stats.inference.slot_interval`
+  (a slot weighs its number of answers; equal slots: ``n/(n − 1)`` and ``n − 1`` df) — a plain
+  percentile interval of a few slots is too narrow (4 slots: 85–87% coverage in simulation). Level means
+  (``outcome_levels``) are descriptive and keep the percentile interval; nothing is marked on them.
+- **p-values**: the larger of (:func:`counterbench.stats.inference.both_tests_pvalue`) the swap test
+  of the two conditions slot by slot (:mod:`counterbench.stats.swap_test`: the comparison and the
+  reference — or the two languages — exchanged within a slot; exact under "the identity (the
+  language) changes nothing" for any answer law; seeded from the analysis seed) and the slot
+  interval's t-test, as in the amount tables.
+- **Marks** (``significant``): :func:`counterbench.stats.inference.earned_marks` — a row is
+  ``testable`` with at least ``MIN_SLOTS`` matched slots (6: the fewest whose swap test can reach
+  0.05; otherwise no p, no q, no mark: "too few matched prompts to test (n = …)"; the interval is
+  shown from ``MIN_SLOTS_INTERVAL``), Benjamini–Hochberg q ≤ 0.05 within the family (one model's rows
+  of the table) *and* the 95% interval excludes 0. ``docs/analysis.md`` gives the simulation.
 - ``label`` comparisons also give Fisher's exact test on the pooled 2 × 2 counts (``exact_p``; it
   ignores the clustering, so it is shown but never marks).
 - Only ``standard``-variant rows with status ``ok`` enter; other statuses count in ``parse_health``.
 - Crossed designs also get a regression on all attributes at once (``crossed_regression``): a
   logistic model for labels (log-odds, as DiscrimEval's discrimination score), least squares
   otherwise, with one fixed effect per scenario (use case × profile × question variant) and
-  slot-cluster-robust standard errors (statsmodels).
+  slot-cluster-robust standard errors (statsmodels' CR1: the ``G/(G − 1) · (N − 1)/(N − K)``
+  small-sample correction) with t on ``clusters − 1`` degrees of freedom — normal quantiles and an
+  uncorrected sandwich are too small with few clusters. Standard errors and intervals from
+  ``MIN_SLOTS_INTERVAL`` clusters, p and marks (as above) from ``MIN_SLOTS`` clusters.
 """
 
 from __future__ import annotations
@@ -36,12 +51,20 @@ from scipy import stats as sstats
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.stats.cluster_bootstrap import cluster_bootstrap
-from counterbench.stats.multiple_testing import benjamini_hochberg
+from counterbench.stats.inference import (
+    MIN_SLOTS,
+    MIN_SLOTS_INTERVAL,
+    both_tests_pvalue,
+    earned_marks,
+    slot_design,
+    slot_interval,
+    slot_t_pvalue,
+)
 from counterbench.stats.seeding import stable_seed
+from counterbench.stats.swap_test import SwapTest
 from counterbench.studies.base import Facet
 
 CONFIDENCE = 0.95
-ALPHA = 0.05
 _CELL = ["model", "use_case", "kind", "language"]
 
 #: table -> (columns, what one row is)
@@ -53,21 +76,22 @@ OUTCOME_TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "outcome_gaps": (
         (*_CELL, "facet", "facet_kind", "reference", "comparison", "n_slots", "reference_mean", "comparison_mean",
          "difference", "ci_low", "ci_high", "relative_pct", "relative_ci_low", "relative_ci_high", "p_value",
-         "q_value", "significant", "exact_p", "difference_unit"),
+         "q_value", "testable", "significant", "exact_p", "difference_unit"),
         "comparison − reference inside matched slots (absolute, in the kind's unit, and relative %), "
-        "slot-cluster bootstrap CI, BH q-value per model",
+        "slot interval with the small-sample correction; p: the larger of the swap test's and the interval's "
+        "t-test's; marks BH within each model's rows",
     ),
     "language_gaps": (
         ("model", "use_case", "kind", "facet", "facet_kind", "reference", "comparison", "language", "other_language",
          "n_slots", "difference", "other_difference", "shift", "ci_low", "ci_high", "p_value", "q_value",
-         "significant"),
+         "testable", "significant"),
         "how much a gap differs between two languages (difference in one − in the other), paired by slot",
     ),
     "crossed_regression": (
         ("model", "kind", "language", "attribute", "level", "reference", "estimate", "se", "ci_low", "ci_high",
-         "p_value", "q_value", "significant", "model_type", "n"),
+         "p_value", "q_value", "testable", "significant", "model_type", "n", "n_clusters"),
         "the effect of one attribute level against its reference, all crossed attributes in one model "
-        "with scenario fixed effects and slot-clustered standard errors",
+        "with scenario fixed effects and slot-clustered (CR1) standard errors, t with clusters − 1 df",
     ),
 }
 
@@ -102,27 +126,40 @@ def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> 
     return out.reset_index(drop=True)
 
 
-def _slot_key(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """An integer code per row: rows with the same values in ``columns`` (as text) share it."""
     cols = [c for c in columns if c in frame.columns]
-    return frame[cols].astype(str).agg("\x1f".join, axis=1) if cols else pd.Series("", index=frame.index)
+    if not cols or frame.empty:
+        return np.zeros(len(frame), dtype=np.int64)
+    text = frame[cols].astype(str)
+    return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
 
 
 def _suff(y: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
     return np.column_stack([np.bincount(codes, weights=y, minlength=n), np.bincount(codes, minlength=n)])
 
 
-def _pvalue(replicates: np.ndarray | None) -> float:
-    if replicates is None:
-        return float("nan")
-    reps = replicates[np.isfinite(replicates)]
-    if reps.size == 0:
-        return float("nan")
-    low = (1 + np.sum(reps <= 0)) / (reps.size + 1)
-    high = (1 + np.sum(reps >= 0)) / (reps.size + 1)
-    return float(min(1.0, 2 * min(low, high)))
+def _difference(t: np.ndarray) -> np.ndarray:
+    """comparison mean − reference mean from summed [comparison sum, n, reference sum, n]."""
+    return np.asarray(t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3], dtype=np.float64)
+
+
+def _shift(t: np.ndarray) -> np.ndarray:
+    """The difference in the first language − the same difference in the other (8 summed columns)."""
+    return _difference(t) - _difference(t[:, 4:])
+
+
+def _relative(t: np.ndarray) -> np.ndarray:
+    ref = t[:, 2] / t[:, 3]
+    return np.asarray(100 * (t[:, 0] / t[:, 1] - ref) / ref, dtype=np.float64)
+
+
+def _mean(t: np.ndarray) -> np.ndarray:
+    return np.asarray(t[:, 0] / t[:, 1], dtype=np.float64)
 
 
 def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int) -> tuple[float, float, float, np.ndarray | None]:
+    """(estimate, percentile low, percentile high, replicates) of a slot-cluster bootstrap."""
     if n_boot <= 0:
         with np.errstate(divide="ignore", invalid="ignore"):
             est = float(np.asarray(statistic(suff.sum(axis=0)[None, :]))[0])
@@ -130,6 +167,25 @@ def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int) -> tuple[flo
     res = cluster_bootstrap(suff, statistic, n_boot=n_boot, seed=seed, confidence=CONFIDENCE,
                             return_replicates=True)
     return res.estimate, res.low, res.high, res.replicates
+
+
+def _slot_ci(estimate: float, reps: np.ndarray | None, weights: np.ndarray) -> tuple[float, float, float]:
+    """(low, high, t-test p) of the slot interval (small-sample variance factor and degrees of freedom
+    of a slot mean whose slots weigh ``weights``; see the module notes); NaN without replicates."""
+    if reps is None or not np.isfinite(estimate):
+        return float("nan"), float("nan"), float("nan")
+    factor, df = slot_design(weights)
+    low, high = slot_interval(estimate, reps[None, :], weights.size, confidence=CONFIDENCE, factor=factor, df=df)
+    p = slot_t_pvalue(estimate, reps[None, :], weights.size, factor=factor, df=df)
+    return float(low[0]), float(high[0]), float(p[0])
+
+
+def _test(swaps: SwapTest, s: np.ndarray, order: list[int], statistic: Any, p_t: float) -> float:
+    """The p behind a mark (see the module notes): the larger of the swap test's (columns ``order``
+    exchanged slot by slot) and the interval's t-test's; NaN below ``MIN_SLOTS`` slots."""
+    if len(s) < MIN_SLOTS:
+        return float("nan")
+    return both_tests_pvalue(swaps.pvalue(s, s[:, order], statistic), p_t)
 
 
 def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
@@ -148,6 +204,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
     gaps: list[dict[str, Any]] = []
     if rows.empty:
         return conform("outcome_levels", None), conform("outcome_gaps", None)
+    swaps = SwapTest(stable_seed("outcome_gaps_swap_test", base_seed=seed))
     for cell, part in rows.groupby(_CELL, sort=False, observed=True):
         base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
         measure, unit = str(part["measure"].iloc[0]), str(part["unit"].iloc[0])
@@ -155,8 +212,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
             frows = _facet_rows(part, facet)
             if frows.empty:
                 continue
-            slots = _slot_key(frows, [c for c in slot_columns if c != facet.column])
-            codes, _ = pd.factorize(slots, sort=False)
+            codes = _slot_codes(frows, [c for c in slot_columns if c != facet.column])
             n_slots = int(codes.max()) + 1
             y = frows["y"].to_numpy(dtype=np.float64)
             lv = frows["level"].to_numpy()
@@ -165,8 +221,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 mask = lv == level
                 s = _suff(y[mask], codes[mask], n_slots)
                 s = s[s[:, 1] > 0]
-                est, lo, hi, _ = _boot(s, lambda t: t[:, 0] / t[:, 1], n_boot,
-                                       stable_seed("level", *cell, facet.name, level, base_seed=seed))
+                est, lo, hi, _ = _boot(s, _mean, n_boot, stable_seed("level", *cell, facet.name, level, base_seed=seed))
                 levels.append({**base, "facet": facet.name, "facet_kind": facet.kind, "level": level,
                                "n": int(mask.sum()), "n_slots": len(s), "mean": est, "ci_low": lo,
                                "ci_high": hi, "measure": measure})
@@ -177,46 +232,39 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 if level == facet.reference:
                     continue
                 cmp_ = lv == level
-                sc, sr = _suff(y[cmp_], codes[cmp_], n_slots), _suff(y[ref], codes[ref], n_slots)
-                s = np.hstack([sc, sr])
+                s = np.hstack([_suff(y[cmp_], codes[cmp_], n_slots), _suff(y[ref], codes[ref], n_slots)])
                 s = s[(s[:, 1] > 0) & (s[:, 3] > 0)]  # matched slots only
                 if not len(s):
                     continue
                 cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
-                diff, lo, hi, reps = _boot(s, lambda t: t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3], n_boot, cell_seed)
-                rel, rlo, rhi, _ = _boot(s, _relative, n_boot, cell_seed)
+                diff, _, _, reps = _boot(s, _difference, n_boot, cell_seed)
+                rel, _, _, rel_reps = _boot(s, _relative, n_boot, cell_seed)
+                weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
+                lo, hi, p_t = _slot_ci(diff, reps, weights)
+                rlo, rhi, _ = _slot_ci(rel, rel_reps, weights)
                 totals = s.sum(axis=0)
                 row = {**base, "facet": facet.name, "facet_kind": facet.kind, "reference": facet.reference,
                        "comparison": level, "n_slots": len(s), "reference_mean": totals[2] / totals[3],
                        "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": lo, "ci_high": hi,
                        "relative_pct": rel, "relative_ci_low": rlo, "relative_ci_high": rhi,
-                       "p_value": _pvalue(reps), "exact_p": np.nan, "difference_unit": unit}
-                if base["kind"] in ("label", "choice"):
+                       "p_value": _test(swaps, s, [2, 3, 0, 1], _difference, p_t), "exact_p": np.nan,
+                       "difference_unit": unit}
+                if base["kind"] in ("label", "choice") and len(s) >= MIN_SLOTS:
                     k1, n1 = totals[0] / 100.0, totals[1]
                     k0, n0 = totals[2] / 100.0, totals[3]
                     table = np.array([[k1, n1 - k1], [k0, n0 - k0]]).round().astype(np.int64)
                     row["exact_p"] = float(sstats.fisher_exact(table)[1])
                 gaps.append(row)
-    gap_frame = _with_q(pd.DataFrame(gaps))
-    return conform("outcome_levels", pd.DataFrame(levels)), conform("outcome_gaps", gap_frame)
+    return conform("outcome_levels", pd.DataFrame(levels)), conform("outcome_gaps", _marked(pd.DataFrame(gaps)))
 
 
-def _relative(t: np.ndarray) -> np.ndarray:
-    ref = t[:, 2] / t[:, 3]
-    return np.asarray(100 * (t[:, 0] / t[:, 1] - ref) / ref, dtype=np.float64)
-
-
-def _with_q(frame: pd.DataFrame) -> pd.DataFrame:
-    """BH q-values and marks, one family per model."""
+def _marked(frame: pd.DataFrame, n_col: str = "n_slots") -> pd.DataFrame:
+    """``testable``, BH ``q_value`` within each model's rows and ``significant`` (q ≤ 0.05 and the
+    interval excludes 0): :func:`counterbench.stats.inference.earned_marks`; no p where untestable."""
     if frame.empty:
         return frame
-    frame = frame.copy()
-    frame["q_value"] = np.nan
-    for _, idx in frame.groupby("model", sort=False).groups.items():
-        q, reject = benjamini_hochberg(frame.loc[idx, "p_value"].to_numpy(dtype=np.float64), ALPHA)
-        frame.loc[idx, "q_value"] = q
-        frame.loc[idx, "significant"] = reject
-    frame["significant"] = frame["significant"].astype(bool)
+    frame = earned_marks(frame, n_col=n_col)
+    frame.loc[~frame["testable"].astype(bool), "p_value"] = np.nan
     return frame
 
 
@@ -229,13 +277,13 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         return conform("language_gaps", None)
     first = present[0]
     keys = ["model", "use_case", "kind"]
+    swaps = SwapTest(stable_seed("language_gaps_swap_test", base_seed=seed))
     for cell, part in rows.groupby(keys, sort=False, observed=True):
         for facet in facets:
             frows = _facet_rows(part, facet)
             if frows.empty or facet.reference not in set(frows["level"]):
                 continue
-            slots = _slot_key(frows, [c for c in slot_columns if c not in (facet.column, "language")])
-            codes, _ = pd.factorize(slots, sort=False)
+            codes = _slot_codes(frows, [c for c in slot_columns if c not in (facet.column, "language")])
             n = int(codes.max()) + 1
             y, lv = frows["y"].to_numpy(np.float64), frows["level"].to_numpy()
             lang = frows["language"].astype(str).to_numpy()
@@ -249,19 +297,18 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                     s = s[(s[:, 1] > 0) & (s[:, 3] > 0) & (s[:, 5] > 0) & (s[:, 7] > 0)]
                     if not len(s):
                         continue
-
-                    def shift(t: np.ndarray) -> np.ndarray:
-                        return (t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3]) - (t[:, 4] / t[:, 5] - t[:, 6] / t[:, 7])
-
-                    est, lo, hi, reps = _boot(s, shift, n_boot,
-                                              stable_seed("language", *cell, facet.name, level, other, base_seed=seed))
+                    est, _, _, reps = _boot(s, _shift, n_boot,
+                                            stable_seed("language", *cell, facet.name, level, other, base_seed=seed))
+                    lo, hi, p_t = _slot_ci(est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
                     t = s.sum(axis=0)
+                    # a swap exchanges the slot's two languages (both identities at once)
+                    p = _test(swaps, s, [4, 5, 6, 7, 0, 1, 2, 3], _shift, p_t)
                     out.append({**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
                                 "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
                                 "language": first, "other_language": other, "n_slots": len(s),
                                 "difference": t[0] / t[1] - t[2] / t[3], "other_difference": t[4] / t[5] - t[6] / t[7],
-                                "shift": est, "ci_low": lo, "ci_high": hi, "p_value": _pvalue(reps)})
-    return conform("language_gaps", _with_q(pd.DataFrame(out)))
+                                "shift": est, "ci_low": lo, "ci_high": hi, "p_value": p})
+    return conform("language_gaps", _marked(pd.DataFrame(out)))
 
 
 def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str]) -> pd.DataFrame:
@@ -273,36 +320,44 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         return conform("crossed_regression", None)
     out: list[dict[str, Any]] = []
     for (model, kind, language), part in rows.groupby(["model", "kind", "language"], sort=False, observed=True):
-        scenario = _slot_key(part, ["use_case", "profile_id", "question_variant"])
+        scenario = _slot_codes(part, ["use_case", "profile_id", "question_variant"])
         design = [pd.get_dummies(pd.Categorical(part[f.column].astype(str), categories=list(f.levels)),
                                  prefix=f.column, prefix_sep="\x1f", dtype=np.float64).drop(
                       columns=f"{f.column}\x1f{f.reference}") for f in attrs]
-        fixed = pd.get_dummies(scenario, prefix="scenario", dtype=np.float64)
+        fixed = pd.get_dummies(pd.Categorical(scenario), prefix="scenario", dtype=np.float64)
         x = pd.concat([*(d.set_axis(part.index) for d in design), fixed.set_axis(part.index)], axis=1)
         x = x.loc[:, x.std(axis=0) > 0] if len(x) > 1 else x
         x.insert(0, "const", 1.0)
         if fixed.shape[1] > 1:
             x = x.drop(columns=[c for c in x.columns if c.startswith("scenario")][:1])
-        groups = pd.factorize(_slot_key(part, slot_columns))[0]
+        groups = _slot_codes(part, slot_columns)
+        n_clusters = int(groups.max()) + 1
         y = part["y"].to_numpy(np.float64)
         logit = kind in ("label", "choice")
+        robust = n_clusters >= MIN_SLOTS_INTERVAL  # fewer clusters: an estimate, no standard error
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fitted = (sm.Logit(y / 100.0, x) if logit else sm.OLS(y, x)).fit(
-                    **({"disp": 0} if logit else {}), cov_type="cluster", cov_kwds={"groups": groups})
+                    **({"disp": 0} if logit else {}),
+                    **({"cov_type": "cluster", "use_t": True,
+                        "cov_kwds": {"groups": groups, "use_correction": True, "df_correction": True}}
+                       if robust else {}))
         except Exception:  # separation or a singular design: no estimate for this cell
             continue
-        z = sstats.norm.ppf(0.5 + CONFIDENCE / 2)
+        t_crit = sstats.t.isf((1 - CONFIDENCE) / 2, max(n_clusters - 1, 1))
         for f in attrs:
             for level in f.levels:
                 name = f"{f.column}\x1f{level}"
                 if level == f.reference or name not in fitted.params.index:
                     continue
-                est, se = float(fitted.params[name]), float(fitted.bse[name])
+                est = float(fitted.params[name])
+                se = float(fitted.bse[name]) if robust else float("nan")
+                p = float(2 * sstats.t.sf(abs(est) / se, n_clusters - 1)) if robust and se > 0 else float("nan")
                 out.append({"model": str(model), "kind": str(kind), "language": str(language), "attribute": f.name,
                             "level": level, "reference": f.reference, "estimate": est, "se": se,
-                            "ci_low": est - z * se, "ci_high": est + z * se, "p_value": float(fitted.pvalues[name]),
+                            "ci_low": est - t_crit * se, "ci_high": est + t_crit * se, "p_value": p,
                             "model_type": "logit (log-odds)" if logit else "least squares (outcome units)",
-                            "n": len(y)})
-    return conform("crossed_regression", _with_q(pd.DataFrame(out)))
+                            "n": len(y), "n_clusters": n_clusters})
+    return conform("crossed_regression", _marked(pd.DataFrame(out), "n_clusters"))
+

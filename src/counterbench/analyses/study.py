@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses import outcome_findings
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
@@ -122,6 +123,10 @@ def analyze_study(
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported") and key in summary:
                 summary[key].update(value)
+            elif key == "findings" and isinstance(summary.get(key), list) and isinstance(value, list):
+                summary[key] = [*summary[key], *value]
+            elif key == "marks" and isinstance(summary.get(key), dict) and isinstance(value, dict):
+                summary[key].setdefault("families", {}).update(value.get("families", {}))
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
@@ -220,8 +225,13 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
         unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
     summary = {
         **_base_summary(results, bootstrap, seed),
-        "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}, "
-                                   "95% percentile intervals; BH q-values per model and table"},
+        "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}: gaps and "
+                                   "language shifts ±t·se with the small-sample factor and degrees of freedom "
+                                   "(level means: 95% percentile intervals); p from the swap test of matched slots",
+                       "crossed_regression": "slot-clustered CR1 standard errors, t with clusters − 1 degrees "
+                                             "of freedom"},
+        "marks": outcome_findings.marks_summary(),
+        "findings": outcome_findings.outcome_findings(gaps, dict(study.languages)),
         "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()},
         "unsupported": unsupported,
     }

@@ -137,9 +137,11 @@ AMOUNT_METHODS = (
 OUTCOME_METHODS = (
     "A slot is a set of prompts that differ only in the identity (or attribute levels) they state. Each "
     "identity is compared with its reference inside the same slots; answers that were refused or could not be "
-    "read leave out only themselves, nothing is imputed. Intervals are 95% percentile bootstraps that resample "
-    "whole slots (the independent unit), and the marks use Benjamini–Hochberg q-values, one family per model "
-    "and table.")
+    "read leave out only themselves, nothing is imputed. Every interval resamples whole slots (the "
+    "independent unit); the intervals of gaps and language shifts are corrected for few slots. Marks (*) "
+    "are Benjamini–Hochberg corrected within each model's rows of a table, and need both an exact swap test "
+    "(the two conditions of each matched slot exchanged) and the interval to exclude 0; comparisons on too "
+    "few matched prompts are not tested.")
 
 
 def methods_section(ctx: ReportContext, report_version: str, generated_at: str) -> Section:

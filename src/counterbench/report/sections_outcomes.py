@@ -14,8 +14,20 @@ from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, series_color
+from counterbench.report.sections_gaps import mark_col
+from counterbench.stats.inference import MIN_SLOTS
 
 FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
+MARK_RULE = (
+    "A mark (*) needs Benjamini–Hochberg q ≤ 0.05 within the family — one model's rows of this table — on "
+    "a p that passes both an exact test (the two conditions' answers swapped slot by slot) and the test of "
+    "the interval, and a 95% interval that excludes 0; a comparison on fewer than " + str(MIN_SLOTS) +
+    " matched prompts is not tested ('too few matched prompts to test').")
+
+
+def _mark(r: t.Row) -> str:
+    """The bar's mark: the table's own (``significant``), never a bare q."""
+    return "*" if t.fmt_flag(r.get("significant")) == "✓" else ""
 
 
 def _lang(ctx: ReportContext) -> Callable[[str], str]:
@@ -35,8 +47,7 @@ def gaps_section(ctx: ReportContext) -> Section:
         "Each row compares the answers for one identity with those for the reference identity of the same "
         f"{'/'.join(sorted({FACET_WORDS.get(k, k) for k in ctx.facet_kinds}) or 'axis')}, inside prompts that "
         "differ only in that identity. The difference is in the outcome's own unit (percentage points for "
-        "rates and yes/no shares, points for scores); 0 means no gap. Sig. marks gaps whose Benjamini–Hochberg "
-        "q-value is below 0.05.",
+        "rates and yes/no shares, points for scores); 0 means no gap. " + MARK_RULE,
         group="Overview",
     )
     frame = ctx.nonempty("outcome_gaps")
@@ -49,7 +60,7 @@ def gaps_section(ctx: ReportContext) -> Section:
             model = str(r["model"])
             color = series_color(ctx.models.index(model) if model in ctx.models else 0)
             bars = [BarValue(model, t.as_float(r["difference"]), color, t.as_float(r["ci_low"]),
-                             t.as_float(r["ci_high"]), t.stars(r.get("q_value")))]
+                             t.as_float(r["ci_high"]), _mark(r))]
             label = f"{facet}: {r['comparison']} − {r['reference']}"
             if len(ctx.languages) > 1:
                 label += f" ({ctx.language_label(str(r['language']))})"
@@ -59,14 +70,15 @@ def gaps_section(ctx: ReportContext) -> Section:
             [hbar_panel("Difference from the reference (95% CI)", rows, domain=bar_domain(rows), width=640,
                         x_label="difference", value_format="{:+.2f}")],
             [(m, series_color(i)) for i, m in enumerate(ctx.models)],
-            caption="Whiskers: 95% CI, slot-cluster bootstrap."))
+            caption="Whiskers: 95% CI, slots resampled, corrected for few slots."))
     cols = [
         t.text("model", "Model"), t.text("use_case", "Use case", ctx.use_case_label),
         t.text("language", "Language", _lang(ctx)), t.text("facet", "Compared"),
         t.text("comparison", "Identity"), t.text("reference", "Reference"),
         t.num("comparison_mean", "Mean"), t.num("reference_mean", "Reference mean"),
         t.num("difference", "Difference", signed=True), t.ci(), t.text("difference_unit", "Unit"),
-        t.num("relative_pct", "Relative %", 1, signed=True), t.pvalue("q_value", "q"), t.star_col("q_value"),
+        t.num("relative_pct", "Relative %", 1, signed=True), t.count("n_slots", "Matched prompts"),
+        t.pvalue("q_value", "q"), mark_col(),
     ]
     if frame["exact_p"].notna().any():
         cols.append(t.pvalue("exact_p", "Fisher p"))
@@ -101,7 +113,8 @@ def languages_section(ctx: ReportContext) -> Section:
     section = Section(
         "language_gaps", "Languages compared",
         f"Does a gap change with the language of the prompt ({names})? Shift = the gap in the first language "
-        "minus the same gap in the other, paired by slot.",
+        "minus the same gap in the other, paired by slot; the swap test exchanges a slot's two languages. "
+        + MARK_RULE,
     )
     frame = ctx.nonempty("language_gaps")
     section.unsupported = _note(ctx, "language_gaps", "needs answers in two languages for the same slots")
@@ -113,7 +126,7 @@ def languages_section(ctx: ReportContext) -> Section:
     rows = [BarRow(f"{r['facet']}: {r['comparison']} − {r['reference']}"
                    + (f" ({ctx.language_label(str(r['other_language']))})" if len(ctx.languages) > 2 else ""),
                    [BarValue(str(r["model"]), t.as_float(r["shift"]), color(str(r["model"])),
-                             t.as_float(r["ci_low"]), t.as_float(r["ci_high"]), t.stars(r.get("q_value")))])
+                             t.as_float(r["ci_low"]), t.as_float(r["ci_high"]), _mark(r))])
             for r in frame.to_dict("records")][:60]
     section.figures.append(Figure([hbar_panel("Shift of each gap between languages", rows, width=640,
                                               x_label="shift", value_format="{:+.2f}")],
@@ -123,7 +136,8 @@ def languages_section(ctx: ReportContext) -> Section:
         t.text("comparison", "Identity"), t.text("reference", "Reference"),
         t.text("language", "Language", _lang(ctx)), t.num("difference", "Gap", signed=True),
         t.text("other_language", "Other language", _lang(ctx)), t.num("other_difference", "Gap there", signed=True),
-        t.num("shift", "Shift", signed=True), t.ci(), t.pvalue("q_value", "q"), t.star_col("q_value"),
+        t.num("shift", "Shift", signed=True), t.ci(), t.count("n_slots", "Matched prompts"),
+        t.pvalue("q_value", "q"), mark_col(),
     ], source="language_gaps.csv"))
     return section
 
@@ -134,16 +148,22 @@ def regression_section(ctx: ReportContext) -> Section:
         "One model per model and language with every crossed attribute and a fixed effect per scenario: the "
         "effect of each attribute level against its reference, holding the others fixed (log-odds for yes/no "
         "answers, as in DiscrimEval's discrimination score; outcome units otherwise). Standard errors are "
-        "clustered by slot.",
+        "clustered by slot with the small-sample (CR1) correction, and intervals and p use t with clusters − 1 "
+        "degrees of freedom. A mark (*) needs Benjamini–Hochberg q ≤ 0.05 within the family — one model's rows "
+        "of this table — and a 95% interval that excludes 0; fewer than " + str(MIN_SLOTS) + " clusters: not "
+        "tested.",
     )
     frame = ctx.nonempty("crossed_regression")
     section.unsupported = _note(ctx, "crossed_regression", "only studies with crossed attributes have it")
     if frame is None:
         return section
+    if "n_clusters" in frame.columns:  # the too-little-data words count clusters here
+        frame = frame.assign(n_slots=frame["n_clusters"])
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("language", "Language", _lang(ctx)), t.text("attribute", "Attribute"),
         t.text("level", "Level"), t.text("reference", "Reference"), t.num("estimate", "Estimate", 3, signed=True),
-        t.ci(digits=3), t.text("model_type", "Scale"), t.pvalue("q_value", "q"), t.star_col("q_value"),
+        t.ci(digits=3), t.text("model_type", "Scale"), t.count("n_clusters", "Clusters"), t.pvalue("q_value", "q"),
+        mark_col(),
     ], source="crossed_regression.csv"))
     return section
 

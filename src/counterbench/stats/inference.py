@@ -58,6 +58,7 @@ __all__ = [
     "MIN_SLOTS",
     "MIN_SLOTS_INTERVAL",
     "both_tests_pvalue",
+    "earned_marks",
     "effective_slots",
     "family_marks",
     "slot_design",
@@ -264,6 +265,27 @@ def family_marks(frame: pd.DataFrame, *, p_col: str = "p_value", family: Sequenc
             q[rows] = benjamini_hochberg(p[rows])[0]
     marks = np.asarray(np.nan_to_num(q, nan=1.0) <= alpha, dtype=bool)
     return q, marks
+
+
+def earned_marks(frame: pd.DataFrame, *, p_col: str = "p_value", n_col: str = "n_slots",
+                 interval: tuple[str, str] = ("ci_low", "ci_high"), family: Sequence[str] = ("model",),
+                 min_slots: int = MIN_SLOTS, alpha: float = ALPHA) -> pd.DataFrame:
+    """``frame`` with ``testable``, ``q_value`` and ``significant``: the one rule behind every mark.
+
+    ``testable``: at least ``min_slots`` independent units (``n_col``: matched slots, clusters);
+    ``q_value``: Benjamini–Hochberg within each ``family`` over the testable rows
+    (:func:`family_marks`); ``significant``: q ≤ ``alpha`` *and* the 95% interval (``interval``
+    columns) excludes 0 — a mark never sits on an interval that contains 0 (with no interval, no mark).
+    """
+    if frame.empty:
+        return frame
+    frame = frame.copy()
+    frame["testable"] = pd.to_numeric(frame[n_col], errors="coerce").fillna(0).to_numpy() >= min_slots
+    q, marks = family_marks(frame, p_col=p_col, family=family, testable=frame["testable"], alpha=alpha)
+    low = pd.to_numeric(frame[interval[0]], errors="coerce").to_numpy(np.float64)
+    high = pd.to_numeric(frame[interval[1]], errors="coerce").to_numpy(np.float64)
+    frame["q_value"], frame["significant"] = q, marks & ((low > 0) | (high < 0))
+    return frame
 
 
 def too_few_text(n_slots: int | float) -> str:
