@@ -42,9 +42,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from counterbench.stats.inference import (
-    MIN_SLOTS,
     both_tests_pvalue,
-    family_marks,
+    earned_marks,
     slot_design,
     slot_interval,
     slot_t_pvalue,
@@ -58,16 +57,8 @@ FloatArray = npt.NDArray[np.float64]
 
 def mark_rows(frame: pd.DataFrame, p_col: str = "p_value") -> pd.DataFrame:
     """Add ``testable`` (≥ MIN_SLOTS slots), ``q_value`` and ``significant``: BH q ≤ 0.05 within each
-    model and the 95% interval (``ci_low``/``ci_high``) excludes 0."""
-    if frame.empty:
-        return frame
-    frame = frame.copy()
-    frame["testable"] = pd.to_numeric(frame["n_slots"], errors="coerce").fillna(0).to_numpy() >= MIN_SLOTS
-    q, marks = family_marks(frame, p_col=p_col, testable=frame["testable"])
-    low = pd.to_numeric(frame["ci_low"], errors="coerce").to_numpy(np.float64)
-    high = pd.to_numeric(frame["ci_high"], errors="coerce").to_numpy(np.float64)
-    frame["q_value"], frame["significant"] = q, marks & ((low > 0) | (high < 0))
-    return frame
+    model and the 95% interval (``ci_low``/``ci_high``) excludes 0 (:func:`earned_marks`)."""
+    return earned_marks(frame, p_col=p_col)
 
 
 def _overall(rows: list[dict[str, Any]], confidence: float, swaps: SwapTest) -> pd.DataFrame:
