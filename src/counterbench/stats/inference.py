@@ -246,7 +246,7 @@ def family_marks(frame: pd.DataFrame, *, p_col: str = "p_value", family: Sequenc
     return q, marks
 
 
-def too_few_text(n_slots: int | float) -> str:
-    """The report's words for a comparison that is not tested."""
+def too_few_text(n_slots: int | float, unit: str = "matched prompts") -> str:
+    """The report's words for a comparison that is not tested (``unit``: what was counted, e.g. jobs)."""
     n = int(n_slots) if n_slots == n_slots else 0
-    return f"too few matched prompts to test (n = {n})"
+    return f"too few {unit} to test (n = {n})"
