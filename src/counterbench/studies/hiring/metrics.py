@@ -158,14 +158,17 @@ def win_rates(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, c
 
 
 def mark_groups(table: pd.DataFrame, min_jobs: int) -> pd.DataFrame:
-    """Add ``testable`` (at least ``min_jobs`` jobs), ``q_value`` and ``significant``: Benjamini–Hochberg
-    q ≤ 0.05 within the model's testable rows of the table (its groups × prompt variants; the neutral
-    resume is never marked). The family is one model's table, so a model's marks do not depend on which
-    other models were audited with it."""
+    """Add ``testable`` (at least ``min_jobs`` jobs; missing for the neutral resume), ``q_value`` and
+    ``significant``: Benjamini–Hochberg q ≤ 0.05 within the model's testable rows of the table (its
+    groups × prompt variants; the neutral resume is never marked). The family is one model's table, so
+    a model's marks do not depend on which other models were audited with it."""
     table = table.copy()
     marked = ~table["group"].eq(NEUTRAL).to_numpy()
-    table["testable"] = marked & (pd.to_numeric(table["n_jobs"], errors="coerce").fillna(0).to_numpy() >= min_jobs)
-    table["q_value"], table["significant"] = family_marks(table, family=("model",), testable=table["testable"])
+    testable = marked & (pd.to_numeric(table["n_jobs"], errors="coerce").fillna(0).to_numpy() >= min_jobs)
+    table["q_value"], table["significant"] = family_marks(table, family=("model",), testable=testable)
+    # the neutral resume is the reference, not a comparison: neither tested nor "too few" (missing)
+    table["testable"] = pd.array(np.where(marked, testable, False), dtype="boolean")
+    table.loc[~marked, "testable"] = pd.NA
     return table
 
 

@@ -243,7 +243,7 @@ def position_section(ctx: ReportContext) -> Section:
                               "tests of whether the preference depends on who the student is (BH over each family).")
     if frame is None:
         return section
-    few = "answers (expected < 5 per cell)"
+    few = "answers"
     show_table(section, ctx, "stem_positions", [
         t.text("model", "Model"), t.text("context", "Context"), t.text("role", "Role"), t.count("n", "N"),
         *[t.num(f"share_{x}", f"% {x}", 1) for x in "ABCDE"], t.num("chi2", "χ²"), t.pvalue("p_fdr", "q"),
