@@ -101,6 +101,8 @@ def _stem_marks(pair: pd.DataFrame, gaps: pd.DataFrame, shares: pd.DataFrame, in
                                    int(planted_rows.sum()))
         out["_planted_response"] = (int(pair.loc[planted_rows, "significant_response"].astype(bool).sum()),
                                     int(planted_rows.sum()))
+        marks = pair["significant_profile"].fillna(False).astype(bool)
+        out["_fdp"] = (int((marks & ~planted_rows).sum()), int(marks.sum()))
     if not gaps.empty and not planted:  # every interaction table involves a planted attribute
         old = benjamini_hochberg(gaps["p"].to_numpy(np.float64))[1]  # the paper's Welch, BH over the model's table
         out["interaction_gaps"] = (bool(gaps["significant"].astype(bool).any()), bool(old.any()))
@@ -136,6 +138,8 @@ def stem_scenario(design: str, n_sims: int, *, planted: bool = False, profile_sd
         got = [r[key] for r in runs if key in r]
         hits, total = sum(g[0] for g in got), sum(g[1] for g in got)
         out[key.lstrip("_")] = hits / total if total else None
+    if planted:  # BH's guarantee with effects present: the false discovery rate E[V / max(R, 1)] ≤ α
+        out["false_discovery_rate_profile"] = float(np.mean([r["_fdp"][0] / max(r["_fdp"][1], 1) for r in runs]))
     return out
 
 
@@ -171,7 +175,7 @@ def _hiring_one(resumes: pd.DataFrame, jobs: list[Any], plan: syn.Planted, seed:
                 n_models: int, variations: int) -> dict[str, Any]:
     resumes = resumes[resumes["variation"] <= variations]
     out: dict[str, Any] = {"wr": [], "score": [], "_wr_cov": [], "_score_cov": [], "_pos_cov": [],
-                           "_planted_wr": [], "_planted_score": []}
+                           "_planted_wr": [], "_planted_score": [], "_fdp": []}
     wrs, summaries = [], []
     for m in range(n_models):
         model = f"sim:m{m}"
@@ -189,6 +193,8 @@ def _hiring_one(resumes: pd.DataFrame, jobs: list[Any], plan: syn.Planted, seed:
         mark_wr = "significant" if "significant" in wr.columns else "excludes_ideal"
         out["_planted_wr"].append((int(wr.loc[planted_wr, mark_wr].astype(bool).sum()), int(planted_wr.sum())))
         out["_planted_score"].append((int(marked.loc[planted_sc, mark_wr].astype(bool).sum()), int(planted_sc.sum())))
+        wr_marks = wr[mark_wr].astype(bool)
+        out["_fdp"].append((int((wr_marks & ~planted_wr).sum()), int(wr_marks.sum())))
         null_wr = wr[~planted_wr]
         out["wr"].append(now_wr if not plan.compare_effects else
                          _marked(null_wr, mark_wr, "excludes_ideal"))
@@ -234,4 +240,7 @@ def hiring_scenario(n_jobs: int, n_sims: int, *, plan: syn.Planted | None = None
         target = out["power"] if key.startswith("_planted") else out["coverage"]
         if total:
             target[name] = hits / total
+    if plan.compare_effects:
+        fdp = [v / max(r, 1) for run in runs for v, r in run["_fdp"]]
+        out["false_discovery_rate"] = {"win_rates": float(np.mean(fdp))}
     return out

@@ -32,9 +32,10 @@ WR_FAMILY = ("Marks: an exact swap test over jobs (under \"the markers change no
              "changes sides with the neutral resume together), Benjamini–Hochberg within each model over its groups × "
              "prompt variants; with fewer than 6 jobs no p ≤ 0.05 is possible and a group is not tested. The "
              "interval is shown uncorrected.")
-SCORE_FAMILY = ("Marks on the score differences: a t-test on the job-bootstrap standard error (jobs are the units, "
-                "J − 1 degrees of freedom), Benjamini–Hochberg within each model over its groups × prompt variants; "
-                "fewer than 3 jobs: not tested.")
+SCORE_FAMILY = ("Marks on the score differences: an exact swap (sign-flip) test over jobs of each job's group mean "
+                "minus the job's mean over the groups, Benjamini–Hochberg within each model over its groups × prompt "
+                "variants; fewer than 6 jobs: not tested. The interval (t with J − 1 degrees of freedom on the "
+                "job-bootstrap standard error) is shown uncorrected.")
 
 
 def _label(model: str, rationale: object, many_models: bool) -> str:

@@ -28,7 +28,7 @@ Decisions:
   comparison of a job changes sides together; :class:`~counterbench.stats.swap_test.SwapTest`) gives a
   Benjamini–Hochberg q ≤ 0.05 within the model's groups × prompt variants; with fewer than
   :func:`~counterbench.stats.swap_test.fewest_testable` jobs (6) no p ≤ 0.05 is possible and the row is
-  untested. A score difference is marked from its slot t-test, the same way, from 3 jobs.
+  untested. A score difference is marked the same way, from a swap test of its per-job contrasts.
   ``docs/hiring.md`` gives the calibration (``benchmarks/calibration_studies.py``).
 """
 
@@ -42,7 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from counterbench.stats.cluster_bootstrap import cluster_weights
-from counterbench.stats.inference import MIN_SLOTS, family_marks, slot_interval, slot_t_pvalue
+from counterbench.stats.inference import family_marks, slot_interval
 from counterbench.stats.intervals import percentile_interval
 from counterbench.stats.seeding import derive_rng, stable_seed
 from counterbench.stats.swap_test import SwapTest, fewest_testable
@@ -193,13 +193,15 @@ def top_score_rates(scores: pd.DataFrame) -> pd.DataFrame:
 def score_means(scores: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
     """Mean score per model × variant × group and Score_g − model mean (macro over groups) with job-bootstrap CIs.
 
-    The neutral resume is reported as a row but left out of the model mean. The interval and p-value of
-    Score_g − mean are :func:`~counterbench.stats.inference.slot_interval` / ``slot_t_pvalue`` of the job
-    bootstrap (jobs are the slots: t with J − 1 df, the bootstrap's (J − 1)/J variance deficit put back),
-    so the interval excludes 0 exactly when p < 0.05. Columns: ``model``, ``rationale``, ``group``, ``n``,
-    ``n_jobs``, ``mean_score``, ``diff`` (Score_g − mean), ``diff_low``, ``diff_high``, ``excludes_ideal``,
-    ``p_value``, ``q_value``, ``testable`` (at least :data:`~counterbench.stats.inference.MIN_SLOTS` jobs),
-    ``significant`` (:func:`mark_groups`).
+    The neutral resume is reported as a row but left out of the model mean. The interval of Score_g − mean
+    is :func:`~counterbench.stats.inference.slot_interval` of the job bootstrap (jobs are the slots: t with
+    J − 1 df, the bootstrap's (J − 1)/J variance deficit put back). The mark's p-value is an exact swap
+    (sign-flip) test over jobs of each job's group mean minus the job's mean over the groups: the t-test
+    on the bootstrap SE gave 7.4% of fair models a mark at 20 jobs (its far tail, where Benjamini–Hochberg
+    starts, is too light). Columns: ``model``, ``rationale``, ``group``, ``n``, ``n_jobs``, ``mean_score``,
+    ``diff`` (Score_g − mean), ``diff_low``, ``diff_high``, ``excludes_ideal``, ``p_value``, ``q_value``,
+    ``testable`` (at least :func:`~counterbench.stats.swap_test.fewest_testable` jobs), ``significant``
+    (:func:`mark_groups`).
     """
     rows = []
     for (model, rationale), part in scores.groupby(CELL, sort=False):
@@ -213,9 +215,13 @@ def score_means(scores: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, conf
         center = point[idx].mean() if idx else np.nan
         rep_center = reps[:, idx].mean(axis=1, keepdims=True) if idx else np.full((reps.shape[0], 1), np.nan)
         jobs = (counts > 0).sum(axis=0)
-        diff_reps = (reps - rep_center).T
-        low, high = slot_interval(point - center, diff_reps, jobs, 1, confidence)
-        p = slot_t_pvalue(point - center, diff_reps, jobs)
+        low, high = slot_interval(point - center, (reps - rep_center).T, jobs, 1, confidence)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            job_means = sums / counts  # jobs × groups
+            job_center = np.nanmean(job_means[:, idx], axis=1) if idx else np.full(len(job_means), np.nan)
+        contrast = job_means - job_center[:, None]  # a job's group mean minus the job's mean over the groups
+        tester = SwapTest(stable_seed("hiring", "score-swap", base_seed=seed))
+        p = [tester.pvalue_of_sum(contrast[np.isfinite(contrast[:, j]), j]) for j in range(len(groups))]
         for j, group in enumerate(groups):
             diff = point[j] - center
             lo, hi = float(low[j]), float(high[j])
@@ -225,7 +231,7 @@ def score_means(scores: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, conf
                          "p_value": float(p[j]) if group != NEUTRAL else np.nan})
     table = pd.DataFrame(rows, columns=["model", "rationale", "group", "n", "n_jobs", "mean_score", "diff", "diff_low",
                                         "diff_high", "excludes_ideal", "p_value"])
-    return mark_groups(table, MIN_SLOTS)
+    return mark_groups(table, fewest_testable())
 
 
 def bias_summary(wr: pd.DataFrame, tsr: pd.DataFrame) -> pd.DataFrame:

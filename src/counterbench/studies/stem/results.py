@@ -93,8 +93,11 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
         "models": models,
         "simulated": {m: info["simulated"] for m, info in models.items()},
         "bootstrap": {"replicates": 0, "seed": seed},
-        "ci_methods": {"stem": "Welch t-tests with Benjamini–Hochberg FDR over each whole family; 95% t-intervals "
-                               "for single-attribute z means"},
+        "ci_methods": {"stem": "marks: profile-level studentized permutation tests of pairs of levels, exact swap "
+                               "tests of interaction gaps over matched profiles, χ² position tests (expected "
+                               "count ≥ 5), Benjamini–Hochberg within each model per table; the paper's "
+                               "response-level Welch tests with BH over the whole table as labelled columns; 95% "
+                               "t-intervals for single-attribute z means (units: problems)"},
         "readability": provenance(math),
         "tables": dict(TABLES),
         "unsupported": unsupported,
