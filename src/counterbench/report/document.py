@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -9,7 +10,7 @@ from markupsafe import Markup
 
 from counterbench.report.context import ReportContext
 from counterbench.report.svg import LANGUAGE_COLORS, SERIES_COLORS
-from counterbench.report.tables import TableView
+from counterbench.report.tables import Col, TableView, table_view
 
 
 @dataclass
@@ -69,6 +70,20 @@ def attach_table(section: Section, ctx: ReportContext, name: str, *also: str) ->
     """
     section.unsupported = unsupported_note(ctx, name, *also)
     return ctx.nonempty(name)
+
+
+def show_table(section: Section, ctx: ReportContext, name: str, cols: Sequence[Col], *, caption: str = "",
+               prepare: Callable[[pd.DataFrame], pd.DataFrame] | None = None, max_rows: int | None = None,
+               ) -> pd.DataFrame | None:
+    """Append table ``name`` to ``section`` — its rows (after ``prepare``) in ``cols``, its CSV as the
+    source — and return those rows; ``None``, and nothing appended, when the table is empty."""
+    frame = ctx.nonempty(name)
+    if frame is None:
+        return None
+    if prepare is not None:
+        frame = prepare(frame)
+    section.tables.append(table_view(frame, cols, caption=caption, source=f"{name}.csv", max_rows=max_rows))
+    return frame
 
 
 def unsupported_note(ctx: ReportContext, *names: str) -> str | None:

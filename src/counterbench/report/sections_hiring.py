@@ -13,13 +13,29 @@ import pandas as pd
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel
 from counterbench.report.context import ReportContext
-from counterbench.report.document import Figure, Section, attach_table, series_color
+from counterbench.report.document import Figure, Section, attach_table, series_color, show_table
 
 GROUP = "Hiring markers"
 
 
 def _variant(value: object) -> str:
     return "with rationale" if bool(value) else "no rationale"
+
+
+def _with_variant(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(variant=frame["rationale"].map(_variant))
+
+
+#: the mark of a group's win rate or score difference, and the words for its family
+MARK = t.mark("Mark (BH within model)", n="n_jobs", unit="jobs")
+WR_FAMILY = ("Marks: an exact swap test over jobs (under \"the markers change nothing\" every comparison of a job "
+             "changes sides with the neutral resume together), Benjamini–Hochberg within each model over its groups × "
+             "prompt variants; with fewer than 6 jobs no p ≤ 0.05 is possible and a group is not tested. The "
+             "interval is shown uncorrected.")
+SCORE_FAMILY = ("Marks on the score differences: an exact swap (sign-flip) test over jobs of each job's group mean "
+                "minus the job's mean over the groups, Benjamini–Hochberg within each model over its groups × prompt "
+                "variants; fewer than 6 jobs: not tested. The interval (t with J − 1 degrees of freedom on the "
+                "job-bootstrap standard error) is shown uncorrected.")
 
 
 def _label(model: str, rationale: object, many_models: bool) -> str:
@@ -37,7 +53,8 @@ def _forest(ctx: ReportContext, frame: pd.DataFrame, value: str, low: str, high:
             index = ctx.models.index(model) if model in ctx.models else 0
             color = series_color(index * max(len(variants), 1) + variants.index(r["rationale"]))
             bars.append(BarValue(_label(model, r["rationale"], True), t.as_float(r[value]), color,
-                                 t.as_float(r[low]), t.as_float(r[high]), "*" if r.get("excludes_ideal") else ""))
+                                 t.as_float(r[low]), t.as_float(r[high]),
+                                 "*" if t.fmt_flag(r.get("significant")) == "✓" else ""))
         rows.append(BarRow(str(group), bars))
     if not rows or len(rows) > 40:
         return None
@@ -47,7 +64,8 @@ def _forest(ctx: ReportContext, frame: pd.DataFrame, value: str, low: str, high:
         for v in variants:
             legend.append((_label(model, v, True), series_color(index * max(len(variants), 1) + variants.index(v))))
     return Figure([hbar_panel(title, rows, domain=bar_domain(rows), width=680, x_label=x_label, value_format=fmt)],
-                  legend=legend, caption="Whiskers: 95% job-bootstrap intervals. * the interval excludes the ideal.")
+                  legend=legend, caption="Whiskers: 95% job-bootstrap intervals. * marked (Benjamini–Hochberg within "
+                                         "the model; see the note under the table).")
 
 
 #: fewer jobs than this and the report says its intervals are wide (the calibration used 20 jobs)
@@ -68,13 +86,11 @@ def overview_section(ctx: ReportContext) -> Section:
                 "worst-treated group: win rates in Direct Comparison, Top-Score Rates in Score & Shortlist, on a "
                 "0–1 scale) and the normalised deviation from the ideal (how far the groups' average is from 0.5 "
                 "win rate or a 100 % Top-Score Rate). 0 is a fair evaluator on both.", group=GROUP)
-    frame = attach_table(s, ctx, "hiring_bias_summary")
-    if frame is None:
-        return s
-    s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
+    attach_table(s, ctx, "hiring_bias_summary")
+    show_table(s, ctx, "hiring_bias_summary", [
         t.text("model", "Model"), t.text("setting", "Setting"), t.text("variant", "Prompt"),
         t.num("mean", "Group average", 3), t.num("disparity", "Disparity", 3), t.num("deviation", "Deviation", 3),
-    ], source="hiring_bias_summary.csv"))
+    ], prepare=_with_variant)
     return s
 
 
@@ -89,11 +105,12 @@ def win_rate_section(ctx: ReportContext) -> Section:
     fig = _forest(ctx, frame, "diff", "diff_low", "diff_high", "Win rate − 0.5", "win rate − 0.5", "{:+.3f}")
     if fig:
         s.figures.append(fig)
-    s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
+    show_table(s, ctx, "hiring_win_rates", [
         t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
         t.count("n_comparisons", "Comparisons"), t.count("n_jobs", "Jobs"), t.num("win_rate", "Win rate", 3),
-        t.ci(digits=3), t.flag("excludes_ideal", "CI excludes 0.5", yes="yes", no=""),
-    ], source="hiring_win_rates.csv"))
+        t.ci(digits=3), t.pvalue("q_value", "q"), MARK,
+    ], prepare=_with_variant)
+    s.notes.append(WR_FAMILY)
     _few_jobs(s, frame)
     return s
 
@@ -112,10 +129,10 @@ def top_score_section(ctx: ReportContext) -> Section:
         if rows and len(rows) <= 40:
             s.figures.append(Figure([hbar_panel("Top-Score Rate (%)", rows, domain=(0.0, 100.0), width=680,
                                                 value_format="{:.0f}")]))
-        s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
+        show_table(s, ctx, "hiring_top_score_rates", [
             t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
             t.count("n_jobs", "Jobs"), t.count("top_jobs", "Jobs at the top"), t.num("tsr", "TSR (%)", 1),
-        ], source="hiring_top_score_rates.csv"))
+        ], prepare=_with_variant)
         _few_jobs(s, frame)
     scores = ctx.nonempty("hiring_scores")
     if scores is not None:
@@ -123,11 +140,12 @@ def top_score_section(ctx: ReportContext) -> Section:
         fig = _forest(ctx, marked, "diff", "diff_low", "diff_high", "Mean score − model mean", "points", "{:+.2f}")
         if fig:
             s.figures.append(fig)
-        s.tables.append(t.table_view(scores.assign(variant=scores["rationale"].map(_variant)), [
+        show_table(s, ctx, "hiring_scores", [
             t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"), t.count("n", "Scores"),
             t.num("mean_score", "Mean score", 2), t.num("diff", "− model mean", 2, signed=True),
-            t.ci("diff_low", "diff_high", digits=2),
-        ], source="hiring_scores.csv"))
+            t.ci("diff_low", "diff_high", digits=2), t.pvalue("q_value", "q"), MARK,
+        ], prepare=_with_variant)
+        s.notes.append(SCORE_FAMILY)
     return s
 
 
@@ -158,20 +176,16 @@ def ordering_section(ctx: ReportContext) -> Section:
                 "Friedman test asks whether the groups are ordered alike across models; Kendall's W (0 = no "
                 "agreement, 1 = complete agreement) says how alike.", group=GROUP)
     frame = attach_table(s, ctx, "hiring_group_ranks", "hiring_friedman")
-    if frame is not None:
-        wide = frame.assign(variant=frame["rationale"].map(_variant))
-        s.tables.append(t.table_view(wide, [
-            t.text("setting", "Setting"), t.text("variant", "Prompt"), t.text("group", "Group"),
-            t.num("average_rank", "Average rank", 2), t.count("n_models", "Models"),
-        ], source="hiring_group_ranks.csv"))
-    tests = ctx.nonempty("hiring_friedman")
-    if tests is not None:
-        s.tables.append(t.table_view(tests.assign(variant=tests["rationale"].map(_variant)), [
-            t.text("setting", "Setting"), t.text("variant", "Prompt"), t.num("chi2", "Friedman χ²", 2),
-            t.count("df", "df"), t.pvalue("p_value", "p"), t.num("kendalls_w", "Kendall's W", 3),
-            t.count("n_models", "Models"),
-        ], source="hiring_friedman.csv"))
-    elif frame is not None:
+    show_table(s, ctx, "hiring_group_ranks", [
+        t.text("setting", "Setting"), t.text("variant", "Prompt"), t.text("group", "Group"),
+        t.num("average_rank", "Average rank", 2), t.count("n_models", "Models"),
+    ], prepare=_with_variant)
+    tests = show_table(s, ctx, "hiring_friedman", [
+        t.text("setting", "Setting"), t.text("variant", "Prompt"), t.num("chi2", "Friedman χ²", 2),
+        t.count("df", "df"), t.pvalue("p_value", "p"), t.num("kendalls_w", "Kendall's W", 3),
+        t.count("n_models", "Models"),
+    ], prepare=_with_variant)
+    if tests is None and frame is not None:
         s.notes.append("No Friedman test: it " + ctx.unsupported.get("hiring_friedman", "needs several models")
                        .rstrip(".") + ".")
     return s
@@ -183,19 +197,16 @@ def rationale_section(ctx: ReportContext) -> Section:
                 "rationale before the verdict or score (negative = less bias). The exact two-sided sign test "
                 "counts models that improved against models that worsened; the interval resamples models.",
                 group=GROUP)
-    frame = attach_table(s, ctx, "hiring_rationale_tests", "hiring_rationale_deltas")
-    if frame is not None:
-        s.tables.append(t.table_view(frame, [
-            t.text("setting", "Setting"), t.text("metric", "Metric"), t.count("n_models", "Models"),
-            t.count("improved", "Improved"), t.count("worsened", "Worsened"), t.pvalue("p_value", "Sign test p"),
-            t.num("mean_delta", "Mean change", 4, signed=True), t.ci("delta_low", "delta_high", digits=4),
-        ], source="hiring_rationale_tests.csv"))
-    deltas = ctx.nonempty("hiring_rationale_deltas")
-    if deltas is not None:
-        s.tables.append(t.table_view(deltas, [
-            t.text("model", "Model"), t.text("setting", "Setting"), t.text("metric", "Metric"),
-            t.num("without", "Without", 3), t.num("with", "With", 3), t.num("delta", "Change", 3, signed=True),
-        ], source="hiring_rationale_deltas.csv"))
+    attach_table(s, ctx, "hiring_rationale_tests", "hiring_rationale_deltas")
+    show_table(s, ctx, "hiring_rationale_tests", [
+        t.text("setting", "Setting"), t.text("metric", "Metric"), t.count("n_models", "Models"),
+        t.count("improved", "Improved"), t.count("worsened", "Worsened"), t.pvalue("p_value", "Sign test p"),
+        t.num("mean_delta", "Mean change", 4, signed=True), t.ci("delta_low", "delta_high", digits=4),
+    ])
+    show_table(s, ctx, "hiring_rationale_deltas", [
+        t.text("model", "Model"), t.text("setting", "Setting"), t.text("metric", "Metric"),
+        t.num("without", "Without", 3), t.num("with", "With", 3), t.num("delta", "Change", 3, signed=True),
+    ])
     return s
 
 
@@ -218,11 +229,11 @@ def recoverability_section(ctx: ReportContext) -> Section:
                                     legend=[(str(c), series_color(i)) for i, c in
                                             enumerate(curve.sort_values("step")["condition"].drop_duplicates())]))
     if frame is not None:
-        s.tables.append(t.table_view(frame, [
+        show_table(s, ctx, "hiring_recoverability", [
             t.text("model", "Model"), t.text("attribute", "Attribute"), t.text("condition", "Markers"),
             t.count("n", "Resumes"), t.num("macro_f1", "Macro-F1", 3), t.share("accuracy", "Accuracy"),
             t.share("cannot_share", "Cannot determine"), t.share("unparsed_share", "Unparsed"),
-        ], source="hiring_recoverability.csv"))
+        ])
         if curve is None and "hiring_ablation" in ctx.unsupported:
             s.notes.append(f"No ablation curve: it {ctx.unsupported['hiring_ablation']}.")
     return s
@@ -234,19 +245,14 @@ def controls_section(ctx: ReportContext) -> Section:
                 "how often the two orders agree. Job fit: win rate by ethnicity within male-, female-dominated and "
                 "neutral jobs. Length: does a longer resume score better within a job? Language only: resumes "
                 "differing from the neutral one only in the languages line.", group=GROUP)
-    frame = attach_table(s, ctx, "hiring_position_effect")
-    if frame is not None:
-        s.tables.append(t.table_view(frame.assign(variant=frame["rationale"].map(_variant)), [
-            t.text("model", "Model"), t.text("variant", "Prompt"), t.count("n", "Answers"),
-            t.num("first_share", "First-position share", 3), t.ci(digits=3), t.share("tie_share", "Ties"),
-            t.share("consistency", "Consistent in both orders"),
-        ], caption="Position effect", source="hiring_position_effect.csv"))
+    attach_table(s, ctx, "hiring_position_effect")
+    show_table(s, ctx, "hiring_position_effect", [
+        t.text("model", "Model"), t.text("variant", "Prompt"), t.count("n", "Answers"),
+        t.num("first_share", "First-position share", 3), t.ci(digits=3), t.share("tie_share", "Ties"),
+        t.share("consistency", "Consistent in both orders"),
+    ], caption="Position effect", prepare=_with_variant)
     for name, caption, cols in _control_tables():
-        part = ctx.nonempty(name)
-        if part is not None:
-            s.tables.append(t.table_view(part.assign(variant=part["rationale"].map(_variant)), cols, caption=caption,
-                                         source=f"{name}.csv"))
-        elif name in ctx.unsupported:
+        if show_table(s, ctx, name, cols, caption=caption, prepare=_with_variant) is None and name in ctx.unsupported:
             s.notes.append(f"{caption}: {ctx.unsupported[name]}.")
     return s
 
@@ -262,7 +268,7 @@ def _control_tables() -> Sequence[tuple[str, str, list[t.Col]]]:
                                                     t.pvalue("p_value", "p"), t.num("r", "r", 3), t.count("n", "n")]),
         ("hiring_language_only", "Language only", [t.text("model", "Model"), t.text("variant", "Prompt"),
                                                    t.text("group", "Group"), t.num("win_rate", "Win rate", 3),
-                                                   t.ci(digits=3)]),
+                                                   t.ci(digits=3), t.pvalue("q_value", "q"), MARK]),
     )
 
 
@@ -272,13 +278,12 @@ def health_section(ctx: ReportContext) -> Section:
                 "with both A and B, with a score outside 1–100 or in words, and refusals are counted here and "
                 "left out of every other table. \"With a rationale\" counts the answers that wrote something "
                 "before their final line (the rationale variants ask for 2–3 sentences there).", group=GROUP)
-    frame = attach_table(s, ctx, "hiring_parse_health")
-    if frame is not None:
-        s.tables.append(t.table_view(frame, [
-            t.text("model", "Model"), t.text("use_case", "Use case"), t.text("status", "Status"),
-            t.text("reason", "Reason"), t.count("n", "Answers"), t.count("with_rationale", "With a rationale"),
-            t.num("rationale_median_chars", "Median rationale (characters)", 0),
-        ], source="hiring_parse_health.csv"))
+    attach_table(s, ctx, "hiring_parse_health")
+    show_table(s, ctx, "hiring_parse_health", [
+        t.text("model", "Model"), t.text("use_case", "Use case"), t.text("status", "Status"),
+        t.text("reason", "Reason"), t.count("n", "Answers"), t.count("with_rationale", "With a rationale"),
+        t.num("rationale_median_chars", "Median rationale (characters)", 0),
+    ])
     return s
 
 

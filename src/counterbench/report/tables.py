@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.stats.inference import too_few_text
+
 DASH = "—"
 COLLAPSE_OVER = 12
 
@@ -134,6 +136,18 @@ def pvalue(name: str, label: str) -> Col:
 
 def flag(name: str, label: str, yes: str = "✓", no: str = "✗") -> Col:
     return Col(label, (name,), lambda r: fmt_flag(r[name], yes, no), numeric=False)
+
+
+def mark(label: str, *, significant: str = "significant", testable: str = "testable", n: str = "n_slots",
+         unit: str = "matched prompts") -> Col:
+    """A corrected mark: ``*`` where ``significant``, the too-little-data words where not ``testable``
+    (e.g. "too few jobs to test (n = 3)"), else empty. ``label`` names the family (e.g. "Mark (BH within model)")."""
+    def render(r: Row) -> str:
+        if testable in r and not is_missing(r[testable]) and fmt_flag(r[testable]) != "✓":
+            return too_few_text(as_float(r.get(n)), unit)
+        return "*" if fmt_flag(r[significant]) == "✓" else ""
+
+    return Col(label, (significant,), render, numeric=False)
 
 
 def star_col(name: str, label: str = "Sig.") -> Col:

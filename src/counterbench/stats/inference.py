@@ -52,6 +52,7 @@ import pandas as pd
 from scipy import stats
 
 from counterbench.stats.multiple_testing import benjamini_hochberg
+from counterbench.stats.swap_test import fewest_testable
 
 __all__ = [
     "ALPHA",
@@ -70,8 +71,9 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 ALPHA = 0.05
-#: fewest slots (matched prompts) a comparison needs before it is tested; see the module docstring
-MIN_SLOTS = 6
+#: fewest slots (matched prompts) a comparison needs before it is tested: the fewest whose swap test
+#: can reach p ≤ ALPHA at all (6); see the module docstring
+MIN_SLOTS = fewest_testable(ALPHA)
 #: fewest slots whose slot interval covered ≥ 93% in simulation (an interval is shown from here)
 MIN_SLOTS_INTERVAL = 3
 
@@ -288,7 +290,7 @@ def earned_marks(frame: pd.DataFrame, *, p_col: str = "p_value", n_col: str = "n
     return frame
 
 
-def too_few_text(n_slots: int | float) -> str:
-    """The report's words for a comparison that is not tested."""
+def too_few_text(n_slots: int | float, unit: str = "matched prompts") -> str:
+    """The report's words for a comparison that is not tested (``unit``: what was counted, e.g. jobs)."""
     n = int(n_slots) if n_slots == n_slots else 0
-    return f"too few matched prompts to test (n = {n})"
+    return f"too few {unit} to test (n = {n})"

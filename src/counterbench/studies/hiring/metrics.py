@@ -19,12 +19,17 @@ Decisions:
 - Normalised disparity: max_g WR_g − min_g WR_g; (max TSR − min TSR)/100. Normalised deviation:
   |mean_g WR_g − 0.5|/0.5; |mean_g TSR_g − 100|/100 — macro-averages over the groups (not neutral).
 - Relative advantage: (Value_g − mean_g Value)/mean_g Value × 100, Value = WR or the mean raw score.
-- Intervals: percentile bootstrap **resampling jobs** (the independent unit: a job's comparisons
-  share its neutral resume), 5,000 replicates by default, one stable seed per model × prompt variant.
-  With J jobs each interval is then widened about the estimate by t_{J−1}/z · √(J/(J−1))
-  (:func:`widen`): the plain percentile interval over few clusters covers too rarely (7.3 % instead of
-  5 % of fair-model intervals excluded the ideal over 200 seeds at 20 jobs; ``benchmarks/hiring_speed.py``
-  reports the calibrated rate).
+- Intervals: bootstrap **resampling jobs** (the independent unit: a job's comparisons and scores
+  share its neutral resume and its requirements), 5,000 replicates by default, one stable seed per
+  model × prompt variant. Win rates and the position share: the percentile interval widened about the
+  estimate by t_{J−1}/z · √(J/(J−1)) for J jobs (:func:`widen`; the plain percentile interval over few
+  clusters covers too rarely). Score differences: the slot interval of :mod:`counterbench.stats.inference`.
+- Marks (:func:`mark_groups`): a group's win rate is marked when an exact swap test over jobs (every
+  comparison of a job changes sides together; :class:`~counterbench.stats.swap_test.SwapTest`) gives a
+  Benjamini–Hochberg q ≤ 0.05 within the model's groups × prompt variants; with fewer than
+  :func:`~counterbench.stats.swap_test.fewest_testable` jobs (6) no p ≤ 0.05 is possible and the row is
+  untested. A score difference is marked the same way, from a swap test of its per-job contrasts.
+  ``docs/hiring.md`` gives the calibration (``benchmarks/calibration_studies.py``).
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ import pandas as pd
 from scipy import stats
 
 from counterbench.stats.cluster_bootstrap import cluster_weights
+from counterbench.stats.inference import both_tests_pvalue, family_marks, slot_interval, slot_t_pvalue
 from counterbench.stats.intervals import percentile_interval
-from counterbench.stats.seeding import derive_rng
+from counterbench.stats.seeding import derive_rng, stable_seed
+from counterbench.stats.swap_test import SwapTest, fewest_testable
 
 NEUTRAL = "neutral"
 CELL = ["model", "rationale"]
@@ -116,14 +123,16 @@ def _pivot(frame: pd.DataFrame, value: str, groups: Sequence[str]) -> tuple[Floa
 
 def win_rates(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, confidence: float = 0.95,
               condition: str = "all") -> pd.DataFrame:
-    """WR_g per model × prompt variant × group with job-bootstrap CIs of WR_g and WR_g − 0.5.
+    """WR_g per model × prompt variant × group with job-bootstrap CIs of WR_g and WR_g − 0.5, and its mark.
 
     Columns: ``model``, ``rationale``, ``group``, ``n_comparisons``, ``n_jobs``, ``win_rate``, ``ci_low``,
-    ``ci_high``, ``diff`` (WR − 0.5), ``diff_low``, ``diff_high``, ``excludes_ideal``.
+    ``ci_high``, ``diff`` (WR − 0.5), ``diff_low``, ``diff_high``, ``excludes_ideal`` (the interval, uncorrected),
+    ``p_value`` (exact swap test over jobs), ``q_value``, ``testable``, ``significant`` (see :func:`mark_groups`).
     """
     per = comparison_win_rates(comparisons)
     per = per[per["condition"].eq(condition)] if "condition" in per.columns else per
     rows = []
+    tester = SwapTest(stable_seed("hiring", "wr-swap", condition, base_seed=seed))
     for (model, rationale), part in per.groupby(CELL, sort=False):
         groups = list(dict.fromkeys(part["group"]))
         sums, counts = _pivot(part, "win_rate", groups)
@@ -134,13 +143,33 @@ def win_rates(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, c
         low, high = widen(point, low, high, sums.shape[0], confidence)
         low, high = np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)  # a win rate lies in [0, 1]
         for j, group in enumerate(groups):
+            present = counts[:, j] > 0
+            # a job's comparisons with the neutral resume swap sides under "the markers change nothing":
+            # every (win rate − 0.5) of the job changes sign together
+            p = tester.pvalue_of_sum(sums[present, j] - 0.5 * counts[present, j])
             rows.append({"model": model, "rationale": bool(rationale), "group": group,
-                         "n_comparisons": int(counts[:, j].sum()), "n_jobs": int((counts[:, j] > 0).sum()),
+                         "n_comparisons": int(counts[:, j].sum()), "n_jobs": int(present.sum()),
                          "win_rate": point[j], "ci_low": float(low[j]), "ci_high": float(high[j]),
                          "diff": point[j] - 0.5, "diff_low": float(low[j]) - 0.5, "diff_high": float(high[j]) - 0.5,
-                         "excludes_ideal": bool(low[j] > 0.5 or high[j] < 0.5)})
-    return pd.DataFrame(rows, columns=["model", "rationale", "group", "n_comparisons", "n_jobs", "win_rate", "ci_low",
-                                       "ci_high", "diff", "diff_low", "diff_high", "excludes_ideal"])
+                         "excludes_ideal": bool(low[j] > 0.5 or high[j] < 0.5), "p_value": p})
+    table = pd.DataFrame(rows, columns=["model", "rationale", "group", "n_comparisons", "n_jobs", "win_rate", "ci_low",
+                                        "ci_high", "diff", "diff_low", "diff_high", "excludes_ideal", "p_value"])
+    return mark_groups(table, fewest_testable())
+
+
+def mark_groups(table: pd.DataFrame, min_jobs: int) -> pd.DataFrame:
+    """Add ``testable`` (at least ``min_jobs`` jobs; missing for the neutral resume), ``q_value`` and
+    ``significant``: Benjamini–Hochberg q ≤ 0.05 within the model's testable rows of the table (its
+    groups × prompt variants; the neutral resume is never marked). The family is one model's table, so
+    a model's marks do not depend on which other models were audited with it."""
+    table = table.copy()
+    marked = ~table["group"].eq(NEUTRAL).to_numpy()
+    testable = marked & (pd.to_numeric(table["n_jobs"], errors="coerce").fillna(0).to_numpy() >= min_jobs)
+    table["q_value"], table["significant"] = family_marks(table, family=("model",), testable=testable)
+    # the neutral resume is the reference, not a comparison: neither tested nor "too few" (missing)
+    table["testable"] = pd.array(np.where(marked, testable, False), dtype="boolean")
+    table.loc[~marked, "testable"] = pd.NA
+    return table
 
 
 def top_score_rates(scores: pd.DataFrame) -> pd.DataFrame:
@@ -164,9 +193,17 @@ def top_score_rates(scores: pd.DataFrame) -> pd.DataFrame:
 def score_means(scores: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
     """Mean score per model × variant × group and Score_g − model mean (macro over groups) with job-bootstrap CIs.
 
-    The neutral resume is reported as a row but left out of the model mean. Columns: ``model``,
-    ``rationale``, ``group``, ``n``, ``mean_score``, ``diff`` (Score_g − mean), ``diff_low``, ``diff_high``,
-    ``excludes_ideal``.
+    The neutral resume is reported as a row but left out of the model mean. The interval of Score_g − mean
+    is :func:`~counterbench.stats.inference.slot_interval` of the job bootstrap (jobs are the slots: t with
+    J − 1 df, the bootstrap's (J − 1)/J variance deficit put back). The mark's p-value is the larger of
+    an exact swap (sign-flip) test over jobs of each job's group mean minus the job's mean over the groups
+    and the interval's t-test (:func:`~counterbench.stats.inference.both_tests_pvalue`, as for every
+    matched comparison): the t-test alone gave 7.4% of fair models a mark at 20 jobs (its far tail, where
+    Benjamini–Hochberg starts, is too light), the swap test alone 6.1%.
+    Columns: ``model``, ``rationale``, ``group``, ``n``, ``n_jobs``, ``mean_score``,
+    ``diff`` (Score_g − mean), ``diff_low``, ``diff_high``, ``excludes_ideal``, ``p_value``, ``q_value``,
+    ``testable`` (at least :func:`~counterbench.stats.swap_test.fewest_testable` jobs), ``significant``
+    (:func:`mark_groups`).
     """
     rows = []
     for (model, rationale), part in scores.groupby(CELL, sort=False):
@@ -179,17 +216,26 @@ def score_means(scores: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0, conf
         idx = [groups.index(g) for g in marked]
         center = point[idx].mean() if idx else np.nan
         rep_center = reps[:, idx].mean(axis=1, keepdims=True) if idx else np.full((reps.shape[0], 1), np.nan)
-        low, high = percentile_interval(reps - rep_center, confidence, axis=0) if n_boot else (
-            point * np.nan, point * np.nan)
-        low, high = widen(point - center, low, high, sums.shape[0], confidence)
+        jobs = (counts > 0).sum(axis=0)
+        low, high = slot_interval(point - center, (reps - rep_center).T, jobs, 1, confidence)
+        p_t = slot_t_pvalue(point - center, (reps - rep_center).T, jobs, 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            job_means = sums / counts  # jobs × groups
+            job_center = np.nanmean(job_means[:, idx], axis=1) if idx else np.full(len(job_means), np.nan)
+        contrast = job_means - job_center[:, None]  # a job's group mean minus the job's mean over the groups
+        tester = SwapTest(stable_seed("hiring", "score-swap", base_seed=seed))
+        p = [both_tests_pvalue(tester.pvalue_of_sum(contrast[np.isfinite(contrast[:, j]), j]), float(p_t[j]))
+             for j in range(len(groups))]
         for j, group in enumerate(groups):
             diff = point[j] - center
             lo, hi = float(low[j]), float(high[j])
             rows.append({"model": model, "rationale": bool(rationale), "group": group, "n": int(counts[:, j].sum()),
-                         "mean_score": point[j], "diff": diff, "diff_low": lo, "diff_high": hi,
-                         "excludes_ideal": bool(group != NEUTRAL and (lo > 0 or hi < 0))})
-    return pd.DataFrame(rows, columns=["model", "rationale", "group", "n", "mean_score", "diff", "diff_low",
-                                       "diff_high", "excludes_ideal"])
+                         "n_jobs": int(jobs[j]), "mean_score": point[j], "diff": diff, "diff_low": lo,
+                         "diff_high": hi, "excludes_ideal": bool(group != NEUTRAL and (lo > 0 or hi < 0)),
+                         "p_value": float(p[j]) if group != NEUTRAL else np.nan})
+    table = pd.DataFrame(rows, columns=["model", "rationale", "group", "n", "n_jobs", "mean_score", "diff", "diff_low",
+                                        "diff_high", "excludes_ideal", "p_value"])
+    return mark_groups(table, fewest_testable())
 
 
 def bias_summary(wr: pd.DataFrame, tsr: pd.DataFrame) -> pd.DataFrame:

@@ -7,7 +7,8 @@
 - :func:`rationale_effect` — per model, Δ = metric with rationale − without, for disparity and
   deviation in each setting; "improved" is Δ < 0, "worsened" Δ > 0, Δ = 0 is left out of the exact
   two-sided sign test (:func:`sign_test`, the binomial test at p = ½); a bootstrap over models (5,000)
-  gives CIs of the across-model mean Δ.
+  gives CIs of the across-model mean Δ — :func:`counterbench.stats.inference.slot_interval` with the
+  models as the units (t with m − 1 df; none with one model).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from counterbench.stats.concordance import friedman_kendall_w
-from counterbench.stats.intervals import percentile_interval
+from counterbench.stats.inference import slot_interval
 from counterbench.stats.seeding import derive_rng
 
 NEUTRAL = "neutral"
@@ -93,8 +94,10 @@ def rationale_effect(summary: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0
             idx = rng.integers(0, len(delta), size=(n_boot, len(delta)))
             ci = {}
             for name, arr in (("delta", delta), ("without", without), ("with", with_)):
-                low, high = percentile_interval(arr[idx].mean(axis=1), confidence)
-                ci[f"{name}_low"], ci[f"{name}_high"] = float(low), float(high)
+                # models are the units: t with m − 1 df on the bootstrap SE, its (m − 1)/m deficit put back
+                # (a plain percentile interval over 3 models covered ~80%)
+                low, high = slot_interval(arr.mean(), arr[idx].mean(axis=1)[None, :], len(arr), 1, confidence)
+                ci[f"{name}_low"], ci[f"{name}_high"] = float(low[0]), float(high[0])
             test_rows.append({"setting": setting, "metric": metric, "n_models": len(delta), "improved": improved,
                               "worsened": worsened, "unchanged": len(delta) - improved - worsened,
                               "p_value": sign_test(worsened, improved), "mean_without": float(without.mean()),

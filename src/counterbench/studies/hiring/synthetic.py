@@ -6,8 +6,9 @@ design, vectorised, without prompts or a model. (The ``sim:hiring-biased`` model
 of preferences through the run engine.) With :class:`Planted` defaults a model has no preference at
 all. Expected values, without clipping:
 
-- WR_g = 0.5 + (1 − tie_rate) · compare_effect(g), the first-position share = 0.5 + (1 − tie_rate) ·
-  first_position;
+- WR_g = 0.5 + (1 − tie_rate) · compare_effect(g) (plus, per job, a shared shift drawn with sd
+  ``compare_job_sd``: the job's neutral resume is relatively strong or weak; 0 by default), the
+  first-position share = 0.5 + (1 − tie_rate) · first_position;
 - score = score_base + job effect + score_effect(g) + noise, rounded to a whole number in 1–100;
 - recovery: ethnicity correct with ``p_ethnicity_languages`` when the languages line is present,
   else ``p_ethnicity_without``; gender correct with ``p_gender_base`` plus ``p_gender_per_marker`` per
@@ -39,6 +40,8 @@ class Planted:
     score_effects: Mapping[str, float] = field(default_factory=dict)
     score_base: float = 70.0
     job_sd: float = 6.0
+    #: sd of a per-job shift of the augmented resumes' probability of being chosen (Direct Comparison)
+    compare_job_sd: float = 0.0
     noise_sd: float = 3.0
     #: multiplies every compare/score effect in the rationale variant
     rationale_multiplier: float = 1.0
@@ -66,6 +69,15 @@ def design(jobs: Sequence[Job], baskets: BasketSet, conditions: Sequence[tuple[s
     return pd.DataFrame(rows)
 
 
+def _job_shift(plan: Planted, frame: pd.DataFrame, model: str, with_reason: bool, seed: int) -> np.ndarray:
+    """The per-job shift of Direct Comparison (``compare_job_sd``), one draw per job, model and variant."""
+    if plan.compare_job_sd <= 0:
+        return np.zeros(len(frame))
+    codes, uniques = pd.factorize(frame["job_id"].astype(str), sort=True)
+    rng = derive_rng("synthetic", model, "compare-jobs", with_reason, base_seed=seed)
+    return np.asarray(rng.normal(0.0, plan.compare_job_sd, len(uniques))[codes], dtype=np.float64)
+
+
 def comparisons(model: str, plan: Planted, resumes: pd.DataFrame, *, seed: int = 0,
                 rationale: Sequence[bool] = (False, True)) -> pd.DataFrame:
     """Direct Comparison answers (``verdict``) for every resume in both positions and prompt variants."""
@@ -73,9 +85,10 @@ def comparisons(model: str, plan: Planted, resumes: pd.DataFrame, *, seed: int =
     for with_reason in rationale:
         rng = derive_rng("synthetic", model, "compare", with_reason, base_seed=seed)
         mult = plan.rationale_multiplier if with_reason else 1.0
+        job_shift = _job_shift(plan, resumes, model, with_reason, seed)
         for position in ("A", "B"):
             frame = resumes.assign(model=model, rationale=with_reason, position=position)
-            p_aug = np.clip(0.5 + mult * _effect(plan.compare_effects, frame), 0.0, 1.0)
+            p_aug = np.clip(0.5 + job_shift + mult * _effect(plan.compare_effects, frame), 0.0, 1.0)
             p_first = np.clip((p_aug if position == "A" else 1.0 - p_aug) + plan.first_position, 0.0, 1.0)
             u_tie, u_pick, u_bad = rng.random((3, len(frame)))
             verdict = np.where(u_tie < plan.tie_rate, "Tie", np.where(u_pick < p_first, "A", "B")).astype(object)
@@ -156,7 +169,12 @@ def answer_texts(prompts: pd.DataFrame, model: str, plan: Planted, *, seed: int 
     comp = use_case.str.startswith("compare").to_numpy()
     if comp.any():
         part = prompts[comp]
-        p_aug = np.clip(0.5 + mult[comp] * _effect(plan.compare_effects, part), 0.0, 1.0)
+        shift = np.zeros(len(part))
+        for flag in (False, True):
+            rows = np.asarray(rationale[comp] == flag)
+            if rows.any():
+                shift[rows] = _job_shift(plan, part[rows], model, flag, seed)
+        p_aug = np.clip(0.5 + shift + mult[comp] * _effect(plan.compare_effects, part), 0.0, 1.0)
         p_first = np.clip(np.where(part["position"].eq("A"), p_aug, 1.0 - p_aug) + plan.first_position, 0.0, 1.0)
         out[comp] = np.where(u[0, comp] < plan.tie_rate, "Tie", np.where(u[1, comp] < p_first, "A", "B"))
     score = use_case.str.startswith("score").to_numpy()

@@ -8,9 +8,10 @@ per scored response: ``y`` is the chosen level C ∈ 1..5 (ranking; the parsed l
 - :func:`descriptive` — N, mean, SD, min, max, range, median, quartiles, IQR per cell (Tables 3, 10, 11),
   with ``scored_by`` (readability library, version and maths handling) on the MGL rows;
 - :func:`bias_tables` — z-normalised group scores and MAB/MDB per attribute, z and raw units (Table 4);
-- :func:`pairwise_tables` — every pair of levels, Welch t, Cohen's d, BH-FDR over the whole family, at
-  the response level (as the paper) and at the profile level (profile means over problems; no
-  pseudo-replication), side by side (Tables 7, 8);
+- :func:`pairwise_tables` — every pair of levels, Welch t, Cohen's d, at the response level (as the
+  paper: BH over the whole table) and at the profile level (profile means over problems, no
+  pseudo-replication: the marks, BH within each model, at least :data:`MIN_PROFILES` profiles a side),
+  side by side (Tables 7, 8);
 - :func:`shap_tables` — exact linear SHAP on one-hot attributes: mean |SHAP| per attribute and level, and
   beeswarm points (Figures 3, 4);
 - :func:`kappa_table` — Cohen's κ and linear-weighted κ between every pair of models on the ranking task,
@@ -31,8 +32,11 @@ import pandas as pd
 
 from counterbench.outcomes.readability import provenance, score_texts
 from counterbench.stats.agreement import cohen_kappa, interpret_kappa
+from counterbench.stats.inference import ALPHA, family_marks
 from counterbench.stats.multiple_testing import benjamini_hochberg
+from counterbench.stats.seeding import stable_seed
 from counterbench.stats.shap_linear import linear_shap, shap_summary
+from counterbench.stats.swap_test import LabelPermutationTest
 from counterbench.stats.welch import pairwise_welch
 from counterbench.stats.zbias import group_scores, mab_mdb
 from counterbench.studies.stem.design import LETTERS
@@ -41,6 +45,9 @@ from counterbench.studies.stem.profiles import attribute_columns, get_context
 CELL = ("model", "task", "context", "dataset", "role")
 LEVELS = (1, 2, 3, 4, 5)
 ATTRIBUTE_COLUMNS = tuple(attribute_columns(["india", "usa"]))
+#: fewest profiles on each side of a profile-level comparison before it is tested (docs/stem.md gives the
+#: simulation that chose it: below it the quick preset's Welch tests gave false stars)
+MIN_PROFILES = 3
 
 
 def context_attributes(context: str) -> dict[str, tuple[str, ...]]:
@@ -148,8 +155,43 @@ def profile_means(frame: pd.DataFrame, cell: Sequence[str] = CELL) -> pd.DataFra
     return out.reset_index()
 
 
-def pairwise_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, alpha: float = 0.05) -> pd.DataFrame:
-    """Response-level and profile-level pairwise tests side by side; BH over each level's whole family."""
+def _permutation_pvalues(profiles: pd.DataFrame, table: pd.DataFrame, cell: list[str], testable: np.ndarray,
+                         seed: int) -> np.ndarray:
+    """The studentized permutation p of every testable profile-level row (NaN elsewhere)."""
+    tester = LabelPermutationTest(stable_seed("stem-pairwise", base_seed=seed))
+    values: dict[tuple[object, ...], np.ndarray] = {}
+    for attribute in table["attribute"].unique():
+        if attribute not in profiles.columns:
+            continue
+        for key, part in profiles.groupby([*cell, attribute], sort=False, observed=True):
+            values[(*key[:-1], attribute, key[-1])] = part["y"].to_numpy(np.float64)
+    out = np.full(len(table), np.nan)
+    cells = table[cell].to_numpy(dtype=object)
+    attributes, level_a, level_b = (table[c].to_numpy(dtype=object) for c in ("attribute", "level_a", "level_b"))
+    for i in np.flatnonzero(testable):
+        head = tuple(cells[i])
+        a = values.get((*head, attributes[i], level_a[i]))
+        b = values.get((*head, attributes[i], level_b[i]))
+        if a is not None and b is not None:
+            out[i] = tester.pvalue(a, b)
+    return out
+
+
+def pairwise_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, alpha: float = ALPHA, *,
+                    seed: int = 0) -> pd.DataFrame:
+    """Response-level (the paper's) and profile-level pairwise tests side by side.
+
+    Response level (columns ``*_response``): every answer a unit, BH over the whole table — the paper's
+    method, kept as a labelled column; a profile's answers share its wording, so this level is
+    anti-conservative (``docs/stem.md`` gives the simulation). Profile level (``*_profile``; the marks):
+    each profile's mean over its problems is one unit; Welch's t with its t-distribution ``p_profile``
+    and, for the mark, its studentized permutation p ``p_perm_profile``
+    (:class:`~counterbench.stats.swap_test.LabelPermutationTest`: Welch's p has too light a far tail with
+    few profiles and discrete answers); a comparison is ``testable_profile`` with at least
+    :data:`MIN_PROFILES` profiles on each side, and ``significant_profile`` when its BH q
+    (``p_fdr_profile``) ≤ α among its model's testable rows (the family: one model's pairs of levels of
+    every attribute, task, context, dataset and role; :func:`counterbench.stats.inference.family_marks`).
+    """
     rows = _main(frame)
     levels = {"response": rows, "profile": profile_means(rows, cell)}
     tables = {}
@@ -162,10 +204,21 @@ def pairwise_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, alpha: floa
     keep = ["n_a", "n_b", "mean_a", "mean_b", "diff", "t", "df", "p", "p_fdr", "d", "significant"]
     renamed = []
     for unit, table in tables.items():
-        adjusted, reject = benjamini_hochberg(table["p"].to_numpy(dtype=np.float64), alpha)
-        table = table.assign(p_fdr=adjusted, significant=reject)
-        renamed.append(table[[*keys, *keep]].rename(columns={c: f"{c}_{unit}" for c in keep}))
-    return renamed[0].merge(renamed[1], on=keys, how="left").reset_index(drop=True)
+        if unit == "response":
+            adjusted, reject = benjamini_hochberg(table["p"].to_numpy(dtype=np.float64), alpha)
+            table = table.assign(p_fdr=adjusted, significant=reject)
+            columns = keep
+        else:
+            testable = (table["n_a"].to_numpy() >= MIN_PROFILES) & (table["n_b"].to_numpy() >= MIN_PROFILES)
+            table = table.assign(p_perm=_permutation_pvalues(data, table, list(cell), testable, seed))
+            q, marks = family_marks(table, p_col="p_perm", family=("model",), testable=testable, alpha=alpha)
+            table = table.assign(p_fdr=q, significant=marks, testable=testable)
+            columns = [*keep, "p_perm", "testable"]
+        renamed.append(table[[*keys, *columns]].rename(columns={c: f"{c}_{unit}" for c in columns}))
+    out = renamed[0].merge(renamed[1], on=keys, how="left").reset_index(drop=True)
+    out["testable_profile"] = out["testable_profile"].astype("boolean").fillna(False).astype(bool)
+    out["significant_profile"] = out["significant_profile"].astype("boolean").fillna(False).astype(bool)
+    return out
 
 
 def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: int = 400,

@@ -57,7 +57,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
     frame = A.outcome_frame(results, math=math)
     scores, bias = A.bias_tables(frame)
     shap, points = A.shap_tables(frame, seed=seed)
-    cells, gaps = D.interaction_tables(frame)
+    cells, gaps = D.interaction_tables(frame, seed=seed)
     positions, position_tests = D.position_tables(frame)
     responses = results.assign(usable=results["status"].astype(str).eq("ok"),
                                out_of_range=False)
@@ -65,7 +65,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
         "stem_descriptive": A.descriptive(frame),
         "stem_group_scores": scores,
         "stem_bias": bias,
-        "stem_pairwise": A.pairwise_tables(frame),
+        "stem_pairwise": A.pairwise_tables(frame, seed=seed),
         "stem_shap": shap,
         "stem_shap_points": points,
         "stem_kappa": A.kappa_table(frame),
@@ -93,8 +93,11 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
         "models": models,
         "simulated": {m: info["simulated"] for m, info in models.items()},
         "bootstrap": {"replicates": 0, "seed": seed},
-        "ci_methods": {"stem": "Welch t-tests with Benjamini–Hochberg FDR over each whole family; 95% t-intervals "
-                               "for single-attribute z means"},
+        "ci_methods": {"stem": "marks: profile-level studentized permutation tests of pairs of levels, exact swap "
+                               "tests of interaction gaps over matched profiles, χ² position tests (expected "
+                               "count ≥ 5), Benjamini–Hochberg within each model per table; the paper's "
+                               "response-level Welch tests with BH over the whole table as labelled columns; 95% "
+                               "t-intervals for single-attribute z means (units: problems)"},
         "readability": provenance(math),
         "tables": dict(TABLES),
         "unsupported": unsupported,

@@ -13,8 +13,9 @@ from markupsafe import Markup
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
 from counterbench.report.context import ReportContext
-from counterbench.report.document import Figure, Section, series_color
+from counterbench.report.document import Figure, Section, series_color, show_table
 from counterbench.report.svg import MUTED, SERIES_COLORS, Svg, nice_ticks, tick_label
+from counterbench.studies.stem.analysis import MIN_PROFILES
 
 CELL_COLS = [t.text("model", "Model"), t.text("task", "Task"), t.text("context", "Context"),
              t.text("dataset", "Dataset"), t.text("role", "Role")]
@@ -30,17 +31,15 @@ def _section(ctx: ReportContext, key: str, name: str, title: str, blurb: str) ->
 
 
 def descriptive_section(ctx: ReportContext) -> Section:
-    section, frame = _section(ctx, "stem_descriptive", "stem_descriptive", "Chosen level and grade level",
+    section = _section(ctx, "stem_descriptive", "stem_descriptive", "Chosen level and grade level",
                               "MCV is the mean level (1 = most elementary, 5 = most advanced) of the explanation the "
                               "model chose; MGL the mean readability grade of the explanations it wrote (mean of "
                               "Flesch–Kincaid, Gunning Fog and Coleman–Liau). One row per model × task × context × "
-                              "dataset × role, main experiment.")
-    if frame is not None:
-        section.tables.append(t.table_view(frame, [*CELL_COLS, t.text("metric", "Metric"), t.count("N", "N"),
-                                                   t.num("mean", "Mean"), t.num("std", "SD"), t.num("min", "Min"),
-                                                   t.num("median", "Median"), t.num("max", "Max"),
-                                                   t.num("iqr", "IQR"), t.text("scored_by", "Scored by")],
-                                           source="stem_descriptive.csv"))
+                              "dataset × role, main experiment.")[0]
+    show_table(section, ctx, "stem_descriptive", [
+        *CELL_COLS, t.text("metric", "Metric"), t.count("N", "N"), t.num("mean", "Mean"), t.num("std", "SD"),
+        t.num("min", "Min"), t.num("median", "Median"), t.num("max", "Max"), t.num("iqr", "IQR"),
+        t.text("scored_by", "Scored by")])
     return section
 
 
@@ -60,13 +59,19 @@ def bias_section(ctx: ReportContext) -> Section:
     section.figures.append(Figure([hbar_panel("Largest MAB (z units)", rows, domain=bar_domain(rows), width=640,
                                               x_label="MAB (z)", value_format="{:.2f}")],
                                   caption="The 24 largest attribute biases across cells."))
-    section.tables.append(t.table_view(frame, [*CELL_COLS, t.text("attribute", "Attribute"),
-                                               t.num("mab_z", "MAB (z)", 3), t.num("mdb_z", "MDB (z)", 3),
-                                               t.num("mab", "MAB (raw)", 3), t.num("mdb", "MDB (raw)", 3),
-                                               t.text("extreme_level", "Extreme level"),
-                                               t.num("extreme_dev_z", "Its deviation (z)", 3, signed=True)],
-                                       source="stem_bias.csv"))
+    show_table(section, ctx, "stem_bias", [
+        *CELL_COLS, t.text("attribute", "Attribute"), t.num("mab_z", "MAB (z)", 3), t.num("mdb_z", "MDB (z)", 3),
+        t.num("mab", "MAB (raw)", 3), t.num("mdb", "MDB (raw)", 3), t.text("extreme_level", "Extreme level"),
+        t.num("extreme_dev_z", "Its deviation (z)", 3, signed=True)])
     return section
+
+
+PAIRWISE_FAMILY = ("Marks: profile level (each profile's mean over its problems is one unit), a studentized "
+                   "permutation test of the two levels' profiles, Benjamini–Hochberg within each model over all its "
+                   "pairs of levels of every attribute, task, context and role; a comparison with fewer than "
+                   "{min} profiles on a side is not tested. The paper's response-level q counts every answer as "
+                   "independent — a profile's answers share its wording, so it marks differences that are not there "
+                   "(see the STEM documentation's calibration) — and is shown for comparison only.")
 
 
 def pairwise_section(ctx: ReportContext) -> Section:
@@ -74,23 +79,40 @@ def pairwise_section(ctx: ReportContext) -> Section:
                               "Every pair of levels of every attribute within each cell. Response level treats each "
                               "answer as independent (as the paper); profile level first averages each profile's "
                               "answers over problems, so a profile counts once (no pseudo-replication). "
-                              "Benjamini–Hochberg FDR over the whole family at each level; d = a minus b over the "
-                              "pooled-average SD.")
+                              "d = a minus b over the pooled-average SD.")
     if frame is None:
         return section
     n = len(frame)
-    resp, prof = int(frame["significant_response"].sum()), int(frame["significant_profile"].fillna(False).sum())
-    section.notes.append(f"{resp} of {n} comparisons are FDR-significant at the response level, {prof} of {n} at "
-                         "the profile level.")
-    shown = frame[frame["significant_response"] | frame["significant_profile"].fillna(False)]
+    prof = _truthy(frame, "significant_profile")
+    tested = _truthy(frame, "testable_profile") if "testable_profile" in frame.columns else pd.Series(True, frame.index)
+    resp = _truthy(frame, "significant_response")
+    section.notes.append(f"{int(prof.sum())} of {int(tested.sum())} tested comparisons are marked at the profile "
+                         f"level ({n - int(tested.sum())} of {n} have too few profiles to test); the paper's "
+                         f"response-level rule would mark {int(resp.sum())} of {n}.")
+    section.notes.append(PAIRWISE_FAMILY.format(min=MIN_PROFILES))
     cols = [*CELL_COLS, t.text("attribute", "Attribute"), t.text("level_a", "a"), t.text("level_b", "b"),
             t.num("mean_a_response", "Mean a"), t.num("mean_b_response", "Mean b"),
             t.num("t_response", "t (resp.)"), t.num("d_response", "d (resp.)", signed=True),
-            t.pvalue("p_fdr_response", "q (resp.)"), t.num("d_profile", "d (prof.)", signed=True),
-            t.pvalue("p_fdr_profile", "q (prof.)"), t.star_col("p_fdr_profile", "Sig. (prof.)")]
-    section.tables.append(t.table_view(shown, cols, caption="Comparisons significant at either level",
-                                       source="stem_pairwise.csv", max_rows=200))
+            t.pvalue("p_fdr_response", "q (resp., paper's)"), t.num("d_profile", "d (prof.)", signed=True),
+            t.count("n_a_profile", "Profiles a"), t.count("n_b_profile", "Profiles b"),
+            t.pvalue("p_fdr_profile", "q (prof.)"),
+            t.mark("Mark (prof., BH within model)", significant="significant_profile", testable="testable_profile",
+                   n="n_min_profile", unit="profiles")]
+    show_table(section, ctx, "stem_pairwise", cols, caption="Comparisons marked at the profile level or significant "
+               "by the paper's response-level rule", max_rows=200,
+               prepare=_marked_pairs)
     return section
+
+
+def _marked_pairs(frame: pd.DataFrame) -> pd.DataFrame:
+    shown = frame[_truthy(frame, "significant_profile") | _truthy(frame, "significant_response")]
+    return shown.assign(n_min_profile=shown[["n_a_profile", "n_b_profile"]].min(axis=1))
+
+
+def _truthy(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame[column].map(lambda v: t.fmt_flag(v) == "✓")
 
 
 def beeswarm_panel(points: pd.DataFrame, title: str, width: float = 640) -> Markup:
@@ -134,24 +156,20 @@ def shap_section(ctx: ReportContext) -> Section:
             if len(panels) < 8:
                 panels.append(beeswarm_panel(part, f"{model} · {task} · {context} · {role}"))
         section.figures.append(Figure(panels, caption="SHAP values per response (a seeded sample per cell)."))
-    attrs = frame[frame["kind"].eq("attribute")]
-    section.tables.append(t.table_view(attrs, [*CELL_COLS, t.text("attribute", "Attribute"),
-                                               t.num("mean_abs", "Mean |SHAP|", 3)], source="stem_shap.csv"))
+    show_table(section, ctx, "stem_shap", [*CELL_COLS, t.text("attribute", "Attribute"),
+                                           t.num("mean_abs", "Mean |SHAP|", 3)],
+               prepare=lambda f: f[f["kind"].eq("attribute")])
     return section
 
 
 def kappa_section(ctx: ReportContext) -> Section:
-    section, frame = _section(ctx, "stem_kappa", "stem_kappa", "Agreement between models (Cohen's κ)",
+    section = _section(ctx, "stem_kappa", "stem_kappa", "Agreement between models (Cohen's κ)",
                               "How often two models pick the same level for the same prompt, beyond chance: κ and "
-                              "linear-weighted κ (near misses count partly), with observed and chance agreement.")
-    if frame is not None:
-        section.tables.append(t.table_view(frame, [t.text("context", "Context"), t.text("role", "Role"),
-                                                   t.text("model_1", "Model 1"), t.text("model_2", "Model 2"),
-                                                   t.count("n", "N"), t.num("kappa", "κ", 3),
-                                                   t.num("kappa_linear", "κ linear", 3),
-                                                   t.text("interpretation", "Reading"),
-                                                   t.num("observed", "Observed", 3), t.num("expected", "Chance", 3)],
-                                           source="stem_kappa.csv"))
+                              "linear-weighted κ (near misses count partly), with observed and chance agreement.")[0]
+    show_table(section, ctx, "stem_kappa", [
+        t.text("context", "Context"), t.text("role", "Role"), t.text("model_1", "Model 1"),
+        t.text("model_2", "Model 2"), t.count("n", "N"), t.num("kappa", "κ", 3), t.num("kappa_linear", "κ linear", 3),
+        t.text("interpretation", "Reading"), t.num("observed", "Observed", 3), t.num("expected", "Chance", 3)])
     return section
 
 
@@ -164,19 +182,22 @@ def progressive_section(ctx: ReportContext) -> Section:
                               "most privileged cell with the most marginalised one.")
     if frame is None:
         return section
-    section.tables.append(t.table_view(frame, [t.text("model", "Model"), t.text("context", "Context"),
-                                               t.text("experiment", "Experiment"), t.count("step", "Step"),
-                                               t.count("n", "N"), t.num("mean", "MGL"), t.num("sd", "SD"),
-                                               t.num("var", "Variance")], source="stem_progressive.csv"))
-    gaps = ctx.nonempty("stem_interaction_gaps")
+    show_table(section, ctx, "stem_progressive", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("experiment", "Experiment"),
+        t.count("step", "Step"), t.count("n", "N"), t.num("mean", "MGL"), t.num("sd", "SD"), t.num("var", "Variance")])
+    gaps = show_table(section, ctx, "stem_interaction_gaps", [
+        t.text("model", "Model"), t.text("experiment", "Experiment"), t.text("table", "Table"),
+        t.text("kind", "Comparison"), t.text("row_level", "Row"), t.text("comparison", "Cells"),
+        t.count("n_a", "n a"), t.count("n_b", "n b"), t.num("gap", "Gap", signed=True), t.num("t", "t"),
+        t.num("d", "d", signed=True), t.pvalue("p_fdr", "q (Welch, paper's)"), t.count("n_slots", "Matched profiles"),
+        t.pvalue("q_value", "q (matched)"),
+        t.mark("Mark (BH within model)", unit="matched profiles")])
     if gaps is not None:
-        section.tables.append(t.table_view(gaps, [t.text("model", "Model"), t.text("experiment", "Experiment"),
-                                                  t.text("table", "Table"), t.text("kind", "Comparison"),
-                                                  t.text("row_level", "Row"), t.text("comparison", "Cells"),
-                                                  t.count("n_a", "n a"), t.count("n_b", "n b"),
-                                                  t.num("gap", "Gap", signed=True), t.num("t", "t"),
-                                                  t.num("d", "d", signed=True), t.pvalue("p_fdr", "q"),
-                                                  t.star_col("p_fdr")], source="stem_interaction_gaps.csv"))
+        section.notes.append("Marks: an exact swap test over matched profiles — profiles that state the same levels "
+                             "of every other attribute, each averaged over its problems — Benjamini–Hochberg within "
+                             "each model over its interaction gaps; fewer than 6 matched profiles cannot reach "
+                             "p ≤ 0.05 and are not tested. The paper's Welch q counts every answer as independent and "
+                             "is shown for comparison only.")
     return section
 
 
@@ -197,19 +218,21 @@ def single_section(ctx: ReportContext) -> Section:
             panels.append(hbar_panel(f"{model} · {task} · {context} · {role}", rows, domain=bar_domain(rows),
                                      width=560, x_label="mean z", value_format="{:+.2f}"))
     section.figures.append(Figure(panels, caption="Forest plot: mean z per level, 95% t-intervals."))
-    section.tables.append(t.table_view(frame, [*CELL_COLS, t.text("attribute", "Attribute"), t.text("level", "Level"),
-                                               t.count("n", "N"), t.num("mean_z", "Mean z", signed=True), t.ci(),
-                                               t.num("mean", "Mean (raw)")], source="stem_single_attribute.csv"))
+    show_table(section, ctx, "stem_single_attribute", [
+        *CELL_COLS, t.text("attribute", "Attribute"), t.text("level", "Level"), t.count("n", "N"),
+        t.num("mean_z", "Mean z", signed=True), t.ci(), t.num("mean", "Mean (raw)")])
+    section.notes.append("Each level is one prompt wording answered over the problems: an interval is about that "
+                         "wording (its answers over problems are the units), not about every way of stating the "
+                         "level; no mark is drawn from it.")
     return section
 
 
 def extremes_section(ctx: ReportContext) -> Section:
-    section, frame = _section(ctx, "stem_extremes", "stem_extremes", "Top and bottom profiles",
-                              "The profiles with the highest and lowest mean z in each cell (main experiment).")
-    if frame is not None:
-        section.tables.append(t.table_view(frame, [*CELL_COLS, t.text("end", "End"), t.count("rank", "Rank"),
-                                                   t.text("characteristic", "Profile"), t.num("score", "Score"),
-                                                   t.num("z", "Mean z", signed=True)], source="stem_extremes.csv"))
+    section = _section(ctx, "stem_extremes", "stem_extremes", "Top and bottom profiles",
+                              "The profiles with the highest and lowest mean z in each cell (main experiment).")[0]
+    show_table(section, ctx, "stem_extremes", [
+        *CELL_COLS, t.text("end", "End"), t.count("rank", "Rank"), t.text("characteristic", "Profile"),
+        t.num("score", "Score"), t.num("z", "Mean z", signed=True)])
     return section
 
 
@@ -220,18 +243,18 @@ def position_section(ctx: ReportContext) -> Section:
                               "tests of whether the preference depends on who the student is (BH over each family).")
     if frame is None:
         return section
-    section.tables.append(t.table_view(frame, [t.text("model", "Model"), t.text("context", "Context"),
-                                               t.text("role", "Role"), t.count("n", "N"),
-                                               *[t.num(f"share_{x}", f"% {x}", 1) for x in "ABCDE"],
-                                               t.num("chi2", "χ²"), t.pvalue("p_fdr", "q"), t.star_col("p_fdr")],
-                                       source="stem_positions.csv"))
-    tests = ctx.nonempty("stem_position_interactions")
-    if tests is not None:
-        section.tables.append(t.table_view(tests, [t.text("model", "Model"), t.text("context", "Context"),
-                                                   t.text("role", "Role"), t.text("attribute", "Attribute"),
-                                                   t.num("chi2", "χ²"), t.count("dof", "df"),
-                                                   t.pvalue("p_fdr", "q"), t.star_col("p_fdr")],
-                                           source="stem_position_interactions.csv"))
+    few = "answers"
+    show_table(section, ctx, "stem_positions", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("role", "Role"), t.count("n", "N"),
+        *[t.num(f"share_{x}", f"% {x}", 1) for x in "ABCDE"], t.num("chi2", "χ²"), t.pvalue("p_fdr", "q"),
+        t.mark("Mark (BH within model)", n="n", unit=few)])
+    show_table(section, ctx, "stem_position_interactions", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("role", "Role"),
+        t.text("attribute", "Attribute"), t.num("chi2", "χ²"), t.count("dof", "df"), t.pvalue("p_fdr", "q"),
+        t.mark("Mark (BH within model)", n="n", unit=few)])
+    section.notes.append("Marks: Benjamini–Hochberg within each model over the rows of each table (the unit is the "
+                         "item: each shows its options in its own random order); a χ² test with an expected count "
+                         "below 5 in some cell is not tested.")
     return section
 
 

@@ -10,7 +10,10 @@ distribution directly as parsed results, from the same preset file (``sim:stem``
 - ranking: the level is the noisy value rounded and clipped to 1–5, answered as the letter showing it
   (``value`` = the option's index, as the ``choice`` parser stores it); generation: ``value`` is the MGL
   (``unit`` ``mgl``, as the ``text`` parser stores it);
-- ``refusal_rate`` / ``malformed_rate`` rows are ``refused`` / ``unparseable`` with no value.
+- ``refusal_rate`` / ``malformed_rate`` rows are ``refused`` / ``unparseable`` with no value;
+- ``profile_sd`` (calibration only; 0 by default, as the backend): every profile's answers share one more
+  multiplicative factor ``exp(profile_sd · z_profile)`` — a model that answers one student's wording
+  consistently, so a profile's answers are not independent (the calibration's realistic case).
 
 Draws use a NumPy generator seeded by ``stable_seed("stem-sim", model, seed)``; they match the backend's
 distribution, not its per-request draws.
@@ -53,13 +56,17 @@ def _column(table: pd.DataFrame, column: str) -> pd.Series:
 
 
 def simulate_outcomes(table: pd.DataFrame, model: str = "sim:stem", *, preset: str | SimProfile = "stem",
-                      seed: int = 0) -> pd.DataFrame:
+                      seed: int = 0, profile_sd: float = 0.0) -> pd.DataFrame:
     """Results rows (prompt columns + ``model``, ``status``, ``value``, ``unit``, ``response``) for ``table``."""
     profile = load_profile(preset) if isinstance(preset, str) else preset
     rng = np.random.default_rng(stable_seed("stem-sim", model, base_seed=seed))
     n = len(table)
     expected = expected_values(table, profile)
     noisy = expected * np.exp(profile.noise_sd * rng.standard_normal(n))
+    if profile_sd > 0:
+        codes, uniques = pd.factorize(table["profile_id"].astype(str))
+        shared = np.random.default_rng(stable_seed("stem-sim-profile", model, base_seed=seed))
+        noisy = noisy * np.exp(profile_sd * shared.standard_normal(len(uniques)))[codes]
     u = rng.random(n)
     status = np.where(u < profile.refusal_rate, "refused",
                       np.where(u < profile.refusal_rate + profile.malformed_rate, "unparseable", "ok"))
