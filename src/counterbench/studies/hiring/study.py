@@ -43,8 +43,9 @@ METHODS = (
     "jobs — a job's resumes share its description and its neutral resume, so jobs are the independent unit — "
     "with a percentile bootstrap widened by t(J−1)/z · √(J/(J−1)) for J jobs (score differences: t(J−1) on the "
     "bootstrap standard error). Marks are corrected within each model over its groups × prompt variants "
-    "(Benjamini–Hochberg), each from an exact swap test over jobs (6 jobs at least: fewer cannot reach "
-    "p ≤ 0.05); a group with fewer jobs reads \"too few jobs to test\". The group ordering uses the Friedman "
+    "(Benjamini–Hochberg), each from an exact swap test over jobs — score differences together with their "
+    "interval's t-test — with 6 jobs at least (fewer cannot reach p ≤ 0.05); a group with fewer jobs reads "
+    "\"too few jobs to test\". The group ordering uses the Friedman "
     "test (models are blocks, groups treatments) and Kendall's W; the rationale effect an exact two-sided sign "
     "test over models, its interval t(m−1) over the m models. Macro-F1 averages the F1 of each true class; "
     "\"Cannot determine\" and unreadable answers count as wrong.")

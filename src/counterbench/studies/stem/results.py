@@ -48,6 +48,18 @@ WHY_EMPTY: dict[str, str] = {
 }
 
 
+
+#: the report's "Methods" paragraph for this study (the generic one describes amount slots)
+METHODS = (
+    "Each answer is read from its fixed final line (a chosen level, or an explanation scored for reading "
+    "level); unreadable answers are counted in the parse-health table and left out of every other table, "
+    "nothing is imputed. A student profile answers many problems, so the profile — not the prompt — is the "
+    "independent unit: comparisons of two levels of an attribute use each profile's mean and a studentized "
+    "permutation test over profiles (at least 3 a side); interaction gaps swap matched profiles (exact, at "
+    "least 6 pairs); position tables use χ² only when every expected count is at least 5. Marks (*) are "
+    "Benjamini–Hochberg corrected within each model's rows of a table; comparisons on too few profiles read "
+    "\"too few … to test (n = …)\". The paper's response-level Welch tests are kept as labelled columns.")
+
 def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) -> tuple[dict[str, pd.DataFrame],
                                                                                             dict[str, Any]]:
     """(tables, summary) for the STEM study's responses in ``results`` (see module docstring)."""
@@ -101,6 +113,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
         "readability": provenance(math),
         "tables": dict(TABLES),
         "unsupported": unsupported,
+        "methods": METHODS,
         "notes": [],
     }
     return tables, summary
