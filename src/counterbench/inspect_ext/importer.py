@@ -218,9 +218,7 @@ def _import_one(db: Store, log: Any, path: Path, label: str | None, parser: Resp
     prompts, rows = _sample_rows(log, path, model, config_fp, parser, run_id, report)
     report.samples += len(rows)
     db.save_prompts(prompts)
-    before = db.query("SELECT total_changes()")[0][0]
-    db.write_responses(rows)
-    changed = db.query("SELECT total_changes()")[0][0] - before
+    changed = db.write_new_responses(rows)
     report.stored += changed
     report.already_stored += len(rows) - changed
 

@@ -199,6 +199,12 @@ class Store:
         if rows:
             self.execute_write(INSERT_RESPONSE_SQL, rows)
 
+    def write_new_responses(self, rows: Sequence[Sequence[Any]]) -> int:
+        """:meth:`write_responses`, returning how many rows were new (the rest were already stored)."""
+        before = int(self.query("SELECT total_changes()")[0][0])
+        self.write_responses(rows)
+        return int(self.query("SELECT total_changes()")[0][0]) - before
+
     def save_config(self, config_fp: str, config: dict[str, Any]) -> None:
         blob = json.dumps(config, sort_keys=True)
         self.execute_write_params("INSERT OR IGNORE INTO configs (config_fp, config) VALUES (?, ?)", (config_fp, blob))

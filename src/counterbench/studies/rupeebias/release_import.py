@@ -257,9 +257,7 @@ def _import_file(
         report.statuses[status] = report.statuses.get(status, 0) + 1
         report.by_model[model] = report.by_model.get(model, 0) + 1
     store.save_prompts(prompt_rows)
-    before = store.query("SELECT total_changes()")[0][0]
-    store.write_responses(response_rows)
-    changed = store.query("SELECT total_changes()")[0][0] - before
+    changed = store.write_new_responses(response_rows)
     report.stored += changed
     report.already_stored += len(response_rows) - changed
 
@@ -267,9 +265,7 @@ def _import_file(
 def _import_rescued(store: Store, records: list[dict[str, Any]], report: ImportReport) -> None:
     """Rows a run could not commit, saved by it to ``<store>.unsaved-<time>.jsonl``: store them as they are."""
     rows = [tuple(rec.get(c) for c in RESPONSE_COLUMNS) for rec in records]
-    before = store.query("SELECT total_changes()")[0][0]
-    store.write_responses(rows)
-    changed = store.query("SELECT total_changes()")[0][0] - before
+    changed = store.write_new_responses(rows)
     report.records += len(rows)
     report.stored += changed
     report.already_stored += len(rows) - changed
