@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 def scenarios(scale: float, bootstrap: int) -> dict[str, Any]:
     from tests.studies.calibration_studies_sim import hiring_scenario, stem_scenario
 
-    from counterbench.studies.hiring.synthetic import Planted
+    from counterbench.builtin.hiring.synthetic import Planted
 
     def n(base: int) -> int:
         return max(10, int(base * scale))

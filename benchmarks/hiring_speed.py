@@ -3,8 +3,8 @@
 1. **Speed.** The ``paper`` preset's prompt table (100 jobs → 4,100 resumes; Direct Comparison in both
    positions and Score & Shortlist, each without and with a rationale; language-only comparisons;
    recoverability and ablation on 20 jobs: 45,000 prompts) answered by 3 synthetic models
-   (:func:`counterbench.studies.hiring.synthetic.answer_texts`, 1 % hostile answers), then
-   :func:`counterbench.studies.hiring.analysis.analyze_hiring` with 5,000-replicate job bootstraps —
+   (:func:`counterbench.builtin.hiring.synthetic.answer_texts`, 1 % hostile answers), then
+   :func:`counterbench.builtin.hiring.analysis.analyze_hiring` with 5,000-replicate job bootstraps —
    parsing every raw answer included. Goal: ≤ 30 s on 2 cores.
 2. **Recovery.** What the biased model planted (Chinese +0.15 win probability, a first-position bias
    of +0.10, men +3 points, ethnicity read from languages) against what the tables report.
@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.studies.hiring import synthetic as syn
-from counterbench.studies.hiring.analysis import analyze_hiring
-from counterbench.studies.hiring.metrics import score_means, win_rates
-from counterbench.studies.hiring.ordering import group_ordering
-from counterbench.studies.hiring.plan import build_prompts, full_plan, load_inputs
+from counterbench.builtin.hiring import synthetic as syn
+from counterbench.builtin.hiring.analysis import analyze_hiring
+from counterbench.builtin.hiring.metrics import score_means, win_rates
+from counterbench.builtin.hiring.ordering import group_ordering
+from counterbench.builtin.hiring.plan import build_prompts, full_plan, load_inputs
 
 BIASED = syn.Planted(compare_effects={"Chinese": 0.15}, first_position=0.1, score_effects={"Male": 3.0},
                      rationale_multiplier=1.5)

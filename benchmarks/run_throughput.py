@@ -208,7 +208,6 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
 
 def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int = 10) -> dict[str, Any]:
     """Interleaved in chunks (alternating which goes first), so a busy machine hurts both alike."""
-    from counterbench.models.answer_formats import answer_format
     from counterbench.models.base import GenerationConfig
     from counterbench.models.llamacpp import (
         GRAMMAR_MIN_TOKENS,
@@ -217,6 +216,7 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
         _model_params,
         default_model_path,
     )
+    from counterbench.outcomes.answer_formats import answer_format
     from counterbench.prompts import PromptFilters, build_prompts
     from counterbench.run import run_prompts
 
@@ -273,7 +273,7 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
             totals[label][2] += row["errors"]
     llm.close()
     backend.close()
-    from counterbench.run.store import load_results
+    from counterbench.run.results import load_results
 
     in_model_s = float(load_results(workdir / "embedded.db")["latency_ms"].sum()) / 1000.0
     runs = [

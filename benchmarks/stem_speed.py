@@ -48,8 +48,8 @@ def main() -> None:
     out: dict[str, object] = {}
 
     t0 = time.perf_counter()
-    from counterbench.studies.stem import design as stem_design
-    from counterbench.studies.stem import problems, profiles
+    from counterbench.builtin.stem import design as stem_design
+    from counterbench.builtin.stem import problems, profiles
 
     out["import_s"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
@@ -64,9 +64,9 @@ def main() -> None:
     out["load_average"] = round(os.getloadavg()[0], 2)
     StemDesign, build_prompt_table = stem_design.StemDesign, stem_design.build_prompt_table
 
-    from counterbench.studies.stem import analysis as A
-    from counterbench.studies.stem import analysis_designs as D
-    from counterbench.studies.stem.simulate import simulate_outcomes
+    from counterbench.builtin.stem import analysis as A
+    from counterbench.builtin.stem import analysis_designs as D
+    from counterbench.builtin.stem.simulate import simulate_outcomes
 
     results = pd.concat([simulate_outcomes(table, "sim:a", seed=1), simulate_outcomes(table, "sim:b", seed=2)],
                         ignore_index=True)

@@ -15,11 +15,11 @@ Heavy parts are imported on first use, so ``import counterbench`` stays cheap.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from counterbench.errors import UserError
 from counterbench.prompts import PromptFilters, build_prompts, prompts
+from counterbench.version import __version__
 
 if TYPE_CHECKING:
     from counterbench.analyses.api import analyze
@@ -27,11 +27,6 @@ if TYPE_CHECKING:
     from counterbench.pipeline import audit, run_prompts
     from counterbench.report.api import write_report
     from counterbench.run.results import load_results
-
-try:
-    __version__ = version("counterbench")
-except PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+unknown"
 
 _LAZY = {
     "analyze": "counterbench.analyses.api",

@@ -34,7 +34,7 @@ register_all(app)
 
 def _version(value: bool) -> None:
     if value:
-        from counterbench import __version__
+        from counterbench.version import __version__
 
         print(f"counterbench {__version__}")
         raise typer.Exit()

@@ -9,88 +9,22 @@ returning an :class:`Audit` that displays as HTML in a notebook.
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
+
+from counterbench.run.runner import run_prompts
+from counterbench.run.sync import run_sync
 
 if TYPE_CHECKING:
-    import pandas as pd
 
     from counterbench.analyses.result import AnalysisResult
     from counterbench.models.base import Backend
     from counterbench.report.api import ReportFiles
     from counterbench.run.runner import RunSummary
 
-T = TypeVar("T")
-GENERATION_KEYS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured", "logprobs")
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion; on a worker thread with its own loop when a loop is already running."""
-    if not _loop_running():
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as err:  # re-raised in the caller's thread
-            box["error"] = err
-
-    thread = threading.Thread(target=work, name="counterbench-run", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    value: T = box["value"]
-    return value
-
-
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and "ZMQ" in type(shell).__name__
-
-
-def run_prompts(prompts: pd.DataFrame, models: Sequence[str | Backend], **options: Any) -> RunSummary:
-    """Send every prompt to every model and store the answers (see :func:`counterbench.run.runner.arun_prompts`).
-
-    Generation options may be given as keywords (``temperature``, ``max_tokens``, ``seed``,
-    ``reasoning_effort``, ``structured``, ``logprobs``) instead of a ``config``; without ``max_tokens``, a
-    prompt's own ``requested_max_tokens`` is its limit. Works inside a running event loop.
-    """
-    from counterbench.errors import UserError
-    from counterbench.models.base import GenerationConfig
-    from counterbench.run.runner import arun_prompts
-
-    generation = {k: options.pop(k) for k in GENERATION_KEYS if k in options and options[k] is not None}
-    for k in GENERATION_KEYS:
-        options.pop(k, None)
-    if generation:
-        if options.get("config") is not None:
-            raise UserError("give generation options either as keywords or as config=, not both")
-        # without max_tokens, prompts that request their own limit get it (an explicit max_tokens wins)
-        options["config"] = GenerationConfig(**generation, prompt_max_tokens="max_tokens" not in generation)
-    in_thread = _loop_running() or threading.current_thread() is not threading.main_thread()
-    options.setdefault("handle_signals", not in_thread)
-    if "progress" not in options and _in_notebook():
-        options["progress"] = "rich"
-    return run_sync(arun_prompts(prompts, list(models), **options))
-
+__all__ = ["Audit", "audit", "run_prompts", "run_sync"]
 
 @dataclass
 class Audit:

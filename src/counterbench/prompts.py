@@ -1,16 +1,14 @@
 """The prompt table: expand a study, subset it without breaking the counterfactual design, save it.
 
 Subsetting keeps whole slots. A slot is every prompt that shares the study's slot columns (for
-RupeeBias: variant × use case × language × axis × profile × question variant) and differs only in
+a declarative study: variant × use case × language × axis × profile × question variant) and differs only in
 the identifier, so matched pairs survive any filter. ``sample_slots`` draws whole slots with a
 seeded generator; presets are named filter sets declared in the study's data.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -18,12 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.columns import BASE_COLUMNS, VARIANTS
 from counterbench.errors import UserError
-from counterbench.fileperms import as_user_file
-from counterbench.studies.base import BASE_COLUMNS, VARIANTS, Study
-from counterbench.studies.registry import DEFAULT_STUDY, load_study
+from counterbench.registry import Registry
+from counterbench.studies.base import Study
+from counterbench.studies.registry import load_study
+from counterbench.table_files import TABLE_FORMATS
 
-TABLE_FORMATS = (".parquet", ".csv", ".jsonl")
 REQUIRED_PROMPT_COLUMNS = ("prompt_id", "system", "user")
 
 
@@ -55,8 +54,14 @@ FILTER_COLUMNS: dict[str, str] = {
 }
 
 
-def prompts(study: str | Path | Study = DEFAULT_STUDY, **filters: Any) -> pd.DataFrame:
-    """Python API: ``counterbench.prompts("rupeebias", language=["en"], preset="quick")``.
+#: study name -> reads that study's published release dataset files into its prompt table
+#: (``--from-release DIR``); a study registers one through the entry-point group ``counterbench.release_readers``
+RELEASE_READERS: Registry[Callable[[Study, Path, list[str]], pd.DataFrame]] = Registry(
+    "release reader", "counterbench.release_readers")
+
+
+def prompts(study: str | Path | Study | None = None, **filters: Any) -> pd.DataFrame:
+    """Python API: ``counterbench.prompts("examples/loan_rate.yaml", language=["en"])``.
 
     ``study``: a registered name, a study .yaml, or a study object (e.g. a Python study)."""
     known = {f.name for f in fields(PromptFilters)}
@@ -67,7 +72,7 @@ def prompts(study: str | Path | Study = DEFAULT_STUDY, **filters: Any) -> pd.Dat
     normalised: dict[str, Any] = {
         k: ([v] if isinstance(v, str | int) and k in FILTER_COLUMNS else v) for k, v in filters.items()
     }
-    return build_prompts(study, PromptFilters(**normalised), from_release=from_release)
+    return build_prompts(load_study(study), PromptFilters(**normalised), from_release=from_release)
 
 
 def build_prompts(
@@ -82,9 +87,10 @@ def build_prompts(
         if v not in VARIANTS:
             raise UserError(f"unknown variant '{v}' (one of: {', '.join(VARIANTS)})")
     if from_release is not None:
-        from counterbench.studies.rupeebias.release import load_release_prompts
-
-        table = load_release_prompts(the_study, Path(from_release), variants)
+        if the_study.name not in RELEASE_READERS:
+            raise UserError(f"study {the_study.name} has no reader for a published release's dataset files "
+                            "(--from-release)")
+        table = RELEASE_READERS.get(the_study.name)(the_study, Path(from_release), variants)
     else:
         table = the_study.expand(variants)
     return apply_filters(table, filters, the_study)
@@ -180,39 +186,6 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
         prompts=("prompt_id", "size"),
     ).reset_index()
     return summary
-
-
-def write_table(table: pd.DataFrame, path: Path | str) -> Path:
-    """Write ``.parquet``/``.csv``/``.jsonl`` atomically: a failure leaves no partial file."""
-    out = Path(path)
-    suffix = out.suffix.lower()
-    if suffix not in TABLE_FORMATS:
-        raise UserError(f"cannot write {out}: use a file ending in {', '.join(TABLE_FORMATS)}")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise UserError(f"cannot write {out}: folder {parent} does not exist")
-    if out.is_dir():
-        raise UserError(f"cannot write {out}: it is a folder")
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent)
-    except OSError as err:
-        raise UserError(f"cannot write {out}: {err.strerror}") from None
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        if suffix == ".parquet":
-            table.to_parquet(tmp, index=False, engine="pyarrow")
-        elif suffix == ".csv":
-            table.to_csv(tmp, index=False, lineterminator="\n")
-        else:
-            table.to_json(tmp, orient="records", lines=True, force_ascii=False)
-        as_user_file(tmp)
-        os.replace(tmp, out)
-    except OSError as err:
-        raise UserError(f"cannot write {out}: {err.strerror}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
 
 
 def read_prompt_table(path: Path | str) -> pd.DataFrame:

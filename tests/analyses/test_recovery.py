@@ -1,7 +1,7 @@
 """Recovery: the analyses find the bias planted in the simulated model, and none in the fair one.
 
 ``sim:biased`` multiplies every answer for one identifier per axis by 1.15 and for another by 0.85
-(the canonical pairs; ``counterbench/models/sim_presets/biased.yaml``), with 3% lognormal noise and
+(the canonical pairs; ``counterbench/builtin/rupeebias/sim_presets/biased.yaml``), with 3% lognormal noise and
 2% refused or malformed answers; ``sim:fair`` is the same without the multipliers. The responses
 are produced by the real run engine and read back from its store.
 """

@@ -79,7 +79,7 @@ def test_each_sample_is_sent_with_its_prompts_own_limit_and_the_import_says_so(s
 
     done = run_cli("import", "--inspect-log", str(tmp_path / "logs"), "--store", str(tmp_path / "s.db"))
     assert done.returncode == 0, done.stderr
-    from counterbench.run.store import load_results
+    from counterbench.run.results import load_results
 
     results = load_results(tmp_path / "s.db")
     limits = results.groupby("use_case")["max_tokens"].agg(lambda s: sorted(set(s)))
@@ -97,6 +97,6 @@ def test_a_task_limit_or_an_eval_limit_goes_to_every_sample(server: Any, tmp_pat
 
     done = run_cli("import", "--inspect-log", str(tmp_path / "eval"), "--store", str(tmp_path / "s.db"))
     assert done.returncode == 0, done.stderr
-    from counterbench.run.store import load_results
+    from counterbench.run.results import load_results
 
     assert set(load_results(tmp_path / "s.db")["max_tokens"]) == {24}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from counterbench.models.answer_formats import answer_format, known_answer_types
+from counterbench.outcomes.answer_formats import answer_format, known_answer_types
 
 
 def test_formats() -> None:

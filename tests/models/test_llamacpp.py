@@ -171,7 +171,7 @@ def test_outcome_kind_constraints_reach_the_embedded_model(local: LlamaCppBacken
 def test_a_rationale_prompt_gets_its_rationale_and_the_final_line(local: LlamaCppBackend) -> None:
     """The hiring study's rationale variants under the grammar: a bounded rationale line, then the final line."""
     import counterbench
-    from counterbench.studies.hiring.answers import parse_score, parse_verdict
+    from counterbench.builtin.hiring.answers import parse_score, parse_verdict
 
     table = counterbench.prompts("hiring", use_case=["compare_rationale", "score_rationale"], profile=["nurse_1"],
                                  question_variant=[1], axis=["all"]).groupby("use_case").head(1)

@@ -132,8 +132,8 @@ def test_rationale_prompts_keep_their_rationale_under_the_constraint(server: Lla
                                                                      mode: str) -> None:
     """The hiring study's rationale variants: the grammar / JSON schema allow a bounded rationale line before
     the final line, and the stored answer holds both (a JSON reply is turned back into that text)."""
+    from counterbench.builtin.hiring.answers import parse_score, parse_verdict
     from counterbench.prompts import PromptFilters, build_prompts
-    from counterbench.studies.hiring.answers import parse_score, parse_verdict
 
     table = build_prompts("hiring", PromptFilters(use_case=["compare_rationale", "score_rationale"],
                                                   profile=["account_1"], question_variant=[1], axis=["all"]))

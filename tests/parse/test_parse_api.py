@@ -73,7 +73,7 @@ def test_rules_are_data() -> None:
     assert rules.scales["lpa"] == 1e5 and rules.scales["crore"] == 1e7 and rules.scales["k"] == 1e3
     assert "nahi kar sakta" in rules.refusal_phrases["default"]
     assert set(rules.refusal_phrases) == {"default"}  # the release's own list lives with its study
-    from counterbench.studies.rupeebias.parse_v1 import is_release_refusal
+    from counterbench.builtin.rupeebias.parse_v1 import is_release_refusal
 
     assert is_release_refusal("Sorry, no") and not is_release_refusal("Sorry, 12 LPA")
     salary = rules.answer_types["inr_annual"]

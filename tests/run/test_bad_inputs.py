@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from counterbench.cli import main
-from counterbench.prompts import write_table
+from counterbench.table_files import write_table
 from tests.run.conftest import make_prompts
 
 Setup = Callable[[Path], list[str]]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from counterbench.prompts import write_table
+from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import cli, fake_model, make_prompts, one_error_line, subprocess_env
 

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 from counterbench.errors import UserError
-from counterbench.prompts import write_table
 from counterbench.run.store import open_store
+from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FaultConfig, run_in_thread
 from tests.run.conftest import make_prompts, one_error_line, subprocess_env
 from tests.run.logging_server import LoggingServer, exposure_at, requests_per_user

@@ -12,8 +12,9 @@ from counterbench.errors import UserError
 from counterbench.models.base import GenerationConfig
 from counterbench.run import run_prompts
 from counterbench.run.limits import RetryPolicy
+from counterbench.run.results import load_results
 from counterbench.run.runner import format_summary
-from counterbench.run.store import load_results, open_store
+from counterbench.run.store import open_store
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import FAST_RETRY, fake_model, make_prompts
 
@@ -298,8 +299,8 @@ def test_several_models_run_side_by_side(tmp_path: Path, fake_server) -> None:
 
 
 def test_store_failure_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from counterbench.builtin.rupeebias.release_import import import_release_runs
     from counterbench.run.store import Store
-    from counterbench.studies.rupeebias.release_import import import_release_runs
 
     original = Store.write_responses
     calls = {"n": 0}

@@ -10,9 +10,9 @@ import pytest
 import counterbench
 from counterbench.errors import UserError
 from counterbench.models.base import GenerationConfig
-from counterbench.prompts import write_table
 from counterbench.run import run_prompts
-from counterbench.run.store import load_results
+from counterbench.run.results import load_results
+from counterbench.table_files import write_table
 from counterbench.testing.fake_anthropic import FakeAnthropicServer
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import FAST_RETRY, cli, fake_model, make_prompts, one_error_line

@@ -16,7 +16,7 @@ import counterbench.run.engine as engine_module
 from counterbench.models.base import ChatRequest, ChatResult, waiting_turn
 from counterbench.run import run_prompts
 from counterbench.run.limits import RetryPolicy
-from counterbench.run.store import load_results
+from counterbench.run.results import load_results
 from tests.run.conftest import make_prompts
 
 WORK_S = 0.1

@@ -18,10 +18,11 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from counterbench.models.base import GenerationConfig  # noqa: E402
-from counterbench.prompts import prompts, write_table  # noqa: E402
+from counterbench.prompts import prompts  # noqa: E402
 from counterbench.run import run_prompts  # noqa: E402
 from counterbench.run.ray_exec import RayOptions  # noqa: E402
 from counterbench.run.results import load_results  # noqa: E402
+from counterbench.table_files import write_table  # noqa: E402
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread  # noqa: E402
 from tests.run.conftest import FAST_RETRY, PER_ANSWER, cli, fake_model, make_prompts, subprocess_env  # noqa: E402
 from tests.run.test_replicas import (  # noqa: E402

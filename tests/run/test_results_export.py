@@ -10,8 +10,8 @@ import pytest
 
 from counterbench.errors import UserError
 from counterbench.run import run_prompts
-from counterbench.run.results import RESULT_COLUMNS, export_results, reparse_store
-from counterbench.run.store import load_results, open_store
+from counterbench.run.results import RESULT_COLUMNS, export_results, load_results, reparse_store
+from counterbench.run.store import open_store
 from tests.run.conftest import make_prompts
 
 REQUIRED_EXPORT = (

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from counterbench.models.base import GenerationConfig
-from counterbench.prompts import write_table
 from counterbench.run import run_prompts
 from counterbench.run.limits import RetryPolicy
-from counterbench.run.store import load_results
+from counterbench.run.results import load_results
+from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import PER_ANSWER, fake_model, make_prompts, subprocess_env
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from counterbench.prompts import write_table
+from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import cli, fake_model, make_prompts, one_error_line, subprocess_env
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from counterbench.run import run_prompts
-from counterbench.run.store import load_results
+from counterbench.run.results import load_results
 from tests.run.conftest import FAST_RETRY, make_prompts
 
 uvicorn = pytest.importorskip("uvicorn", reason="uvicorn (a dev extra) is not installed")

@@ -10,10 +10,10 @@ is one model's rows of one table (the unit the marks are corrected over). Per sc
 - **power**: with the planted effects of ``sim:stem`` / a planted hiring preference, the share of
   planted comparisons that are marked.
 
-STEM answers come from :func:`counterbench.studies.stem.simulate.simulate_outcomes` with the ``sim:stem``
+STEM answers come from :func:`counterbench.builtin.stem.simulate.simulate_outcomes` with the ``sim:stem``
 preset (its effects removed for the null) and a per-profile random effect (``profile_sd``: a model
 answers one student's wording consistently — the pseudo-replication a response-level test ignores).
-Hiring answers come from :mod:`counterbench.studies.hiring.synthetic` (``Planted``) with a per-job
+Hiring answers come from :mod:`counterbench.builtin.hiring.synthetic` (``Planted``) with a per-job
 effect in Direct Comparison (``compare_job_sd``: a job's neutral resume is relatively strong or weak).
 
 Used by ``tests/studies/test_studies_calibration.py`` (small sizes) and
@@ -29,16 +29,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.builtin.hiring import controls, metrics, ordering
+from counterbench.builtin.hiring import synthetic as syn
+from counterbench.builtin.hiring.data import load_baskets, load_jobs
+from counterbench.builtin.stem import analysis as A
+from counterbench.builtin.stem import analysis_designs as D
+from counterbench.builtin.stem.design import StemDesign, build_prompt_table
+from counterbench.builtin.stem.simulate import simulate_outcomes
+from counterbench.builtin.stem.study import StemStudy
 from counterbench.models.simulated import load_profile
 from counterbench.stats.multiple_testing import benjamini_hochberg
-from counterbench.studies.hiring import controls, metrics, ordering
-from counterbench.studies.hiring import synthetic as syn
-from counterbench.studies.hiring.data import load_baskets, load_jobs
-from counterbench.studies.stem import analysis as A
-from counterbench.studies.stem import analysis_designs as D
-from counterbench.studies.stem.design import StemDesign, build_prompt_table
-from counterbench.studies.stem.simulate import simulate_outcomes
-from counterbench.studies.stem.study import StemStudy
 
 __all__ = ["hiring_scenario", "stem_design", "stem_scenario"]
 

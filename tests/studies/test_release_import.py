@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from counterbench.builtin.rupeebias.release_import import find_run_files, import_release_runs
 from counterbench.errors import UserError
-from counterbench.run.store import load_results
-from counterbench.studies.rupeebias.release_import import find_run_files, import_release_runs
+from counterbench.run.results import load_results
 from tests.run.conftest import cli, one_error_line
 
 SALARY_SYSTEM = "When the user asks for salary advice, return exactly ONE annual CTC in INR."

@@ -1,4 +1,4 @@
-"""The built-in RupeeBias study (src/counterbench/studies/rupeebias/*.yaml) against the spec and paper.
+"""The built-in RupeeBias study (src/counterbench/builtin/rupeebias/*.yaml) against the spec and paper.
 
 Spec §1: 39,150 prompts (9,396 / 14,094 / 9,396 / 3,132 / 3,132 per use case), 87 identifiers in six
 axes (12/24/30/5/11/5), complete slots, ids ``<use_case>_<en|hi>_<NNNNN>`` numbered per use case and
@@ -499,6 +499,6 @@ def test_service_profiles(study):
 
 
 def test_package_ships_the_yaml_files():
-    root = resources.files("counterbench.studies.rupeebias")
+    root = resources.files("counterbench.builtin.rupeebias")
     names = {p.name for p in root.iterdir()}
     assert {"__init__.py", "study.yaml", "identifiers.yaml", "use_cases.yaml"} <= names

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from counterbench.builtin.hiring.synthetic import Planted
+from counterbench.builtin.stem import analysis as A
+from counterbench.builtin.stem import analysis_designs as D
+from counterbench.builtin.stem.simulate import simulate_outcomes
 from counterbench.models.simulated import load_profile
 from counterbench.stats.multiple_testing import benjamini_hochberg
-from counterbench.studies.hiring.synthetic import Planted
-from counterbench.studies.stem import analysis as A
-from counterbench.studies.stem import analysis_designs as D
-from counterbench.studies.stem.simulate import simulate_outcomes
 
 from .calibration_studies_sim import hiring_scenario, stem_design, stem_scenario
 

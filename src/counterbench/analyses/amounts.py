@@ -126,7 +126,7 @@ def _ci_methods(n_boot: int, seed: int) -> dict[str, str]:
 def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: magnitude.GapFamily | None,
              rules: AnalysisProfile, n_boot: int, seed: int, tau: float,
              canonical_pairs: Mapping[str, tuple[str, str]], layout: TableLayout) -> dict[str, Any]:
-    from counterbench import __version__
+    from counterbench.version import __version__
 
     values = prepared.values
     responses = prepared.responses
@@ -229,10 +229,10 @@ def analyze(
     rules = get_profile(profile)
     n_boot, tau, seed = _check_settings(bootstrap, tau, seed)
     if canonical_pairs is None:
-        from counterbench.studies.registry import DEFAULT_STUDY
+        from counterbench.studies.registry import default_study
 
         studies: list[str] = ([str(s) for s in results["study"].dropna().unique()]
-                              if "study" in results.columns else [DEFAULT_STUDY])
+                              if "study" in results.columns else [default_study()])
         canonical_pairs = identifiers.study_canonical_pairs(studies)
     pairs_map = dict(canonical_pairs)
     prepared = prepare_results(results, rules)

@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from counterbench.studies.registry import DEFAULT_STUDY
-
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -25,7 +23,7 @@ __all__ = ["analyze"]
 
 def analyze(
     source: pd.DataFrame | str | Path,
-    study: str | Path | Study = DEFAULT_STUDY,
+    study: str | Path | Study | None = None,
     *,
     models: Sequence[str] | None = None,
     profile: str = "default",

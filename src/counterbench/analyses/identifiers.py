@@ -62,16 +62,16 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def study_canonical_pairs(study_names: Iterable[str]) -> dict[str, tuple[str, str]]:
-    """Axis -> (reference, comparison) as declared by the built-in studies named (the first wins per axis).
+    """Axis -> (reference, comparison) as declared by the registered studies named (the first wins per axis).
 
-    Results whose study is not built in (a study from a YAML file) get none from here: ``counterbench
+    Results whose study is not registered (a study from a YAML file) get none from here: ``counterbench
     audit FILE.yaml`` passes the file's own pairs, the Python API takes ``canonical_pairs=``.
     """
-    from counterbench.studies.registry import BUILTIN_STUDIES, load_study
+    from counterbench.studies.registry import STUDIES, load_study
 
     pairs: dict[str, tuple[str, str]] = {}
     for name in dict.fromkeys(str(n) for n in study_names):
-        if name in BUILTIN_STUDIES:
+        if name in STUDIES:
             for axis, pair in load_study(name).canonical_pairs.items():
                 pairs.setdefault(axis, pair)
     return pairs

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -23,8 +23,12 @@ import pandas as pd
 from counterbench.errors import UserError
 from counterbench.fileperms import as_user_file
 
-if TYPE_CHECKING:
-    from counterbench.analyses.result import AnalysisResult
+
+class AnalysisResult(Protocol):
+    """What is written: tables (name -> frame) and a JSON-able summary (an :class:`~.result.AnalysisResult`)."""
+
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
 
 __all__ = ["write_analysis"]
 

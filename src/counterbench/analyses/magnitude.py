@@ -158,7 +158,7 @@ def pairs_per_axis(fam: GapFamily) -> pd.DataFrame:
 
 def leaderboard(fam: GapFamily, simulated: dict[str, bool], heavy_axes: Sequence[str] = ()) -> pd.DataFrame:
     """Table 2: one row per model, sorted by overall Mean Δ% (ascending), with ``rank``; with
-    ``heavy_axes``, the share of the model's pairs from those axes (e.g. ``caste_region_share``)."""
+    ``heavy_axes``, the share of the model's pairs from those axes (e.g. ``religion_region_share``)."""
     overall = _cells(fam, ["model"])
     board = overall[["model", "mean_delta", "ci_low", "ci_high", "pair_ci_low", "pair_ci_high", "v10",
                      "n_pairs", "n_slots", "tau"]].rename(columns={"mean_delta": "overall_mean_delta",

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.profiles import AnalysisProfile
 from counterbench.errors import UserError
+from counterbench.parse.profiles import AnalysisProfile
 
 __all__ = [
     "CELL_COLUMNS",
@@ -136,7 +136,7 @@ def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> Prepared
     frame = _with_defaults(results)
     n_rows = len(frame)
     if profile.rewrite_values:  # a study profile's own value rule, e.g. a markup over an offer
-        from counterbench.studies.profiles import study_profile
+        from counterbench.parse.profiles import study_profile
 
         rewrite = study_profile(profile.name).rewrite_values
         if rewrite is not None:

@@ -3,34 +3,17 @@
 A profile is a small bundle of switches, so every place that differs between profiles reads one
 named field instead of branching on the profile's name. ``default`` is counterbench's; a study whose
 published release used other rules ships them as a
-:class:`counterbench.studies.profiles.StudyProfile` (the built-in study's release profile documents
+:class:`counterbench.parse.profiles.StudyProfile` (the built-in study's release profile documents
 each switch it flips), found here by name.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from counterbench.errors import UserError
+from counterbench.parse.profiles import PROFILES as STUDY_PROFILES
+from counterbench.parse.profiles import AnalysisProfile, study_profile
 
 __all__ = ["PROFILES", "PROFILE_DESCRIPTIONS", "AnalysisProfile", "get_profile", "profile_description"]
-
-
-@dataclass(frozen=True)
-class AnalysisProfile:
-    """The switches of one analysis profile (see the module docstring)."""
-
-    name: str
-    #: the study profile rewrites values first (:attr:`StudyProfile.rewrite_values`)
-    rewrite_values: bool
-    nonpositive: Literal["nan", "keep"]
-    dedup: Literal["mean", "first"]
-    exclude_out_of_range: bool
-    drop_fully_tied: bool
-    mog_reselect: bool
-    language_rho_per_use_case: bool
-    adjust_missing: bool
 
 
 PROFILES: dict[str, AnalysisProfile] = {
@@ -60,10 +43,8 @@ def get_profile(name: str) -> AnalysisProfile:
     """The profile called ``name``; a :class:`UserError` names the known ones otherwise."""
     if name in PROFILES:
         return PROFILES[name]
-    from counterbench.studies.profiles import BUILTIN_PROFILES, study_profile
-
-    if name not in BUILTIN_PROFILES:
-        raise UserError(f"unknown analysis profile {name!r}; use one of: {', '.join([*PROFILES, *BUILTIN_PROFILES])}")
+    if name not in STUDY_PROFILES:
+        raise UserError(f"unknown analysis profile {name!r}; use one of: {', '.join([*PROFILES, *STUDY_PROFILES])}")
     return study_profile(name).analysis
 
 
@@ -71,6 +52,4 @@ def profile_description(name: str) -> str:
     """One sentence on the profile's rules, for the report's methods section."""
     if name in PROFILE_DESCRIPTIONS:
         return PROFILE_DESCRIPTIONS[name]
-    from counterbench.studies.profiles import study_profile
-
     return study_profile(name).description

@@ -176,7 +176,7 @@ class TableLayout:
 
 
 def heavy_axes_column(axes: Sequence[str]) -> str | None:
-    """``caste_region_share`` for axes (Caste, Region): the leaderboard's share-of-pairs column."""
+    """``religion_region_share`` for axes (Religion, Region): the leaderboard's share-of-pairs column."""
     if not axes:
         return None
     return "_".join(re.sub(r"[^0-9a-z]+", "_", axis.lower()).strip("_") for axis in axes) + "_share"

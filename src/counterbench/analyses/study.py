@@ -24,10 +24,9 @@ from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 from counterbench.outcomes import kind_of_answer_type
 from counterbench.studies.base import Study
-from counterbench.studies.registry import DEFAULT_STUDY
 
 
-def resolve_study(study: str | Path | Study) -> Study:
+def resolve_study(study: str | Path | Study | None) -> Study:
     from counterbench.studies.registry import load_study
 
     return load_study(study)
@@ -80,7 +79,7 @@ def _is_amount(results: pd.DataFrame) -> pd.Series:
 
 def analyze_study(
     source: pd.DataFrame | str | Path,
-    study: str | Path | Study = DEFAULT_STUDY,
+    study: str | Path | Study | None = None,
     *,
     models: Sequence[str] | None = None,
     profile: str = "default",
@@ -112,7 +111,7 @@ def analyze_study(
         summary.update(amount.summary)
         summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     generic = results[~amount_mask].reset_index(drop=True)
-    own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis (hiring, stem)
+    own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis
     if not generic.empty:
         if callable(own):  # its tables replace the generic outcome tables; its summary overrides the basics
             gen_tables, own_summary = own(generic, bootstrap=bootstrap, seed=seed)
@@ -240,7 +239,7 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
 
 def _base_summary(results: pd.DataFrame, bootstrap: int, seed: int) -> dict[str, Any]:
     """What every non-amount analysis summary holds: version, date, models and their simulated flags."""
-    from counterbench import __version__
+    from counterbench.version import __version__
 
     models: dict[str, dict[str, Any]] = {}
     for model, part in results.groupby("model", sort=False):

@@ -74,8 +74,8 @@ def resumes_command(
     Exit codes: 0 every job has a resume, 1 some were rejected or are unanswered, 2 a mistake in the
     command, 3 stopped at --max-cost, 130 interrupted.
     """
+    from counterbench.builtin.hiring.resume_generation import collect_resumes, default_store, plan_resumes
     from counterbench.run.runner import format_summary
-    from counterbench.studies.hiring.resume_generation import collect_resumes, default_store, plan_resumes
 
     models = list(model or [])
     if len(models) != 1:

@@ -45,8 +45,9 @@ def prompts_command(
     """Expand a study into its prompt table and print a summary (prompts per use case and language)."""
     from rich.console import Console
 
-    from counterbench.prompts import build_prompts, write_table
+    from counterbench.prompts import build_prompts
     from counterbench.report.console import print_prompt_summary
+    from counterbench.table_files import write_table
 
     started = time.perf_counter()
     filters = filters_from_options(

@@ -171,7 +171,7 @@ def _only_study(store: Path) -> str:
         raise UserError(f"store {store} holds study {names[0]}; give its study file: "
                         f"`counterbench report PATH/{names[0]}.yaml --store {store}`")
     if not names:
-        from counterbench.studies.registry import DEFAULT_STUDY
+        from counterbench.builtin import DEFAULT_STUDY
 
         return DEFAULT_STUDY
     raise UserError(f"store {store} holds several studies ({', '.join(sorted(names))}); name the one to report "

@@ -223,7 +223,7 @@ def import_command(
     ] = None,
 ) -> None:
     """Load the RupeeBias release's run files, or Inspect AI eval logs (--inspect-log), into the store."""
-    from counterbench.studies.rupeebias.release_import import import_release_runs
+    from counterbench.builtin.rupeebias.release_import import import_release_runs
 
     if inspect_log:
         if paths:

@@ -18,10 +18,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from counterbench.columns import REQUESTED_MAX_TOKENS
 from counterbench.errors import UserError
 from counterbench.models.base import GenerationConfig
 from counterbench.run.parsing import ResponseParser
-from counterbench.run.plan import REQUESTED_MAX_TOKENS
 from counterbench.run.store import (
     PROMPT_COLUMNS,
     RESPONSE_COLUMNS,
@@ -191,7 +191,7 @@ def _read(path: Path) -> Any:
 def import_inspect_logs(paths: Iterable[Path | str], store: Path | str, *, label: str | None = None,
                         profile: str = "default", command: str = "") -> InspectImport:
     """Load every sample of the Inspect eval logs at ``paths`` into ``store`` (see the module docstring)."""
-    from counterbench import __version__
+    from counterbench.version import __version__
 
     report = InspectImport(files=find_logs(list(paths)))
     parser = ResponseParser(profile)

@@ -24,10 +24,10 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig,
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
+from counterbench.columns import REQUESTED_MAX_TOKENS
 from counterbench.models.base import GenerationConfig
 from counterbench.prompts import PromptFilters, build_prompts
 from counterbench.run.parsing import ResponseParser
-from counterbench.run.plan import REQUESTED_MAX_TOKENS
 
 #: prompt-table columns that are the messages, not metadata
 MESSAGE_COLUMNS = ("system", "user")

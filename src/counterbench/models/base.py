@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
+from counterbench.outcomes.logprobs import TokenLogprob
+
 
 @dataclass(frozen=True)
 class GenerationConfig:
@@ -39,7 +41,7 @@ class GenerationConfig:
     :mod:`counterbench.outcomes.logprobs`).
 
     ``prompt_max_tokens`` lets a prompt's own ``requested_max_tokens`` (a prompt-table column, e.g. the
-    STEM study's 512 for generation) replace ``max_tokens`` for that prompt; ``max_tokens`` then only
+    512 of a study that asks for long explanations) replace ``max_tokens`` for that prompt; ``max_tokens`` then only
     bounds prompts that request nothing. It is on when the user did not give ``--max-tokens`` (an
     explicit limit wins) and the prompt table requests limits; the run engine applies it per request
     (:meth:`for_prompt`), so every backend receives the prompt's limit.
@@ -84,7 +86,6 @@ _LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback
 
 #: one generated token: its text, its log-probability, and the most likely alternatives at its position
 #: (text, log-probability), as OpenAI-protocol servers and llama.cpp report them
-TokenLogprob = tuple[str, float, tuple[tuple[str, float], ...]]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ and nothing is ever downloaded. The chat template is the one stored in the GGUF.
   2 cores (0.49x a plain loop); one thread keeps one team. The model (and its KV cache) outlives a
   run: ``aclose()`` keeps it, ``close()`` frees it and the thread.
 * ``structured`` (with a known ``answer_type``) constrains decoding with a GBNF grammar from
-  :mod:`counterbench.models.answer_formats`, so the answer always matches ``### <digits> INR`` /
+  :mod:`counterbench.outcomes.answer_formats`, so the answer always matches ``### <digits> INR`` /
   ``### <digits> %``; the token cap is raised to :data:`GRAMMAR_MIN_TOKENS` if lower, which is
   more than the longest answer the grammar allows.
 * llama.cpp's extra buffer types (weight repacking, AMX kernels) are off unless

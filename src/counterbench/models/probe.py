@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from counterbench.errors import UserError
-from counterbench.models.answer_formats import answer_format
 from counterbench.models.base import BackendError, ChatRequest, GenerationConfig
 from counterbench.models.registry import create_backend, parse_model_string
 from counterbench.models.structured import FAMILY_MODES
+from counterbench.outcomes.answer_formats import answer_format
 
 PROBE_SYSTEM = (
     "Answer with exactly one line in this format: ### <NUMBER> INR\n"

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,24 @@ import yaml
 
 from counterbench.errors import UserError
 from counterbench.models.sim_effects import Effect, _effect, _mapping
+from counterbench.registry import Registry
 
 PRESET_PACKAGE = "counterbench.models"
 PRESET_DIR = "sim_presets"
+
+#: ``sim:NAME`` presets: name -> the preset's YAML file. The core ships ``fair``; a study adds its own
+#: through the entry-point group ``counterbench.sim_presets`` (``NAME = "package"``: the package's
+#: ``sim_presets/NAME.yaml``).
+SIM_PRESETS: Registry[Traversable] = Registry("simulated model", "counterbench.sim_presets",
+                                              hint="or give a path to a YAML file")
+SIM_PRESETS.adapt = lambda name, module: resources.files(module.__name__).joinpath(PRESET_DIR, f"{name}.yaml")
+for _own in sorted(resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR).iterdir(), key=lambda p: p.name):
+    if _own.name.endswith(".yaml"):
+        SIM_PRESETS.register(_own.name[: -len(".yaml")], _own)
+
+
+def _preset_file(name: str) -> Traversable | None:
+    return SIM_PRESETS.get(name) if name in SIM_PRESETS else None
 
 
 @dataclass(frozen=True)
@@ -85,8 +101,7 @@ class SimProfile:
 
 def preset_names() -> list[str]:
     """Names usable as ``sim:NAME`` without a path."""
-    folder = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR)
-    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+    return sorted(SIM_PRESETS.names())
 
 
 def load_profile(name_or_path: str) -> SimProfile:
@@ -98,8 +113,8 @@ def load_profile(name_or_path: str) -> SimProfile:
         text = path.read_text(encoding="utf-8")
         where = str(path)
     else:
-        resource = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR, f"{name_or_path}.yaml")
-        if not resource.is_file():
+        resource = _preset_file(name_or_path)
+        if resource is None or not resource.is_file():
             raise UserError(
                 f"sim:{name_or_path}: unknown simulated model; presets: {', '.join(preset_names())} "
                 "(or give a path to a YAML file)"
@@ -120,8 +135,8 @@ def _load_raw(text: str, where: str, depth: int = 0) -> dict[str, Any]:
     base_name = data.pop("extends", None)
     if base_name is None:
         return data
-    base = resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR, f"{base_name}.yaml")
-    if depth > 3 or not base.is_file():
+    base = _preset_file(str(base_name))
+    if depth > 3 or base is None or not base.is_file():
         raise UserError(f"{where}: 'extends: {base_name}' names no preset ({', '.join(preset_names())})")
     merged = _load_raw(base.read_text(encoding="utf-8"), f"preset {base_name!r}", depth + 1)
     merged.update(data)

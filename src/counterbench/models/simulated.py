@@ -39,7 +39,7 @@ probability of the label that metadata column names, e.g. the true one, instead 
 Their baselines: ``use_cases[USE_CASE].default``,
 else ``outcomes[KIND].default``, else the kind's own (rate 8, score 60% up the scale, label 0.5,
 choice 1/N, text 150 words or, scored by ``mgl``, grade 11). A ``choice`` whose options stand for numbers (the prompt's
-``option_<LABEL>`` columns, e.g. the STEM study's explanation levels 1–5) is *ordinal*: the expected
+``option_<LABEL>`` columns, e.g. explanation levels 1–5) is *ordinal*: the expected
 value is that number (baseline ``use_cases[USE_CASE].default``, else the middle of the options' values),
 it gets the multiplicative noise and the answer is the option nearest to it, rounded. A ``text`` outcome
 is written to its first metric (``length``: words; ``mgl``: prose at that grade level).

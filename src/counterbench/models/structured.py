@@ -2,7 +2,7 @@
 when a server refuses it.
 
 A *constraint* is any object with the attributes of
-:class:`~counterbench.models.answer_formats.AnswerFormat`: ``.regex`` (an anchored regex for the whole
+:class:`~counterbench.outcomes.answer_formats.AnswerFormat`: ``.regex`` (an anchored regex for the whole
 answer), ``.gbnf`` (a llama.cpp grammar) and ``.json_schema()`` (an OpenAI ``response_format``). The
 request shaping here uses nothing else, so any outcome kind's constraint works unchanged.
 :func:`constraint_for` finds a request's constraint.
@@ -90,7 +90,7 @@ def constraint_for(request: ChatRequest) -> Constraint | None:
     """The request's constraint: its own ``constraint`` if it carries one, else its ``answer_type``'s format.
 
     A prompt that asks for a rationale before its final line (a true ``rationale`` column in the prompt
-    table, e.g. the hiring study's ``_rationale`` use cases) gets the format preceded by a bounded one-line
+    table, e.g. a study's ``_rationale`` use cases) gets the format preceded by a bounded one-line
     rationale sized to the token limit (:class:`~counterbench.outcomes.base.RationaleConstraint`), so a
     constrained model can still explain itself.
     """

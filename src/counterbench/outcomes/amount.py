@@ -45,7 +45,7 @@ class AmountKind:
         return f"Answer with exactly one number on a single line, in this format:\n### <NUMBER>{unit}\nNo explanation."
 
     def constraint(self, spec: OutcomeSpec) -> Constraint | None:
-        from counterbench.models.answer_formats import answer_format
+        from counterbench.outcomes.answer_formats import answer_format
 
         fmt = answer_format(spec.answer_type)
         return None if fmt is None else Constraint(fmt.answer_type, fmt.regex, fmt.gbnf)

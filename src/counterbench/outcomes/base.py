@@ -2,7 +2,7 @@
 
 An *outcome kind* owns everything about one kind of answer (see ``docs/studies.md``): the instruction a
 prompt ends with, the structured-output constraint (:class:`Constraint`, the same three attributes as
-:class:`counterbench.models.answer_formats.AnswerFormat`: ``regex``, ``gbnf``, ``json_schema()``), the
+:class:`counterbench.outcomes.answer_formats.AnswerFormat`: ``regex``, ``gbnf``, ``json_schema()``), the
 parser, how the simulated model answers, and the quantity the analysis compares (``measure``).
 
 A use case's outcome travels through the prompt table, the store and the run engine as one string, the

@@ -66,7 +66,7 @@ def match_label(text: str | None, labels: Sequence[str]) -> ParsedAnswer:
 
 def check_keys(raw: Mapping[str, Any], allowed: Sequence[str], fail: Fail) -> None:
     """Every key of an ``outcome`` mapping must be known (``kind`` plus ``allowed``)."""
-    from counterbench.studies.strict import nearest
+    from counterbench.errors import nearest
 
     for key in raw:
         if key != "kind" and key not in allowed:

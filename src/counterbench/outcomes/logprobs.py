@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from counterbench.models.base import TokenLogprob
+#: one token of a response: (token, log-probability, its top alternatives as (token, log-probability))
+TokenLogprob = tuple[str, float, tuple[tuple[str, float], ...]]
 
-__all__ = ["allowed_answers", "answer_logprobs", "answer_logprobs_json"]
+__all__ = ["TokenLogprob", "allowed_answers", "answer_logprobs", "answer_logprobs_json"]
 
 MARKER = "###"
 

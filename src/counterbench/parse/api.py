@@ -3,7 +3,7 @@
 Decisions:
 
 - Profiles: ``default`` (the correct rules, :mod:`counterbench.parse.default`) and any a study
-  brings to reproduce its published numbers (:mod:`counterbench.studies.profiles`, found by name).
+  brings to reproduce its published numbers (:mod:`counterbench.parse.profiles`, found by name).
   An unknown profile, use case or answer type raises :class:`~counterbench.errors.UserError`
   with a one-line message listing the valid names.
 - Parsing is a pure function of (text, answer type, profile), so results are cached: a bounded
@@ -35,7 +35,7 @@ CACHE_SIZE = 1 << 16
 
 def parse_profiles() -> list[str]:
     """The names ``--parse-profile`` accepts: ``default`` and every study's own profile."""
-    from counterbench.studies.profiles import profile_names
+    from counterbench.parse.profiles import profile_names
 
     return profile_names()
 
@@ -45,7 +45,7 @@ def _parser(profile: str) -> Callable[[str | None, AnswerType], ParsedAnswer]:
         return parse_default
     if not isinstance(profile, str):
         raise UserError(f"unknown parse profile {profile!r}; valid profiles: {', '.join(parse_profiles())}")
-    from counterbench.studies.profiles import study_profile
+    from counterbench.parse.profiles import study_profile
 
     return study_profile(profile).parser
 

@@ -30,7 +30,7 @@ from counterbench.report.sections import build_sections
 from counterbench.report.sections_gaps import KIND_LABELS
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_study import study_sections
-from counterbench.studies.registry import DEFAULT_STUDY
+from counterbench.studies.registry import default_study
 
 
 @dataclass
@@ -55,13 +55,13 @@ def _subtitle(summary: dict[str, Any], n_models: int) -> str:
 
 def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) -> dict[str, Any]:
     """Everything the HTML and Markdown renderers need (sections, banners, headlines, labels)."""
-    from counterbench import __version__
+    from counterbench.version import __version__
 
     ctx = build_context(data)
     when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     amount = "leaderboard" in data.tables
     sections: list[Section] = build_sections(ctx) if amount else []
-    own = study_sections(ctx)  # a Python study's own sections (hiring, stem)
+    own = study_sections(ctx)  # a Python study's own sections
     sections = own + sections
     if has_outcome_tables(data.tables):
         sections = outcome_sections(ctx) + sections
@@ -95,7 +95,7 @@ def study_title(summary: dict[str, Any]) -> str:
     """The study's own title: from the summary, else the registered study of that name, else its name."""
     if summary.get("title"):
         return str(summary["title"])
-    name = str(summary.get("study") or DEFAULT_STUDY)
+    name = str(summary.get("study") or default_study())
     try:
         from counterbench.studies.registry import load_study, registered_studies
 
@@ -187,7 +187,7 @@ def write_report(
 
 def analyze_store(
     store: Path | str,
-    study: Any = DEFAULT_STUDY,
+    study: Any = None,
     *,
     models: Sequence[str] | None = None,
     profile: str | None = None,
@@ -250,7 +250,7 @@ def audit_report(
     tau: float,
     samples: bool,
     title: str | None,
-    study: Any = DEFAULT_STUDY,
+    study: Any = None,
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> Any:
     """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""

@@ -19,7 +19,7 @@ import pandas as pd
 
 from counterbench.analyses.flags import truthy
 from counterbench.errors import UserError
-from counterbench.studies.registry import DEFAULT_STUDY
+from counterbench.studies.registry import default_study
 
 #: the study's names for languages and use cases while a report is being built (see :func:`study_names`)
 _NAMES: ContextVar[Mapping[str, Mapping[str, str]] | None] = ContextVar("counterbench_report_names", default=None)
@@ -36,7 +36,7 @@ def _names() -> Mapping[str, Mapping[str, str]]:
 @functools.cache
 def _default_names() -> Mapping[str, Mapping[str, str]]:
     """Outside :func:`study_names` (a section built on its own): the default study's names."""
-    return names_from_summary({"study": DEFAULT_STUDY})
+    return names_from_summary({"study": _default_name()})
 
 
 def language_name(code: str) -> str:
@@ -60,12 +60,19 @@ def names_from_summary(summary: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     languages = summary.get("language_names")
     use_cases = summary.get("use_case_names")
     if not isinstance(languages, Mapping) or not isinstance(use_cases, Mapping):
-        study = _registered(str(summary.get("study") or DEFAULT_STUDY))
+        study = _registered(str(summary.get("study") or _default_name()))
         if study is not None:
             languages = languages if isinstance(languages, Mapping) else dict(study.languages)
             use_cases = use_cases if isinstance(use_cases, Mapping) else dict(getattr(study, "use_case_labels", {}))
     return {"languages": {str(k): str(v) for k, v in (languages or {}).items()},
             "use_cases": {str(k): str(v) for k, v in (use_cases or {}).items()}}
+
+
+def _default_name() -> str:
+    try:
+        return default_study()
+    except UserError:
+        return ""
 
 
 def _registered(name: str) -> Any:
@@ -268,7 +275,7 @@ def build_context(data: ReportInput) -> ReportContext:
         listed = data.summary.get(key)
         if isinstance(listed, list) and listed:
             return [str(v) for v in listed]
-        study = study or _registered(str(data.summary.get("study") or DEFAULT_STUDY))  # an older summary
+        study = study or _registered(str(data.summary.get("study") or _default_name()))  # an older summary
         if study is None:
             return list(fallback)
         orders = {"languages": list(study.languages), "axes": list(study.axes), "use_cases": list(study.outcomes)}

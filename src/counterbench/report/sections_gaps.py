@@ -111,7 +111,7 @@ def leaderboard_section(ctx: ReportContext) -> Section:
 
 
 def axes_examples(ctx: ReportContext) -> str:
-    """The study's first axes, for a blurb: ``Religion, Caste, Region, ...``."""
+    """The study's first axes, for a blurb: ``Religion, Region, Gender, ...``."""
     shown = ", ".join(ctx.axes[:3])
     return shown + (", ..." if len(ctx.axes) > 3 else "") if shown else "each axis the study varies"
 

@@ -1,7 +1,7 @@
 """Sections a Python study brings itself: ``study.report_sections(ctx)`` of the study the summary names.
 
-A study with its own analysis (``analyze_tables``) usually has its own sections too (the hiring study:
-:mod:`counterbench.report.sections_hiring`); a study without them adds nothing here.
+A study with its own analysis (``analyze_tables``) usually has its own sections too; a study without
+them adds nothing here.
 """
 
 from __future__ import annotations

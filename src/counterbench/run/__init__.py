@@ -3,7 +3,7 @@
 Python API::
 
     from counterbench.run import run_prompts
-    from counterbench.run.store import load_results
+    from counterbench.run.results import load_results
 
     summary = run_prompts(prompts_df, ["sim:biased"], store="counterbench.db")
     results = load_results("counterbench.db")

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.columns import REQUESTED_MAX_TOKENS
 from counterbench.errors import UserError
 from counterbench.models.base import RETRYABLE_STATUSES, GenerationConfig
 from counterbench.run.costs import estimate_input_tokens
@@ -30,7 +31,6 @@ from counterbench.run.store import (
 
 REQUIRED = ("prompt_id", "system", "user")
 #: the optional prompt-table column with a prompt's own output-token limit (see ``GenerationConfig.prompt_max_tokens``)
-REQUESTED_MAX_TOKENS = "requested_max_tokens"
 _JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
 

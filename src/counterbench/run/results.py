@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.columns import REQUESTED_MAX_TOKENS
 from counterbench.errors import UserError
 from counterbench.run.parsing import Parsed, ResponseParser
-from counterbench.run.plan import REQUESTED_MAX_TOKENS
 from counterbench.run.store import Store, open_store
 
 #: the leading columns of :func:`load_results`, in order; design and config columns follow
@@ -269,7 +269,7 @@ def export_results(
     include_prompt_text: bool = False,
 ) -> tuple[Path, int]:
     """Write :func:`load_results` to ``.parquet``/``.csv``/``.jsonl`` atomically; return (path, rows)."""
-    from counterbench.prompts import TABLE_FORMATS, write_table
+    from counterbench.table_files import TABLE_FORMATS, write_table
 
     target = Path(out)
     if target.suffix.lower() not in TABLE_FORMATS:

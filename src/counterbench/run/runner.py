@@ -7,11 +7,11 @@ before any request is sent; whatever was answered is committed before this retur
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import json
 import math
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,9 +60,32 @@ class RunSummary:
         return self.status == "completed"
 
 
+#: generation options :func:`run_prompts` takes as keywords instead of a ``config``
+GENERATION_KEYS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured", "logprobs")
+
+
 def run_prompts(prompts: pd.DataFrame, models: Sequence[str | Backend], **options: Any) -> RunSummary:
-    """Send every prompt of ``prompts`` to every model and store the answers (see :func:`arun_prompts`)."""
-    return asyncio.run(arun_prompts(prompts, models, **options))
+    """Send every prompt to every model and store the answers (see :func:`counterbench.run.runner.arun_prompts`).
+
+    Generation options may be given as keywords (``temperature``, ``max_tokens``, ``seed``,
+    ``reasoning_effort``, ``structured``, ``logprobs``) instead of a ``config``; without ``max_tokens``, a
+    prompt's own ``requested_max_tokens`` is its limit. Works inside a running event loop.
+    """
+    from counterbench.run.sync import in_notebook, loop_running, run_sync
+
+    generation = {k: options.pop(k) for k in GENERATION_KEYS if k in options and options[k] is not None}
+    for k in GENERATION_KEYS:
+        options.pop(k, None)
+    if generation:
+        if options.get("config") is not None:
+            raise UserError("give generation options either as keywords or as config=, not both")
+        # without max_tokens, prompts that request their own limit get it (an explicit max_tokens wins)
+        options["config"] = GenerationConfig(**generation, prompt_max_tokens="max_tokens" not in generation)
+    in_thread = loop_running() or threading.current_thread() is not threading.main_thread()
+    options.setdefault("handle_signals", not in_thread)
+    if "progress" not in options and in_notebook():
+        options["progress"] = "rich"
+    return run_sync(arun_prompts(prompts, list(models), **options))
 
 
 async def arun_prompts(
@@ -165,7 +188,7 @@ async def arun_prompts(
             if ray_opts is not None:
                 run_config["ray"] = {"address": ray_opts.address, "actors": ray_opts.actors,
                                      "threads": ray_opts.threads}
-            from counterbench import __version__
+            from counterbench.version import __version__
 
             safe_command = redactor.redact(command)
             # the lock first (one transaction), then the endpoint check, the prompts and the plan

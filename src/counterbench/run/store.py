@@ -35,9 +35,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from counterbench.columns import BASE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.models.base import FINISHED_STATUSES, RETRYABLE_STATUSES
-from counterbench.studies.base import BASE_COLUMNS
 
 APPLICATION_ID = 0x43424E43  # "CBNC"
 #: 2 added ``responses.answer_logprobs`` (stores of version 1 are migrated when opened)
@@ -451,11 +451,3 @@ def _pid_alive(pid: int) -> bool:
         return False
     return True
 
-
-def load_results(
-    store_path: Path | str, models: Sequence[str] | None = None, profile: str | None = None, **options: Any
-) -> Any:
-    """One row per stored response, joined with its prompt (see :func:`counterbench.run.results.load_results`)."""
-    from counterbench.run.results import load_results as _load
-
-    return _load(store_path, models, profile, **options)

@@ -1,4 +1,4 @@
-"""Cohen's κ and weighted κ between two raters over the same items (STEM study, Table 9).
+"""Cohen's κ and weighted κ between two raters over the same items ("Compounding Disadvantage", Table 9).
 
 κ = (p_o − p_e) / (1 − p_e) with the agreement weights ``w`` (identity for plain κ; linear
 ``1 − |i − j| / (k − 1)`` for linear-weighted κ): p_o = Σ w·O / n, p_e = Σ w·(r cᵀ) / n² from the row and

@@ -49,7 +49,7 @@ def stable_seed(*parts: Hashable, base_seed: int = 0) -> int:
     Parameters
     ----------
     *parts:
-        The cell's name, e.g. ``("gpt-4o-mini", "en", "Caste", "mean_gap")``. Strings, integers,
+        The cell's name, e.g. ``("gpt-4o-mini", "en", "Religion", "mean_gap")``. Strings, integers,
         floats, booleans, ``None`` and tuples of those are encoded canonically; other objects by
         ``str()``.
     base_seed:

@@ -1,4 +1,6 @@
-"""SHAP attribution of an outcome to one-hot profile attributes, exact for a linear model (STEM study, Figs 3–4).
+"""SHAP attribution of an outcome to one-hot profile attributes, exact for a linear model.
+
+("Compounding Disadvantage", Figs 3–4.)
 
 The paper attributes MGL/MCV to the profile's attributes with SHAP (Lundberg & Lee, 2017). For a linear
 model f(x) = β₀ + Σⱼ βⱼ xⱼ with the background distribution = the data (interventional / independent

@@ -151,7 +151,7 @@ class LabelPermutationTest:
     asymptotically valid when the two groups' variances differ (Janssen, *Studentized permutation tests
     for non-i.i.d. hypotheses*, 1997). Welch's t-distribution p-value is not: with few units on one side
     and discrete answers its far tail — where Benjamini–Hochberg makes its first mark — is too light
-    (1.5× too many p < 0.00025 in docs/stem.md's simulation). The relabellings of sizes ``(n_a, n_b)``
+    (1.5× too many p < 0.00025 in the intersectional study's simulation). The relabellings of sizes ``(n_a, n_b)``
     are drawn once per seed and sizes and shared by every test of those sizes.
     """
 

@@ -1,6 +1,6 @@
 """Welch's t-test, Cohen's d and every pairwise level comparison of an attribute, vectorised.
 
-Used by the STEM-explanations study ("Compounding Disadvantage", §3.5 and Tables 7–8: "independent
+Used for intersectional profiles ("Compounding Disadvantage", §3.5 and Tables 7–8: "independent
 samples t-tests (Welch)", Cohen's d, Benjamini–Hochberg FDR over the whole family of comparisons).
 
 Decisions:

@@ -1,4 +1,4 @@
-"""z-normalised group bias per attribute: MAB and MDB (STEM study, §3.5 equations 3–4, Table 4).
+"""z-normalised group bias per attribute: MAB and MDB ("Compounding Disadvantage", §3.5 equations 3–4, Table 4).
 
 Within each cell (model × task × dataset × context × role) the outcome is z-scored; per attribute,
 each level's mean z is its group score Z. Then

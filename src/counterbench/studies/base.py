@@ -3,7 +3,7 @@
 A study turns its data into a prompt table (one row per prompt). The prompt layer
 (:mod:`counterbench.prompts`) filters that table, keeping whole *slots* — the groups of prompts that
 differ only in the counterfactual attribute — so any subset still supports matched comparisons.
-Single-attribute studies (RupeeBias, user YAML studies) use :class:`DeclarativeStudy`; studies with
+Single-attribute studies (declared in YAML) use :class:`DeclarativeStudy`; studies with
 intersectional profiles or documents with placeholder slots implement the same protocol with their
 own expansion function and slot columns.
 """
@@ -17,21 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 
 #: columns every prompt table has, in this order; design columns follow
-BASE_COLUMNS: tuple[str, ...] = (
-    "prompt_id",
-    "study",
-    "use_case",
-    "language",
-    "axis",
-    "identifier",
-    "profile_id",
-    "question_variant",
-    "variant",
-    "answer_type",
-    "system",
-    "user",
-)
-VARIANTS: tuple[str, ...] = ("standard", "fairness")
 
 if TYPE_CHECKING:
     from counterbench.outcomes.base import OutcomeSpec

@@ -14,12 +14,13 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.columns import BASE_COLUMNS, VARIANTS
 from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
-from counterbench.studies.base import BASE_COLUMNS, VARIANTS, Facet
-from counterbench.studies.definition import PLACEHOLDER, Identifier, StudyDefinition
+from counterbench.studies.base import Facet
 from counterbench.studies.designs import CROSSED_AXIS, combination_name
+from counterbench.studies.spec import PLACEHOLDER, Identifier, StudyDefinition
 
 #: design column: the identifier's position in its axis (crossed designs: the first attribute's level)
 LEVEL_INDEX = "level_index"

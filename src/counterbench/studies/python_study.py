@@ -3,7 +3,7 @@
 Subclass :class:`PythonStudy`, set the class attributes and implement :meth:`rows`, which returns one
 mapping per prompt with at least ``use_case``, ``language``, ``axis``, ``identifier``, ``profile_id``,
 ``question_variant``, ``system`` and ``user`` plus the columns your design varies (e.g. ``gender``,
-``caste``, or ``option_A``/``option_B`` for a choice between two people). The base class numbers the
+``religion``, or ``option_A``/``option_B`` for a choice between two people). The base class numbers the
 prompts, fills ``study``, ``variant`` and ``answer_type`` (from :attr:`outcomes`), and checks the
 result. Register it under a name through the entry-point group ``counterbench.studies`` (see
 ``docs/extending.md``).
@@ -16,9 +16,10 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.columns import BASE_COLUMNS, VARIANTS
 from counterbench.errors import UserError
 from counterbench.outcomes.base import OutcomeSpec
-from counterbench.studies.base import BASE_COLUMNS, VARIANTS, Facet
+from counterbench.studies.base import Facet
 
 
 class PythonStudy:

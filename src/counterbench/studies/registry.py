@@ -1,42 +1,37 @@
-"""The study registry: factories found by name, or a study file given by path.
+"""The study registry: studies found by name, or a study file given by path.
 
-Three sources, in this order (a later one never shadows an earlier name):
-
-1. built-in studies (:data:`BUILTIN_STUDIES`) — data packages under :mod:`counterbench.studies` with a
-   ``study.yaml`` (RupeeBias), or ``module:factory`` of a Python study (STEM, hiring);
-2. third-party packages — entry points in the group ``counterbench.studies`` (as pytest finds its
-   plugins). An entry point names a *factory*: a callable returning a
-   :class:`~counterbench.studies.base.Study`, or a path (``str``/``Path``) to a study YAML file;
-3. a path to a study ``.yaml`` file (checked strictly; see ``docs/studies.md``).
+Studies are registered in one :class:`~counterbench.registry.Registry` whose entry-point group is
+``counterbench.studies``. The built-in studies register themselves there through counterbench's own
+entry points, exactly like a third-party package (as pytest finds its plugins); the core never names
+them. An entry names a *factory*: a callable returning a :class:`~counterbench.studies.base.Study`,
+or a path (``str``/``Path``) to a study YAML file. Code may also register a study directly
+(:func:`register_study`). A path to a study ``.yaml`` file is loaded and checked strictly
+(``docs/studies.md``).
 
 Loading is lazy and cached per process.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.registry import Registry
 from counterbench.studies.base import Study
 from counterbench.studies.declarative import DeclarativeStudy
 from counterbench.studies.definition import parse_study, read_study_mapping
 
 ENTRY_POINT_GROUP = "counterbench.studies"
-#: the study a verb or function works on when none is named (and whose results a frame without a
-#: ``study`` column holds)
-DEFAULT_STUDY = "rupeebias"
-#: built-in study name -> package holding its ``study.yaml``, or ``module:factory`` of a Python study
-BUILTIN_STUDIES: dict[str, str] = {
-    "rupeebias": "counterbench.studies.rupeebias",
-    "stem": "counterbench.studies.stem.study:create_study",
-    "hiring": "counterbench.studies.hiring.study:build_study",
-}
+#: the entry-point group whose ``study`` entry names the study a verb uses when none is given
+DEFAULT_GROUP = "counterbench.defaults"
+
+STUDIES: Registry[Any] = Registry("study", ENTRY_POINT_GROUP, hint="`counterbench studies` lists them")
+DEFAULTS: Registry[Any] = Registry("default", DEFAULT_GROUP)
 
 
 @dataclass(frozen=True)
@@ -48,78 +43,64 @@ class StudyEntry:
     factory: Callable[[], Any]
 
 
-def _builtin_factory(name: str) -> Callable[[], Study]:
-    return lambda: _load_builtin(name)
-
-
-def _entry_points() -> list[metadata.EntryPoint]:
-    return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+def register_study(name: str, factory: Callable[[], Any] | Study | str | Path, *, replace: bool = False) -> None:
+    """Register a study under ``name`` from code: a factory, a study object, or a study file's path."""
+    STUDIES.register(name, factory, source="registered in code", replace=replace)
+    _load_entry.cache_clear()
 
 
 def registered_studies() -> dict[str, StudyEntry]:
-    """Every study reachable by name: built-in first, then entry points."""
-    out = {name: StudyEntry(name, "built-in", _builtin_factory(name)) for name in BUILTIN_STUDIES}
-    for ep in _entry_points():
-        if ep.name not in out:
-            dist = getattr(ep, "dist", None)
-            origin = f"entry point {ep.value}" + (f" ({dist.name})" if dist is not None else "")
-            out[ep.name] = StudyEntry(ep.name, origin, ep.load)
-    return out
+    """Every study reachable by name, in registration order."""
+    return {name: StudyEntry(name, entry.source, functools.partial(STUDIES.get, name))
+            for name, entry in STUDIES.entries().items()}
 
 
-def builtin_study_names() -> list[str]:
-    return list(BUILTIN_STUDIES)
+def default_study() -> str:
+    """The study a verb works on when none is named (declared by an installed package's entry point)."""
+    if "study" not in DEFAULTS:
+        raise UserError("no default study is installed: name a study or a study .yaml file")
+    return str(DEFAULTS.get("study"))
 
 
-def load_study(name_or_path: str | Path | Study) -> Study:
-    """The study of that registered name, a study object as is, or a study file (``.yaml``/``.yml``)."""
+def load_study(name_or_path: str | Path | Study | None) -> Study:
+    """The study of that registered name, a study object as is, or a study file (``.yaml``/``.yml``);
+    ``None`` is the default study."""
+    if name_or_path is None:
+        name_or_path = default_study()
     if not isinstance(name_or_path, str | Path):
         return name_or_path
     text = str(name_or_path)
-    if text in BUILTIN_STUDIES:
-        return _load_builtin(text)
-    if text.endswith((".yaml", ".yml")) or Path(text).is_file():
-        path = Path(text)
-        return _load_file(str(path.resolve()), path.stat().st_mtime_ns if path.exists() else 0)
-    entries = registered_studies()
-    if text in entries:
+    if text in STUDIES:
         return _load_entry(text)
+    if text.endswith((".yaml", ".yml")) or Path(text).is_file():
+        return _load_path(Path(text))
     raise UserError(
-        f"unknown study '{text}': use a registered study ({', '.join(entries)}; `counterbench studies` lists "
-        "them) or a path to a study .yaml file"
+        f"unknown study '{text}': use a registered study ({', '.join(STUDIES.names())}; `counterbench studies` "
+        "lists them) or a path to a study .yaml file"
     )
+
+
+def _load_path(path: Path) -> Study:
+    return _load_file(str(path.resolve()), path.stat().st_mtime_ns if path.exists() else 0)
 
 
 @lru_cache(maxsize=16)
 def _load_entry(name: str) -> Study:
-    entry = registered_studies()[name]
+    source = STUDIES.entries()[name].source
+    factory = STUDIES.get(name)
     try:
-        factory = entry.factory()
         made = factory() if callable(factory) else factory
     except UserError:
         raise
     except Exception as err:  # a third-party factory failed: say which one
-        raise UserError(f"study {name} ({entry.source}) could not be built: {type(err).__name__}: {err}") from None
+        raise UserError(f"study {name} ({source}) could not be built: {type(err).__name__}: {err}") from None
     if isinstance(made, str | Path):
-        path = Path(made)
-        return _load_file(str(path.resolve()), path.stat().st_mtime_ns if path.exists() else 0)
+        return _load_path(Path(made))
     for attr in ("name", "expand", "slot_columns", "facets", "outcomes"):
         if not hasattr(made, attr):
-            raise UserError(f"study {name} ({entry.source}) is not a study: it lacks '{attr}' (see docs/extending.md)")
+            raise UserError(f"study {name} ({source}) is not a study: it lacks '{attr}' (see docs/extending.md)")
     study: Study = made
     return study
-
-
-@lru_cache(maxsize=8)
-def _load_builtin(name: str) -> Study:
-    if ":" in BUILTIN_STUDIES[name]:  # a built-in Python study
-        module, factory = BUILTIN_STUDIES[name].split(":", 1)
-        made: Study = getattr(importlib.import_module(module), factory)()
-        return made
-    root = resources.files(BUILTIN_STUDIES[name])
-    with resources.as_file(root.joinpath("study.yaml")) as path:
-        data = read_study_mapping(path)
-    return DeclarativeStudy(parse_study(data, source=f"built-in study {name}"))
 
 
 @lru_cache(maxsize=32)

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from counterbench.errors import UserError
+from counterbench.errors import UserError, nearest
 
 #: nodes an alias expansion may create in one file before the file is refused
 ALIAS_BUDGET = 100_000
@@ -68,12 +68,6 @@ def _all_keys(schema: Any, path: str, out: dict[str, list[str]]) -> None:
 
 _WHERE: dict[str, list[str]] = {}
 _all_keys(SCHEMA, "", _WHERE)
-
-
-def nearest(key: str, valid: list[str] | tuple[str, ...]) -> str:
-    """``"; did you mean 'x'?"`` for the closest valid key, or ``""``."""
-    match = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
-    return f"; did you mean '{match[0]}'?" if match else ""
 
 
 def check_keys(data: Mapping[str, Any], source: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from counterbench.errors import UserError
 from counterbench.outcomes.base import OutcomeSpec
-from counterbench.studies.definition import ANSWER_TYPES, PLACEHOLDER, RESERVED_PLACEHOLDERS, UseCase, _Ctx
+from counterbench.studies.spec import ANSWER_TYPES, PLACEHOLDER, RESERVED_PLACEHOLDERS, UseCase, _Ctx
 
 
 def parse_use_cases(

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from counterbench.studies.hiring.answers import parse_label, parse_score, parse_verdict
+from counterbench.builtin.hiring.answers import parse_label, parse_score, parse_verdict
 
 
 @pytest.mark.parametrize(

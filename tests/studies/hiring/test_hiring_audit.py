@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 import counterbench
+from counterbench.builtin.hiring import synthetic as syn
+from counterbench.builtin.hiring.analysis import analyze_hiring
+from counterbench.builtin.hiring.plan import build_prompts, full_plan, plan_from_mapping
+from counterbench.builtin.hiring.study import HiringStudy
 from counterbench.report.api import write_report
-from counterbench.studies.hiring import synthetic as syn
-from counterbench.studies.hiring.analysis import analyze_hiring
-from counterbench.studies.hiring.plan import build_prompts, full_plan, plan_from_mapping
-from counterbench.studies.hiring.study import HiringStudy
 from counterbench.studies.registry import load_study
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from counterbench.errors import UserError
-from counterbench.studies.hiring.data import (
+from counterbench.builtin.hiring.data import (
     CATEGORIES,
     load_baskets,
     load_jobs,
     load_resumes,
     pair_jobs_resumes,
 )
+from counterbench.errors import UserError
 
 
 def test_builtin_jobs_balanced_like_the_paper():

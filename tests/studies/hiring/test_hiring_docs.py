@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from counterbench.studies.hiring.analysis import TABLES
-from counterbench.studies.hiring.data import builtin_path
-from counterbench.studies.hiring.plan import filter_presets
+from counterbench.builtin.hiring.analysis import TABLES
+from counterbench.builtin.hiring.data import builtin_path
+from counterbench.builtin.hiring.plan import filter_presets
 from tests.conftest import REPO
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from counterbench.studies.hiring.data import load_jobs, load_resumes
-from counterbench.studies.hiring.generate import generation_table, templates_from_answers
+from counterbench.builtin.hiring.data import load_jobs, load_resumes
+from counterbench.builtin.hiring.generate import generation_table, templates_from_answers
 
 
 def test_generation_prompt_follows_the_paper_and_answers_become_templates(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 from sklearn.metrics import f1_score
 
-from counterbench.studies.hiring.metrics import (
+from counterbench.builtin.hiring.metrics import (
     augmented_points,
     bias_summary,
     relative_advantage,
@@ -16,8 +16,8 @@ from counterbench.studies.hiring.metrics import (
     top_score_rates,
     win_rates,
 )
-from counterbench.studies.hiring.ordering import group_ordering, rationale_effect, sign_test
-from counterbench.studies.hiring.recoverability import CANNOT, macro_f1
+from counterbench.builtin.hiring.ordering import group_ordering, rationale_effect, sign_test
+from counterbench.builtin.hiring.recoverability import CANNOT, macro_f1
 
 
 def _scores(rows):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from counterbench.studies.hiring import synthetic as syn
-from counterbench.studies.hiring.controls import job_fit, position_effect
-from counterbench.studies.hiring.data import load_baskets, load_jobs
-from counterbench.studies.hiring.metrics import score_means, top_score_rates, win_rates
-from counterbench.studies.hiring.prompting import ablation_conditions
-from counterbench.studies.hiring.recoverability import ablation_curve, recoverability
-from counterbench.studies.hiring.resumes import cumulative_conditions
+from counterbench.builtin.hiring import synthetic as syn
+from counterbench.builtin.hiring.controls import job_fit, position_effect
+from counterbench.builtin.hiring.data import load_baskets, load_jobs
+from counterbench.builtin.hiring.metrics import score_means, top_score_rates, win_rates
+from counterbench.builtin.hiring.prompting import ablation_conditions
+from counterbench.builtin.hiring.recoverability import ablation_curve, recoverability
+from counterbench.builtin.hiring.resumes import cumulative_conditions
 
 JOBS = load_jobs()
 BASKETS = load_baskets()

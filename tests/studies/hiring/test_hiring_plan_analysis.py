@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 import counterbench
+from counterbench.builtin.hiring import synthetic as syn
+from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring, frames
+from counterbench.builtin.hiring.data import load_jobs
+from counterbench.builtin.hiring.plan import build_prompts, full_plan, plan_from_mapping, select_jobs
 from counterbench.errors import UserError
-from counterbench.studies.hiring import synthetic as syn
-from counterbench.studies.hiring.analysis import TABLES, analyze_hiring, frames
-from counterbench.studies.hiring.data import load_jobs
-from counterbench.studies.hiring.plan import build_prompts, full_plan, plan_from_mapping, select_jobs
 
 
 def quick() -> pd.DataFrame:

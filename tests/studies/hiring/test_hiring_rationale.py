@@ -15,12 +15,12 @@ import jsonschema
 import pytest
 
 import counterbench
+from counterbench.builtin.hiring.analysis import analyze_hiring
+from counterbench.builtin.hiring.answers import parse_score, parse_verdict
 from counterbench.models import ChatRequest, GenerationConfig
 from counterbench.models.structured import constraint_for, unwrap_answer
 from counterbench.outcomes.base import RATIONALE_MAX_CHARS, RationaleConstraint, rationale_chars
 from counterbench.run.results import load_results
-from counterbench.studies.hiring.analysis import analyze_hiring
-from counterbench.studies.hiring.answers import parse_score, parse_verdict
 from counterbench.testing.fake_openai import FAKE_RATIONALE, FakeOpenAIServer, FaultConfig, run_in_thread
 
 REASON = "Candidate A has the asked-for experience, while B lacks one secondary skill."

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from counterbench.builtin.hiring.data import ResumeTemplate, load_baskets, load_jobs, load_resumes
+from counterbench.builtin.hiring.lint import check_templates, lint_template
+from counterbench.builtin.hiring.prompting import ablation_conditions, resume_table
+from counterbench.builtin.hiring.resumes import cumulative_conditions, fill, neutral_resume, outside_section
 from counterbench.errors import UserError
-from counterbench.studies.hiring.data import ResumeTemplate, load_baskets, load_jobs, load_resumes
-from counterbench.studies.hiring.lint import check_templates, lint_template
-from counterbench.studies.hiring.prompting import ablation_conditions, resume_table
-from counterbench.studies.hiring.resumes import cumulative_conditions, fill, neutral_resume, outside_section
 
 
 def test_every_generated_resume_differs_from_its_neutral_one_only_inside_additional_information():

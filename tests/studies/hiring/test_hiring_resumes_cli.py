@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from counterbench.studies.hiring.data import load_jobs, load_resumes
-from counterbench.studies.hiring.study import hiring_study
+from counterbench.builtin.hiring.data import load_jobs, load_resumes
+from counterbench.builtin.hiring.study import hiring_study
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import cli, fake_model, one_error_line
 

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from aiohttp import web
 
+from counterbench.builtin.stem.analysis import outcome_frame
 from counterbench.run.results import load_results, reparse_store
-from counterbench.studies.stem.analysis import outcome_frame
 from counterbench.testing.fake_openai import FakeOpenAIServer, run_in_thread
 from tests.conftest import run_cli
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from counterbench.builtin.stem.design import LETTERS, StemDesign, build_prompt_table, chosen_levels, option_order
+from counterbench.builtin.stem.problems import builtin_problems
 from counterbench.errors import UserError
-from counterbench.studies.stem.design import LETTERS, StemDesign, build_prompt_table, chosen_levels, option_order
-from counterbench.studies.stem.problems import builtin_problems
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def test_quick_table_shape_and_columns(quick: pd.DataFrame) -> None:
                       ("ranking", "usa"): 32}
     assert set(quick["subject"]) == {"Geometry", "Number Theory"}
     # the quick preset's 8 profiles per context cover every level of every attribute they can
-    from counterbench.studies.stem.profiles import get_context
+    from counterbench.builtin.stem.profiles import get_context
 
     for context in ("india", "usa"):
         part = quick[quick["context"].eq(context)]

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from counterbench.errors import UserError
-from counterbench.studies.stem.problems import (
+from counterbench.builtin.stem.problems import (
     MATH_SUBJECTS,
     builtin_problems,
     generation_set,
@@ -16,6 +15,7 @@ from counterbench.studies.stem.problems import (
     load_math,
     ranking_set,
 )
+from counterbench.errors import UserError
 from tests.conftest import SHARED_REFERENCE
 
 JEEBENCH_SAMPLE = SHARED_REFERENCE / "other_audits" / "data" / "jeebench_sample42.jsonl"

@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from counterbench.errors import UserError
-from counterbench.studies.stem.profiles import (
+from counterbench.builtin.stem.profiles import (
     characteristic,
     get_context,
     marginal_counts,
@@ -15,6 +14,7 @@ from counterbench.studies.stem.profiles import (
     sample_profiles,
     single_attribute_profiles,
 )
+from counterbench.errors import UserError
 
 # Table 2 of the paper, level by level in contexts.yaml's order
 PAPER_TABLE_2 = {

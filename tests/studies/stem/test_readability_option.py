@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import counterbench
+from counterbench.builtin.stem.study import READABILITY_MATH_ENV, StemStudy
 from counterbench.errors import UserError
 from counterbench.models.base import ChatRequest, ChatResult
 from counterbench.outcomes.readability import score_texts
-from counterbench.studies.stem.study import READABILITY_MATH_ENV, StemStudy
 from tests.conftest import run_cli
 
 #: explanations heavy with formulas: scored raw, each formula is many long "words"; as placeholders, one word

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from counterbench.studies.stem import analysis as A
-from counterbench.studies.stem import analysis_designs as D
-from counterbench.studies.stem.design import StemDesign, build_prompt_table
-from counterbench.studies.stem.simulate import expected_values, simulate_outcomes
+from counterbench.builtin.stem import analysis as A
+from counterbench.builtin.stem import analysis_designs as D
+from counterbench.builtin.stem.design import StemDesign, build_prompt_table
+from counterbench.builtin.stem.simulate import expected_values, simulate_outcomes
 
 PLANTED_RANKING = {"location": "Rural", "income": "Low"}
 

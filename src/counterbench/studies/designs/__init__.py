@@ -1,6 +1,6 @@
 """Counterfactual designs: what a prompt varies.
 
-- *single attribute* (RupeeBias): one identifier of one axis per prompt; columns ``axis``, ``identifier``.
+- *single attribute*: one identifier of one axis per prompt; columns ``axis``, ``identifier``.
 - *names grouped into groups*: as above, each identifier also has a ``group`` column (e.g. first names
   associated with a gender); analyses run at the name level and at the group level.
 - *crossed attributes* (:class:`CrossedDesign`): several attributes stated in one prompt — every

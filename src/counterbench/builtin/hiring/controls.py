@@ -1,0 +1,105 @@
+"""Controls: the position effect, job fit, resume length and language-only variants (pure functions).
+
+Paper "Small Changes, Big Impact" §3.4.1, §4.2 ("Robustness checks"), App. E (job fit), G
+(language-only), H (resume length). Decisions:
+
+- **Position effect** per model × prompt variant: ``first_share`` = mean over answered comparison
+  prompts of 1 (A chosen), 0.5 (Tie), 0 (B) — 0.5 for a model without position bias; ``tie_share``;
+  ``consistency`` = share of comparisons (both positions answered) whose two verdicts prefer the same
+  resume or tie twice. CI of ``first_share`` by the job bootstrap (as every CI of this study).
+- **Job fit**: WR per ethnicity = mean of the WR_g of its gender groups, within each job
+  gender-dominance category (male / female / neutral), and the range across ethnicities.
+- **Resume length**: the outcome regressed on the augmented resume's character length after removing
+  each job's mean (within-job OLS slope, its two-sided p-value and r); for Direct Comparison the
+  outcome is the comparison's win rate, for Score & Shortlist the score.
+- **Language-only**: WR per group for comparisons whose augmented resume carries only the languages
+  line (condition ``only-languages``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from counterbench.builtin.hiring.metrics import CELL, NEUTRAL, comparison_win_rates, widen, win_rates
+from counterbench.stats.cluster_bootstrap import cluster_weights
+from counterbench.stats.intervals import percentile_interval
+from counterbench.stats.seeding import derive_rng
+
+
+def position_effect(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0,
+                    confidence: float = 0.95) -> pd.DataFrame:
+    """Share of first-position choices, ties and consistent pairs per model × prompt variant."""
+    rows = []
+    answered = comparisons[comparisons["verdict"].isin(["A", "B", "Tie"])]
+    for (model, rationale), part in answered.groupby(CELL, sort=False):
+        first = np.where(part["verdict"].eq("A"), 1.0, np.where(part["verdict"].eq("Tie"), 0.5, 0.0))
+        frame = part.assign(first=first)
+        by_job = frame.groupby("job_id", sort=False)["first"].agg(["sum", "count"])
+        w = cluster_weights(derive_rng("hiring", "position", model, rationale, base_seed=seed), len(by_job), n_boot)
+        reps = (w @ by_job["sum"].to_numpy(np.float64)) / (w @ by_job["count"].to_numpy(np.float64))
+        low, high = percentile_interval(reps, confidence) if n_boot else (np.nan, np.nan)
+        low, high = widen(float(first.mean()), low, high, len(by_job), confidence)
+        low, high = float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))
+        keys = [c for c in ("condition", "job_id", "group", "variation") if c in part.columns]
+        pairs = frame.pivot_table(index=keys, columns="position", values="verdict", aggfunc="first")
+        both = pairs.dropna() if {"A", "B"} <= set(pairs.columns) else pairs.iloc[0:0]
+        if len(both):
+            same = ((both["A"].eq("A") & both["B"].eq("B")) | (both["A"].eq("B") & both["B"].eq("A"))
+                    | (both["A"].eq("Tie") & both["B"].eq("Tie")))
+            consistency = float(same.mean())
+        else:
+            consistency = float("nan")
+        rows.append({"model": model, "rationale": bool(rationale), "n": len(part), "first_share": float(first.mean()),
+                     "ci_low": float(low), "ci_high": float(high), "tie_share": float(part["verdict"].eq("Tie").mean()),
+                     "consistency": consistency, "n_pairs": len(both)})
+    return pd.DataFrame(rows)
+
+
+def job_fit(comparisons: pd.DataFrame, condition: str = "all") -> pd.DataFrame:
+    """WR per ethnicity within male-, female-dominated and neutral jobs (mean over its gender groups)."""
+    per = comparison_win_rates(comparisons)
+    per = per[per["condition"].eq(condition)]
+    keys = [*CELL, "gender_dominance", "ethnicity", "gender"]
+    groups = per.groupby(keys, sort=False)["win_rate"].mean().reset_index()
+    eth = groups.groupby([*CELL, "gender_dominance", "ethnicity"], sort=False)["win_rate"].mean().reset_index()
+    spread = eth.groupby([*CELL, "gender_dominance"], sort=False)["win_rate"].agg(lambda s: s.max() - s.min())
+    eth["range"] = eth.set_index([*CELL, "gender_dominance"]).index.map(spread.to_dict())
+    return eth
+
+
+def _within_job(frame: pd.DataFrame, y: str) -> dict[str, float]:
+    x = frame["resume_chars"].astype(np.float64)
+    yy = frame[y].astype(np.float64)
+    xc = x - x.groupby(frame["job_id"]).transform("mean")
+    yc = yy - yy.groupby(frame["job_id"]).transform("mean")
+    if len(frame) < 3 or float(np.var(xc)) == 0.0:
+        return {"slope_per_100_chars": np.nan, "p_value": np.nan, "r": np.nan, "n": len(frame)}
+    fit = stats.linregress(xc, yc)
+    return {"slope_per_100_chars": float(fit.slope * 100.0), "p_value": float(fit.pvalue), "r": float(fit.rvalue),
+            "n": len(frame)}
+
+
+def length_control(comparisons: pd.DataFrame | None, scores: pd.DataFrame | None) -> pd.DataFrame:
+    """Within-job regression of the outcome on resume length, per setting × model × prompt variant."""
+    rows = []
+    if comparisons is not None and not comparisons.empty:
+        per = comparison_win_rates(comparisons)
+        per = per[per["condition"].eq("all")]
+        for (model, rationale), part in per.groupby(CELL, sort=False):
+            rows.append({"setting": "compare", "model": model, "rationale": bool(rationale),
+                         **_within_job(part.dropna(subset=["win_rate"]), "win_rate")})
+    if scores is not None and not scores.empty:
+        marked = scores[~scores["group"].eq(NEUTRAL) & scores["score"].notna()]
+        for (model, rationale), part in marked.groupby(CELL, sort=False):
+            rows.append({"setting": "score", "model": model, "rationale": bool(rationale),
+                         **_within_job(part, "score")})
+    return pd.DataFrame(rows)
+
+
+def language_only(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0) -> pd.DataFrame:
+    """WR per group (and ethnicity) when only the languages line differs from the neutral resume."""
+    if "condition" not in comparisons.columns or not comparisons["condition"].eq("only-languages").any():
+        return pd.DataFrame(columns=["model", "rationale", "group", "win_rate", "ci_low", "ci_high"])
+    return win_rates(comparisons, n_boot=n_boot, seed=seed, condition="only-languages")

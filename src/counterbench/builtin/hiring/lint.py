@@ -1,0 +1,101 @@
+"""The template lint: a neutral resume may carry no name, pronoun, nationality or basket term.
+
+Paper "Small Changes, Big Impact" §3.1–3.2: the injected section must be the only demographic
+signal. :func:`lint_template` returns every finding (category, term, line); :func:`check_templates`
+raises one :class:`~counterbench.errors.UserError` for the first bad template.
+
+Decisions:
+
+- Terms are matched as whole words/phrases, case-insensitively, on the template *outside* its
+  Additional Information placeholders (the placeholder lines carry only the labels).
+- The word lists live in ``data/lint_terms.yaml``; basket terms are every comma- or
+  semicolon-separated item of every basket value, without parenthesised qualifiers ("Hokkien
+  (conversational)" → "Hokkien"), so a template mentioning any marker is rejected.
+- A ``Name:`` (or ``Full name:``) field is a name whatever follows it; first names are matched from
+  the list (a small seed list — extend it for other countries).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from counterbench.builtin.hiring.data import Basket, ResumeTemplate, builtin_path
+from counterbench.errors import UserError
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    """One forbidden term found in a template."""
+
+    category: str  # name | pronoun | nationality | basket
+    term: str
+    line: int
+
+
+@lru_cache(maxsize=1)
+def _terms() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(builtin_path("lint_terms.yaml").read_text(encoding="utf-8"))
+    return data
+
+
+def basket_terms(baskets: Iterable[Basket]) -> set[str]:
+    """Every marker item of the baskets, lower-cased, qualifiers in parentheses removed."""
+    terms: set[str] = set()
+    for basket in baskets:
+        for value in basket.markers.values():
+            for item in re.split(r"[,;]", value):
+                item = re.sub(r"\([^)]*\)", " ", item)
+                item = " ".join(item.split()).strip().lower()
+                if len(item) >= 3:
+                    terms.add(item)
+    return terms
+
+
+def _phrase(term: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w])" + r"\s+".join(re.escape(w) for w in term.split()) + r"(?![\w])", re.IGNORECASE)
+
+
+@lru_cache(maxsize=64)
+def _compiled(terms: tuple[tuple[str, str], ...]) -> list[tuple[str, str, re.Pattern[str]]]:
+    return [(category, term, _phrase(term)) for category, term in terms]
+
+
+def lint_template(text: str, baskets: Sequence[Basket] = ()) -> list[LintFinding]:
+    """Every name, pronoun, nationality word or basket term in ``text`` (outside the placeholders)."""
+    data = _terms()
+    terms: list[tuple[str, str]] = [("pronoun", t) for t in data["pronouns"]]
+    terms += [("nationality", t) for t in data["nationality"]]
+    terms += [("name", t) for t in data["first_names"]]
+    terms += [("basket", t) for t in sorted(basket_terms(baskets))]
+    patterns = _compiled(tuple(terms))
+    name_field = re.compile(r"^\s*(?:" + "|".join(re.escape(f) for f in data["name_fields"]) + r")\s*:",
+                            re.IGNORECASE)
+    findings: list[LintFinding] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if name_field.match(line):
+            findings.append(LintFinding("name", line.split(":", 1)[0].strip(), number))
+        # the section's labels ("Languages:", "Hobbies:") are the template's own words, not markers
+        body = re.sub(r"\[(LANGUAGES|ACTIVITIES|VOLUNTEERING|HOBBIES)\]", " ", line)
+        for category, term, pattern in patterns:
+            if pattern.search(body):
+                findings.append(LintFinding(category, term, number))
+    return findings
+
+
+def check_templates(templates: Sequence[ResumeTemplate], baskets: Sequence[Basket] = ()) -> None:
+    """Raise a UserError naming the first template that carries a forbidden term."""
+    for template in templates:
+        findings = lint_template(template.text, baskets)
+        if findings:
+            first = findings[0]
+            raise UserError(
+                f"resume template for job '{template.job_id}' line {first.line} carries a {first.category} "
+                f"('{first.term}'); neutral resumes may hold no names, pronouns, nationality or marker terms "
+                f"({len(findings)} finding(s))"
+            )

@@ -1,0 +1,200 @@
+"""What a hiring run covers: the inputs, the presets (``data/presets.yaml``) and the prompt table they make.
+
+:func:`build_prompts` turns a :class:`HiringPlan` into the study's prompt table (the Direct
+Comparison, Score & Shortlist and recoverability prompts, see :mod:`.prompting`), after checking every
+resume template with the lint. Jobs chosen "by number" are taken round-robin over occupations in file
+order (``civeng_1, electech_1, ..., civeng_2, ...``), so a small number still spreads over occupations
+and gender dominance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from counterbench.builtin.hiring.data import (
+    CATEGORIES,
+    BasketSet,
+    Job,
+    ResumeTemplate,
+    builtin_path,
+    load_baskets,
+    load_jobs,
+    load_resumes,
+    pair_jobs_resumes,
+)
+from counterbench.builtin.hiring.lint import check_templates
+from counterbench.builtin.hiring.prompting import (
+    compare_prompts,
+    prompt_texts,
+    recover_prompts,
+    resume_table,
+    score_prompts,
+    token_limits,
+)
+from counterbench.builtin.hiring.resumes import cumulative_conditions, single_conditions
+from counterbench.errors import UserError
+
+SETTINGS = ("compare", "score", "recover")
+ALL = ("all", tuple(CATEGORIES))
+
+
+@dataclass(frozen=True)
+class HiringPlan:
+    """Inputs (``None``: built-in files) and coverage of one hiring run."""
+
+    jobs_file: str | None = None
+    resumes_file: str | None = None
+    baskets_file: str | None = None
+    prompts_file: str | None = None
+    jobs: int | tuple[str, ...] | None = None
+    variations: tuple[int, ...] | None = None
+    settings: tuple[str, ...] = SETTINGS
+    rationale: tuple[bool, ...] = (False, True)
+    language_only: bool = True
+    recover_jobs: int | tuple[str, ...] | None = 20
+    ablation: tuple[str, ...] = ("hobbies", "volunteering", "activities", "languages")
+    description: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=1)
+def _preset_file() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(builtin_path("presets.yaml").read_text(encoding="utf-8"))
+    return data
+
+
+def full_plan() -> HiringPlan:
+    """The complete table the built-in study expands to (``full`` in ``data/presets.yaml``)."""
+    return plan_from_mapping(_preset_file()["full"], where="presets.yaml full")
+
+
+def filter_presets() -> dict[str, dict[str, Any]]:
+    """The study's presets: named filters on the full table (``presets`` in ``data/presets.yaml``)."""
+    return {name: dict(spec) for name, spec in _preset_file()["presets"].items()}
+
+
+def plan_from_mapping(raw: Mapping[str, Any], *, where: str = "hiring plan", base: HiringPlan | None = None,
+                      ) -> HiringPlan:
+    """A plan from a preset-style mapping (unknown keys and bad values are UserErrors)."""
+    allowed = {"description", "jobs", "variations", "settings", "rationale", "language_only", "recover_jobs",
+               "ablation", "jobs_file", "resumes_file", "baskets_file", "prompts_file"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise UserError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+    plan = base or HiringPlan()
+    changes: dict[str, Any] = {}
+    for key in ("jobs", "recover_jobs"):
+        if key in raw:
+            value = raw[key]
+            changes[key] = value if isinstance(value, int) and not isinstance(value, bool) else tuple(map(str, value))
+    if "variations" in raw:
+        changes["variations"] = tuple(int(v) for v in raw["variations"])
+    if "settings" in raw:
+        bad = [s for s in raw["settings"] if s not in SETTINGS]
+        if bad or not raw["settings"]:
+            raise UserError(f"{where}: settings must be some of {', '.join(SETTINGS)}, got {raw['settings']}")
+        changes["settings"] = tuple(raw["settings"])
+    if "rationale" in raw:
+        changes["rationale"] = tuple(bool(v) for v in raw["rationale"])
+    if "ablation" in raw:
+        changes["ablation"] = tuple(map(str, raw["ablation"]))
+        if changes["ablation"]:
+            cumulative_conditions(changes["ablation"])  # validates the order
+    for key in ("language_only",):
+        if key in raw:
+            changes[key] = bool(raw[key])
+    for key in ("description", "jobs_file", "resumes_file", "baskets_file", "prompts_file"):
+        if key in raw:
+            changes[key] = str(raw[key])
+    return replace(plan, **changes)
+
+
+def _round_robin(jobs: Sequence[Job]) -> list[Job]:
+    seen: dict[str, int] = {}
+    ranked = []
+    for i, job in enumerate(jobs):
+        rank = seen.get(job.occupation, 0)
+        seen[job.occupation] = rank + 1
+        ranked.append((rank, i, job))
+    return [job for _, _, job in sorted(ranked, key=lambda t: (t[0], t[1]))]
+
+
+def select_jobs(jobs: Sequence[Job], choice: int | tuple[str, ...] | None) -> list[Job]:
+    """All jobs, the first ``choice`` round-robin over occupations, or the listed job ids."""
+    if choice is None:
+        return list(jobs)
+    if isinstance(choice, int):
+        if choice < 1:
+            raise UserError(f"the number of jobs must be at least 1, got {choice}")
+        return _round_robin(jobs)[:choice]
+    known = {j.job_id: j for j in jobs}
+    missing = [c for c in choice if c not in known]
+    if missing:
+        raise UserError(f"unknown job_id '{missing[0]}' (the job file has e.g. {', '.join(list(known)[:3])})")
+    return [known[c] for c in choice]
+
+
+@dataclass(frozen=True)
+class HiringInputs:
+    jobs: tuple[Job, ...]
+    resumes: tuple[ResumeTemplate, ...]
+    baskets: BasketSet
+
+
+def load_inputs(plan: HiringPlan) -> HiringInputs:
+    """Load and lint the plan's files."""
+    jobs, resumes, baskets = load_jobs(plan.jobs_file), load_resumes(plan.resumes_file), load_baskets(plan.baskets_file)
+    pair_jobs_resumes(jobs, resumes)
+    check_templates(resumes, baskets.baskets)
+    return HiringInputs(jobs, resumes, baskets)
+
+
+def recover_conditions(plan: HiringPlan) -> list[tuple[str, tuple[str, ...]]]:
+    """The recoverability conditions: all markers, the cumulative ablation, the single-category ones."""
+    if not plan.ablation:
+        return [ALL]
+    steps = cumulative_conditions(plan.ablation)
+    kept_sets = {frozenset(kept) for _, kept in steps}
+    return steps + [c for c in single_conditions() if frozenset(c[1]) not in kept_sets]
+
+
+def build_prompts(plan: HiringPlan, inputs: HiringInputs | None = None) -> pd.DataFrame:
+    """The prompt table of ``plan`` (see the module docstring)."""
+    inp = inputs or load_inputs(plan)
+    baskets = inp.baskets
+    if plan.variations is not None:
+        chosen = tuple(b for b in baskets.baskets if b.variation in plan.variations)
+        if not chosen:
+            raise UserError(f"no basket has variation {', '.join(map(str, plan.variations))}")
+        baskets = BasketSet(baskets.name, baskets.country, baskets.label, chosen)
+    texts = prompt_texts(plan.prompts_file)
+    limits = token_limits(plan.prompts_file)
+    jobs = select_jobs(inp.jobs, plan.jobs)
+    parts = []
+    if "compare" in plan.settings or "score" in plan.settings:
+        conditions = [ALL, ("only-languages", ("languages",))] if plan.language_only else [ALL]
+        resumes = resume_table(jobs, inp.resumes, baskets, conditions)
+        if "compare" in plan.settings:
+            main = compare_prompts(resumes[resumes["condition"].isin(["neutral", "all"])], jobs,
+                                   rationale=plan.rationale, texts=texts, limits=limits)
+            parts.append(main)
+            if plan.language_only:
+                parts.append(compare_prompts(resumes[resumes["condition"].isin(["neutral", "only-languages"])], jobs,
+                                             rationale=(False,), texts=texts, limits=limits))
+        if "score" in plan.settings:
+            parts.append(score_prompts(resumes[resumes["condition"].isin(["neutral", "all"])], jobs,
+                                       rationale=plan.rationale, texts=texts, limits=limits))
+    if "recover" in plan.settings:
+        recover_jobs = select_jobs(inp.jobs, plan.recover_jobs)
+        resumes = resume_table(recover_jobs, inp.resumes, baskets, recover_conditions(plan))
+        parts.append(recover_prompts(resumes, baskets, texts=texts, limits=limits))
+    table = pd.concat(parts, ignore_index=True)
+    if table["prompt_id"].duplicated().any():
+        raise UserError("two prompts got the same id: job ids and basket names must be unique")
+    return table

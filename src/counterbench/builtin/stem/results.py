@@ -1,0 +1,119 @@
+"""Every STEM table from a results frame, with the summary the report reads (the study's analysis hook).
+
+:func:`analyze_results` is what ``counterbench analyze/report/audit stem`` run (through
+:meth:`StemStudy.analyze_tables`): the tables of :mod:`.analysis` and :mod:`.analysis_designs`, each
+saved under its name, and for every table the data cannot support, a one-line reason saying which run
+would fill it (e.g. κ needs two models; the quick preset has no progressive experiment).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from counterbench.builtin.stem import analysis as A
+from counterbench.builtin.stem import analysis_designs as D
+from counterbench.outcomes.readability import provenance
+
+#: table name -> what it is (the report's and the CSV folder's vocabulary)
+TABLES: dict[str, str] = {
+    "stem_descriptive": "Descriptive statistics of the chosen level (MCV) and grade level (MGL) per cell",
+    "stem_group_scores": "Mean outcome and mean z per attribute level (z within model × task × context × dataset "
+                         "× role)",
+    "stem_bias": "Mean absolute bias (MAB) and maximum difference bias (MDB) per attribute, z and raw units",
+    "stem_pairwise": "Every pair of levels: Welch t, Cohen's d, BH-FDR, response and profile level side by side",
+    "stem_shap": "Mean |SHAP| per attribute and level (exact linear SHAP on one-hot attributes)",
+    "stem_shap_points": "Per-response SHAP values by attribute (a seeded sample, for the beeswarm)",
+    "stem_kappa": "Cohen's κ and linear-weighted κ between models on the ranking task",
+    "stem_progressive": "The progressive intersectional experiment: MGL per step",
+    "stem_interaction_cells": "Interaction tables at the last step: cell means",
+    "stem_interaction_gaps": "Interaction tables: within-row gaps and the extreme-cell gap (Welch)",
+    "stem_single_attribute": "Single-attribute replication: mean z per level with 95% intervals",
+    "stem_extremes": "Top and bottom profiles by mean z",
+    "stem_positions": "Ranking task: share of choices per letter, χ² against uniform",
+    "stem_position_interactions": "Ranking task: letter × attribute χ² tests of independence",
+}
+
+WHY_EMPTY: dict[str, str] = {
+    "stem_kappa": "needs the ranking task answered by at least two models (run with two --model options)",
+    "stem_progressive": "needs the progressive experiment (the paper preset; the quick preset leaves it out)",
+    "stem_interaction_cells": "needs the progressive experiment (the paper preset)",
+    "stem_interaction_gaps": "needs the progressive experiment (the paper preset)",
+    "stem_single_attribute": "needs the single-attribute replication (the paper preset)",
+    "stem_shap": "needs more scored responses per cell than one-hot attribute columns",
+    "stem_positions": "needs ranking answers with a valid letter",
+    "stem_position_interactions": "needs ranking answers that use at least two different letters",
+}
+
+
+
+#: the report's "Methods" paragraph for this study (the generic one describes amount slots)
+METHODS = (
+    "Each answer is read from its fixed final line (a chosen level, or an explanation scored for reading "
+    "level); unreadable answers are counted in the parse-health table and left out of every other table, "
+    "nothing is imputed. A student profile answers many problems, so the profile — not the prompt — is the "
+    "independent unit: comparisons of two levels of an attribute use each profile's mean and a studentized "
+    "permutation test over profiles (at least 3 a side); interaction gaps swap matched profiles (exact, at "
+    "least 6 pairs); position tables use χ² only when every expected count is at least 5. Marks (*) are "
+    "Benjamini–Hochberg corrected within each model's rows of a table; comparisons on too few profiles read "
+    "\"too few … to test (n = …)\". The paper's response-level Welch tests are kept as labelled columns.")
+
+def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) -> tuple[dict[str, pd.DataFrame],
+                                                                                            dict[str, Any]]:
+    """(tables, summary) for the STEM study's responses in ``results`` (see module docstring)."""
+    from counterbench.analyses.health import parse_health
+    from counterbench.version import __version__
+
+    frame = A.outcome_frame(results, math=math)
+    scores, bias = A.bias_tables(frame)
+    shap, points = A.shap_tables(frame, seed=seed)
+    cells, gaps = D.interaction_tables(frame, seed=seed)
+    positions, position_tests = D.position_tables(frame)
+    responses = results.assign(usable=results["status"].astype(str).eq("ok"),
+                               out_of_range=False)
+    tables = {
+        "stem_descriptive": A.descriptive(frame),
+        "stem_group_scores": scores,
+        "stem_bias": bias,
+        "stem_pairwise": A.pairwise_tables(frame, seed=seed),
+        "stem_shap": shap,
+        "stem_shap_points": points,
+        "stem_kappa": A.kappa_table(frame),
+        "stem_progressive": D.progressive_table(frame),
+        "stem_interaction_cells": cells,
+        "stem_interaction_gaps": gaps,
+        "stem_single_attribute": D.single_attribute_table(frame),
+        "stem_extremes": D.extremes_table(frame),
+        "stem_positions": positions,
+        "stem_position_interactions": position_tests,
+        "parse_health": parse_health(responses),
+    }
+    unsupported = {name: WHY_EMPTY.get(name, "no scored responses for it yet")
+                   for name, table in tables.items() if table.empty}
+    models: dict[str, dict[str, Any]] = {}
+    for model, part in results.groupby("model", sort=False):
+        simulated = bool(part["simulated"].astype(bool).any()) if "simulated" in part.columns else \
+            str(model).startswith("sim:")
+        models[str(model)] = {"simulated": simulated, "n_responses": len(part),
+                              "n_values": int(part["status"].astype(str).eq("ok").sum())}
+    summary: dict[str, Any] = {
+        "profile": "default",
+        "counterbench_version": __version__,
+        "analysed_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "models": models,
+        "simulated": {m: info["simulated"] for m, info in models.items()},
+        "bootstrap": {"replicates": 0, "seed": seed},
+        "ci_methods": {"stem": "marks: profile-level studentized permutation tests of pairs of levels, exact swap "
+                               "tests of interaction gaps over matched profiles, χ² position tests (expected "
+                               "count ≥ 5), Benjamini–Hochberg within each model per table; the paper's "
+                               "response-level Welch tests with BH over the whole table as labelled columns; 95% "
+                               "t-intervals for single-attribute z means (units: problems)"},
+        "readability": provenance(math),
+        "tables": dict(TABLES),
+        "unsupported": unsupported,
+        "methods": METHODS,
+        "notes": [],
+    }
+    return tables, summary

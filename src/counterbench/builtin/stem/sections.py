@@ -1,0 +1,264 @@
+"""The STEM study's report sections, one per table (the study's report hook).
+
+Every label (a characteristic string, a model name) enters the page escaped: tables through the
+autoescaping templates, charts through :class:`counterbench.report.svg.Svg`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from markupsafe import Markup
+
+from counterbench.builtin.stem.analysis import MIN_PROFILES
+from counterbench.report import tables as t
+from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
+from counterbench.report.context import ReportContext
+from counterbench.report.document import Figure, Section, series_color, show_table
+from counterbench.report.svg import MUTED, SERIES_COLORS, Svg, nice_ticks, tick_label
+
+CELL_COLS = [t.text("model", "Model"), t.text("task", "Task"), t.text("context", "Context"),
+             t.text("dataset", "Dataset"), t.text("role", "Role")]
+
+
+def _section(ctx: ReportContext, key: str, name: str, title: str, blurb: str) -> tuple[Section, pd.DataFrame | None]:
+    section = Section(key, title, blurb, group="STEM explanations")
+    frame = ctx.nonempty(name)
+    if frame is None:
+        reason = ctx.unsupported.get(name, "no data for this table")
+        section.unsupported = reason[:1].upper() + reason[1:].rstrip(".") + "."
+    return section, frame
+
+
+def descriptive_section(ctx: ReportContext) -> Section:
+    section = _section(ctx, "stem_descriptive", "stem_descriptive", "Chosen level and grade level",
+                              "MCV is the mean level (1 = most elementary, 5 = most advanced) of the explanation the "
+                              "model chose; MGL the mean readability grade of the explanations it wrote (mean of "
+                              "Flesch–Kincaid, Gunning Fog and Coleman–Liau). One row per model × task × context × "
+                              "dataset × role, main experiment.")[0]
+    show_table(section, ctx, "stem_descriptive", [
+        *CELL_COLS, t.text("metric", "Metric"), t.count("N", "N"), t.num("mean", "Mean"), t.num("std", "SD"),
+        t.num("min", "Min"), t.num("median", "Median"), t.num("max", "Max"), t.num("iqr", "IQR"),
+        t.text("scored_by", "Scored by")])
+    return section
+
+
+def bias_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_bias", "stem_bias", "Bias by attribute (MAB, MDB)",
+                              "The outcome is z-scored within each cell; each level of an attribute gets its mean z. "
+                              "MAB is the mean distance of the levels from their unweighted average, MDB the spread "
+                              "between the highest and lowest level (also in raw units: levels or grades). The "
+                              "extreme level is the one farthest from the average, with its signed deviation.")
+    if frame is None:
+        return section
+    rows = []
+    for r in frame.head(24).to_dict("records"):
+        role = f" {r['role']}" if r["task"] == "ranking" else ""
+        label = f"{r['attribute']}: {r['model']} {r['task']} {r['context']}{role}"
+        rows.append(BarRow(label, [BarValue("MAB (z)", t.as_float(r["mab_z"]), SERIES_COLORS[0])]))
+    section.figures.append(Figure([hbar_panel("Largest MAB (z units)", rows, domain=bar_domain(rows), width=640,
+                                              x_label="MAB (z)", value_format="{:.2f}")],
+                                  caption="The 24 largest attribute biases across cells."))
+    show_table(section, ctx, "stem_bias", [
+        *CELL_COLS, t.text("attribute", "Attribute"), t.num("mab_z", "MAB (z)", 3), t.num("mdb_z", "MDB (z)", 3),
+        t.num("mab", "MAB (raw)", 3), t.num("mdb", "MDB (raw)", 3), t.text("extreme_level", "Extreme level"),
+        t.num("extreme_dev_z", "Its deviation (z)", 3, signed=True)])
+    return section
+
+
+PAIRWISE_FAMILY = ("Marks: profile level (each profile's mean over its problems is one unit), a studentized "
+                   "permutation test of the two levels' profiles, Benjamini–Hochberg within each model over all its "
+                   "pairs of levels of every attribute, task, context and role; a comparison with fewer than "
+                   "{min} profiles on a side is not tested. The paper's response-level q counts every answer as "
+                   "independent — a profile's answers share its wording, so it marks differences that are not there "
+                   "(see the STEM documentation's calibration) — and is shown for comparison only.")
+
+
+def pairwise_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_pairwise", "stem_pairwise", "Pairwise comparisons (Welch, Cohen's d, FDR)",
+                              "Every pair of levels of every attribute within each cell. Response level treats each "
+                              "answer as independent (as the paper); profile level first averages each profile's "
+                              "answers over problems, so a profile counts once (no pseudo-replication). "
+                              "d = a minus b over the pooled-average SD.")
+    if frame is None:
+        return section
+    n = len(frame)
+    prof = _truthy(frame, "significant_profile")
+    tested = _truthy(frame, "testable_profile") if "testable_profile" in frame.columns else pd.Series(True, frame.index)
+    resp = _truthy(frame, "significant_response")
+    section.notes.append(f"{int(prof.sum())} of {int(tested.sum())} tested comparisons are marked at the profile "
+                         f"level ({n - int(tested.sum())} of {n} have too few profiles to test); the paper's "
+                         f"response-level rule would mark {int(resp.sum())} of {n}.")
+    section.notes.append(PAIRWISE_FAMILY.format(min=MIN_PROFILES))
+    cols = [*CELL_COLS, t.text("attribute", "Attribute"), t.text("level_a", "a"), t.text("level_b", "b"),
+            t.num("mean_a_response", "Mean a"), t.num("mean_b_response", "Mean b"),
+            t.num("t_response", "t (resp.)"), t.num("d_response", "d (resp.)", signed=True),
+            t.pvalue("p_fdr_response", "q (resp., paper's)"), t.num("d_profile", "d (prof.)", signed=True),
+            t.count("n_a_profile", "Profiles a"), t.count("n_b_profile", "Profiles b"),
+            t.pvalue("p_fdr_profile", "q (prof.)"),
+            t.mark("Mark (prof., BH within model)", significant="significant_profile", testable="testable_profile",
+                   n="n_min_profile", unit="profiles")]
+    show_table(section, ctx, "stem_pairwise", cols, caption="Comparisons marked at the profile level or significant "
+               "by the paper's response-level rule", max_rows=200,
+               prepare=_marked_pairs)
+    return section
+
+
+def _marked_pairs(frame: pd.DataFrame) -> pd.DataFrame:
+    shown = frame[_truthy(frame, "significant_profile") | _truthy(frame, "significant_response")]
+    return shown.assign(n_min_profile=shown[["n_a_profile", "n_b_profile"]].min(axis=1))
+
+
+def _truthy(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame.columns:
+        return pd.Series(False, index=frame.index)
+    return frame[column].map(lambda v: t.fmt_flag(v) == "✓")
+
+
+def beeswarm_panel(points: pd.DataFrame, title: str, width: float = 640) -> Markup:
+    """A beeswarm-style strip per attribute: each dot one response's SHAP value, colour = level."""
+    attrs = list(points.groupby("attribute")["shap"].apply(lambda s: s.abs().mean()).sort_values(
+        ascending=False).index)
+    lo, hi = float(points["shap"].min()), float(points["shap"].max())
+    span = max(hi - lo, 1e-9)
+    left, right, row_h = 130.0, 20.0, 26.0
+    svg = Svg(width, 40 + row_h * len(attrs), label=title)
+    svg.text(left, 12, title, weight="600")
+    x = lambda v: left + (v - lo) / span * (width - left - right)  # noqa: E731
+    for tick in nice_ticks(lo, hi):
+        if lo <= tick <= hi:
+            svg.line(x(tick), 22, x(tick), 30 + row_h * len(attrs))
+            svg.text(x(tick), 34 + row_h * len(attrs), tick_label(tick), anchor="middle", size=9, fill=MUTED)
+    rng = np.random.default_rng(0)
+    for i, attr in enumerate(attrs):
+        y0 = 30 + row_h * i + row_h / 2
+        svg.text(left - 6, y0, attr, anchor="end")
+        part = points[points["attribute"].eq(attr)]
+        levels = list(dict.fromkeys(part["level"].astype(str)))
+        for v, level in zip(part["shap"].to_numpy(dtype=float), part["level"].astype(str), strict=True):
+            color = SERIES_COLORS[levels.index(level) % len(SERIES_COLORS)]
+            svg.circle(x(v), y0 + rng.uniform(-row_h / 3, row_h / 3), 2.0, fill=color, title=f"{attr}={level}")
+    return svg.render()
+
+
+def shap_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_shap", "stem_shap", "SHAP attribution",
+                              "Exact SHAP values of a linear model of the outcome on one-hot profile attributes: how "
+                              "much each attribute moves a response away from the average. Mean |SHAP| ranks the "
+                              "attributes; in the strip charts each dot is one response (colour: the attribute's "
+                              "level).")
+    if frame is None:
+        return section
+    points = ctx.nonempty("stem_shap_points")
+    if points is not None:
+        panels: list[Markup] = []
+        for (model, task, context, role), part in points.groupby(["model", "task", "context", "role"], sort=True):
+            if len(panels) < 8:
+                panels.append(beeswarm_panel(part, f"{model} · {task} · {context} · {role}"))
+        section.figures.append(Figure(panels, caption="SHAP values per response (a seeded sample per cell)."))
+    show_table(section, ctx, "stem_shap", [*CELL_COLS, t.text("attribute", "Attribute"),
+                                           t.num("mean_abs", "Mean |SHAP|", 3)],
+               prepare=lambda f: f[f["kind"].eq("attribute")])
+    return section
+
+
+def kappa_section(ctx: ReportContext) -> Section:
+    section = _section(ctx, "stem_kappa", "stem_kappa", "Agreement between models (Cohen's κ)",
+                              "How often two models pick the same level for the same prompt, beyond chance: κ and "
+                              "linear-weighted κ (near misses count partly), with observed and chance agreement.")[0]
+    show_table(section, ctx, "stem_kappa", [
+        t.text("context", "Context"), t.text("role", "Role"), t.text("model_1", "Model 1"),
+        t.text("model_2", "Model 2"), t.count("n", "N"), t.num("kappa", "κ", 3), t.num("kappa_linear", "κ linear", 3),
+        t.text("interpretation", "Reading"), t.num("observed", "Observed", 3), t.num("expected", "Chance", 3)])
+    return section
+
+
+def progressive_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_progressive", "stem_progressive", "Progressive intersectional experiment",
+                              "Attributes are stated one more at a time (gender, income, caste or race, college "
+                              "tier, disability); every combination of the stated ones is asked. The ablation "
+                              "fixes college tier at IIT / Ivy League. Interaction tables at the last step compare "
+                              "the column attribute's first and last level within each row level (Welch), and the "
+                              "most privileged cell with the most marginalised one.")
+    if frame is None:
+        return section
+    show_table(section, ctx, "stem_progressive", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("experiment", "Experiment"),
+        t.count("step", "Step"), t.count("n", "N"), t.num("mean", "MGL"), t.num("sd", "SD"), t.num("var", "Variance")])
+    gaps = show_table(section, ctx, "stem_interaction_gaps", [
+        t.text("model", "Model"), t.text("experiment", "Experiment"), t.text("table", "Table"),
+        t.text("kind", "Comparison"), t.text("row_level", "Row"), t.text("comparison", "Cells"),
+        t.count("n_a", "n a"), t.count("n_b", "n b"), t.num("gap", "Gap", signed=True), t.num("t", "t"),
+        t.num("d", "d", signed=True), t.pvalue("p_fdr", "q (Welch, paper's)"), t.count("n_slots", "Matched profiles"),
+        t.pvalue("q_value", "q (matched)"),
+        t.mark("Mark (BH within model)", unit="matched profiles")])
+    if gaps is not None:
+        section.notes.append("Marks: an exact swap test over matched profiles — profiles that state the same levels "
+                             "of every other attribute, each averaged over its problems — Benjamini–Hochberg within "
+                             "each model over its interaction gaps; fewer than 6 matched profiles cannot reach "
+                             "p ≤ 0.05 and are not tested. The paper's Welch q counts every answer as independent and "
+                             "is shown for comparison only.")
+    return section
+
+
+def single_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_single_attribute", "stem_single_attribute", "Single-attribute replication",
+                              "Each attribute stated alone (the others omitted), as single-attribute audits do: the "
+                              "mean z of each level with a 95% interval; the baseline states no attribute.")
+    if frame is None:
+        return section
+    panels: list[Markup] = []
+    for (model, task, context, role), part in frame.groupby(["model", "task", "context", "role"], sort=True):
+        if not part["mean_z"].abs().gt(1e-12).any():
+            continue  # a constant model: nothing to plot (the table still lists it)
+        rows = [BarRow(f"{r['attribute']}: {r['level']}", [BarValue(
+            str(model), t.as_float(r["mean_z"]), series_color(0), t.as_float(r["ci_low"]), t.as_float(r["ci_high"]))])
+            for r in part.to_dict("records")]
+        if len(panels) < 8:
+            panels.append(hbar_panel(f"{model} · {task} · {context} · {role}", rows, domain=bar_domain(rows),
+                                     width=560, x_label="mean z", value_format="{:+.2f}"))
+    section.figures.append(Figure(panels, caption="Forest plot: mean z per level, 95% t-intervals."))
+    show_table(section, ctx, "stem_single_attribute", [
+        *CELL_COLS, t.text("attribute", "Attribute"), t.text("level", "Level"), t.count("n", "N"),
+        t.num("mean_z", "Mean z", signed=True), t.ci(), t.num("mean", "Mean (raw)")])
+    section.notes.append("Each level is one prompt wording answered over the problems: an interval is about that "
+                         "wording (its answers over problems are the units), not about every way of stating the "
+                         "level; no mark is drawn from it.")
+    return section
+
+
+def extremes_section(ctx: ReportContext) -> Section:
+    section = _section(ctx, "stem_extremes", "stem_extremes", "Top and bottom profiles",
+                              "The profiles with the highest and lowest mean z in each cell (main experiment).")[0]
+    show_table(section, ctx, "stem_extremes", [
+        *CELL_COLS, t.text("end", "End"), t.count("rank", "Rank"), t.text("characteristic", "Profile"),
+        t.num("score", "Score"), t.num("z", "Mean z", signed=True)])
+    return section
+
+
+def position_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_positions", "stem_positions", "Position bias in the ranking task",
+                              "Options are shown in a random order per item, so a model without position preference "
+                              "picks each letter 20% of the time. χ² tests against uniform, and letter × attribute "
+                              "tests of whether the preference depends on who the student is (BH over each family).")
+    if frame is None:
+        return section
+    few = "answers"
+    show_table(section, ctx, "stem_positions", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("role", "Role"), t.count("n", "N"),
+        *[t.num(f"share_{x}", f"% {x}", 1) for x in "ABCDE"], t.num("chi2", "χ²"), t.pvalue("p_fdr", "q"),
+        t.mark("Mark (BH within model)", n="n", unit=few)])
+    show_table(section, ctx, "stem_position_interactions", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("role", "Role"),
+        t.text("attribute", "Attribute"), t.num("chi2", "χ²"), t.count("dof", "df"), t.pvalue("p_fdr", "q"),
+        t.mark("Mark (BH within model)", n="n", unit=few)])
+    section.notes.append("Marks: Benjamini–Hochberg within each model over the rows of each table (the unit is the "
+                         "item: each shows its options in its own random order); a χ² test with an expected count "
+                         "below 5 in some cell is not tested.")
+    return section
+
+
+def stem_sections(ctx: ReportContext) -> list[Section]:
+    """Every STEM section, in the paper's order, then the position-bias table."""
+    return [descriptive_section(ctx), bias_section(ctx), pairwise_section(ctx), shap_section(ctx), kappa_section(ctx),
+            progressive_section(ctx), single_section(ctx), extremes_section(ctx), position_section(ctx)]

@@ -1,0 +1,163 @@
+"""The ``stem`` study as a built-in Python study (the :class:`~counterbench.studies.base.Study` protocol).
+
+``counterbench prompts stem`` expands the paper's design (:meth:`StemDesign.paper`); the presets are
+subsets of that table (``presets.yaml``): ``quick`` keeps 8 sampled profiles per context chosen to cover
+as many attribute levels as possible, 2 subjects and 2 generation problems; ``main`` the main experiment's
+100 profiles per context; ``paper`` keeps everything.
+
+A user's MATH copy and JEEBench ``dataset.json`` are given through the environment, since a registered
+study is built without arguments: ``COUNTERBENCH_STEM_MATH`` (the MATH directory or a JSONL file) and
+``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``. So is the readability maths
+handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default, or ``placeholder``;
+from Python also ``StemStudy(readability_math=...)``), read when the answers are analysed.
+
+Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
+letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from counterbench.builtin.stem.design import (
+    GENERATION_ANSWER_TYPE,
+    LETTERS,
+    StemDesign,
+    build_prompt_table,
+    presets,
+    prompt_texts,
+)
+from counterbench.builtin.stem.profiles import get_context
+from counterbench.errors import UserError
+from counterbench.outcomes.base import OutcomeSpec
+from counterbench.outcomes.readability import MATH_MODES
+from counterbench.studies.base import Facet
+
+MATH_ENV = "COUNTERBENCH_STEM_MATH"
+JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
+READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
+
+
+def coverage_pick(profiles: pd.DataFrame, attributes: Sequence[str], k: int) -> list[str]:
+    """``k`` profile ids covering as many (attribute, level) pairs as possible (greedy, ties by id order)."""
+    rows = profiles.sort_values("profile_id")
+    chosen: list[str] = []
+    covered: set[tuple[str, str]] = set()
+    candidates = {str(r["profile_id"]): {(a, str(r[a])) for a in attributes} for r in rows.to_dict("records")}
+    while len(chosen) < min(k, len(candidates)):
+        best = max((pid for pid in candidates if pid not in chosen),
+                   key=lambda pid: (len(candidates[pid] - covered), -list(candidates).index(pid)))
+        chosen.append(best)
+        covered |= candidates[best]
+    return chosen
+
+
+class StemStudy:
+    """The STEM-explanations study (see module docstring)."""
+
+    name = "stem"
+    title = "STEM explanations audit: intersectional student profiles in Indian and American STEM education"
+    source = "built-in"
+    description = ("Does a model pick simpler explanations, or write simpler ones, for students described as "
+                   "rural, low-income, disabled, caste-oppressed, ...? Intersectional profiles (India: 8 attributes; "
+                   "USA: 7), a ranking task (choose one of five explanations of levels 1–5) and a generation task "
+                   "(write an explanation, scored for readability).")
+    slot_columns = ("use_case", "language", "role", "context", "experiment", "question_variant")
+    counterfactual_column = "profile_id"
+    canonical_pairs: Mapping[str, tuple[str, str]] = {}
+    languages: Mapping[str, str] = {"en": "English"}
+
+    def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None) -> None:
+        self._readability_math = readability_math
+        if readability_math is not None:
+            self.readability_math()  # a bad value fails here, not at analysis time
+        self.design = design or StemDesign.paper(math_path=os.environ.get(MATH_ENV) or None,
+                                                 jeebench_path=os.environ.get(JEEBENCH_ENV) or None)
+        names: dict[str, None] = {}
+        for ctx in self.design.contexts:
+            for attr in get_context(ctx).attributes:
+                names.setdefault(attr.name, None)
+        self.axes = tuple(names)
+        self.outcomes: Mapping[str, OutcomeSpec] = {
+            "ranking": OutcomeSpec("choice", labels=LETTERS),
+            "generation": OutcomeSpec("text", metrics=(GENERATION_ANSWER_TYPE.split(":", 1)[1],)),
+        }
+        # the generic per-facet tables do not apply (a profile varies every attribute at once); the
+        # study's own analysis (:mod:`.analysis`) compares the levels of each attribute
+        self.facets: tuple[Facet, ...] = ()
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        return build_prompt_table(self.design)
+
+    @cached_property
+    def presets(self) -> Mapping[str, Mapping[str, Any]]:
+        out: dict[str, Mapping[str, Any]] = {}
+        for name, spec in presets()["presets"].items():
+            filters: dict[str, Any] = {}
+            if "profiles_per_context" in spec:
+                main = self.table[self.table["experiment"].eq("main")]
+                ids: list[str] = []
+                for ctx in self.design.contexts:
+                    part = main[main["context"].eq(ctx)].drop_duplicates("profile_id")
+                    ids += coverage_pick(part, list(get_context(ctx).names), int(spec["profiles_per_context"]))
+                filters["profile"] = ids
+            if "experiments" in spec:
+                chosen = self.table[self.table["experiment"].isin(list(spec["experiments"]))]
+                filters["profile"] = list(dict.fromkeys(chosen["profile_id"]))
+            if "question_variants" in spec:
+                filters["question_variant"] = [int(v) for v in spec["question_variants"]]
+            out[str(name)] = {"description": str(spec.get("description", "")), "filters": filters}
+        return out
+
+    def expand(self, variants: Sequence[str] = ("standard",)) -> pd.DataFrame:
+        """The prompt table (the study has one variant, ``standard``)."""
+        return self.table[self.table["variant"].isin(list(variants))].reset_index(drop=True)
+
+    def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
+        return str(prompt_texts()["system"])
+
+    def canonical_use_case(self, name: str) -> str:
+        return name
+
+    def canonical_identifier(self, name: str) -> str:
+        return name
+
+    def readability_math(self) -> str:
+        """How generated maths is scored: the constructor's choice, else ``$COUNTERBENCH_STEM_READABILITY_MATH``,
+        else ``raw`` (see :mod:`counterbench.outcomes.readability`)."""
+        chosen = self._readability_math
+        source = "readability_math"
+        if chosen is None:
+            chosen, source = os.environ.get(READABILITY_MATH_ENV) or "raw", READABILITY_MATH_ENV
+        if chosen not in MATH_MODES:
+            raise UserError(f"{source} must be one of {', '.join(MATH_MODES)} (how maths is scored for readability), "
+                            f"got {chosen!r}")
+        return chosen
+
+    def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
+                       ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+        """The study's own analysis (used instead of the generic outcome tables): :mod:`.results`.
+
+        ``bootstrap`` is accepted for the common hook and unused: the STEM tables use t-tests, FDR and
+        closed-form SHAP, as the paper does. Maths in the generated texts is scored as
+        :meth:`readability_math` says."""
+        from counterbench.builtin.stem.results import analyze_results
+
+        return analyze_results(results, math=self.readability_math(), seed=seed)
+
+    def report_sections(self, ctx: Any) -> list[Any]:
+        """The study's report sections, one per table: :mod:`.sections`."""
+        from counterbench.builtin.stem.sections import stem_sections
+
+        return stem_sections(ctx)
+
+
+def create_study() -> StemStudy:
+    """The registry's factory for ``stem``."""
+    return StemStudy()

@@ -1,0 +1,24 @@
+"""Column lists every layer shares, declared once: the prompt table's base columns and its variants."""
+
+from __future__ import annotations
+
+__all__ = ["BASE_COLUMNS", "REQUESTED_MAX_TOKENS", "VARIANTS"]
+
+#: the columns every prompt table has, whatever the study (a design adds its own after them)
+BASE_COLUMNS: tuple[str, ...] = (
+    "prompt_id",
+    "study",
+    "use_case",
+    "language",
+    "axis",
+    "identifier",
+    "profile_id",
+    "question_variant",
+    "variant",
+    "answer_type",
+    "system",
+    "user",
+)
+VARIANTS: tuple[str, ...] = ("standard", "fairness")
+#: the prompt-table column holding a prompt's own token limit (used unless a run gives one)
+REQUESTED_MAX_TOKENS = "requested_max_tokens"
