@@ -78,5 +78,6 @@ def audit(
                          samples=samples, title=title, study=study)
     data = load_analysis_dir(out_dir / "analysis")
     from counterbench.analyses.result import AnalysisResult
+    from counterbench.studies.registry import load_study
 
-    return Audit(summary, AnalysisResult(data.tables, data.summary), files)
+    return Audit(summary, AnalysisResult(data.tables, data.summary, study=load_study(study)), files)

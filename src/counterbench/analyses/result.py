@@ -17,6 +17,8 @@ class AnalysisResult:
 
     tables: dict[str, pd.DataFrame]
     summary: dict[str, Any] = field(default_factory=dict)
+    #: the study object analysed (not written): the report takes its names and sections from it
+    study: Any = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         return self.tables[name]

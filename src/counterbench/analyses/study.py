@@ -129,7 +129,7 @@ def analyze_study(
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
-    return AnalysisResult(tables=tables, summary=summary)
+    return AnalysisResult(tables=tables, summary=summary, study=the_study)
 
 
 def table_layout(study: Study) -> TableLayout:
@@ -167,6 +167,7 @@ def _analyze_amount_store(path: Path, study: Study, models: list[str] | None, *,
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, study)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(study, health[["language", "use_case"]]))
+    result.study = study
     return result
 
 

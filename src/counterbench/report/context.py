@@ -105,12 +105,15 @@ class ReportInput:
     source: str = ""
     #: model -> its generation settings in words (from the results table, when the report has it)
     model_settings: dict[str, str] = field(default_factory=dict)
+    #: the study object analysed, used as given (a report read back from a folder looks it up by name)
+    study: Any = None
 
 
 def from_analysis(result: Any, *, samples: pd.DataFrame | None = None, title: str | None = None,
                   source: str = "") -> ReportInput:
     """Wrap an ``AnalysisResult`` (anything with ``tables`` and ``summary``)."""
-    return ReportInput(dict(result.tables), dict(result.summary), samples, title, source)
+    return ReportInput(dict(result.tables), dict(result.summary), samples, title, source,
+                       study=getattr(result, "study", None))
 
 
 def _read_table(directory: Path, name: str) -> pd.DataFrame | None:
@@ -275,7 +278,7 @@ def build_context(data: ReportInput) -> ReportContext:
         listed = data.summary.get(key)
         if isinstance(listed, list) and listed:
             return [str(v) for v in listed]
-        study = study or _registered(str(data.summary.get("study") or _default_name()))  # an older summary
+        study = study or data.study or _registered(str(data.summary.get("study") or _default_name()))
         if study is None:
             return list(fallback)
         orders = {"languages": list(study.languages), "axes": list(study.axes), "use_cases": list(study.outcomes)}

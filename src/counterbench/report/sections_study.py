@@ -12,7 +12,11 @@ from counterbench.report.document import Section
 
 
 def study_sections(ctx: ReportContext) -> list[Section]:
-    """The study's own sections (none when the study is unknown or declares none)."""
+    """The study's own sections (none when the study is unknown or declares none): the analysed study object
+    when the report has it, else the registered study the summary names."""
+    study = ctx.data.study
+    if study is not None:
+        return _sections(study, ctx)
     name = ctx.data.summary.get("study")
     if not name:
         return []
@@ -24,5 +28,9 @@ def study_sections(ctx: ReportContext) -> list[Section]:
         study = load_study(str(name))
     except UserError:
         return []
+    return _sections(study, ctx)
+
+
+def _sections(study: object, ctx: ReportContext) -> list[Section]:
     build = getattr(study, "report_sections", None)
     return list(build(ctx)) if callable(build) else []
