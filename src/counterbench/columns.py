@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BASE_COLUMNS", "REQUESTED_MAX_TOKENS", "VARIANTS"]
+__all__ = ["BASE_COLUMNS", "PARSED_COLUMNS", "REQUESTED_MAX_TOKENS", "USAGE_COLUMNS", "VARIANTS"]
 
 #: the columns every prompt table has, whatever the study (a design adds its own after them)
 BASE_COLUMNS: tuple[str, ...] = (
@@ -22,3 +22,9 @@ BASE_COLUMNS: tuple[str, ...] = (
 VARIANTS: tuple[str, ...] = ("standard", "fairness")
 #: the prompt-table column holding a prompt's own token limit (used unless a run gives one)
 REQUESTED_MAX_TOKENS = "requested_max_tokens"
+#: what parsing a response gives (stored with the response, and in every results table)
+PARSED_COLUMNS: tuple[str, ...] = (
+    "value", "unit", "release_value", "release_unit", "is_range", "out_of_range", "parse_reason", "parse_profile",
+)
+#: what a request cost
+USAGE_COLUMNS: tuple[str, ...] = ("input_tokens", "output_tokens", "cost_usd", "latency_ms")

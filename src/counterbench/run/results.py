@@ -14,50 +14,16 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.columns import REQUESTED_MAX_TOKENS
+from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, REQUESTED_MAX_TOKENS, USAGE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.run.parsing import Parsed, ResponseParser
 from counterbench.run.store import Store, open_store
 
 #: the leading columns of :func:`load_results`, in order; design and config columns follow
 RESULT_COLUMNS: tuple[str, ...] = (
-    "prompt_id",
-    "model",
-    "simulated",
-    "study",
-    "use_case",
-    "language",
-    "axis",
-    "identifier",
-    "profile_id",
-    "question_variant",
-    "variant",
-    "status",
-    "value",
-    "unit",
-    "release_value",
-    "release_unit",
-    "is_range",
-    "out_of_range",
-    "parse_reason",
-    "parse_profile",
-    "response",
-    "finish_reason",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_ms",
-    "attempts",
-    "error",
-    "cached",
-    "source",
-    "answer_type",
-    "config_fp",
-    "request_fp",
-    "run_id",
-    "started_at",
-    "finished_at",
-    "answer_logprobs",
+    "prompt_id", "model", "simulated", *BASE_COLUMNS[1:9], "status", *PARSED_COLUMNS, "response", "finish_reason",
+    *USAGE_COLUMNS, "attempts", "error", "cached", "source", "answer_type", "config_fp", "request_fp", "run_id",
+    "started_at", "finished_at", "answer_logprobs",
 )
 #: rows fetched from SQLite at a time by :func:`load_results` (bounds its peak memory)
 READ_CHUNK_ROWS = 20_000

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from counterbench.columns import BASE_COLUMNS
+from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, USAGE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.models.base import FINISHED_STATUSES, RETRYABLE_STATUSES
 
@@ -52,36 +52,9 @@ PROMPT_RECORD_COLUMNS: tuple[str, ...] = ("prompt_id", "prompt_hash", *PROMPT_CO
 
 #: response columns in insert order (see :data:`INSERT_RESPONSE_SQL`)
 RESPONSE_COLUMNS: tuple[str, ...] = (
-    "prompt_id",
-    "prompt_hash",
-    "model",
-    "config_fp",
-    "request_fp",
-    "simulated",
-    "status",
-    "response",
-    "finish_reason",
-    "value",
-    "unit",
-    "release_value",
-    "release_unit",
-    "is_range",
-    "out_of_range",
-    "parse_reason",
-    "parse_profile",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_ms",
-    "attempts",
-    "error",
-    "cached",
-    "model_reported",
-    "source",
-    "started_at",
-    "finished_at",
-    "run_id",
-    "answer_logprobs",
+    "prompt_id", "prompt_hash", "model", "config_fp", "request_fp", "simulated", "status", "response",
+    "finish_reason", *PARSED_COLUMNS, *USAGE_COLUMNS, "attempts", "error", "cached", "model_reported", "source",
+    "started_at", "finished_at", "run_id", "answer_logprobs",
 )
 
 _SCHEMA = """
