@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from counterbench.builtin.stem.design import LETTERS
+from counterbench.builtin.stem.design import LETTERS, TRUNCATED_MODES
 from counterbench.builtin.stem.profiles import attribute_columns, get_context
 from counterbench.outcomes.readability import provenance, score_texts
 from counterbench.stats.agreement import cohen_kappa, interpret_kappa
@@ -55,15 +55,21 @@ def context_attributes(context: str) -> dict[str, tuple[str, ...]]:
     return {a.name: a.levels for a in get_context(context).attributes}
 
 
-def outcome_frame(results: pd.DataFrame, math: str = "raw") -> pd.DataFrame:
-    """One row per response with ``y`` (chosen level or MGL), ``letter`` and ``scored`` (see module docstring).
+def outcome_frame(results: pd.DataFrame, math: str = "raw", truncated: str = "score") -> pd.DataFrame:
+    """One row per response with ``y`` (chosen level or MGL), ``letter`` and ``truncated`` (see module docstring).
 
     Ranking: ``value`` is the chosen option's index (``choice`` outcome); rows not ``ok`` have ``y`` NaN.
     Generation: MGL is taken from ``value`` when the row was scored as ``mgl`` under raw maths handling,
-    else recomputed from ``response`` (cached per text); rows not ``ok`` have ``y`` NaN.
+    else recomputed from ``response`` (cached per text). An explanation cut at the token limit (status
+    ``truncated``) is scored on the text received, as the paper does, when ``truncated`` is ``score`` (the
+    default; its row has ``truncated`` True), and left out (``y`` NaN) when it is ``drop``; other rows not
+    ``ok`` have ``y`` NaN.
     """
+    if truncated not in TRUNCATED_MODES:
+        raise ValueError(f"truncated must be one of {TRUNCATED_MODES}, got {truncated!r}")
     frame = results.drop(columns=[c for c in ("system", "user") if c in results.columns])
-    status_ok = frame["status"].astype(str).eq("ok").to_numpy()
+    status = frame["status"].astype(str).to_numpy()
+    status_ok = status == "ok"
     value = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=np.float64)
     task = frame["task"].astype(str).to_numpy()
     y = np.full(len(frame), np.nan)
@@ -81,20 +87,27 @@ def outcome_frame(results: pd.DataFrame, math: str = "raw") -> pd.DataFrame:
             if hit.any():
                 levels[hit] = pd.to_numeric(sub[f"option_{x}"], errors="coerce").to_numpy(dtype=np.float64)[hit]
         y[rank] = levels
-    gen = (task == "generation") & status_ok
+    cut = (task == "generation") & (status == "truncated")
+    if "response" in frame.columns:
+        cut &= frame["response"].map(lambda r: isinstance(r, str) and bool(r.strip())).to_numpy(dtype=bool)
+    else:
+        cut &= False
+    gen = (task == "generation") & (status_ok | (cut & (truncated == "score")))
     if gen.any():
         unit = frame["unit"].astype(str).to_numpy() if "unit" in frame.columns else np.full(len(frame), "")
-        stored = gen & (unit == "mgl") & ~np.isnan(value) & bool(math == "raw")
+        stored = gen & status_ok & (unit == "mgl") & ~np.isnan(value) & bool(math == "raw")
         y[stored] = value[stored]
         redo = gen & ~stored
         if redo.any():
             y[redo] = score_texts(frame.loc[redo, "response"].tolist(), math)["mgl"].to_numpy()
     frame["letter"] = letters
     frame["y"] = y
+    frame["truncated"] = cut
     frame["metric"] = np.where(task == "ranking", "MCV", "MGL")
     frame["scored_by"] = np.where(task == "ranking", "", provenance(math))
     keep = [c for c in (*CELL, "prompt_id", "profile_id", "experiment", "step", "varied", "subject", "problem_id",
-                        "characteristic", "status", "letter", "y", "metric", "scored_by", *ATTRIBUTE_COLUMNS)
+                        "characteristic", "status", "truncated", "letter", "y", "metric", "scored_by",
+                        *ATTRIBUTE_COLUMNS)
             if c in frame.columns]
     return frame[keep].reset_index(drop=True)
 

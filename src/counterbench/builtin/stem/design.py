@@ -50,6 +50,9 @@ LETTERS = ("A", "B", "C", "D", "E")
 RANKING_ANSWER_TYPE = "choice:" + "|".join(LETTERS)
 GENERATION_ANSWER_TYPE = "text:mgl"
 RANKING_MAX_TOKENS = 16
+#: what the analysis does with an explanation cut at the token limit: ``score`` the text received (the
+#: paper's rule, the default) or ``drop`` it
+TRUNCATED_MODES = ("score", "drop")
 BASE = ("prompt_id", "study", "use_case", "language", "axis", "identifier", "profile_id", "question_variant",
         "variant", "answer_type", "system", "user")
 DESIGN = ("task", "role", "context", "experiment", "step", "varied", "dataset", "subject", "problem_id", "level",
