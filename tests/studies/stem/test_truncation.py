@@ -93,3 +93,14 @@ def test_the_option_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         StemStudy().truncated()
     with pytest.raises(UserError, match="truncated must be one of"):
         StemStudy(truncated="maybe")
+
+
+def test_the_report_states_the_share_and_the_gap_both_ways(runs: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    from counterbench.report.api import render_report
+    from counterbench.report.context import ReportInput
+
+    tables, summary = analyze_results(runs[1])
+    html, markdown = render_report(ReportInput(tables, {**summary, "study": "stem"}))
+    assert "Explanations cut at the token limit" in html
+    line = next(x for x in markdown.splitlines() if "explanations (" in x and "hit the token limit" in x)
+    assert "income: Low" in line and "with them dropped" in line
