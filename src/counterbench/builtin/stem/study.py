@@ -7,10 +7,12 @@ as many attribute levels as possible, 2 subjects and 2 generation problems; ``ma
 
 A user's MATH copy and JEEBench ``dataset.json`` are given through the environment, since a registered
 study is built without arguments: ``COUNTERBENCH_STEM_MATH`` (the MATH directory or a JSONL file) and
-``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``. So is the readability maths
-handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default, or ``placeholder``;
-from Python also ``StemStudy(readability_math=...)``), and what happens to explanations cut at the token
-limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or ``drop``; from Python
+``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``. So are the per-task output-token
+limits each prompt asks for, ``COUNTERBENCH_STEM_RANKING_TOKENS`` (16) and
+``COUNTERBENCH_STEM_GENERATION_TOKENS`` (512, the paper's); ``--max-tokens`` overrides both at once. So is
+the readability maths handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default,
+or ``placeholder``; from Python also ``StemStudy(readability_math=...)``), and what happens to explanations
+cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or ``drop``; from Python
 ``StemStudy(truncated=...)``), both read when the answers are analysed.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
@@ -45,6 +47,23 @@ MATH_ENV = "COUNTERBENCH_STEM_MATH"
 JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
 READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
 TRUNCATED_ENV = "COUNTERBENCH_STEM_TRUNCATED"
+#: per-task output-token limits (each prompt's ``requested_max_tokens``; ``--max-tokens`` overrides both)
+TOKEN_ENVS = {"ranking_tokens": "COUNTERBENCH_STEM_RANKING_TOKENS",
+              "generation_tokens": "COUNTERBENCH_STEM_GENERATION_TOKENS"}
+
+
+def _env_tokens() -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for name, env in TOKEN_ENVS.items():
+        raw = (os.environ.get(env) or "").strip()
+        if not raw:
+            out[name] = None
+            continue
+        try:
+            out[name] = int(raw)
+        except ValueError:
+            raise UserError(f"{env} must be a whole number of tokens, got {raw!r}") from None
+    return out
 
 
 def coverage_pick(profiles: pd.DataFrame, attributes: Sequence[str], k: int) -> list[str]:
@@ -85,7 +104,7 @@ class StemStudy:
         if truncated is not None:
             self.truncated()
         self.design = design or StemDesign.paper(math_path=os.environ.get(MATH_ENV) or None,
-                                                 jeebench_path=os.environ.get(JEEBENCH_ENV) or None)
+                                                 jeebench_path=os.environ.get(JEEBENCH_ENV) or None, **_env_tokens())
         names: dict[str, None] = {}
         for ctx in self.design.contexts:
             for attr in get_context(ctx).attributes:
