@@ -12,8 +12,8 @@ limits each prompt asks for, ``COUNTERBENCH_STEM_RANKING_TOKENS`` (16) and
 ``COUNTERBENCH_STEM_GENERATION_TOKENS`` (512, the paper's); ``--max-tokens`` overrides both at once. So is
 the readability maths handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default,
 or ``placeholder``; from Python also ``StemStudy(readability_math=...)``), and what happens to explanations
-cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or ``drop``; from Python
-``StemStudy(truncated=...)``), both read when the answers are analysed.
+cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or
+``drop``; from Python ``StemStudy(truncated=...)``), both read when the answers are analysed.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
 letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
