@@ -84,11 +84,29 @@ def test_paper_design_has_every_experiment() -> None:
     table = build_prompt_table(StemDesign.paper())
     counts = table.groupby(["task", "experiment"]).size().to_dict()
     assert counts[("ranking", "main")] == 100 * 2 * 7 * 2
-    assert counts[("generation", "main")] == 100 * 2 * 7
-    assert counts[("generation", "progressive")] == (3 + 9 + 36 + 144 + 288) * 7
-    assert counts[("generation", "ablation")] == (3 + 9 + 36 + 72) * 7
+    assert counts[("generation", "main")] == 100 * 2 * 21  # the paper's 7 subjects × 3 level-3 problems
+    assert counts[("generation", "progressive")] == (3 + 9 + 36 + 144 + 288) * 21
+    assert counts[("generation", "ablation")] == (3 + 9 + 36 + 72) * 21
+    assert len(table) == 21_385
     baseline = table[table["profile_id"].eq("IN-1-baseline") & table["task"].eq("generation")].iloc[0]
     assert baseline["user"].startswith("You are teaching a student about")
+
+
+def test_per_task_token_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from counterbench.builtin.stem.study import StemStudy
+
+    design = StemDesign.paper(contexts=("india",), profiles=4, progressive=(), single_attribute=(), ranking_tokens=2048,
+                              generation_tokens=4096)
+    limits = build_prompt_table(design).groupby("task")["requested_max_tokens"].unique().to_dict()
+    assert [list(limits["ranking"]), list(limits["generation"])] == [[2048], [4096]]
+    monkeypatch.setenv("COUNTERBENCH_STEM_RANKING_TOKENS", "1024")
+    study = StemStudy()
+    assert (study.design.ranking_tokens, study.design.generation_tokens) == (1024, 512)
+    monkeypatch.setenv("COUNTERBENCH_STEM_GENERATION_TOKENS", "lots")
+    with pytest.raises(UserError, match="COUNTERBENCH_STEM_GENERATION_TOKENS must be a whole number"):
+        StemStudy()
+    with pytest.raises(UserError, match="ranking_tokens must be at least 1"):
+        StemDesign.paper(ranking_tokens=0)
 
 
 def test_design_mistakes_are_user_errors() -> None:

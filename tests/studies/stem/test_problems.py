@@ -9,6 +9,7 @@ import pytest
 
 from counterbench.builtin.stem.problems import (
     MATH_SUBJECTS,
+    builtin_generation_problems,
     builtin_problems,
     generation_set,
     load_jeebench,
@@ -29,6 +30,18 @@ def test_builtin_set_is_seven_subjects_by_five_levels_with_worked_solutions() ->
     assert len(ranking_set(problems)) == 35
     gen = generation_set(problems, per_subject=1)
     assert len(gen) == 7 and gen["level"].eq(3).all()
+
+
+def test_builtin_generation_set_is_three_level_3_problems_per_subject() -> None:
+    gen = builtin_generation_problems()
+    assert len(gen) == 21 and gen["level"].eq(3).all() and gen["problem_id"].is_unique
+    assert gen.groupby("subject").size().eq(3).all() and gen["problem"].is_unique
+    assert gen["solution"].str.len().min() > 40
+    # the first round is the ranking task's level-3 problem of each subject, in subject order
+    first = builtin_generation_problems(per_subject=1)
+    ranking3 = builtin_problems().query("level == 3")
+    assert first["problem_id"].tolist() == ranking3["problem_id"].tolist() == gen["problem_id"].head(7).tolist()
+    assert not set(gen["problem"]) & set(builtin_problems().query("level != 3")["problem"])
 
 
 def _write_math_tree(root: Path) -> None:

@@ -13,7 +13,9 @@ per scored response: ``y`` is the chosen level C ∈ 1..5 (ranking; the parsed l
   pseudo-replication: the marks, BH within each model, at least :data:`MIN_PROFILES` profiles a side),
   side by side (Tables 7, 8);
 - :func:`shap_tables` — exact linear SHAP on one-hot attributes: mean |SHAP| per attribute and level, and
-  beeswarm points (Figures 3, 4);
+  beeswarm points (Figures 3, 4), for the cells whose fit is identified; :func:`shap_refusals` lists the
+  others with the reason (design rank below the parameters, too few profiles, an outcome that does not
+  vary);
 - :func:`kappa_table` — Cohen's κ and linear-weighted κ between every pair of models on the ranking task,
   per context × role × dataset, with observed and expected agreement (Table 9).
 
@@ -30,14 +32,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from counterbench.builtin.stem.design import LETTERS
+from counterbench.builtin.stem.design import LETTERS, TRUNCATED_MODES
 from counterbench.builtin.stem.profiles import attribute_columns, get_context
 from counterbench.outcomes.readability import provenance, score_texts
 from counterbench.stats.agreement import cohen_kappa, interpret_kappa
 from counterbench.stats.inference import ALPHA, family_marks
 from counterbench.stats.multiple_testing import benjamini_hochberg
 from counterbench.stats.seeding import stable_seed
-from counterbench.stats.shap_linear import linear_shap, shap_summary
+from counterbench.stats.shap_linear import linear_shap, one_hot, shap_summary
 from counterbench.stats.swap_test import LabelPermutationTest
 from counterbench.stats.welch import pairwise_welch
 from counterbench.stats.zbias import group_scores, mab_mdb
@@ -55,15 +57,21 @@ def context_attributes(context: str) -> dict[str, tuple[str, ...]]:
     return {a.name: a.levels for a in get_context(context).attributes}
 
 
-def outcome_frame(results: pd.DataFrame, math: str = "raw") -> pd.DataFrame:
-    """One row per response with ``y`` (chosen level or MGL), ``letter`` and ``scored`` (see module docstring).
+def outcome_frame(results: pd.DataFrame, math: str = "raw", truncated: str = "score") -> pd.DataFrame:
+    """One row per response with ``y`` (chosen level or MGL), ``letter`` and ``truncated`` (see module docstring).
 
     Ranking: ``value`` is the chosen option's index (``choice`` outcome); rows not ``ok`` have ``y`` NaN.
     Generation: MGL is taken from ``value`` when the row was scored as ``mgl`` under raw maths handling,
-    else recomputed from ``response`` (cached per text); rows not ``ok`` have ``y`` NaN.
+    else recomputed from ``response`` (cached per text). An explanation cut at the token limit (status
+    ``truncated``) is scored on the text received, as the paper does, when ``truncated`` is ``score`` (the
+    default; its row has ``truncated`` True), and left out (``y`` NaN) when it is ``drop``; other rows not
+    ``ok`` have ``y`` NaN.
     """
+    if truncated not in TRUNCATED_MODES:
+        raise ValueError(f"truncated must be one of {TRUNCATED_MODES}, got {truncated!r}")
     frame = results.drop(columns=[c for c in ("system", "user") if c in results.columns])
-    status_ok = frame["status"].astype(str).eq("ok").to_numpy()
+    status = frame["status"].astype(str).to_numpy()
+    status_ok = status == "ok"
     value = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=np.float64)
     task = frame["task"].astype(str).to_numpy()
     y = np.full(len(frame), np.nan)
@@ -81,20 +89,27 @@ def outcome_frame(results: pd.DataFrame, math: str = "raw") -> pd.DataFrame:
             if hit.any():
                 levels[hit] = pd.to_numeric(sub[f"option_{x}"], errors="coerce").to_numpy(dtype=np.float64)[hit]
         y[rank] = levels
-    gen = (task == "generation") & status_ok
+    cut = (task == "generation") & (status == "truncated")
+    if "response" in frame.columns:
+        cut &= frame["response"].map(lambda r: isinstance(r, str) and bool(r.strip())).to_numpy(dtype=bool)
+    else:
+        cut &= False
+    gen = (task == "generation") & (status_ok | (cut & (truncated == "score")))
     if gen.any():
         unit = frame["unit"].astype(str).to_numpy() if "unit" in frame.columns else np.full(len(frame), "")
-        stored = gen & (unit == "mgl") & ~np.isnan(value) & bool(math == "raw")
+        stored = gen & status_ok & (unit == "mgl") & ~np.isnan(value) & bool(math == "raw")
         y[stored] = value[stored]
         redo = gen & ~stored
         if redo.any():
             y[redo] = score_texts(frame.loc[redo, "response"].tolist(), math)["mgl"].to_numpy()
     frame["letter"] = letters
     frame["y"] = y
+    frame["truncated"] = cut
     frame["metric"] = np.where(task == "ranking", "MCV", "MGL")
     frame["scored_by"] = np.where(task == "ranking", "", provenance(math))
     keep = [c for c in (*CELL, "prompt_id", "profile_id", "experiment", "step", "varied", "subject", "problem_id",
-                        "characteristic", "status", "letter", "y", "metric", "scored_by", *ATTRIBUTE_COLUMNS)
+                        "characteristic", "status", "truncated", "letter", "y", "metric", "scored_by",
+                        *ATTRIBUTE_COLUMNS)
             if c in frame.columns]
     return frame[keep].reset_index(drop=True)
 
@@ -229,8 +244,8 @@ def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: 
     summaries, points = [], []
     for key, part in rows.groupby(list(cell), sort=True, observed=True):
         attrs = list(context_attributes(str(part["context"].iloc[0])))
-        if len(part) < len(attrs) + 2:
-            continue
+        if shap_identification(part, attrs)["reason"]:
+            continue  # refused: :func:`shap_refusals` says why
         result = linear_shap(part, attrs, "y")
         summary = shap_summary(result)
         for col, val in zip(cell, key, strict=True):
@@ -253,6 +268,46 @@ def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: 
     beeswarm = pd.concat(points, ignore_index=True)
     return (summary[[*first, *[c for c in summary.columns if c not in first]]],
             beeswarm[[*first, "attribute", "level", "shap"]])
+
+
+def shap_identification(part: pd.DataFrame, attributes: Sequence[str]) -> dict[str, object]:
+    """Whether one cell's linear SHAP is identified: ``reason`` empty when it is, else why not.
+
+    The linear model has one intercept and, per attribute, one effect per level present beyond the
+    first: ``parameters``. Its SHAP values are unique only when the one-hot design (with the intercept)
+    has that ``rank``; otherwise two exact fits of the same data give different attributions (the quick
+    preset's 8 profiles give rank 8 against 17–19 parameters). The design is per response, but all of a
+    profile's responses share its row, so the rank is at most the number of profiles; at least two
+    profiles more than parameters are asked for, so the fit has residual degrees of freedom. An outcome
+    that does not vary has nothing to attribute."""
+    x, _ = one_hot(part, attributes)
+    design = np.column_stack([np.ones(len(x)), x.to_numpy()])
+    parameters = 1 + sum(max(part[a].fillna("").astype(str).nunique() - 1, 0) for a in attributes)
+    distinct = np.unique(design, axis=0) if len(design) else design
+    rank = int(np.linalg.matrix_rank(distinct)) if len(distinct) else 0
+    profiles = int(part["profile_id"].nunique()) if "profile_id" in part.columns else len(part)
+    y = part["y"].to_numpy(np.float64)
+    reason = ""
+    if len(y) < 2 or float(np.nanstd(y)) == 0.0:
+        reason = "the outcome does not vary in this cell: nothing to attribute"
+    elif rank < parameters:
+        reason = (f"not identified: the one-hot design has rank {rank} for {parameters} parameters "
+                  f"({profiles} profiles), so different exact fits give different SHAP values")
+    elif profiles < parameters + 2:
+        reason = f"too few profiles ({profiles}) for {parameters} parameters (need at least {parameters + 2})"
+    return {"n": len(part), "n_profiles": profiles, "parameters": parameters, "rank": rank, "reason": reason}
+
+
+def shap_refusals(frame: pd.DataFrame, cell: Sequence[str] = CELL) -> pd.DataFrame:
+    """Cells whose SHAP is refused (see :func:`shap_identification`), with the reason; empty when none is."""
+    rows = _main(frame)
+    rows = rows[rows["y"].notna()]
+    out = []
+    for key, part in rows.groupby(list(cell), sort=True, observed=True):
+        check = shap_identification(part, list(context_attributes(str(part["context"].iloc[0]))))
+        if check["reason"]:
+            out.append({**dict(zip(cell, (str(k) for k in key), strict=True)), **check})
+    return pd.DataFrame(out)
 
 
 def kappa_table(frame: pd.DataFrame, by: Sequence[str] = ("context", "role", "dataset")) -> pd.DataFrame:

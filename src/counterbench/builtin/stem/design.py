@@ -8,8 +8,9 @@
   (:func:`option_order`; seed = stable hash of the design seed, profile, role and subject). The order is
   stored in ``option_order`` (the levels in A..E order, e.g. ``31524``) and in ``option_A`` …
   ``option_E`` (each option's level), so the chosen letter maps back to a level without the seed.
-- **Generation**: for each profile × problem, teacher framing; ``requested_max_tokens`` 512 by default
-  (the run sends ``--max-tokens``: give ``--max-tokens 512`` to reproduce the paper).
+- **Generation**: for each profile × problem, teacher framing; ``requested_max_tokens`` is the design's
+  ``generation_tokens`` (512, the paper's), a ranking prompt's its ``ranking_tokens`` (16); the run sends
+  each prompt its own limit unless ``--max-tokens`` overrides every prompt's.
 - **Experiments** (column ``experiment``): ``main`` (sampled profiles), ``progressive`` and
   ``ablation`` (§4.3.1, §4.5.2; generation task only, as in the paper), ``single`` (§4.5.1; both tasks).
 
@@ -50,6 +51,9 @@ LETTERS = ("A", "B", "C", "D", "E")
 RANKING_ANSWER_TYPE = "choice:" + "|".join(LETTERS)
 GENERATION_ANSWER_TYPE = "text:mgl"
 RANKING_MAX_TOKENS = 16
+#: what the analysis does with an explanation cut at the token limit: ``score`` the text received (the
+#: paper's rule, the default) or ``drop`` it
+TRUNCATED_MODES = ("score", "drop")
 BASE = ("prompt_id", "study", "use_case", "language", "axis", "identifier", "profile_id", "question_variant",
         "variant", "answer_type", "system", "user")
 DESIGN = ("task", "role", "context", "experiment", "step", "varied", "dataset", "subject", "problem_id", "level",
@@ -80,6 +84,7 @@ class StemDesign:
     sampling: str = "paper"
     roles: tuple[str, ...] = ("teacher", "student")
     generation_tokens: int = 512
+    ranking_tokens: int = RANKING_MAX_TOKENS
     math_per_subject: int = 3
     jeebench: int = 50
     progressive: tuple[str, ...] = ()
@@ -108,8 +113,11 @@ class StemDesign:
         bad_tasks = [t for t in self.tasks if t not in ("ranking", "generation")]
         if bad_tasks:
             raise UserError(f"unknown STEM task '{bad_tasks[0]}' (one of: ranking, generation)")
-        if self.generation_tokens < 1:
-            raise UserError(f"generation_tokens must be at least 1, got {self.generation_tokens}")
+        for name in ("generation_tokens", "ranking_tokens"):
+            if int(getattr(self, name)) < 1:
+                raise UserError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 1 <= self.math_per_subject <= 3 and not self.math_path:
+            raise UserError(f"math_per_subject must be 1 to 3 with the built-in problems, got {self.math_per_subject}")
         return self
 
 
@@ -140,7 +148,7 @@ def problem_sets(design: StemDesign) -> tuple[pd.DataFrame, pd.DataFrame]:
     if math is not None:
         parts.append(pb.generation_set(math, per_subject=design.math_per_subject, seed=design.seed))
     else:
-        parts.append(pb.generation_set(builtin, per_subject=1))
+        parts.append(pb.builtin_generation_problems(per_subject=design.math_per_subject))
     if design.jeebench_path:
         parts.append(pb.generation_set(pb.load_jeebench(design.jeebench_path), n=design.jeebench, seed=design.seed))
     return ranking, pd.concat(parts, ignore_index=True)
@@ -193,7 +201,7 @@ def _ranking_rows(profiles: pd.DataFrame, problems: pd.DataFrame, design: StemDe
                     "question_variant": subject_index[subject],
                     "option_order": "".join(map(str, order)),
                     **{f"option_{x}": str(v) for x, v in zip(LETTERS, order, strict=True)},
-                    "answer_type": RANKING_ANSWER_TYPE, "requested_max_tokens": RANKING_MAX_TOKENS,
+                    "answer_type": RANKING_ANSWER_TYPE, "requested_max_tokens": design.ranking_tokens,
                     "user": f"{_tidy(framing)}\n\n{options}\n\n{rank['instruction']}",
                     "prompt_id": f"stem-rank-{role}-{prof['profile_id']}-{_slug(str(subject))}",
                 })
@@ -274,6 +282,7 @@ def describe(design: StemDesign) -> Mapping[str, Any]:
     """A small summary of the design for the report's methods section."""
     return {"contexts": list(design.contexts), "profiles": design.profiles,
             "sampling": design.sampling, "roles": list(design.roles), "generation_tokens": design.generation_tokens,
+            "ranking_tokens": design.ranking_tokens,
             "progressive": list(design.progressive), "single_attribute": list(design.single_attribute),
             "seed": design.seed, "math": bool(design.math_path), "jeebench": bool(design.jeebench_path)}
 

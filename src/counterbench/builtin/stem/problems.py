@@ -4,7 +4,9 @@ Every loader returns one frame with columns ``problem_id``, ``dataset``, ``subje
 (1–5; JEEBench has none: 0), ``problem``, ``solution`` (may be empty for JEEBench) and ``qtype``.
 
 - :func:`builtin_problems`: 7 subjects × 5 levels with worked solutions, written by the project
-  (``problems.yaml``), so the study runs offline out of the box.
+  (``problems.yaml``), so the study runs offline out of the box; :func:`builtin_generation_problems`: its
+  generation set, 3 level-3 problems per subject (the paper's 7 × 3: the ranking task's level-3 problem and
+  two more).
 - :func:`load_math`: a user-supplied copy of the MATH benchmark — its per-file JSON layout
   (``MATH/test/algebra/722.json`` with ``problem``, ``level`` ``"Level 3"``, ``type``, ``solution``), or a
   JSONL file (one object per line; ``level`` may be ``3`` or ``"Level 3"``, the subject ``type`` or
@@ -59,16 +61,34 @@ def _builtin() -> pd.DataFrame:
     rows = []
     for subject, levels in raw.items():
         slug = re.sub(r"[^a-z]+", "_", str(subject).lower()).strip("_")
-        for level, item in sorted(levels.items()):
+        more = levels.get("more_level_3") or []
+        for level, item in sorted((k, v) for k, v in levels.items() if isinstance(k, int)):
             rows.append({"problem_id": f"builtin/{slug}/{int(level)}", "dataset": "builtin", "subject": str(subject),
                          "level": int(level), "problem": str(item["problem"]), "solution": str(item["solution"]),
                          "qtype": "worked"})
+        for number, item in enumerate(more, start=2):
+            rows.append({"problem_id": f"builtin/{slug}/3-{number}", "dataset": "builtin", "subject": str(subject),
+                         "level": 3, "problem": str(item["problem"]), "solution": str(item["solution"]),
+                         "qtype": "worked-extra"})
     return _frame(rows)
 
 
 def builtin_problems() -> pd.DataFrame:
-    """The project's own 7 × 5 problems with worked solutions."""
-    return _builtin().copy()
+    """The project's own 7 × 5 problems with worked solutions (the ranking task's options)."""
+    frame = _builtin()
+    return frame[frame["qtype"].eq("worked")].reset_index(drop=True)
+
+
+def builtin_generation_problems(per_subject: int = 3) -> pd.DataFrame:
+    """The built-in generation set: ``per_subject`` level-3 problems per subject (at most 3), in the order
+    every subject's first problem (the ranking task's level 3), then every subject's second, ... — so
+    problem ``k`` of the first round is subject ``k``, as with one problem per subject."""
+    frame = _builtin()
+    level3 = frame[frame["level"].eq(3)].copy()
+    level3["round"] = level3.groupby("subject", sort=False).cumcount()
+    level3["order"] = level3["subject"].map({s: i for i, s in enumerate(dict.fromkeys(frame["subject"]))})
+    chosen = level3[level3["round"].lt(per_subject)].sort_values(["round", "order"], kind="mergesort")
+    return chosen.drop(columns=["round", "order"]).reset_index(drop=True)
 
 
 def _level(value: Any) -> int | None:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from counterbench.builtin.stem import analysis as A
 from counterbench.builtin.stem import analysis_designs as D
+from counterbench.builtin.stem import truncation as T
 from counterbench.outcomes.readability import provenance
 
 #: table name -> what it is (the report's and the CSV folder's vocabulary)
@@ -26,6 +27,7 @@ TABLES: dict[str, str] = {
     "stem_pairwise": "Every pair of levels: Welch t, Cohen's d, BH-FDR, response and profile level side by side",
     "stem_shap": "Mean |SHAP| per attribute and level (exact linear SHAP on one-hot attributes)",
     "stem_shap_points": "Per-response SHAP values by attribute (a seeded sample, for the beeswarm)",
+    "stem_shap_refused": "Cells whose SHAP attribution is refused, with the reason (design rank, profiles, variance)",
     "stem_kappa": "Cohen's κ and linear-weighted κ between models on the ranking task",
     "stem_progressive": "The progressive intersectional experiment: MGL per step",
     "stem_interaction_cells": "Interaction tables at the last step: cell means",
@@ -34,6 +36,9 @@ TABLES: dict[str, str] = {
     "stem_extremes": "Top and bottom profiles by mean z",
     "stem_positions": "Ranking task: share of choices per letter, χ² against uniform",
     "stem_position_interactions": "Ranking task: letter × attribute χ² tests of independence",
+    "stem_truncation": "Generation task: explanations cut at the token limit, share per attribute level",
+    "stem_truncation_sensitivity": "Generation task: the gap per attribute (MDB) with cut explanations scored and "
+                                   "dropped",
 }
 
 WHY_EMPTY: dict[str, str] = {
@@ -42,9 +47,13 @@ WHY_EMPTY: dict[str, str] = {
     "stem_interaction_cells": "needs the progressive experiment (the paper preset)",
     "stem_interaction_gaps": "needs the progressive experiment (the paper preset)",
     "stem_single_attribute": "needs the single-attribute replication (the paper preset)",
-    "stem_shap": "needs more scored responses per cell than one-hot attribute columns",
+    "stem_shap": "needs an identified linear model in some cell: more profiles than parameters, a one-hot design of "
+                 "full rank and an outcome that varies (the refused cells say which failed)",
+    "stem_shap_refused": "every cell's SHAP attribution is identified",
     "stem_positions": "needs ranking answers with a valid letter",
     "stem_position_interactions": "needs ranking answers that use at least two different letters",
+    "stem_truncation": "no explanation was cut at the token limit",
+    "stem_truncation_sensitivity": "no explanation was cut at the token limit",
 }
 
 
@@ -53,20 +62,33 @@ WHY_EMPTY: dict[str, str] = {
 METHODS = (
     "Each answer is read from its fixed final line (a chosen level, or an explanation scored for reading "
     "level); unreadable answers are counted in the parse-health table and left out of every other table, "
-    "nothing is imputed. A student profile answers many problems, so the profile — not the prompt — is the "
+    "nothing is imputed. {truncated} A student profile answers many problems, so the profile — not the prompt — is the "
     "independent unit: comparisons of two levels of an attribute use each profile's mean and a studentized "
     "permutation test over profiles (at least 3 a side); interaction gaps swap matched profiles (exact, at "
     "least 6 pairs); position tables use χ² only when every expected count is at least 5. Marks (*) are "
     "Benjamini–Hochberg corrected within each model's rows of a table; comparisons on too few profiles read "
     "\"too few … to test (n = …)\". The paper's response-level Welch tests are kept as labelled columns.")
 
-def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) -> tuple[dict[str, pd.DataFrame],
-                                                                                            dict[str, Any]]:
-    """(tables, summary) for the STEM study's responses in ``results`` (see module docstring)."""
+TRUNCATED_METHODS = {
+    "score": "An explanation cut at the token limit is scored on the text received, as the paper does, and "
+             "counted as truncated in parse health and per attribute level (the truncation tables give the gaps "
+             "with those explanations dropped).",
+    "drop": "Explanations cut at the token limit are left out (the truncated option is drop; the paper scores "
+            "them); the truncation tables give the gaps with them scored.",
+}
+
+
+def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, truncated: str = "score"
+                    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """(tables, summary) for the STEM study's responses in ``results`` (see module docstring).
+
+    ``truncated``: ``score`` (the paper) scores explanations cut at the token limit, ``drop`` leaves them out
+    (:mod:`.truncation` shows both either way)."""
     from counterbench.analyses.health import parse_health
     from counterbench.version import __version__
 
-    frame = A.outcome_frame(results, math=math)
+    scored = A.outcome_frame(results, math=math, truncated="score")
+    frame = scored if truncated == "score" else T.dropped(scored)
     scores, bias = A.bias_tables(frame)
     shap, points = A.shap_tables(frame, seed=seed)
     cells, gaps = D.interaction_tables(frame, seed=seed)
@@ -80,6 +102,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
         "stem_pairwise": A.pairwise_tables(frame, seed=seed),
         "stem_shap": shap,
         "stem_shap_points": points,
+        "stem_shap_refused": A.shap_refusals(frame),
         "stem_kappa": A.kappa_table(frame),
         "stem_progressive": D.progressive_table(frame),
         "stem_interaction_cells": cells,
@@ -88,6 +111,8 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
         "stem_extremes": D.extremes_table(frame),
         "stem_positions": positions,
         "stem_position_interactions": position_tests,
+        "stem_truncation": T.truncation_table(scored),
+        "stem_truncation_sensitivity": T.sensitivity_table(scored),
         "parse_health": parse_health(responses),
     }
     unsupported = {name: WHY_EMPTY.get(name, "no scored responses for it yet")
@@ -113,7 +138,8 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0) 
         "readability": provenance(math),
         "tables": dict(TABLES),
         "unsupported": unsupported,
-        "methods": METHODS,
+        "methods": METHODS.format(truncated=TRUNCATED_METHODS[truncated]),
+        "truncated_explanations": truncated,
         "notes": [],
     }
     return tables, summary

@@ -147,6 +147,17 @@ def shap_section(ctx: ReportContext) -> Section:
                               "much each attribute moves a response away from the average. Mean |SHAP| ranks the "
                               "attributes; in the strip charts each dot is one response (colour: the attribute's "
                               "level).")
+    refused = show_table(section, ctx, "stem_shap_refused", [
+        *CELL_COLS, t.count("n_profiles", "Profiles"), t.count("parameters", "Parameters"),
+        t.count("rank", "Design rank"), t.text("reason", "Why no attribution")],
+        caption="Cells refused: their SHAP values would not be unique (or there is nothing to attribute)")
+    if refused is not None:
+        section.notes.append(f"{len(refused)} cell(s) have no SHAP attribution and no chart: a linear model on the "
+                             "one-hot attributes is identified only when the design's rank equals its parameters "
+                             "(one per level beyond the first, plus the intercept) with profiles to spare; otherwise "
+                             "two exact fits of the same answers give different attributions.")
+        if frame is None:
+            section.unsupported = None  # the refusal table says why, cell by cell
     if frame is None:
         return section
     points = ctx.nonempty("stem_shap_points")

@@ -17,10 +17,16 @@ distribution directly as parsed results, from the same preset file (``sim:stem``
 
 Draws use a NumPy generator seeded by ``stable_seed("stem-sim", model, seed)``; they match the backend's
 distribution, not its per-request draws.
+
+:func:`cut_at_limit` adds what the backend never does: explanations that run past a token limit. Each
+generation answer gets a length in tokens, longer for a planted group (and for harder prose); an
+answer longer than the limit is stored as a real run stores it — status ``truncated``, no value,
+``finish_reason`` ``length`` — with the text received (the first ``limit / length`` of the prose).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -84,3 +90,38 @@ def simulate_outcomes(table: pd.DataFrame, model: str = "sim:stem", *, preset: s
                            "value": np.where(ok, value, np.nan), "unit": pd.Series(unit).where(ok, None).to_numpy(),
                            "response": None}
     return table.assign(**out)
+
+
+def cut_at_limit(results: pd.DataFrame, limit: int, *, longer: Mapping[str, Sequence[str]] | None = None,
+                 factor: float = 1.6, base_tokens: float = 400.0, per_grade: float = 0.1, noise_sd: float = 0.15,
+                 seed: int = 0) -> pd.DataFrame:
+    """``results`` (from :func:`simulate_outcomes`) with every generation answer written out as prose at its
+    grade and those longer than ``limit`` tokens cut there (see module docstring).
+
+    An explanation's length is ``base_tokens · exp(per_grade · (MGL − 11) + noise_sd · z)``, times
+    ``factor`` for rows whose columns match every entry of ``longer`` (e.g. ``{"income": ["Low"]}``): the
+    planted group whose explanations hit the limit more often. Ranking rows are unchanged."""
+    from counterbench.outcomes.readability import text_at_grade
+
+    out = results.copy()
+    gen = out["task"].astype(str).eq("generation").to_numpy() & out["status"].astype(str).eq("ok").to_numpy()
+    grade = pd.to_numeric(out["value"], errors="coerce").to_numpy(np.float64)
+    rng = np.random.default_rng(stable_seed("stem-sim-length", base_seed=seed))
+    tokens = base_tokens * np.exp(per_grade * (grade - 11.0) + noise_sd * rng.standard_normal(len(out)))
+    if longer:
+        hit = np.ones(len(out), dtype=bool)
+        for column, allowed in longer.items():
+            hit &= _column(out, column).isin(list(allowed)).to_numpy()
+        tokens = np.where(hit, tokens * factor, tokens)
+    cut = gen & (tokens > limit)
+    responses = np.array(out["response"].tolist(), dtype=object)
+    for i in np.flatnonzero(gen):
+        words = text_at_grade(float(grade[i])).split()
+        keep = len(words) if not cut[i] else max(1, round(len(words) * limit / tokens[i]))
+        responses[i] = " ".join(words[:keep])
+    out["response"] = responses
+    out["finish_reason"] = pd.Series(np.where(cut, "length", "stop"), index=out.index).where(gen, None)
+    out.loc[cut, "status"] = "truncated"
+    out.loc[cut, "value"] = np.nan
+    out.loc[cut, "unit"] = None
+    return out

@@ -7,9 +7,13 @@ as many attribute levels as possible, 2 subjects and 2 generation problems; ``ma
 
 A user's MATH copy and JEEBench ``dataset.json`` are given through the environment, since a registered
 study is built without arguments: ``COUNTERBENCH_STEM_MATH`` (the MATH directory or a JSONL file) and
-``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``. So is the readability maths
-handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default, or ``placeholder``;
-from Python also ``StemStudy(readability_math=...)``), read when the answers are analysed.
+``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``. So are the per-task output-token
+limits each prompt asks for, ``COUNTERBENCH_STEM_RANKING_TOKENS`` (16) and
+``COUNTERBENCH_STEM_GENERATION_TOKENS`` (512, the paper's); ``--max-tokens`` overrides both at once. So is
+the readability maths handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default,
+or ``placeholder``; from Python also ``StemStudy(readability_math=...)``), and what happens to explanations
+cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or
+``drop``; from Python ``StemStudy(truncated=...)``), both read when the answers are analysed.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
 letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
@@ -27,6 +31,7 @@ import pandas as pd
 from counterbench.builtin.stem.design import (
     GENERATION_ANSWER_TYPE,
     LETTERS,
+    TRUNCATED_MODES,
     StemDesign,
     build_prompt_table,
     presets,
@@ -41,6 +46,24 @@ from counterbench.studies.base import Facet
 MATH_ENV = "COUNTERBENCH_STEM_MATH"
 JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
 READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
+TRUNCATED_ENV = "COUNTERBENCH_STEM_TRUNCATED"
+#: per-task output-token limits (each prompt's ``requested_max_tokens``; ``--max-tokens`` overrides both)
+TOKEN_ENVS = {"ranking_tokens": "COUNTERBENCH_STEM_RANKING_TOKENS",
+              "generation_tokens": "COUNTERBENCH_STEM_GENERATION_TOKENS"}
+
+
+def _env_tokens() -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for name, env in TOKEN_ENVS.items():
+        raw = (os.environ.get(env) or "").strip()
+        if not raw:
+            out[name] = None
+            continue
+        try:
+            out[name] = int(raw)
+        except ValueError:
+            raise UserError(f"{env} must be a whole number of tokens, got {raw!r}") from None
+    return out
 
 
 def coverage_pick(profiles: pd.DataFrame, attributes: Sequence[str], k: int) -> list[str]:
@@ -72,12 +95,16 @@ class StemStudy:
     canonical_pairs: Mapping[str, tuple[str, str]] = {}
     languages: Mapping[str, str] = {"en": "English"}
 
-    def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None) -> None:
+    def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None,
+                 truncated: str | None = None) -> None:
         self._readability_math = readability_math
+        self._truncated = truncated
         if readability_math is not None:
             self.readability_math()  # a bad value fails here, not at analysis time
+        if truncated is not None:
+            self.truncated()
         self.design = design or StemDesign.paper(math_path=os.environ.get(MATH_ENV) or None,
-                                                 jeebench_path=os.environ.get(JEEBENCH_ENV) or None)
+                                                 jeebench_path=os.environ.get(JEEBENCH_ENV) or None, **_env_tokens())
         names: dict[str, None] = {}
         for ctx in self.design.contexts:
             for attr in get_context(ctx).attributes:
@@ -140,6 +167,17 @@ class StemStudy:
                             f"got {chosen!r}")
         return chosen
 
+    def truncated(self) -> str:
+        """What happens to explanations cut at the token limit: the constructor's choice, else
+        ``$COUNTERBENCH_STEM_TRUNCATED``, else ``score`` (scored on the text received, as the paper)."""
+        chosen, source = self._truncated, "truncated"
+        if chosen is None:
+            chosen, source = os.environ.get(TRUNCATED_ENV) or "score", TRUNCATED_ENV
+        if chosen not in TRUNCATED_MODES:
+            raise UserError(f"{source} must be one of {', '.join(TRUNCATED_MODES)} (what happens to explanations cut "
+                            f"at the token limit), got {chosen!r}")
+        return chosen
+
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
         """The study's own analysis (used instead of the generic outcome tables): :mod:`.results`.
@@ -149,13 +187,17 @@ class StemStudy:
         :meth:`readability_math` says."""
         from counterbench.builtin.stem.results import analyze_results
 
-        return analyze_results(results, math=self.readability_math(), seed=seed)
+        return analyze_results(results, math=self.readability_math(), seed=seed, truncated=self.truncated())
 
     def report_sections(self, ctx: Any) -> list[Any]:
-        """The study's report sections, one per table: :mod:`.sections`."""
+        """The study's report sections, one per table: :mod:`.sections` (the paper's tables, in its order)
+        with :mod:`.sections_extra` (truncation) after the descriptive statistics."""
         from counterbench.builtin.stem.sections import stem_sections
+        from counterbench.builtin.stem.sections_extra import truncation_section
 
-        return stem_sections(ctx)
+        out = stem_sections(ctx)
+        out.insert(1, truncation_section(ctx))
+        return out
 
 
 def create_study() -> StemStudy:

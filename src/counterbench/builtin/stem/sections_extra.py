@@ -1,0 +1,70 @@
+"""STEM report sections beyond the paper's tables: explanations cut at the token limit.
+
+Labels enter the page escaped (the autoescaping table templates)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from counterbench.builtin.stem.sections import CELL_COLS, _section
+from counterbench.report import tables as t
+from counterbench.report.context import ReportContext
+from counterbench.report.document import Section, show_table
+
+
+def truncation_lines(shares: pd.DataFrame, sensitivity: pd.DataFrame | None, mode: str) -> list[str]:
+    """The section's sensitivity lines: the overall share, its range over levels, the largest gap both ways."""
+    lines = []
+    for (model, context, dataset), part in shares.groupby(["model", "context", "dataset"], sort=True):
+        total = part[part["attribute"].eq("(all)")]
+        levels = part[part["attribute"].ne("(all)")]
+        if total.empty:
+            continue
+        line = (f"{model} · {context} · {dataset}: {int(total['n_truncated'].iloc[0]):,} of "
+                f"{int(total['n'].iloc[0]):,} explanations ({t.fmt_share(total['share'].iloc[0])}) hit the token "
+                "limit")
+        if not levels.empty:
+            ordered = levels.sort_values("share", kind="mergesort")
+            lo, hi = ordered.iloc[0], ordered.iloc[-1]
+            line += (f"; by attribute level from {t.fmt_share(lo['share'])} ({lo['attribute']}: {lo['level']}) to "
+                     f"{t.fmt_share(hi['share'])} ({hi['attribute']}: {hi['level']})")
+        if sensitivity is not None:
+            gaps = sensitivity[sensitivity["model"].astype(str).eq(str(model))
+                               & sensitivity["context"].astype(str).eq(str(context))
+                               & sensitivity["dataset"].astype(str).eq(str(dataset))]
+            if not gaps.empty:
+                top = gaps.iloc[0]
+                line += (f". Largest gap ({top['attribute']}): {t.fmt_num(top['mdb_scored'])} grade levels with them "
+                         f"scored, {t.fmt_num(top['mdb_dropped'])} with them dropped")
+                moved = gaps.iloc[int(gaps["change"].abs().to_numpy().argmax())]
+                if moved["attribute"] != top["attribute"]:
+                    line += (f"; the gap truncation moves most ({moved['attribute']}): "
+                             f"{t.fmt_num(moved['mdb_scored'])} → {t.fmt_num(moved['mdb_dropped'])}")
+        lines.append(line + ".")
+    rule = ("scored on the text received, as the paper does (the analysis option truncated = score)" if mode == "score"
+            else "left out of every other table (the analysis option truncated = drop; the paper scores them)")
+    lines.append(f"In this analysis the cut explanations are {rule}; set COUNTERBENCH_STEM_TRUNCATED to choose. "
+                 "These figures are descriptive: a large change means the result depends on how the token limit "
+                 "is handled — rerun with a larger limit (--retry-errors --retry-max-tokens N) to settle it.")
+    return lines
+
+
+def truncation_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_truncation", "stem_truncation", "Explanations cut at the token limit",
+                              "Explanations that run past the token limit arrive cut off. If one group of students "
+                              "gets longer explanations, its explanations are cut more often: this section shows "
+                              "the share per attribute level and each attribute's gap (MDB, grade levels) with the "
+                              "cut explanations scored and with them dropped.")
+    if frame is None:
+        return section
+    mode = str(ctx.data.summary.get("truncated_explanations", "score"))
+    section.notes.extend(truncation_lines(frame, ctx.nonempty("stem_truncation_sensitivity"), mode))
+    show_table(section, ctx, "stem_truncation", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("dataset", "Dataset"),
+        t.text("attribute", "Attribute"), t.text("level", "Level"), t.count("n", "Answers"),
+        t.count("n_truncated", "Cut at the limit"), t.share("share", "Share")])
+    show_table(section, ctx, "stem_truncation_sensitivity", [
+        *CELL_COLS, t.text("attribute", "Attribute"), t.num("mdb_scored", "Gap, cut scored", 3),
+        t.num("mdb_dropped", "Gap, cut dropped", 3), t.num("change", "Change", 3, signed=True),
+        t.num("mdb_z_scored", "Gap (z), scored", 3), t.num("mdb_z_dropped", "Gap (z), dropped", 3)])
+    return section
