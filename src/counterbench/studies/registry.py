@@ -6,7 +6,9 @@ entry points, exactly like a third-party package (as pytest finds its plugins); 
 them. An entry names a *factory*: a callable returning a :class:`~counterbench.studies.base.Study`,
 or a path (``str``/``Path``) to a study YAML file. Code may also register a study directly
 (:func:`register_study`). A path to a study ``.yaml`` file is loaded and checked strictly
-(``docs/studies.md``).
+(``docs/studies.md``). A study file whose top-level ``study:`` key names a registered study is handed
+to that study's ``from_study_file(mapping, path)`` (a Python study declared from data files, such as
+another country's inputs); a registered study without that method cannot be extended by a file.
 
 Loading is lazy and cached per process.
 """
@@ -106,4 +108,20 @@ def _load_entry(name: str) -> Study:
 @lru_cache(maxsize=32)
 def _load_file(path: str, _mtime: int) -> Study:
     p = Path(path)
-    return DeclarativeStudy(parse_study(read_study_mapping(p), source=p.name))
+    data = read_study_mapping(p)
+    if "study" in data:
+        return _extend_registered(data, p)
+    return DeclarativeStudy(parse_study(data, source=p.name))
+
+
+def _extend_registered(data: dict[str, Any], path: Path) -> Study:
+    """A study file ``study: NAME`` + NAME's own keys, built by NAME's ``from_study_file``."""
+    name = data.pop("study")
+    if not isinstance(name, str) or name not in STUDIES:
+        raise UserError(f"{path.name}: study: '{name}' is not a registered study ({', '.join(STUDIES.names())})")
+    base = _load_entry(name)
+    extend = getattr(base, "from_study_file", None)
+    if not callable(extend):
+        raise UserError(f"{path.name}: study {name} cannot be declared from a study file (it has no from_study_file)")
+    made: Study = extend(data, path)
+    return made

@@ -33,8 +33,9 @@ TABLES: dict[str, str] = {
     "hiring_job_fit": "win rate by ethnicity within male-, female-dominated and neutral jobs",
     "hiring_recoverability": "macro-F1 of gender and ethnicity recovered from each resume, per marker condition",
     "hiring_ablation": "recoverability as marker categories are removed cumulatively",
-    "hiring_length_control": "within-job regression of the outcome on resume length",
-    "hiring_language_only": "win rate when only the languages line differs from the neutral resume",
+    "hiring_length_control": "regression of the outcome on resume length within job × ethnicity",
+    "hiring_language_only": "win rate per ethnicity when only the languages line differs from the neutral resume "
+                            "(byte-identical prompts counted once)",
     "hiring_position_effect": "share of first-position choices, ties and consistent verdicts",
     "hiring_parse_health": "answers per status and reason (hostile output is classified, never a value), and how "
                            "many wrote a rationale before their final line",

@@ -10,10 +10,19 @@ Paper "Small Changes, Big Impact" §3.4.1, §4.2 ("Robustness checks"), App. E (
 - **Job fit**: WR per ethnicity = mean of the WR_g of its gender groups, within each job
   gender-dominance category (male / female / neutral), and the range across ethnicities.
 - **Resume length**: the outcome regressed on the augmented resume's character length after removing
-  each job's mean (within-job OLS slope, its two-sided p-value and r); for Direct Comparison the
-  outcome is the comparison's win rate, for Score & Shortlist the score.
-- **Language-only**: WR per group for comparisons whose augmented resume carries only the languages
-  line (condition ``only-languages``).
+  the mean of each job × ethnicity cell (OLS slope within job × ethnicity, its two-sided p-value and
+  r); for Direct Comparison the outcome is the comparison's win rate, for Score & Shortlist the
+  score. Within the job alone the control confounds length with ethnicity: one ethnicity's baskets
+  can be longer (the built-in Chinese ones are, 811 vs 783 characters), so a preference for that
+  ethnicity reads as a length effect (+0.12 win rate per 100 characters, p < 0.001, with an
+  ethnicity-only planted effect). Within job × ethnicity only the length differences between the
+  variations of one ethnicity remain, which is what the control asks: does length matter once the
+  markers' group is held fixed?
+- **Language-only**: WR per **ethnicity** for comparisons whose augmented resume carries only the
+  languages line (condition ``only-languages``). The languages line of a basket usually does not
+  depend on gender, so the Male and Female resumes are byte-identical prompts (the second is served
+  from the cache): byte-identical prompts (``user`` text, when the frame has it) count once, and the
+  table — and its Benjamini–Hochberg family — has one row per ethnicity, not two identical ones.
 """
 
 from __future__ import annotations
@@ -69,11 +78,17 @@ def job_fit(comparisons: pd.DataFrame, condition: str = "all") -> pd.DataFrame:
     return eth
 
 
-def _within_job(frame: pd.DataFrame, y: str) -> dict[str, float]:
+#: the cells within which the length control compares resumes (the markers' group held fixed)
+LENGTH_CELLS: tuple[str, ...] = ("job_id", "ethnicity")
+
+
+def within_cells(frame: pd.DataFrame, y: str, cells: tuple[str, ...] = LENGTH_CELLS) -> dict[str, float]:
+    """OLS slope (per 100 characters), p-value and r of ``y`` on ``resume_chars`` within ``cells``."""
     x = frame["resume_chars"].astype(np.float64)
     yy = frame[y].astype(np.float64)
-    xc = x - x.groupby(frame["job_id"]).transform("mean")
-    yc = yy - yy.groupby(frame["job_id"]).transform("mean")
+    keys = [frame[c] for c in cells if c in frame.columns]
+    xc = x - x.groupby(keys).transform("mean")
+    yc = yy - yy.groupby(keys).transform("mean")
     if len(frame) < 3 or float(np.var(xc)) == 0.0:
         return {"slope_per_100_chars": np.nan, "p_value": np.nan, "r": np.nan, "n": len(frame)}
     fit = stats.linregress(xc, yc)
@@ -82,24 +97,29 @@ def _within_job(frame: pd.DataFrame, y: str) -> dict[str, float]:
 
 
 def length_control(comparisons: pd.DataFrame | None, scores: pd.DataFrame | None) -> pd.DataFrame:
-    """Within-job regression of the outcome on resume length, per setting × model × prompt variant."""
+    """Regression of the outcome on resume length within job × ethnicity, per setting × model × prompt variant."""
     rows = []
     if comparisons is not None and not comparisons.empty:
         per = comparison_win_rates(comparisons)
         per = per[per["condition"].eq("all")]
         for (model, rationale), part in per.groupby(CELL, sort=False):
             rows.append({"setting": "compare", "model": model, "rationale": bool(rationale),
-                         **_within_job(part.dropna(subset=["win_rate"]), "win_rate")})
+                         **within_cells(part.dropna(subset=["win_rate"]), "win_rate")})
     if scores is not None and not scores.empty:
         marked = scores[~scores["group"].eq(NEUTRAL) & scores["score"].notna()]
         for (model, rationale), part in marked.groupby(CELL, sort=False):
             rows.append({"setting": "score", "model": model, "rationale": bool(rationale),
-                         **_within_job(part, "score")})
+                         **within_cells(part, "score")})
     return pd.DataFrame(rows)
 
 
 def language_only(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int = 0) -> pd.DataFrame:
-    """WR per group (and ethnicity) when only the languages line differs from the neutral resume."""
+    """WR per ethnicity when only the languages line differs from the neutral resume (one row per
+    ethnicity; byte-identical prompts count once)."""
     if "condition" not in comparisons.columns or not comparisons["condition"].eq("only-languages").any():
         return pd.DataFrame(columns=["model", "rationale", "group", "win_rate", "ci_low", "ci_high"])
-    return win_rates(comparisons, n_boot=n_boot, seed=seed, condition="only-languages")
+    lang = comparisons[comparisons["condition"].eq("only-languages")]
+    if "user" in lang.columns:
+        lang = lang.drop_duplicates(subset=[*CELL, "user"])
+    lang = lang.assign(group=lang["ethnicity"])
+    return win_rates(lang, n_boot=n_boot, seed=seed, condition="only-languages")

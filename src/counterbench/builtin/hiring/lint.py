@@ -13,14 +13,18 @@ Decisions:
   (conversational)" → "Hokkien"), so a template mentioning any marker is rejected.
 - A ``Name:`` (or ``Full name:``) field is a name whatever follows it; first names are matched from
   the list (a small seed list — extend it for other countries).
+- Another country's lists (:func:`load_lint_terms`): a file of the same keys either *extends* the
+  built-in lists or *replaces* them; ``allow`` relaxes single terms (a generic word such as
+  "cycling"), each with the reason recorded in :attr:`LintTerms.allowed`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -38,10 +42,55 @@ class LintFinding:
     line: int
 
 
+LIST_KEYS: tuple[str, ...] = ("pronouns", "nationality", "name_fields", "first_names")
+
+
+@dataclass(frozen=True)
+class LintTerms:
+    """The lint's word lists and the terms relaxed on purpose (term -> the reason given)."""
+
+    lists: Mapping[str, tuple[str, ...]]
+    allowed: Mapping[str, str] = field(default_factory=dict)
+
+
 @lru_cache(maxsize=1)
-def _terms() -> dict[str, Any]:
+def _terms() -> LintTerms:
     data: dict[str, Any] = yaml.safe_load(builtin_path("lint_terms.yaml").read_text(encoding="utf-8"))
-    return data
+    return LintTerms({key: tuple(str(t).lower() for t in data[key]) for key in LIST_KEYS})
+
+
+def load_lint_terms(path: str | Path | None = None, *, mode: str = "extend",
+                    allow: Mapping[str, str] | None = None) -> LintTerms:
+    """The built-in lists, extended or replaced (``mode``) by a file of the same keys, minus ``allow``."""
+    if mode not in ("extend", "replace"):
+        raise UserError(f"the lint terms mode must be extend or replace, got '{mode}'")
+    base = _terms()
+    lists = dict(base.lists)
+    if path is not None:
+        p = Path(path)
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except OSError as err:
+            raise UserError(f"cannot read {p}: {err.strerror or err}") from None
+        except yaml.YAMLError as err:
+            raise UserError(f"{p.name}: not valid YAML ({str(err).splitlines()[0]})") from None
+        if not isinstance(data, dict):
+            raise UserError(f"{p.name}: expected a mapping of {', '.join(LIST_KEYS)} to lists of terms")
+        unknown = sorted(set(data) - set(LIST_KEYS))
+        if unknown:
+            raise UserError(f"{p.name}: unknown key '{unknown[0]}' (allowed: {', '.join(LIST_KEYS)})")
+        for key, terms in data.items():
+            if not isinstance(terms, list) or not all(isinstance(t, str) and t.strip() for t in terms):
+                raise UserError(f"{p.name}: {key}: expected a list of words")
+            mine = tuple(t.strip().lower() for t in terms)
+            lists[key] = mine if mode == "replace" else tuple(dict.fromkeys((*lists[key], *mine)))
+        if mode == "replace":
+            lists = {key: lists[key] if key in data else () for key in LIST_KEYS}
+    allowed = {str(term).strip().lower(): str(reason) for term, reason in (allow or {}).items()}
+    for term, reason in allowed.items():
+        if not reason.strip():
+            raise UserError(f"lint: allowing '{term}' needs a reason (why this word does not reveal anyone)")
+    return LintTerms(lists, allowed)
 
 
 def basket_terms(baskets: Iterable[Basket]) -> set[str]:
@@ -66,19 +115,21 @@ def _compiled(terms: tuple[tuple[str, str], ...]) -> list[tuple[str, str, re.Pat
     return [(category, term, _phrase(term)) for category, term in terms]
 
 
-def lint_template(text: str, baskets: Sequence[Basket] = ()) -> list[LintFinding]:
+def lint_template(text: str, baskets: Sequence[Basket] = (), lint: LintTerms | None = None) -> list[LintFinding]:
     """Every name, pronoun, nationality word or basket term in ``text`` (outside the placeholders)."""
-    data = _terms()
+    data = (lint or _terms()).lists
+    allowed = (lint or _terms()).allowed
     terms: list[tuple[str, str]] = [("pronoun", t) for t in data["pronouns"]]
     terms += [("nationality", t) for t in data["nationality"]]
     terms += [("name", t) for t in data["first_names"]]
     terms += [("basket", t) for t in sorted(basket_terms(baskets))]
-    patterns = _compiled(tuple(terms))
-    name_field = re.compile(r"^\s*(?:" + "|".join(re.escape(f) for f in data["name_fields"]) + r")\s*:",
-                            re.IGNORECASE)
+    patterns = _compiled(tuple(t for t in terms if t[1] not in allowed))
+    fields = [f for f in data["name_fields"] if f not in allowed]
+    name_field = re.compile(r"^\s*(?:" + "|".join(re.escape(f) for f in fields) + r")\s*:",
+                            re.IGNORECASE) if fields else None
     findings: list[LintFinding] = []
     for number, line in enumerate(text.split("\n"), start=1):
-        if name_field.match(line):
+        if name_field is not None and name_field.match(line):
             findings.append(LintFinding("name", line.split(":", 1)[0].strip(), number))
         # the section's labels ("Languages:", "Hobbies:") are the template's own words, not markers
         body = re.sub(r"\[(LANGUAGES|ACTIVITIES|VOLUNTEERING|HOBBIES)\]", " ", line)
@@ -88,10 +139,11 @@ def lint_template(text: str, baskets: Sequence[Basket] = ()) -> list[LintFinding
     return findings
 
 
-def check_templates(templates: Sequence[ResumeTemplate], baskets: Sequence[Basket] = ()) -> None:
+def check_templates(templates: Sequence[ResumeTemplate], baskets: Sequence[Basket] = (),
+                    lint: LintTerms | None = None) -> None:
     """Raise a UserError naming the first template that carries a forbidden term."""
     for template in templates:
-        findings = lint_template(template.text, baskets)
+        findings = lint_template(template.text, baskets, lint)
         if findings:
             first = findings[0]
             raise UserError(

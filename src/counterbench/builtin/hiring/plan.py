@@ -19,6 +19,7 @@ import yaml
 
 from counterbench.builtin.hiring.data import (
     CATEGORIES,
+    GENDER_DOMINANCE,
     BasketSet,
     Job,
     ResumeTemplate,
@@ -28,7 +29,7 @@ from counterbench.builtin.hiring.data import (
     load_resumes,
     pair_jobs_resumes,
 )
-from counterbench.builtin.hiring.lint import check_templates
+from counterbench.builtin.hiring.lint import LintTerms, check_templates, load_lint_terms
 from counterbench.builtin.hiring.prompting import (
     compare_prompts,
     prompt_texts,
@@ -59,6 +60,11 @@ class HiringPlan:
     language_only: bool = True
     recover_jobs: int | tuple[str, ...] | None = 20
     ablation: tuple[str, ...] = ("hobbies", "volunteering", "activities", "languages")
+    #: another country's lint lists (``lint_terms.yaml`` keys), extending or replacing the built-in ones
+    lint_terms_file: str | None = None
+    lint_mode: str = "extend"
+    #: lint terms relaxed on purpose: (term, reason) pairs
+    lint_allow: tuple[tuple[str, str], ...] = ()
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -74,9 +80,35 @@ def full_plan() -> HiringPlan:
     return plan_from_mapping(_preset_file()["full"], where="presets.yaml full")
 
 
-def filter_presets() -> dict[str, dict[str, Any]]:
-    """The study's presets: named filters on the full table (``presets`` in ``data/presets.yaml``)."""
-    return {name: dict(spec) for name, spec in _preset_file()["presets"].items()}
+def filter_presets(inputs: HiringInputs | None = None) -> dict[str, dict[str, Any]]:
+    """The study's presets: named filters on the full table (``presets`` in ``data/presets.yaml``),
+    a preset's ``select`` (jobs and variations by position) resolved against ``inputs``."""
+    presets = {}
+    for name, spec in _preset_file()["presets"].items():
+        preset = {key: value for key, value in spec.items() if key != "select"}
+        select = spec.get("select")
+        if select and inputs is not None:
+            filters = dict(preset.get("filters") or {})
+            filters.update(select_by_position(inputs, int(select.get("jobs", 0)), int(select.get("variations", 0))))
+            preset["filters"] = filters
+        presets[name] = preset
+    return presets
+
+
+def select_by_position(inputs: HiringInputs, jobs: int, variations: int) -> dict[str, list[Any]]:
+    """Filters for the first ``jobs`` jobs (in turn over gender dominance) and the first ``variations``
+    basket variations (with 0, the neutral resume); 0 keeps all."""
+    out: dict[str, list[Any]] = {}
+    if jobs:
+        by_dominance = [[j for j in inputs.jobs if j.gender_dominance == d] for d in GENDER_DOMINANCE]
+        chosen: list[str] = []
+        for rank in range(max(len(group) for group in by_dominance)):
+            chosen += [group[rank].job_id for group in by_dominance if rank < len(group)]
+        out["profile"] = chosen[:jobs]
+    if variations:
+        order = list(dict.fromkeys(b.variation for b in inputs.baskets.baskets))
+        out["question_variant"] = [0, *order[:variations]]
+    return out
 
 
 def plan_from_mapping(raw: Mapping[str, Any], *, where: str = "hiring plan", base: HiringPlan | None = None,
@@ -145,14 +177,16 @@ class HiringInputs:
     jobs: tuple[Job, ...]
     resumes: tuple[ResumeTemplate, ...]
     baskets: BasketSet
+    lint: LintTerms | None = None
 
 
 def load_inputs(plan: HiringPlan) -> HiringInputs:
     """Load and lint the plan's files."""
     jobs, resumes, baskets = load_jobs(plan.jobs_file), load_resumes(plan.resumes_file), load_baskets(plan.baskets_file)
     pair_jobs_resumes(jobs, resumes)
-    check_templates(resumes, baskets.baskets)
-    return HiringInputs(jobs, resumes, baskets)
+    lint = load_lint_terms(plan.lint_terms_file, mode=plan.lint_mode, allow=dict(plan.lint_allow))
+    check_templates(resumes, baskets.baskets, lint)
+    return HiringInputs(jobs, resumes, baskets, lint)
 
 
 def recover_conditions(plan: HiringPlan) -> list[tuple[str, tuple[str, ...]]]:

@@ -243,8 +243,11 @@ def controls_section(ctx: ReportContext) -> Section:
     s = Section("hiring_controls", "Controls: position, job fit, resume length, language only",
                 "Position: the share of first-position choices (A = 1, tie = 0.5) — 0.5 without position bias — and "
                 "how often the two orders agree. Job fit: win rate by ethnicity within male-, female-dominated and "
-                "neutral jobs. Length: does a longer resume score better within a job? Language only: resumes "
-                "differing from the neutral one only in the languages line.", group=GROUP)
+                "neutral jobs. Length: does a longer resume do better among the resumes of one job and one "
+                "ethnicity (the regression is within job × ethnicity, so an ethnicity whose markers are longer "
+                "does not read as a length effect)? Language only: resumes differing from the neutral one only "
+                "in the languages line, one row per ethnicity (a basket's languages line does not depend on "
+                "gender, so the two genders' prompts are the same text and count once).", group=GROUP)
     attach_table(s, ctx, "hiring_position_effect")
     show_table(s, ctx, "hiring_position_effect", [
         t.text("model", "Model"), t.text("variant", "Prompt"), t.count("n", "Answers"),
@@ -267,7 +270,7 @@ def _control_tables() -> Sequence[tuple[str, str, list[t.Col]]]:
                                                     t.num("slope_per_100_chars", "Slope per 100 characters", 4),
                                                     t.pvalue("p_value", "p"), t.num("r", "r", 3), t.count("n", "n")]),
         ("hiring_language_only", "Language only", [t.text("model", "Model"), t.text("variant", "Prompt"),
-                                                   t.text("group", "Group"), t.num("win_rate", "Win rate", 3),
+                                                   t.text("group", "Ethnicity"), t.num("win_rate", "Win rate", 3),
                                                    t.ci(digits=3), t.pvalue("q_value", "q"), MARK]),
     )
 

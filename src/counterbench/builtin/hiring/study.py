@@ -13,6 +13,7 @@ resumes, another country's baskets).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -59,14 +60,16 @@ class HiringStudy:
     canonical_pairs: Mapping[str, tuple[str, str]] = {}
     languages: Mapping[str, str] = {"en": "English"}
 
-    def __init__(self, plan: HiringPlan | None = None, *, name: str = "hiring", source: str = "built-in") -> None:
+    def __init__(self, plan: HiringPlan | None = None, *, name: str = "hiring", source: str = "built-in",
+                 title: str = TITLE, description: str = DESCRIPTION) -> None:
         self.plan = plan or full_plan()
         self.inputs = load_inputs(self.plan)
         self.name = name
-        self.title = TITLE
+        self.title = title
         self.source = source
-        self.description = DESCRIPTION + f" Marker baskets: {self.inputs.baskets.label}."
-        self.presets: Mapping[str, Mapping[str, Any]] = filter_presets()
+        self.description = description + f" Marker baskets: {self.inputs.baskets.label}."
+        # presets pick jobs and variations by position, so they work on any job and basket file
+        self.presets: Mapping[str, Mapping[str, Any]] = filter_presets(self.inputs)
         # what the markers signal (the prompt table's ``axis`` column holds the marker condition)
         self.axes: tuple[str, ...] = ("ethnicity", "gender")
         # the generic matched-gap tables do not apply: the study brings its own analysis
@@ -91,6 +94,7 @@ class HiringStudy:
                             "use cases with and without a rationale (compare_rationale, score_rationale)")
         if self._table is None:
             self._table = build_prompts(self.plan, self.inputs)
+            self._table["study"] = self.name  # a study declared from files keeps its own name
         return self._table
 
     def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
@@ -111,10 +115,21 @@ class HiringStudy:
             results, bootstrap=bootstrap, seed=seed,
             classes={"gender": baskets.genders, "ethnicity": baskets.ethnicities},
             ablation_order=self.plan.ablation or ("hobbies", "volunteering", "activities", "languages"))
-        summary = {"tables": dict(TABLES), "unsupported": unsupported, "methods": METHODS,
+        allowed = dict(self.inputs.lint.allowed) if self.inputs.lint is not None else {}
+        methods = METHODS + "".join(f" The template lint allows \"{term}\" on purpose: {reason}."
+                                    for term, reason in allowed.items())
+        summary = {"tables": dict(TABLES), "unsupported": unsupported, "methods": methods,
                    "hiring": {"baskets": baskets.label, "country": baskets.country,
-                              "groups": list(baskets.groups)}}
+                              "groups": list(baskets.groups), "lint_allowed": allowed}}
         return tables, summary
+
+    def from_study_file(self, data: Mapping[str, Any], path: Path) -> HiringStudy:
+        """The hiring study a study file (``study: hiring``) declares from data files (:mod:`.study_file`)."""
+        from counterbench.builtin.hiring.study_file import plan_from_study_file
+
+        plan, texts = plan_from_study_file(data, path)
+        return HiringStudy(plan, name=texts["name"], source=path.name, title=texts.get("title", TITLE),
+                           description=texts.get("description", DESCRIPTION))
 
     def report_sections(self, ctx: Any) -> list[Any]:
         """The report's hiring sections (:mod:`counterbench.builtin.hiring.sections`)."""
