@@ -45,6 +45,7 @@ from counterbench.commands.run_options import (
     ReasoningEffortOpt,
     RetryErrorsOpt,
     RpmOpt,
+    SameModelOpt,
     StoreOpt,
     StructuredFallbackOpt,
     StructuredModeOpt,
@@ -224,6 +225,7 @@ def audit_command(
     store: StoreOpt = DEFAULT_STORE,
     no_cache: NoCacheOpt = False,
     retry_errors: RetryErrorsOpt = False,
+    same_model: SameModelOpt = False,
     parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
@@ -271,7 +273,7 @@ def audit_command(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
         max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
         retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
-        ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
+        same_model=same_model, ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
     )
     print(format_summary(summary))
     if summary.status == "interrupted":
