@@ -259,6 +259,10 @@ def audit_command(
         raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the report and the analysis tables")
+    if fail_on:
+        from counterbench.gate import parse_fail_on
+
+        parse_fail_on(fail_on)  # a bad threshold is refused before the audit sends anything
     filters = filters_from_options(
         use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
         question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=sample_seed, preset=preset,
