@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import tempfile
 from pathlib import Path
@@ -16,8 +17,12 @@ __all__ = ["TABLE_FORMATS", "write_table"]
 TABLE_FORMATS = (".parquet", ".csv", ".jsonl")
 
 
-def write_table(table: pd.DataFrame, path: Path | str) -> Path:
-    """Write ``.parquet``/``.csv``/``.jsonl`` atomically: a failure leaves no partial file."""
+def write_table(table: pd.DataFrame, path: Path | str, *, quote_text: bool = False) -> Path:
+    """Write ``.parquet``/``.csv``/``.jsonl`` atomically: a failure leaves no partial file.
+
+    ``quote_text`` quotes every text cell of a CSV file (a cell holding a carriage return then stays one
+    cell: Python's csv module leaves a lone ``\\r`` unquoted when lines end in ``\\n``).
+    """
     out = Path(path)
     suffix = out.suffix.lower()
     if suffix not in TABLE_FORMATS:
@@ -37,7 +42,8 @@ def write_table(table: pd.DataFrame, path: Path | str) -> Path:
         if suffix == ".parquet":
             table.to_parquet(tmp, index=False, engine="pyarrow")
         elif suffix == ".csv":
-            table.to_csv(tmp, index=False, lineterminator="\n")
+            table.to_csv(tmp, index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC if quote_text else
+                         csv.QUOTE_MINIMAL)
         else:
             table.to_json(tmp, orient="records", lines=True, force_ascii=False)
         as_user_file(tmp)

@@ -45,6 +45,7 @@ from counterbench.commands.run_options import (
     ReasoningEffortOpt,
     RetryErrorsOpt,
     RpmOpt,
+    SameModelOpt,
     StoreOpt,
     StructuredFallbackOpt,
     StructuredModeOpt,
@@ -224,6 +225,7 @@ def audit_command(
     store: StoreOpt = DEFAULT_STORE,
     no_cache: NoCacheOpt = False,
     retry_errors: RetryErrorsOpt = False,
+    same_model: SameModelOpt = False,
     parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
@@ -257,6 +259,10 @@ def audit_command(
         raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the report and the analysis tables")
+    if fail_on:
+        from counterbench.gate import parse_fail_on
+
+        parse_fail_on(fail_on)  # a bad threshold is refused before the audit sends anything
     filters = filters_from_options(
         use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
         question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=sample_seed, preset=preset,
@@ -271,7 +277,7 @@ def audit_command(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
         max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
         retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
-        ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
+        same_model=same_model, ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
     )
     print(format_summary(summary))
     if summary.status == "interrupted":

@@ -47,6 +47,7 @@ from counterbench.commands.run_options import (
     RetryErrorsOpt,
     RetryMaxTokensOpt,
     RpmOpt,
+    SameModelOpt,
     StoreOpt,
     StructuredFallbackOpt,
     StructuredModeOpt,
@@ -107,6 +108,7 @@ def run_command(
     retry_errors: RetryErrorsOpt = False,
     retry_max_tokens: RetryMaxTokensOpt = None,
     endpoint_moved: EndpointMovedOpt = False,
+    same_model: SameModelOpt = False,
     parse_profile: ParseProfileOpt = "default",
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
@@ -138,7 +140,7 @@ def run_command(
         table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
         max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
         retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
-        retry_max_tokens=retry_max_tokens, endpoint_moved=endpoint_moved,
+        retry_max_tokens=retry_max_tokens, endpoint_moved=endpoint_moved, same_model=same_model,
         ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
     )
     print(format_summary(summary))

@@ -81,6 +81,11 @@ EndpointMovedOpt = Annotated[
     typer.Option("--endpoint-moved", help="A model's base URL changed since its stored answers, and it is the "
                  "same model: continue them."),
 ]
+SameModelOpt = Annotated[
+    bool,
+    typer.Option("--same-model", help="A label's model string changed since its stored answers (a=sim:fair, "
+                 "then a=sim:biased), and it is the same model: continue them."),
+]
 ParseProfileOpt = Annotated[
     str, typer.Option("--parse-profile", help="Parse (and analyse) answers with: default or rupeebias-v1.")
 ]
@@ -175,6 +180,7 @@ def send(
     progress: bool | None,
     retry_max_tokens: int | None = None,
     endpoint_moved: bool = False,
+    same_model: bool = False,
     ray: str | None = None,
     ray_actors: int | None = None,
     ray_threads: int = 1,
@@ -210,6 +216,7 @@ def send(
         retry_errors=retry_errors,
         retry_max_tokens=retry_max_tokens,
         endpoint_moved=endpoint_moved,
+        same_model=same_model,
         env_file=env_file,
         parse_profile=parse_profile,
         retry=RetryPolicy(max_attempts=max_attempts),

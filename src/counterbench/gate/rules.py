@@ -63,20 +63,44 @@ class Outcome:
         return self.status == "failed"
 
 
+#: texts that switch a rule off (YAML itself reads unquoted off/false/no as false and null/~ as nothing)
+OFF_WORDS = ("off", "false", "no", "none", "null", "")
+
+
 def _number(value: Any, key: str) -> float | None:
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("off", "none", "")):
+    """A limit from a thresholds file: a number ≥ 0, or off (``off``, ``false``, ``null``); anything else is refused."""
+    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in OFF_WORDS):
         return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise UserError(f"gate threshold {key} must be a number or off, got {value!r}") from None
+    if value is True:
+        raise UserError(f"gate threshold {key} must be a number or off, got true (a limit of 1 is not meant by it)")
+    if isinstance(value, str):
+        hint = " (write it unquoted)" if _typed(value) != value else ""
+        raise UserError(f"gate threshold {key} must be a number or off, got the text {value!r}{hint}")
+    if not isinstance(value, int | float):
+        raise UserError(f"gate threshold {key} must be a number or off, got {value!r}")
+    number = float(value)
     if not math.isfinite(number) or number < 0:
         raise UserError(f"gate threshold {key} must be a finite number ≥ 0, got {value!r}")
     return number
 
 
+def _typed(text: str) -> Any:
+    """A ``--fail-on RULE=VALUE`` value as the type a thresholds file would give it."""
+    word = text.strip()
+    if word.lower() in OFF_WORDS:
+        return None
+    try:
+        return float(word)
+    except ValueError:
+        return word
+
+
 def _w_level(value: Any) -> str:
-    text = "off" if value is False or value is None else "model" if value is True else str(value).strip().lower()
+    if value is True:
+        raise UserError(f"gate threshold significant_w must be one of {', '.join(W_LEVELS)}, got true")
+    text = "off" if value is False or value is None else str(value).strip().lower()
+    if text in OFF_WORDS:
+        text = "off"
     if text not in W_LEVELS:
         raise UserError(f"gate threshold significant_w must be one of {', '.join(W_LEVELS)}, got {value!r}")
     return text
@@ -104,6 +128,8 @@ def load_thresholds_file(path: Path) -> dict[str, Any]:
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise UserError(f"thresholds file {path} is not UTF-8 text (byte {err.start}); save it as UTF-8") from None
     except OSError as err:
         raise UserError(f"cannot read thresholds file {path}: {err.strerror or err}") from None
     except yaml.YAMLError as err:
@@ -127,7 +153,8 @@ def parse_fail_on(specs: Sequence[str]) -> Thresholds:
             if key not in RULE_KEYS and key not in RULE_KEYS.values():
                 raise UserError(f"--fail-on {spec}: unknown rule {key!r} (use mean-delta=X, pair-gap=Y or "
                                 "w=model|axis|cell|off)")
-            out = apply(out, {key: value}, f"--fail-on {spec}")
+            out = apply(out, {key: value if RULE_KEYS.get(key, key) == "significant_w" else _typed(value)},
+                        f"--fail-on {spec}")
         else:
             path = Path(text)
             if not path.is_file():

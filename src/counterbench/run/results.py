@@ -241,8 +241,46 @@ def export_results(
     if target.suffix.lower() not in TABLE_FORMATS:
         raise UserError(f"cannot write {target}: use a file ending in {', '.join(TABLE_FORMATS)}")
     frame = load_results(store_path, models, profile, include_prompt_text=include_prompt_text)
+    frame.insert(list(frame.columns).index("model") + 1, "model_spec", _model_specs(store_path, frame))
     if target.suffix.lower() != ".parquet":
-        frame = frame.copy()
         for col in ("started_at", "finished_at"):
             frame[col] = frame[col].map(lambda t: t.isoformat() if pd.notna(t) else None)
+    if target.suffix.lower() == ".csv":
+        return write_table(spreadsheet_safe(frame), target, quote_text=True), len(frame)
     return write_table(frame, target), len(frame)
+
+
+#: a cell starting with one of these is a formula to a spreadsheet (or hides one behind a tab or return)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells that a spreadsheet would run as a formula, prefixed with ``'`` (shown as text).
+
+    Only for CSV files: the store, Parquet and JSONL keep the text as received.
+    """
+    out = frame.copy()
+    for name in out.columns:
+        column = out[name]
+        if not (pd.api.types.is_object_dtype(column.dtype) or pd.api.types.is_string_dtype(column.dtype)):
+            continue
+        risky = column.map(lambda v: isinstance(v, str) and v.startswith(FORMULA_STARTS)).astype(bool)
+        if risky.any():
+            out[name] = column.astype(object).where(~risky, "'" + column[risky].astype(str))
+    return out
+
+
+def _model_specs(store_path: Path | str, frame: pd.DataFrame) -> pd.Series:
+    """The model string behind each row's label, as its run recorded it (the label itself when none was)."""
+    with open_store(store_path, create=False) as store:
+        runs = store.query("SELECT run_id, config FROM runs")
+    specs: dict[tuple[int, str], str] = {}
+    for run_id, blob in runs:
+        try:
+            recorded = json.loads(blob or "{}").get("model_specs") or {}
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(recorded, dict):
+            specs.update({(int(run_id), str(m)): str(s) for m, s in recorded.items()})
+    keys = zip(frame["run_id"].astype("Int64").fillna(-1).astype(int), frame["model"].astype(str), strict=True)
+    return pd.Series([specs.get(k, k[1]) for k in keys], index=frame.index, dtype=object)

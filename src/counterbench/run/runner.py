@@ -103,6 +103,7 @@ async def arun_prompts(
     retry_errors: bool = False,
     retry_max_tokens: int | None = None,
     endpoint_moved: bool = False,
+    same_model: bool = False,
     env_file: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     prices: Path | str | None = None,
@@ -125,7 +126,8 @@ async def arun_prompts(
     re-sends stored ``truncated``/``filtered``/``empty`` answers; ``retry_max_tokens`` sends the
     ``truncated`` ones with that larger token limit (stored under the run's config; the run records
     the limit). ``endpoint_moved`` says a model whose base URL changed since its stored answers is
-    still the same model. ``ray`` (``True``, a cluster
+    still the same model; ``same_model`` says a label whose model string changed since its stored answers
+    (``a=sim:fair`` then ``a=sim:biased``) still names the same model. ``ray`` (``True``, a cluster
     address or :class:`~counterbench.run.ray_exec.RayOptions`) answers the pending prompts on Ray actors
     (see :mod:`counterbench.run.ray_exec`); the store stays the one place answers are kept.
     """
@@ -191,13 +193,15 @@ async def arun_prompts(
             from counterbench.version import __version__
 
             safe_command = redactor.redact(command)
-            # the lock first (one transaction), then the endpoint check, the prompts and the plan
+            # the lock first (one transaction), then the identity checks, the prompts and the plan
             run_id = store_obj.start_run("run", safe_command or "python: run_prompts", run_config, __version__)
             owned = True
             status = "failed"
             try:
-                if not endpoint_moved:
-                    for b in backends:
+                for b in backends:
+                    if not same_model:
+                        _check_model_spec(store_obj, b.name, model_spec(b))
+                    if not endpoint_moved:
                         _check_endpoint(store_obj, b.name, endpoints[b.name])
                 store_obj.save_config(config_fp, config.as_dict())
                 _save_new_prompts(store_obj, records)  # before the first request is sent
@@ -316,6 +320,16 @@ def _check_endpoint(store: Store, model: str, endpoint: str | None) -> None:
             f"the store holds {model} answers from {others[0]}, but this run sends to {here}; the same name "
             "on another endpoint may be another model: use another --store, or pass --endpoint-moved if it is "
             "the same model"
+        )
+
+
+def _check_model_spec(store: Store, model: str, spec: str) -> None:
+    """Refuse to add answers to a label's stored answers from another model string (unless the user says so)."""
+    others = sorted(str(s) for s in store.recorded_for(model, "model_specs") if s is not None and s != spec)
+    if others:
+        raise UserError(
+            f"the store holds answers labelled {model} from model {others[0]}, but this run gives {model}={spec}; "
+            "a label names one model: use another label or --store, or pass --same-model if it is the same model"
         )
 
 

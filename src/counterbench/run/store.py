@@ -232,6 +232,10 @@ class Store:
 
     def endpoints_of(self, model: str) -> set[str | None]:
         """The endpoints (base URLs) earlier runs recorded for ``model``'s stored responses."""
+        return self.recorded_for(model, "endpoints")
+
+    def recorded_for(self, model: str, key: str) -> set[str | None]:
+        """What earlier runs recorded under ``key`` (``endpoints``, ``model_specs``) for ``model``'s answers."""
         rows = self.query(
             "SELECT config FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM responses WHERE model = ?)",
             (model,),
@@ -239,11 +243,11 @@ class Store:
         found: set[str | None] = set()
         for (blob,) in rows:
             try:
-                endpoints = json.loads(blob or "{}").get("endpoints")
+                recorded = json.loads(blob or "{}").get(key)
             except (ValueError, AttributeError):
                 continue
-            if isinstance(endpoints, dict) and model in endpoints:
-                found.add(endpoints[model])
+            if isinstance(recorded, dict) and model in recorded:
+                found.add(recorded[model])
         return found
 
     def finish_run(self, run_id: int, status: str, counts: dict[str, float]) -> None:

@@ -191,6 +191,7 @@ class DeclarativeStudy:
                         for qv_index, question in enumerate(uc.question_variants[lang], start=1):
                             parts = _partial(uc.templates[lang], {**design, "question": question})
                             partials.append((design, qv_index, parts))
+                    self._check_distinct(uc.name, lang, units[lang], partials[0])
                     number = 0
                     for axis, identifier, phrase_values, extra in units[lang]:
                         for design, qv_index, parts in partials:
@@ -215,6 +216,23 @@ class DeclarativeStudy:
                         columns[name].extend([value] * n)
         frame = pd.DataFrame({name: _column(name, values) for name, values in columns.items()})
         return frame
+
+    def _check_distinct(
+        self, use_case: str, lang: str, units: list[tuple[str, str, dict[str, str], dict[str, Any]]],
+        first: tuple[dict[str, Any], int, list[tuple[str, str | None]]],
+    ) -> None:
+        """Two levels of one axis whose prompts read alike would be compared on identical prompts: refuse."""
+        design, qv_index, parts = first
+        seen: dict[tuple[str, str], str] = {}
+        for axis, identifier, phrase_values, _ in units:
+            text = "".join(p if n is None else phrase_values[n] for p, n in parts)
+            other = seen.setdefault((axis, text), identifier)
+            if other != identifier:
+                raise UserError(
+                    f"{self.source}: use_cases.{use_case}.template.{lang}: {other} and {identifier} ({axis}) give "
+                    f"identical prompts (profile {design['profile_id']}, question {qv_index}); give them phrases "
+                    "that differ where the template uses them"
+                )
 
 
 def _partial(template: str, values: Mapping[str, Any]) -> list[tuple[str, str | None]]:

@@ -13,6 +13,9 @@ from counterbench.errors import UserError
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.spec import ANSWER_TYPES, PLACEHOLDER, RESERVED_PLACEHOLDERS, UseCase, _Ctx
 
+#: columns a declarative design adds itself (beside each crossed attribute)
+DESIGN_COLUMNS = ("group", "level_index")
+
 
 def parse_use_cases(
     ctx: _Ctx,
@@ -47,7 +50,9 @@ def parse_use_cases(
         if len({len(v) for v in qvs.values()}) != 1:
             raise ctx.fail(f"{where}.question_variants", "every language needs the same number of variants")
         profiles = _parse_profiles(ctx, m.get("profiles"), f"{where}.profiles", languages)
+        _check_field_names(ctx, f"{where}.profiles", profiles[0], forms, attributes)
         _check_templates(ctx, where, templates, profiles, forms, attributes)
+        _check_options(ctx, where, outcome, profiles[0])
         aliases = tuple(str(a) for a in (m.get("aliases") or []))
         label = ctx.text(m["label"], f"{where}.label") if "label" in m else None
         use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases, outcome, label)
@@ -81,6 +86,38 @@ def _parse_profiles(
             diff = sorted(keys.symmetric_difference(p))
             raise ctx.fail(f"{where}[{i}]", f"profiles must all have the same fields; differs in {diff}")
     return tuple(profiles)
+
+
+def _check_field_names(
+    ctx: _Ctx, where: str, fields: Mapping[str, Any], forms: Mapping[str, Any], attributes: tuple[str, ...]
+) -> None:
+    """A profile field named like what the design varies would fill its placeholder: every level's prompt alike."""
+    from counterbench.columns import BASE_COLUMNS
+
+    for name in fields:
+        if name == "profile_id":
+            continue
+        if name in attributes:
+            raise ctx.fail(f"{where}[0].{name}", f"'{name}' is also a crossed attribute: the profile's value would "
+                           "replace the attribute's in every prompt; rename one of them")
+        if name in RESERVED_PLACEHOLDERS or name in forms:
+            raise ctx.fail(f"{where}[0].{name}", f"'{name}' is the name of a placeholder the design fills "
+                           "(identifier phrase, question or phrase form); rename the profile field")
+        if name in BASE_COLUMNS or name in DESIGN_COLUMNS:
+            raise ctx.fail(f"{where}[0].{name}", f"'{name}' is a column every prompt table has; rename the "
+                           "profile field")
+
+
+def _check_options(ctx: _Ctx, where: str, outcome: OutcomeSpec, fields: Mapping[str, Any]) -> None:
+    """A ``choice`` answer means nothing without the ``option_<LABEL>`` columns saying what each option is."""
+    if outcome.kind != "choice":
+        return
+    from counterbench.outcomes.choice import option_column
+
+    missing = [option_column(label) for label in outcome.labels if option_column(label) not in fields]
+    if missing:
+        raise ctx.fail(f"{where}.profiles", f"a choice outcome needs a profile field {missing[0]} for each option "
+                       "(what option it stands for); without them no answer can be analysed")
 
 
 def _check_templates(
