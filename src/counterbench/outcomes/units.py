@@ -12,7 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from counterbench.outcomes import KIND_MODULES, get_kind
+import numpy as np
+import pandas as pd
+
+from counterbench.errors import UserError
+from counterbench.outcomes import KIND_MODULES, get_kind, kind_of_answer_type, spec_from_answer_type
 
 #: a kind's ``difference_unit`` -> the short suffix written after a number
 _SHORT = {"percentage points": " pp", "points": " points", "units of the metric": " units"}
@@ -57,3 +61,28 @@ def difference(reference: float, comparison: float, kind: str | None) -> float:
         mean = (reference + comparison) / 2
         return math.nan if mean == 0 else 100.0 * (comparison - reference) / mean
     return comparison - reference
+
+
+#: kinds whose stored value is not the answer's measure on its own (a ``choice`` stores the chosen option's
+#: position; what it stands for is in the prompt's design columns), so one answer has no comparable number
+_NEEDS_DESIGN = frozenset({"choice"})
+
+
+def kind_of(answer_type: str | None) -> str:
+    """The kind of a prompt's ``answer_type`` (``amount`` when missing or unknown, as in older stores)."""
+    return kind_of_answer_type(answer_type) or "amount"
+
+
+def answer_measures(answer_type: str | None, values: np.ndarray) -> np.ndarray:
+    """The kind's measure of stored values of one ``answer_type`` (e.g. 100 for a label's positive answer,
+    0 otherwise; the amount itself); NaN where a single answer has no comparable number."""
+    kind = kind_of(answer_type)
+    values = np.asarray(values, dtype=np.float64)
+    if kind in _NEEDS_DESIGN:
+        return np.full(values.shape, np.nan)
+    try:
+        spec = spec_from_answer_type(answer_type) if answer_type else get_kind(kind).decode("number")
+    except UserError:  # an answer type this version cannot read: compare the stored values as they are
+        return values
+    measured: np.ndarray = get_kind(kind).measure(spec, pd.DataFrame({"value": values}))
+    return np.asarray(measured, dtype=np.float64)
