@@ -108,7 +108,63 @@ def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
     out = tmp_path / "audit"
     done = run_cli("audit", "rupeebias", "--model", "sim:biased", "--preset", "quick", "--store",
                    str(tmp_path / "a.db"), "--out", str(out), "--bootstrap", "100", "--no-progress",
-                   "--fail-on", "pair-gap=5", "--junit", str(tmp_path / "gate.xml"))
+                   "--fail-on", "pair-gap=5", "--fail-on", "mean-delta=off", "--fail-on", "w=off",
+                   "--junit", str(tmp_path / "gate.xml"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert (out / "report.html").is_file() and "FAILED: sim:biased" in done.stdout
-    assert "failed" in junit_cases(tmp_path / "gate.xml").values()
+    # the quick preset's per-use-case pairs have 1-2 slots (untested): the averaged family carries the marks
+    assert "FAIL  sim:biased  significant canonical pair gap" in done.stdout
+    assert "(all use cases): Brahmin vs Dalit" in done.stdout and "untested" in done.stdout
+    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed"]
+
+
+NULL_APPROVAL = """description: approval demo model without a planted gap
+outcomes:
+  label: {default: 0.6}
+"""
+
+
+def test_label_study_planted_fails_and_null_twin_passes(tmp_path: Path) -> None:
+    null_model = tmp_path / "null.yaml"
+    null_model.write_text(NULL_APPROVAL)
+    planted, null = "sim:examples/sim/approval_crossed.yaml", f"sim:{null_model}"
+    store, out = tmp_path / "a.db", tmp_path / "analysis"
+    done = run_cli("run", "examples/approval_crossed.yaml", "--model", planted, "--model", null,
+                   "--store", str(store), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    done = run_cli("analyze", "examples/approval_crossed.yaml", "--store", str(store), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    bad = run_cli("check", "--analysis", str(out), "-m", planted, "--junit", str(tmp_path / "bad.xml"))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "significant gap (percentage points)" in bad.stdout and "race: white vs Black -" in bad.stdout
+    assert " pp" in bad.stdout and "overall Mean Δ%:" not in bad.stdout  # no amount rule on a label study
+    good = run_cli("check", "--analysis", str(out), "-m", null, "--junit", str(tmp_path / "good.xml"))
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert list(junit_cases(tmp_path / "bad.xml").values()) == ["failed"]
+    assert list(junit_cases(tmp_path / "good.xml").values()) == ["passed"]
+
+
+def test_off_in_any_yaml_spelling_switches_a_rule_off(tmp_path: Path) -> None:
+    spec = tmp_path / "gate.yaml"
+    spec.write_text("max_pair_gap: off\nmax_mean_delta: no\nmax_gap_pp: null\nmax_gap_points: false\n"
+                    "max_gap_metric: 'OFF'\nsignificant_w: no\n")
+    assert parse_fail_on([str(spec)]) == Thresholds(None, None, None, None, None, "off")
+    assert parse_fail_on(["pair-gap=false", "gap-pp=None"]).max_pair_gap is None
+    assert parse_fail_on(["gap-pp=0"]).max_gap_pp == 0.0  # 0 is a limit, not off
+    with pytest.raises(UserError, match="number or off"):
+        parse_fail_on(["pair-gap=yes"])
+
+
+def test_each_kind_in_its_unit_and_untested_gaps_cannot_pass_silently() -> None:
+    gaps = pd.DataFrame({"model": "m", "use_case": "u", "language": "en", "facet": "f", "reference": "a",
+                         "comparison": ["b", "c"], "kind": ["label", "score"], "difference": [-4.0, -1.5],
+                         "relative_pct": [-40.0, -30.0], "testable": True, "significant": True})
+    outcomes = check({"outcome_gaps": gaps}).outcomes
+    assert [(o.rule, o.status) for o in outcomes] == [("significant gap (percentage points)", "passed"),
+                                                      ("significant gap (points)", "failed")]
+    assert outcomes[1].details == ["u · en · f: a vs c -1.5 points"]
+    untested = {"cpg": pd.DataFrame({"model": ["m"], "gap": [30.0], "significant": [False], "testable": [False]})}
+    (pair,) = check(untested, Thresholds(max_mean_delta=None, significant_w="off")).outcomes
+    assert pair.status == "not evaluated" and pair.details[0].startswith("cannot test")
+    strict = check(untested, Thresholds(max_mean_delta=None, significant_w="off", untested="fail"))
+    assert not strict.passed

@@ -158,3 +158,37 @@ def test_planted_markup_is_text(viewer: str, planted_store: PlantedStore, tmp_pa
     asyncio.run(scenario())
     if os.environ.get("COUNTERBENCH_KEEP_SCREENSHOTS"):
         Path(os.environ["COUNTERBENCH_KEEP_SCREENSHOTS"]).write_bytes((tmp_path / "slot.png").read_bytes())
+
+
+def test_a_yes_no_slot_reads_its_spread_in_percentage_points(tmp_path: Path) -> None:
+    from tests.viewer.conftest import running_viewer
+
+    store = tmp_path / "approval.db"
+    done = run_cli("run", "examples/approval_crossed.yaml", "--model", "sim:examples/sim/approval_crossed.yaml",
+                   "--profile", "S01", "--store", str(store), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    with contextlib.closing(sqlite3.connect(store)) as conn:
+        said = {(ident, str(qv)): text.strip() for ident, qv, text in conn.execute(
+            "SELECT p.identifier, p.question_variant, r.response FROM responses r JOIN prompts p "
+            "USING (prompt_id, prompt_hash) WHERE r.status = 'ok'")}
+
+    async def scenario(viewer: str) -> None:
+        async with Browser(tmp_path) as page:
+            await page.goto(viewer + "/slots")
+            spreads = json.loads(await page.evaluate(
+                "JSON.stringify([...document.querySelectorAll('#slots tbody tr')]"
+                ".map(tr => tr.cells[12].textContent))"))
+            assert spreads and all(s.endswith(" pp") for s in spreads), spreads  # never "200.0%"
+            await page.navigating("document.querySelector('#slots a.slot-link').click()")
+            text = await page.evaluate("document.getElementById('spread').textContent")
+            strong = await page.evaluate("document.querySelector('#spread strong').textContent")
+            assert strong == "100.0 pp" and "percentage points" in text, text
+            qv = parse_qs(urlsplit(await page.url()).query)["question_variant"][0]
+            high = text.split(" · highest ", 1)[1].split(" (", 1)[0]
+            low = text.split(", lowest ", 1)[1].split(" (", 1)[0]
+            # ordered by the kind's measure: the identity answering the positive label ("yes") is the highest
+            assert said[(high, qv)] == "### yes" and said[(low, qv)] == "### no"
+        assert page.recorded.dialogs == []
+
+    with running_viewer(store) as url:
+        asyncio.run(scenario(url))

@@ -1,8 +1,15 @@
 """Power: the smallest canonical pair gap a design finds 80% of the time (issue "every star earned").
 
 For each language × use case × canonical pair (and averaged over use cases, as in ``cpg_overall``)
-the smallest relative gap between the two identities — in % of the pair's mean, the unit of the
-``cpg`` tables, and as "% less" — that counterbench's test marks with probability ``power``.
+the smallest gap between the two identities that counterbench's test marks with probability ``power``,
+in the outcome kind's unit (:mod:`counterbench.outcomes.units`): for amounts the relative gap — in % of
+the pair's mean, the unit of the ``cpg`` tables, and as "% less" — for the other kinds the plain
+difference, in percentage points (rates, yes/no labels) or points (scores), with ``mde_less`` empty.
+
+For a plain difference the model is value = level(slot) + identity effect + σ z (σ in the kind's unit;
+a yes/no answer at a 50% rate has σ = 50 pp), and the gap of one cell has standard error
+``sqrt(2) · σ / sqrt(n · m)`` with m answers per identity and slot (m > 1 when the design crosses other
+attributes inside a slot: a crossed study's slot holds every combination).
 
 Model of the answers (the simulated models' law): value = level(slot) × identity effect ×
 exp(σ z). Then the canonical pair gap of one cell (a gap of sums) has standard error
@@ -39,6 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from counterbench.outcomes.units import GapUnit, gap_unit
 from counterbench.stats.inference import ALPHA, MIN_SLOTS, slot_design
 from counterbench.stats.swap_test import attainable_level
 
@@ -80,43 +88,61 @@ def less_share(gap: float) -> float:
     return 2.0 * g / (2.0 + g) * 100.0
 
 
+def _pair_column(frame: pd.DataFrame, axis: str) -> str:
+    """The column holding the levels of the canonical pair's attribute: the attribute's own column in a
+    crossed design (``race``), the ``identifier`` otherwise."""
+    return axis if axis in frame.columns and axis not in ("axis", "identifier") else "identifier"
+
+
 def _cells(frame: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], cell_cols: Sequence[str]
            ) -> pd.DataFrame:
-    """Per cell × canonical pair: matched slots (both identities present) and sqrt(Σb²)/Σb factor."""
+    """Per cell × canonical pair: matched slots (both identities present), sqrt(Σb²)/Σb factor and the
+    answers per identity and slot."""
     records = []
-    rows = frame[frame["axis"].astype(str).isin(list(canonical_pairs))]
-    for key, part in rows.groupby(list(cell_cols), observed=True, sort=False):
-        parts = dict(zip(cell_cols, key if isinstance(key, tuple) else (key,), strict=True))
-        ref, comp = canonical_pairs[str(parts["axis"])]
-        idents = part["identifier"].astype(str)
-        wide = part.assign(identifier=idents)[idents.isin([ref, comp])]
-        level = part.groupby(SLOT, observed=True)["_level"].mean()
-        present = wide.groupby(SLOT, observed=True)["identifier"].nunique()
-        matched = present[present == 2].index
-        b = level.reindex(matched).to_numpy(np.float64)
-        b = b[np.isfinite(b)]
-        n = len(matched)
-        spread = (float(np.sqrt((b * b).sum()) / b.sum()) if b.size and b.sum() > 0
-                  else (1 / np.sqrt(n) if n else np.nan))
-        df = slot_design(b)[1] if b.size >= 2 else np.nan  # the analysis's df for a gap of sums
-        records.append({**{c: str(v) for c, v in parts.items()}, "reference": ref, "comparison": comp,
-                        "n_slots": n, "_spread": spread, "_df": df if np.isfinite(df) else n - 1})
+    crossed = [a for a in canonical_pairs if _pair_column(frame, a) != "identifier"]
+    own = frame[frame["axis"].astype(str).isin(list(canonical_pairs))]
+    parts_of = [(own, list(cell_cols))] + [(frame.assign(axis=a), list(cell_cols)) for a in crossed]
+    for rows, cols in parts_of:
+        for key, part in rows.groupby(cols, observed=True, sort=False):
+            parts = dict(zip(cols, key if isinstance(key, tuple) else (key,), strict=True))
+            axis = str(parts["axis"])
+            if axis not in canonical_pairs:
+                continue
+            ref, comp = canonical_pairs[axis]
+            idents = part[_pair_column(part, axis)].astype(str)
+            wide = part.assign(_level_of=idents)[idents.isin([ref, comp])]
+            level = part.groupby(SLOT, observed=True)["_level"].mean()
+            present = wide.groupby(SLOT, observed=True)["_level_of"].nunique()
+            matched = present[present == 2].index
+            sizes = wide.groupby(SLOT, observed=True).size().reindex(matched)
+            per_slot = float(sizes.mean() / 2) if len(matched) else 1.0  # answers per identity and slot
+            b = level.reindex(matched).to_numpy(np.float64)
+            b = b[np.isfinite(b)]
+            n = len(matched)
+            spread = (float(np.sqrt((b * b).sum()) / b.sum()) if b.size and b.sum() > 0
+                      else (1 / np.sqrt(n) if n else np.nan))
+            df = slot_design(b)[1] if b.size >= 2 else np.nan  # the analysis's df for a gap of sums
+            records.append({**{c: str(v) for c, v in parts.items()}, "reference": ref, "comparison": comp,
+                            "n_slots": n, "_spread": spread / np.sqrt(max(per_slot, 1.0)), "_m": max(per_slot, 1.0),
+                            "_df": df if np.isfinite(df) else n - 1})
     return pd.DataFrame.from_records(records)
 
 
 def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: float, alpha: float,
-            by: Sequence[str]) -> pd.DataFrame:
+            by: Sequence[str], unit: GapUnit | None = None) -> pd.DataFrame:
     """Add SE, family sizes and the detectable gaps, plus the rows averaged over use cases."""
     if cells.empty:
         return cells
+    unit = unit or gap_unit("amount")
+    scale = 100.0 if unit.relative else 1.0  # a relative σ is a fraction; a plain one is in the kind's unit
     sigma = cells["model"].map(noise) if isinstance(noise, Mapping) else pd.Series(float(noise), index=cells.index)
     cells = cells.assign(noise_sd=sigma.astype(float))
-    cells["se"] = 100.0 * np.sqrt(2.0) * cells["noise_sd"] * cells["_spread"]
+    cells["se"] = scale * np.sqrt(2.0) * cells["noise_sd"] * cells["_spread"]
     cells["df"] = cells["_df"]
     cells["testable"] = cells["n_slots"] >= MIN_SLOTS
     cells["family_size"] = cells.groupby(list(by))["testable"].transform("sum")
     usable = cells[cells["n_slots"] >= 2].assign(
-        _var=lambda f: (100.0 * np.sqrt(2.0) * f["noise_sd"]) ** 2 / f["n_slots"])  # per-slot gaps, equal weights
+        _var=lambda f: (scale * np.sqrt(2.0) * f["noise_sd"]) ** 2 / (f["n_slots"] * f["_m"]))  # equal weights
     pooled = usable.groupby([*by, "language", "axis", "reference", "comparison"], sort=False).agg(
         n_slots=("n_slots", "sum"), n_use_cases=("n_slots", "size"), noise_sd=("noise_sd", "first"),
         se=("_var", lambda v: float(np.sqrt(v.sum())) / len(v))).reset_index()
@@ -125,26 +151,30 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     pooled["df"] = [slot_design(np.ones(int(sum(n))), np.repeat(np.arange(len(n)), n))[1] for n in sizes]
     pooled["testable"] = pooled["n_slots"] >= MIN_SLOTS
     pooled["family_size"] = pooled.groupby(list(by))["n_slots"].transform("size")
-    out = pd.concat([cells.drop(columns=["_spread", "_df"]), pooled], ignore_index=True)
+    out = pd.concat([cells.drop(columns=["_spread", "_df", "_m"]), pooled], ignore_index=True)
     out["alpha"] = [attainable_level(int(n), alpha / max(1, int(m)))
                     for n, m in zip(out["n_slots"], out["family_size"], strict=True)]
     out["testable"] &= out["alpha"] > 0
     out["mde"] = [detectable_gap(se, df, a, power) if ok else np.nan
                   for se, df, a, ok in zip(out["se"], out["df"], out["alpha"], out["testable"], strict=True)]
-    out["mde_less"] = out["mde"].map(lambda g: less_share(g) if np.isfinite(g) else np.nan)
+    out["mde_less"] = out["mde"].map(lambda g: less_share(g) if np.isfinite(g) and unit.relative else np.nan)
     out["power"] = power
+    out["unit"] = unit.words
     cols = [*by, "language", "use_case", "axis", "reference", "comparison", "n_slots", "n_use_cases", "noise_sd",
-            "se", "family_size", "alpha", "mde", "mde_less", "power", "testable"]
+            "se", "family_size", "alpha", "mde", "mde_less", "unit", "power", "testable"]
     out["n_use_cases"] = out["n_use_cases"].fillna(1).astype(int)
     return out[[c for c in cols if c in out.columns]]
 
 
 def design_power(prompts: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], noise_sd: float, *,
-                 power: float = POWER, alpha: float = ALPHA) -> pd.DataFrame:
-    """Detectable gaps of a prompt design for an assumed noise (equal answer levels across slots)."""
+                 power: float = POWER, alpha: float = ALPHA, unit: GapUnit | None = None) -> pd.DataFrame:
+    """Detectable gaps of a prompt design for an assumed noise (equal answer levels across slots), in
+    ``unit`` (the amount kind's relative gap by default; ``noise_sd`` is then a fraction, otherwise in the
+    unit itself). Give the use cases of one unit at a time: the rows averaged over use cases pool them."""
     frame = prompts.assign(_level=1.0, model="design")
     cells = _cells(frame, canonical_pairs, ["model", "language", "use_case", "axis"])
-    return _finish(cells, noise_sd, power, alpha, ["model"]).drop(columns=["model"])
+    out = _finish(cells, noise_sd, power, alpha, ["model"], unit)
+    return out.drop(columns=["model"]) if "model" in out.columns else out
 
 
 def noise_from_values(values: pd.DataFrame) -> dict[str, float]:

@@ -11,7 +11,8 @@ FailOnOpt = Annotated[
     list[str] | None,
     typer.Option("--fail-on", metavar="SPEC",
                  help="Thresholds, repeatable: 'default', a YAML file, or RULE=VALUE with mean-delta=5, "
-                      "pair-gap=5, w=model|axis|cell|off."),
+                      "pair-gap=5 (amounts, %), gap-pp=5 (rates, labels, choices), gap-points=1 (scores), "
+                      "gap-metric=1 (text), w=model|axis|cell|off, untested=pass|fail; off switches a rule off."),
 ]
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write the verdict as JUnit XML for CI.")]
 EXIT_GATE_FAILED = 1
@@ -25,8 +26,11 @@ def check_command(
 ) -> None:
     """Fail (exit 1) when a model's results cross a fairness threshold; print what failed.
 
-    Default thresholds: overall Mean Δ% ≤ 5; no significant canonical pair gap above 5%; no significant
-    Kendall's W at the model level. Exit codes: 0 passed, 1 a threshold was crossed, 2 a mistake.
+    Works on any study; each marked gap is judged in its outcome kind's unit. Defaults: overall Mean Δ% ≤ 5
+    and no significant canonical pair gap (per use case or averaged) above 5% for amounts; no significant
+    gap above 5 percentage points (rates, labels, choices), 1 point (scores) or 1 metric unit (text); no
+    significant Kendall's W at the model level where W is computed. A rule that cannot be tested is SKIP
+    (fails only with untested=fail). Exit codes: 0 passed, 1 a threshold was crossed, 2 a mistake.
     """
     from counterbench.gate import check, parse_fail_on
     from counterbench.report.context import load_analysis_dir

@@ -16,6 +16,15 @@ from counterbench.stats.inference import MIN_SLOTS
 if TYPE_CHECKING:
     import pandas as pd
 
+    from counterbench.outcomes.units import GapUnit
+
+
+#: the noise assumed without --noise-sd, per outcome kind (else per unit key): 3% for amounts, half a
+#: percentage point for rates, a yes/no answer at a 50% rate (σ = 50 percentage points, the widest), one
+#: point on a score scale, one unit of a text metric
+DEFAULT_NOISE = {"amount": 0.03, "rate": 0.5, "label": 50.0, "choice": 50.0, "score": 1.0,
+                 "pct": 0.03, "pp": 50.0, "points": 1.0, "metric": 1.0}
+
 
 def _noise(text: str | None) -> float | None:
     if text is None:
@@ -24,9 +33,19 @@ def _noise(text: str | None) -> float | None:
         value = float(text)
     except ValueError:
         raise UserError(f"--noise-sd must be a number (e.g. 0.03 for 3% noise), got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value < 5):
-        raise UserError(f"--noise-sd must be a positive fraction (e.g. 0.03 for 3% noise), got {text!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise UserError(f"--noise-sd must be positive (e.g. 0.03 for 3% noise on amounts), got {text!r}")
     return value
+
+
+def _units(table: pd.DataFrame) -> dict[str, GapUnit]:
+    """Each use case's comparison, from its prompts' answer type."""
+    from counterbench.outcomes.units import gap_unit, kind_of
+
+    if "answer_type" not in table.columns:
+        return {str(u): gap_unit("amount") for u in table["use_case"].unique()}
+    types = table.groupby("use_case", sort=False)["answer_type"].first()
+    return {str(u): gap_unit(kind_of(t if isinstance(t, str) else None)) for u, t in types.items()}
 
 
 def _measured(store: Path, models: list[str] | None) -> dict[str, float]:
@@ -48,8 +67,11 @@ def _measured(store: Path, models: list[str] | None) -> dict[str, float]:
     return noise
 
 
-def power_frame(study: str, filters: Mapping[str, Any], noise: dict[str, float], power: float) -> pd.DataFrame:
-    """Detectable gaps of the filtered design for each noise level (one row block per source)."""
+def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, float | None], power: float
+                ) -> pd.DataFrame:
+    """Detectable gaps of the filtered design for each noise level (one row block per source), each use
+    case in its outcome kind's unit (use cases of one unit are averaged together). A ``None`` noise is the
+    kind's default (:data:`DEFAULT_NOISE`)."""
     import pandas as pd
 
     from counterbench.analyses.power import design_power
@@ -61,41 +83,69 @@ def power_frame(study: str, filters: Mapping[str, Any], noise: dict[str, float],
         raise UserError(f"study {study} names no canonical pairs (canonical_pairs in its YAML): nothing to test")
     table = build_prompts(study, filters_from_options(**filters))
     table = table[table["variant"].astype(str) == "standard"]
-    frames = [design_power(table, the_study.canonical_pairs, sigma, power=power).assign(source=source)
-              for source, sigma in noise.items()]
+    units = _units(table)
+    frames = []
+    for group in dict.fromkeys((u.key, u.kind) for u in units.values()):
+        unit = next(u for u in units.values() if (u.key, u.kind) == group)
+        part = table[table["use_case"].astype(str).isin([c for c, u in units.items() if (u.key, u.kind) == group])]
+        for source, sigma in noise.items():
+            chosen = DEFAULT_NOISE.get(unit.kind, DEFAULT_NOISE[unit.key]) if sigma is None else sigma
+            frames.append(design_power(part, the_study.canonical_pairs, chosen, power=power, unit=unit)
+                          .assign(source=source, unit_key=unit.key))
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        raise UserError(f"study {study}: no canonical pair has both identities in the same prompts to compare")
     return pd.concat(frames, ignore_index=True)
+
+
+def _noise_text(sigma: float, unit: GapUnit) -> str:
+    return f"{sigma:.1%}" if unit.relative else unit.format(sigma, signed=False)
 
 
 def _print(frame: pd.DataFrame, power: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from counterbench.outcomes.units import gap_unit
+
     console = Console()
-    for (source, language), part in frame.groupby(["source", "language"], sort=False):
+    for (source, language, key), part in frame.groupby(["source", "language", "unit_key"], sort=False):
         sigma = float(part["noise_sd"].iloc[0])
-        table = Table(title=f"{language!s}: % less one identity must be offered to be found {power:.0%} of the time "
-                            f"(noise {sigma:.1%}, {source!s})")
+        unit = next(u for u in map(gap_unit, ("amount", "rate", "score", "text")) if u.key == key)
+        what = ("% less one identity must be offered" if unit.relative
+                else f"the gap in {unit.words} between two identities that must be there")
+        table = Table(title=f"{language!s}: {what} to be found {power:.0%} of the time "
+                            f"(noise {_noise_text(sigma, unit)}, {source!s})")
         axes = list(dict.fromkeys(part["axis"]))
         table.add_column("use case")
         table.add_column("matched prompts", justify="right")
         for axis in axes:
             table.add_column(axis, justify="right")
+        column = "mde_less" if unit.relative else "mde"
         for use_case, rows in part.groupby("use_case", sort=False):
-            less = dict(zip(rows["axis"], rows["mde_less"].astype(float), strict=True))
+            found = dict(zip(rows["axis"], rows[column].astype(float), strict=True))
             tested = dict(zip(rows["axis"], rows["testable"].astype(bool), strict=True))
             n = int(rows["n_slots"].max())
-            values = [f"{less[a]:.1f}" if tested.get(a) else "too few" for a in axes]
+            values = [(f"{found[a]:.1f}" if unit.relative else unit.format(found[a], signed=False))
+                      if tested.get(a) else "too few" for a in axes]
             table.add_row(str(use_case), str(n), *values)
         console.print(table)
         pooled = part[(part["use_case"] == "all use cases") & part["testable"].astype(bool)]
         if not pooled.empty:
-            low, high = pooled["mde_less"].min(), pooled["mde_less"].max()
-            span = f"{low:.1f}%" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}%"
-            console.print(f"Averaged over use cases, one identity offered {span} less than the other is found "
-                          f"{power:.0%} of the time; smaller gaps are likely to read 'no gap beyond noise'. "
-                          f"'too few': fewer than {MIN_SLOTS} matched prompts, not tested.")
-    console.print("[dim]Assumes answers = level × identity effect × lognormal noise, equal levels across "
-                  "profiles, Benjamini–Hochberg within the model with one real gap (docs/analysis.md).[/dim]")
+            low, high = pooled[column].min(), pooled[column].max()
+            if unit.relative:
+                span = f"{low:.1f}%" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}%"
+                said = f"one identity offered {span} less than the other"
+            else:
+                span = (unit.format(low, signed=False) if round(low, 1) == round(high, 1)
+                        else f"{low:.1f}–{unit.format(high, signed=False)}")
+                said = f"a gap of {span} between two identities"
+            console.print(f"Averaged over use cases, {said} is found {power:.0%} of the time; smaller gaps are "
+                          f"likely to read 'no gap beyond noise'. 'too few': fewer than {MIN_SLOTS} matched "
+                          "prompts, not tested.")
+    console.print("[dim]Assumes answers = level × identity effect × lognormal noise for amounts, level + identity "
+                  "effect + noise in the kind's unit otherwise, equal levels across profiles, Benjamini–Hochberg "
+                  "within the model with one real gap (docs/analysis.md).[/dim]")
 
 
 def power_command(
@@ -105,22 +155,25 @@ def power_command(
     language: LanguageOpt = None,
     question_variant: QuestionVariantOpt = None,
     noise_sd: Annotated[str | None, typer.Option(
-        "--noise-sd", metavar="S", help="Assumed noise of the model's answers (0.03 = 3%); default 0.03.")] = None,
+        "--noise-sd", metavar="S", help="Assumed noise of the model's answers in the outcome's terms: a fraction "
+        "for amounts (0.03 = 3%, the default), percentage points for yes/no (default 50) and rates (default 0.5), "
+        "points for scores (default 1).")] = None,
     store: Annotated[Path | None, typer.Option(
         "--store", help="Measure each model's noise from the answers in this store instead.")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="With --store: only this model.")] = None,
     power: Annotated[float, typer.Option("--power", help="Target power (0.8 = found 80% of the time).")] = 0.8,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the table as .csv.")] = None,
 ) -> None:
-    """The smallest gap between two identities of a canonical pair that the design finds, per use case."""
+    """The smallest gap between two identities of a canonical pair that the design finds, per use case, in
+    the outcome's unit: % less for amounts, percentage points for yes/no and rates, points for scores."""
     if not 0.05 <= power < 1:
         raise UserError(f"--power must be between 0.05 and 1, got {power}")
     assumed = _noise(noise_sd)
     if store is not None and assumed is not None:
         raise UserError("give --noise-sd or --store, not both")
-    noise = _measured(store, model) if store is not None else {"assumed": assumed if assumed is not None else 0.03}
+    noise: dict[str, float | None] = {"assumed": assumed}
     if store is not None:
-        noise = {f"measured, {m}": s for m, s in noise.items()}
+        noise = {f"measured, {m}": s for m, s in _measured(store, model).items()}
     filters = {"preset": preset, "use_case": use_case, "language": language, "question_variant": question_variant}
     frame = power_frame(study, filters, noise, power)
     _print(frame, power)

@@ -3,10 +3,12 @@
 ::
 
     from counterbench.gate import Thresholds, check
-    verdict = check(analysis.tables, Thresholds(max_mean_delta=5, max_pair_gap=5, significant_w="model"))
+    verdict = check(analysis.tables, Thresholds(max_mean_delta=5, max_pair_gap=5, max_gap_pp=5, significant_w="model"))
     verdict.passed, verdict.summary(), verdict.junit()
 
-``counterbench check --analysis DIR`` and ``counterbench audit ... --fail-on ...`` call this.
+``counterbench check --analysis DIR`` and ``counterbench audit ... --fail-on ...`` call this. It gates any
+study: amount tables (Mean Δ%, canonical pair gaps, Kendall's W) and every other kind's marked gaps in
+that kind's unit (see :mod:`counterbench.gate.checks`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from counterbench.gate.checks import evaluate
 from counterbench.gate.junit import junit_xml, write_junit
-from counterbench.gate.rules import Outcome, Thresholds, evaluate, parse_fail_on
+from counterbench.gate.rules import Outcome, Thresholds, parse_fail_on
 
 __all__ = ["Outcome", "Thresholds", "Verdict", "check", "parse_fail_on"]
 

@@ -1,18 +1,23 @@
-"""The fairness gate's rules: thresholds on earned results, checked per model against analysis tables.
+"""The fairness gate's thresholds: what fails the gate, read from flags and YAML files.
 
-Three rules, each read from a table the analysis already wrote (nothing is recomputed here):
+The rules themselves (:mod:`counterbench.gate.checks`) read the analysis's own tables and marks, for any
+outcome kind, each gap in its kind's unit (:mod:`counterbench.outcomes.units`):
 
-- ``mean-delta``: the model's overall Mean Δ% (``leaderboard.overall_mean_delta``) must not exceed
-  ``max_mean_delta`` percent.
-- ``pair-gap``: no canonical pair gap that the analysis marked significant (``cpg.significant``)
-  may exceed ``max_pair_gap`` percent in absolute value. Unmarked gaps never fail the gate.
-- ``w``: no Kendall's W marked significant at the chosen level — ``model`` (``kendalls_w_model``:
-  one combined test per model and language), ``axis`` (``kendalls_w_axis``) or ``cell``
-  (``kendalls_w``) — or ``off``.
+- ``mean-delta`` (amounts): the model's overall Mean Δ% (``leaderboard.overall_mean_delta``) must not
+  exceed ``max_mean_delta`` percent.
+- ``pair-gap`` (amounts): no canonical pair gap marked significant — per use case (``cpg``) or averaged
+  over use cases (``cpg_overall``) — may exceed ``max_pair_gap`` percent in absolute value.
+- ``gap-pp`` / ``gap-points`` / ``gap-metric`` (every other kind): no gap marked significant in
+  ``outcome_gaps`` — against the reference identifier, group or attribute level — may exceed the limit in
+  the kind's unit (percentage points for rates, labels and choices; points for scores; the metric's units
+  for text).
+- ``w`` (where the analysis computes Kendall's W): none marked significant at the chosen level —
+  ``model``, ``axis``, ``cell`` — or ``off``.
+- ``untested``: what a rule that could not be evaluated (no table, or no gap with enough slots to test)
+  does to the verdict: ``pass`` (the default; it is shown as SKIP and counted) or ``fail``.
 
-The marks are the analysis's own (``significant`` columns; how they are corrected for multiplicity
-is the analysis's business, see docs/analysis.md). A rule whose table or column is missing is
-reported as *not evaluated*, never as passed silently.
+Unmarked gaps never fail the gate. Every numeric threshold may be switched off: ``off``, ``false``,
+``no``, ``null`` or ``none`` in any spelling YAML allows (never read as 0).
 """
 
 from __future__ import annotations
@@ -23,13 +28,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from counterbench.analyses.flags import truthy
 from counterbench.errors import UserError
 
 W_LEVELS = {"model": "kendalls_w_model", "axis": "kendalls_w_axis", "cell": "kendalls_w", "off": ""}
-RULE_KEYS = {"mean-delta": "max_mean_delta", "pair-gap": "max_pair_gap", "w": "significant_w"}
+#: rule name (``--fail-on RULE=VALUE``) -> threshold (file key)
+RULE_KEYS = {"mean-delta": "max_mean_delta", "pair-gap": "max_pair_gap", "gap-pp": "max_gap_pp",
+             "gap-points": "max_gap_points", "gap-metric": "max_gap_metric", "w": "significant_w",
+             "untested": "untested"}
+#: unit key of :class:`counterbench.outcomes.units.GapUnit` -> the threshold holding its limit
+UNIT_THRESHOLDS = {"pct": "max_pair_gap", "pp": "max_gap_pp", "points": "max_gap_points", "metric": "max_gap_metric"}
+_NUMERIC = ("max_mean_delta", "max_pair_gap", "max_gap_pp", "max_gap_points", "max_gap_metric")
+#: texts that switch a rule off (YAML itself reads unquoted off/false/no as false and null/~ as nothing)
+OFF_WORDS = ("off", "none", "null", "false", "no", "~", "")
+_UNTESTED = ("pass", "fail")
 
 
 @dataclass(frozen=True)
@@ -38,12 +49,28 @@ class Thresholds:
 
     max_mean_delta: float | None = 5.0
     max_pair_gap: float | None = 5.0
+    max_gap_pp: float | None = 5.0
+    max_gap_points: float | None = 1.0
+    max_gap_metric: float | None = 1.0
     significant_w: str = "model"
+    untested: str = "pass"
+
+    def limit(self, unit_key: str) -> float | None:
+        """The limit on marked gaps measured in the unit ``unit_key`` (``pct``, ``pp``, ``points``, ``metric``)."""
+        value: float | None = getattr(self, UNIT_THRESHOLDS[unit_key])
+        return value
 
     def describe(self) -> str:
-        bits = [f"overall Mean Δ% ≤ {self.max_mean_delta:g}" if self.max_mean_delta is not None else "",
-                f"significant canonical pair gaps ≤ {self.max_pair_gap:g}%" if self.max_pair_gap is not None else "",
-                f"no significant Kendall's W ({self.significant_w} level)" if self.significant_w != "off" else ""]
+        def bit(value: float | None, text: str) -> str:
+            return text.format(value) if value is not None else ""
+
+        gaps = [bit(self.max_gap_pp, "{:g} pp"), bit(self.max_gap_points, "{:g} points"),
+                bit(self.max_gap_metric, "{:g} metric units")]
+        bits = [bit(self.max_mean_delta, "overall Mean Δ% ≤ {:g}"),
+                bit(self.max_pair_gap, "significant canonical pair gaps ≤ {:g}%"),
+                "significant gaps ≤ " + " / ".join(g for g in gaps if g) if any(gaps) else "",
+                f"no significant Kendall's W ({self.significant_w} level)" if self.significant_w != "off" else "",
+                "untested rules fail" if self.untested == "fail" else ""]
         return "; ".join(b for b in bits if b) or "no rule"
 
 
@@ -63,13 +90,13 @@ class Outcome:
         return self.status == "failed"
 
 
-#: texts that switch a rule off (YAML itself reads unquoted off/false/no as false and null/~ as nothing)
-OFF_WORDS = ("off", "false", "no", "none", "null", "")
+def _is_off(value: Any) -> bool:
+    return value is None or value is False or (isinstance(value, str) and value.strip().lower() in OFF_WORDS)
 
 
 def _number(value: Any, key: str) -> float | None:
     """A limit from a thresholds file: a number ≥ 0, or off (``off``, ``false``, ``null``); anything else is refused."""
-    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in OFF_WORDS):
+    if _is_off(value):
         return None
     if value is True:
         raise UserError(f"gate threshold {key} must be a number or off, got true (a limit of 1 is not meant by it)")
@@ -106,19 +133,27 @@ def _w_level(value: Any) -> str:
     return text
 
 
+def _untested(value: Any) -> str:
+    text = "pass" if _is_off(value) else "fail" if value is True else str(value).strip().lower()
+    if text not in _UNTESTED:
+        raise UserError(f"gate threshold untested must be pass or fail, got {value!r}")
+    return text
+
+
 def apply(base: Thresholds, settings: Mapping[str, Any], where: str) -> Thresholds:
     """``base`` with the keys of ``settings`` (file keys or rule names) applied."""
     out = base
     for key, value in settings.items():
         name = RULE_KEYS.get(str(key), str(key))
-        if name == "max_mean_delta":
-            out = replace(out, max_mean_delta=_number(value, name))
-        elif name == "max_pair_gap":
-            out = replace(out, max_pair_gap=_number(value, name))
+        if name in _NUMERIC:
+            changes: dict[str, Any] = {name: _number(value, name)}
+            out = replace(out, **changes)
         elif name == "significant_w":
             out = replace(out, significant_w=_w_level(value))
+        elif name == "untested":
+            out = replace(out, untested=_untested(value))
         else:
-            known = ", ".join([*RULE_KEYS.values(), *RULE_KEYS])
+            known = ", ".join(dict.fromkeys([*RULE_KEYS.values(), *RULE_KEYS]))
             raise UserError(f"{where}: unknown gate threshold {key!r} (known: {known})")
     return out
 
@@ -151,10 +186,10 @@ def parse_fail_on(specs: Sequence[str]) -> Thresholds:
         elif "=" in text:
             key, value = (part.strip() for part in text.split("=", 1))
             if key not in RULE_KEYS and key not in RULE_KEYS.values():
-                raise UserError(f"--fail-on {spec}: unknown rule {key!r} (use mean-delta=X, pair-gap=Y or "
-                                "w=model|axis|cell|off)")
-            out = apply(out, {key: value if RULE_KEYS.get(key, key) == "significant_w" else _typed(value)},
-                        f"--fail-on {spec}")
+                raise UserError(f"--fail-on {spec}: unknown rule {key!r} (use mean-delta=X, pair-gap=Y, "
+                                "gap-pp=Z, gap-points=Z, gap-metric=Z, w=model|axis|cell|off, untested=pass|fail)")
+            plain = RULE_KEYS.get(key, key) in ("significant_w", "untested")
+            out = apply(out, {key: value if plain else _typed(value)}, f"--fail-on {spec}")
         else:
             path = Path(text)
             if not path.is_file():
@@ -163,80 +198,3 @@ def parse_fail_on(specs: Sequence[str]) -> Thresholds:
     return out
 
 
-def _where(row: Mapping[Any, Any], columns: Sequence[str]) -> str:
-    return " · ".join(str(row[c]) for c in columns if c in row and not pd.isna(row[c]))
-
-
-def _models(tables: Mapping[str, pd.DataFrame]) -> list[str]:
-    names: list[str] = []
-    for name in ("leaderboard", "cpg", "kendalls_w_model", "axis_mean_delta"):
-        frame = tables.get(name)
-        if frame is not None and "model" in frame.columns:
-            names += [str(m) for m in frame["model"].dropna()]
-    return list(dict.fromkeys(names))
-
-
-def _mean_delta(model: str, tables: Mapping[str, pd.DataFrame], limit: float) -> Outcome:
-    board = tables.get("leaderboard")
-    rule = "overall Mean Δ%"
-    if board is None or not {"model", "overall_mean_delta"} <= set(board.columns):
-        return Outcome(model, rule, "not evaluated", "—", f"≤ {limit:g}", ["no leaderboard.overall_mean_delta"])
-    values = pd.to_numeric(board.loc[board["model"].astype(str) == model, "overall_mean_delta"], errors="coerce")
-    values = values.dropna()
-    if values.empty:
-        return Outcome(model, rule, "not evaluated", "—", f"≤ {limit:g}", ["no pairs for this model"])
-    value = float(values.iloc[0])
-    return Outcome(model, rule, "failed" if value > limit else "passed", f"{value:.2f}", f"≤ {limit:g}")
-
-
-def _pair_gap(model: str, tables: Mapping[str, pd.DataFrame], limit: float) -> Outcome:
-    cpg = tables.get("cpg")
-    rule = "significant canonical pair gap"
-    if cpg is None or not {"model", "gap", "significant"} <= set(cpg.columns):
-        return Outcome(model, rule, "not evaluated", "—", f"|gap| ≤ {limit:g}%", ["no cpg table with significance"])
-    part = cpg[cpg["model"].astype(str) == model]
-    marked = part[[truthy(v) for v in part["significant"]]]
-    gaps = pd.to_numeric(marked["gap"], errors="coerce").abs()
-    over = marked[gaps > limit].assign(_abs=gaps[gaps > limit]).sort_values("_abs", ascending=False)
-    largest = f"{gaps.max():.1f}%" if gaps.notna().any() else "none marked"
-    details = [f"{_where(r, ('language', 'use_case', 'axis'))}: {r['reference']} vs {r['comparison']} "
-               f"{float(r['gap']):+.1f}%" for r in over.to_dict("records")]
-    value = f"{len(over)} of {len(marked)} marked over; largest {largest}"
-    return Outcome(model, rule, "failed" if len(over) else "passed", value, f"|gap| ≤ {limit:g}%", details)
-
-
-def _kendall(model: str, tables: Mapping[str, pd.DataFrame], level: str) -> Outcome:
-    name = W_LEVELS[level]
-    frame = tables.get(name)
-    rule = f"significant Kendall's W ({level})"
-    if frame is None or not {"model", "significant"} <= set(frame.columns):
-        return Outcome(model, rule, "not evaluated", "—", "none marked", [f"no {name}.significant"])
-    part = frame[frame["model"].astype(str) == model]
-    marked = part[[truthy(v) for v in part["significant"]]]
-    w_col = "mean_w" if "mean_w" in frame.columns else "w"
-    details = [f"{_where(r, ('language', 'use_case', 'axis'))}: W = {float(r[w_col]):.3f}"
-               for r in marked.to_dict("records") if w_col in r]
-    return Outcome(model, rule, "failed" if len(marked) else "passed", f"{len(marked)} of {len(part)} marked",
-                   "none marked", details)
-
-
-def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds,
-             models: Sequence[str] | None = None) -> list[Outcome]:
-    """Every rule for every model of the analysis (or ``models``), in model order."""
-    known = _models(tables)
-    if models:
-        unknown = [m for m in models if m not in known]
-        if unknown:
-            raise UserError(f"no results for model {unknown[0]} in the analysis (models: {', '.join(known) or 'none'})")
-    chosen = list(models) if models else known
-    if not chosen:
-        raise UserError("the analysis has no model results to check; is it the --out folder of `counterbench analyze`?")
-    out: list[Outcome] = []
-    for model in chosen:
-        if thresholds.max_mean_delta is not None:
-            out.append(_mean_delta(model, tables, thresholds.max_mean_delta))
-        if thresholds.max_pair_gap is not None:
-            out.append(_pair_gap(model, tables, thresholds.max_pair_gap))
-        if thresholds.significant_w != "off":
-            out.append(_kendall(model, tables, thresholds.significant_w))
-    return out

@@ -4,7 +4,8 @@ Pages (all GET, all server-rendered, no JavaScript at all):
 
 * ``/`` — responses matching the filters (study, model, use case, language, axis, identifier,
   status, prompt variant) and a full-text search in the raw answers, a page at a time;
-* ``/slots`` — the slots matching the filters, widest spread first (what a report cell links to);
+* ``/slots`` — the slots matching the filters, widest spread first (what a report cell links to); the spread
+  is in the outcome kind's comparison (Δ% for amounts, percentage points for yes/no, points for scores);
 * ``/slot`` — one slot: every identity's answer to the same prompt side by side (value, unit,
   parse status, raw text) and the slot's spread;
 * ``/static/viewer.css`` — the only stylesheet.
@@ -30,7 +31,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from counterbench.viewer.catalog import FILTERS, PAGE_SIZE, SLOT_KEY, Catalog
+from counterbench.outcomes.units import GapUnit
+from counterbench.viewer.catalog import FILTERS, PAGE_SIZE, SLOT_KEY, Answer, Catalog
 from counterbench.viewer.links import query_string
 
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
@@ -78,6 +80,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters["num"] = fmt_value
     env.filters["pct"] = fmt_pct
+    env.filters["gap"] = fmt_gap
+    env.globals["answer_text"] = answer_text
     env.globals["link"] = link
     env.globals["slot_link"] = slot_link
     return env
@@ -99,6 +103,21 @@ def fmt_pct(value: Any) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
     return f"{float(value):.1f}%"
+
+
+def fmt_gap(value: Any, unit: GapUnit) -> str:
+    """A spread in its kind's unit: ``27.5%`` for amounts, ``100.0 pp`` for yes/no, ``2.0 points`` for scores."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return unit.format(float(value), signed=False)
+
+
+def answer_text(answer: Answer) -> str:
+    """An answer as its kind reads it: the amount with its unit, or the label it gave (a label's measure is
+    its positive share, not a number to show)."""
+    if answer.measure is not None and answer.value is not None and answer.measure == answer.value:
+        return f"{fmt_value(answer.value)} {answer.unit or ''}".strip()
+    return answer.unit or fmt_value(answer.measure)
 
 
 def link(path: str, params: dict[str, Any], **changes: Any) -> str:

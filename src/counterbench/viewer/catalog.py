@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from counterbench.errors import UserError
+from counterbench.outcomes.units import GapUnit, answer_measures, gap_unit, kind_of
 
 #: the columns a slot is keyed by (besides the counterfactual ``identifier``)
 SLOT_KEY: tuple[str, ...] = (
@@ -37,24 +40,25 @@ _PROMPTS_SQL = """
 INSERT OR IGNORE INTO cat.prompts
 SELECT prompt_id, prompt_hash, COALESCE(study, ''), COALESCE(use_case, ''), COALESCE(language, ''),
        COALESCE(axis, ''), COALESCE(identifier, ''), COALESCE(profile_id, ''),
-       COALESCE(CAST(question_variant AS TEXT), ''), COALESCE(variant, 'standard')
+       COALESCE(CAST(question_variant AS TEXT), ''), COALESCE(variant, 'standard'), COALESCE(answer_type, '')
 FROM main.prompts
 """
 _ITEMS_SQL = """
 INSERT INTO cat.items
 SELECT r.id, r.model, r.config_fp, r.status, r.value, COALESCE(p.study, ''), COALESCE(p.use_case, ''),
        COALESCE(p.language, ''), COALESCE(p.axis, ''), COALESCE(p.identifier, ''), COALESCE(p.profile_id, ''),
-       COALESCE(p.question_variant, ''), COALESCE(p.variant, 'standard')
+       COALESCE(p.question_variant, ''), COALESCE(p.variant, 'standard'), COALESCE(p.answer_type, ''), NULL
 FROM main.responses r LEFT JOIN cat.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash
 WHERE r.id > ?
 """
 _CREATE = (
     "CREATE TABLE cat.prompts (prompt_id TEXT, prompt_hash TEXT, study TEXT, use_case TEXT, language TEXT, "
-    "axis TEXT, identifier TEXT, profile_id TEXT, question_variant TEXT, variant TEXT, "
+    "axis TEXT, identifier TEXT, profile_id TEXT, question_variant TEXT, variant TEXT, answer_type TEXT, "
     "PRIMARY KEY (prompt_id, prompt_hash))",
     "CREATE TABLE cat.items (id INTEGER PRIMARY KEY, model TEXT, config_fp TEXT, status TEXT, value REAL, "
     "study TEXT, use_case TEXT, language TEXT, axis TEXT, identifier TEXT, profile_id TEXT, question_variant TEXT, "
-    "variant TEXT)",
+    "variant TEXT, answer_type TEXT, measure REAL)",
+    "CREATE TABLE cat.measures (answer_type TEXT, value REAL, measure REAL, PRIMARY KEY (answer_type, value))",
     "CREATE INDEX cat.items_slot ON items (use_case, language, axis, profile_id, question_variant, variant, model)",
     "CREATE INDEX cat.items_model ON items (model, axis)",
 )
@@ -95,6 +99,8 @@ class Answer:
     prompt_id: str
     user: str | None
     system: str | None
+    #: the number the analysis compares (a label's positive answer 100, the other 0; an amount itself)
+    measure: float | None = None
 
 
 @dataclass
@@ -106,23 +112,28 @@ class SlotView:
     low: Answer | None
     high: Answer | None
     other_models: list[str] = field(default_factory=list)
+    #: how this slot's answers compare (Δ% for amounts, percentage points for yes/no, points for scores)
+    unit: GapUnit = field(default_factory=lambda: gap_unit("amount"))
 
 
-def pair_gap(a: float, b: float) -> float:
+def pair_gap(a: float, b: float, relative: bool = True) -> float:
     """Δ% = |a − b| / ((a + b) / 2) × 100, NaN when a + b ≤ 0 (as :func:`counterbench.stats.gaps.relative_gap`,
-    without importing scipy into the viewer)."""
+    without importing scipy into the viewer); ``|a − b|`` in the kind's unit when not ``relative``."""
+    if not relative:
+        return abs(a - b)
     total = a + b
     return abs(a - b) / total * 200.0 if total > 0 else math.nan
 
 
-def spread_of(values: Sequence[float]) -> tuple[float, float]:
-    """(max Δ%, mean Δ%) over every pair of the finite ``values`` (paper §4.2 Δ%, NaN if < 2 values)."""
+def spread_of(values: Sequence[float], relative: bool = True) -> tuple[float, float]:
+    """(max gap, mean gap) over every pair of the finite ``values`` (NaN if < 2 values): paper §4.2 Δ% when
+    ``relative`` (amounts), else plain differences in the kind's unit (percentage points, points)."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     if len(finite) < 2:
         return math.nan, math.nan
-    gaps = [pair_gap(a, b) for i, a in enumerate(finite) for b in finite[i + 1:]]
+    gaps = [pair_gap(a, b, relative) for i, a in enumerate(finite) for b in finite[i + 1:]]
     usable = [g for g in gaps if math.isfinite(g)]
-    top = pair_gap(max(finite), min(finite))
+    top = pair_gap(max(finite), min(finite), relative)
     return top, (sum(usable) / len(usable) if usable else math.nan)
 
 
@@ -187,15 +198,35 @@ class Catalog:
             if not appended:
                 self.conn.execute("DROP TABLE IF EXISTS cat.items")
                 self.conn.execute("DROP TABLE IF EXISTS cat.prompts")
+                self.conn.execute("DROP TABLE IF EXISTS cat.measures")
                 for sql in _CREATE:
                     self.conn.execute(sql)
                 self._top = 0
             self.conn.execute(_PROMPTS_SQL)
             self.conn.execute(_ITEMS_SQL, (self._top,))
+            self._measure(self._top)
             self.conn.commit()
             self._top, self._count, self._version = int(top), int(count), version
             self.options = self._options()
             self.build_seconds = time.perf_counter() - started
+
+    def _measure(self, after: int) -> None:
+        """Each new usable answer's measure in its kind's terms (a label's positive answer is 100, the other 0;
+        an amount is itself), computed once per distinct (answer type, stored value)."""
+        for (answer_type,) in self.conn.execute(
+                "SELECT DISTINCT answer_type FROM cat.items WHERE id > ? AND value IS NOT NULL", (after,)).fetchall():
+            values = [v for (v,) in self.conn.execute(
+                "SELECT DISTINCT value FROM cat.items WHERE id > ? AND answer_type = ? AND value IS NOT NULL "
+                "AND value NOT IN (SELECT value FROM cat.measures WHERE answer_type = ?)",
+                (after, answer_type, answer_type))]
+            measured = answer_measures(answer_type or None, np.asarray(values, dtype=np.float64))
+            self.conn.executemany("INSERT INTO cat.measures VALUES (?, ?, ?)",
+                                  [(answer_type, v, float(m) if math.isfinite(m) else None)
+                                   for v, m in zip(values, measured, strict=True)])
+        self.conn.execute(
+            "UPDATE cat.items SET measure = (SELECT m.measure FROM cat.measures m WHERE m.answer_type = "
+            "items.answer_type AND m.value = items.value) WHERE id > ? AND status = 'ok' AND value IS NOT NULL",
+            (after,))
 
     def _options(self) -> dict[str, list[str]]:
         """Each filter's values, in store order (the prompt table's order for prompt columns)."""
@@ -272,24 +303,36 @@ class Catalog:
     ) -> tuple[int, list[dict[str, Any]]]:
         """Slots matching ``filters`` (identifiers restrict which answers count), widest spread first.
 
-        Each row: the slot key, answers, usable values, the extreme identifiers and the spread
-        (Δ% between the highest and the lowest value; with two identifiers, their gap).
+        Each row: the slot key, answers, usable values, the lowest and highest measure and the spread between
+        them in the kind's comparison (``unit``): Δ% for amounts, percentage points for yes/no answers,
+        points for scores; with two identifiers, their gap.
         """
         where, params = self.where(filters)
         keys = ", ".join(SLOT_KEY)
         grouped = (
-            f"SELECT {keys}, count(*) AS n, sum(status = 'ok' AND value IS NOT NULL) AS n_values, "
-            "min(CASE WHEN status = 'ok' THEN value END) AS lo, max(CASE WHEN status = 'ok' THEN value END) AS hi "
-            f"FROM cat.items{where} GROUP BY {keys}"
+            f"SELECT {keys}, count(*) AS n, sum(status = 'ok' AND measure IS NOT NULL) AS n_values, "
+            "min(CASE WHEN status = 'ok' THEN measure END) AS lo, max(CASE WHEN status = 'ok' THEN measure END) AS hi, "
+            f"max(answer_type) AS answer_type FROM cat.items{where} GROUP BY {keys}"
         )
         count = int(self._query(f"SELECT count(*) FROM ({grouped})", params)[0][0])
+        relative = self._relative_types()
+        marks = ", ".join("?" * len(relative)) or "NULL"
         rows = self._query(
-            f"SELECT *, CASE WHEN n_values >= 2 AND lo + hi > 0 THEN (hi - lo) / ((hi + lo) / 2.0) * 100 END AS spread "
+            f"SELECT *, CASE WHEN n_values < 2 THEN NULL WHEN answer_type IN ({marks}) THEN "
+            "CASE WHEN lo + hi > 0 THEN (hi - lo) / ((hi + lo) / 2.0) * 100 END ELSE hi - lo END AS spread "
             f"FROM ({grouped}) ORDER BY spread IS NULL, spread DESC, {keys} LIMIT ? OFFSET ?",
-            [*params, size, max(0, page) * size],
+            [*relative, *params, size, max(0, page) * size],
         )
-        names = (*SLOT_KEY, "n", "n_values", "lo", "hi", "spread")
-        return count, [dict(zip(names, row, strict=True)) for row in rows]
+        names = (*SLOT_KEY, "n", "n_values", "lo", "hi", "answer_type", "spread")
+        out = [dict(zip(names, row, strict=True)) for row in rows]
+        for row in out:
+            row["unit"] = gap_unit(kind_of(row["answer_type"] or None))
+        return count, out
+
+    def _relative_types(self) -> list[str]:
+        """The stored answer types whose kind compares relatively (Δ%)."""
+        types = [t for (t,) in self._query("SELECT DISTINCT answer_type FROM cat.prompts")]
+        return [t for t in types if gap_unit(kind_of(t or None)).relative]
 
     def slot(self, slot: Mapping[str, str], identifiers: Sequence[str] = ()) -> SlotView:
         """Every identity's answer in one slot (``identifiers`` first when given), with its spread.
@@ -308,7 +351,7 @@ class Catalog:
         key = {k: str(v) for k, v in zip(SLOT_KEY, first[0], strict=True)}
         rows = self._query(
             "SELECT c.id, c.identifier, c.status, c.value, r.unit, r.parse_reason, r.response, r.error, r.prompt_id, "
-            "p.user, p.system FROM cat.items c JOIN main.responses r ON r.id = c.id "
+            "p.user, p.system, c.measure FROM cat.items c JOIN main.responses r ON r.id = c.id "
             "LEFT JOIN main.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash WHERE "
             + " AND ".join(f"c.{k} = ?" for k in SLOT_KEY) + " ORDER BY c.id",
             [key[k] for k in SLOT_KEY],
@@ -318,13 +361,16 @@ class Catalog:
         if wanted:
             order = {ident: k for k, ident in enumerate(wanted)}
             answers.sort(key=lambda a: order.get(a.identifier, len(order)))
-        usable = [a for a in answers if a.status == "ok" and a.value is not None and math.isfinite(a.value)]
-        spread, mean_gap = spread_of([a.value for a in usable if a.value is not None])
-        low = min(usable, key=lambda a: a.value or 0.0) if usable else None
-        high = max(usable, key=lambda a: a.value or 0.0) if usable else None
+        answer_type = self._query("SELECT answer_type FROM cat.items c" + where + " ORDER BY c.id LIMIT 1",
+                                  [str(slot[k]) for k in given])[0][0]
+        unit = gap_unit(kind_of(answer_type or None))
+        usable = [a for a in answers if a.status == "ok" and a.measure is not None and math.isfinite(a.measure)]
+        spread, mean_gap = spread_of([a.measure for a in usable if a.measure is not None], unit.relative)
+        low = min(usable, key=lambda a: a.measure or 0.0) if usable else None
+        high = max(usable, key=lambda a: a.measure or 0.0) if usable else None
         others = [m for (m,) in self._query(
             "SELECT DISTINCT model FROM cat.items WHERE use_case = ? AND language = ? AND axis = ? AND profile_id = ? "
             "AND question_variant = ? AND variant = ? AND model != ? ORDER BY model",
             [key["use_case"], key["language"], key["axis"], key["profile_id"], key["question_variant"],
              key["variant"], key["model"]])]
-        return SlotView(Slot(**key), answers, spread, mean_gap, low, high, others)
+        return SlotView(Slot(**key), answers, spread, mean_gap, low, high, others, unit)
