@@ -135,3 +135,22 @@ def test_findings_name_the_measure_and_the_primary_one_first(
     assert any(line.startswith(f"{planted} (sampled answers): ") for line in mine[2:])
     assert any(line.startswith(f"{null} (p(yes) from log-probabilities): no gap beyond noise") for line in findings)
     assert "probability_gaps" in result.summary["marks"]["families"]
+
+
+def test_the_report_shows_both_measures_the_primary_first(
+        analysed: tuple[AnalysisResult, pd.DataFrame, Path], tmp_path: Path) -> None:
+    from counterbench.report import write_report
+
+    result, _, _ = analysed
+    files = write_report(result, tmp_path / "report.html")
+    assert files.markdown is not None
+    text = files.markdown.read_text(encoding="utf-8")
+    titles = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    decision = titles.index("Decision probabilities (p(yes))")
+    p_gaps = titles.index("Matched gaps — p(yes) from log-probabilities")
+    assert decision < p_gaps < titles.index("Matched gaps — sampled answers")
+    assert "Outcome by identity — p(yes) from log-probabilities" in titles
+    assert "All attributes at once — p(yes) from log-probabilities" in titles
+    assert "`probability_gaps.csv`" in text and "`probability_regression.csv`" in text
+    html = files.html.read_text(encoding="utf-8")
+    assert "Decision probabilities (p(yes))" in html and "fractional logit" in html
