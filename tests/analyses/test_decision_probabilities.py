@@ -5,6 +5,7 @@ and draws its answers from them; one model has a planted −10 pp p(yes) for one
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -154,3 +155,32 @@ def test_the_report_shows_both_measures_the_primary_first(
     assert "`probability_gaps.csv`" in text and "`probability_regression.csv`" in text
     html = files.html.read_text(encoding="utf-8")
     assert "Decision probabilities (p(yes))" in html and "fractional logit" in html
+
+
+def test_a_choice_gets_p_of_each_offered_option() -> None:
+    """Choice rows: one per offered option, y = 100 × p(that option); rows without log-probabilities,
+    not usable or not standard are left out; an option missing from the listed tokens counts as 0."""
+    import json
+
+    from counterbench.analyses.probabilities import probability_rows
+    from counterbench.outcomes.base import OutcomeSpec
+
+    spec = OutcomeSpec("choice", labels=("A", "B"))
+    frame = pd.DataFrame({
+        "use_case": "pick", "status": ["ok", "ok", "ok", "refused"], "value": [0.0, 1.0, 0.0, float("nan")],
+        "option_A": ["Emily", "Lakisha", "Emily", "Emily"], "option_B": ["Lakisha", "Emily", "Lakisha", "Lakisha"],
+        "answer_logprobs": [json.dumps({"A": -0.5, "B": -1.5}), json.dumps({"B": -0.1}), None,
+                            json.dumps({"A": -0.1, "B": -2.0})],
+        "model": "m", "language": "en",
+    })
+    rows = probability_rows(frame, {"pick": spec})
+    assert len(rows) == 4 and set(rows["kind"]) == {"choice"}
+    got = {(r["identifier"], r["position"]): r["y"] for r in rows.to_dict("records")}
+    first = 100 * 1 / (1 + math.exp(-1.0))
+    assert got == pytest.approx({("Emily", "A"): first, ("Lakisha", "B"): 100 - first,
+                                 ("Lakisha", "A"): 0.0, ("Emily", "B"): 100.0})
+    assert set(rows["measure"]) == {"p(option) from log-probabilities (%)"}
+    label = probability_rows(frame.assign(answer_logprobs=frame["answer_logprobs"].str.replace('"A"', '"yes"')
+                                          .str.replace('"B"', '"no"')),
+                             {"pick": OutcomeSpec("label", labels=("no", "yes"), positive="no")})
+    assert label["y"].tolist() == pytest.approx([100 - first, 100.0])  # the positive label: "no" here
