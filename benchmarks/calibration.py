@@ -22,8 +22,10 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
    ``crossed_regression``) on the example studies, 500 simulated models per scenario
    (``tests/analyses/outcome_calibration_sim.py``): a 1–10 score with 12 and with 4 matched slots, a
    rate in two languages, a yes/no decision with crossed attributes (36 and 4 clusters), no effect
-   planted; and a planted score penalty and yes/no gap (power). Coverage, family-wise false stars,
-   and for the regression the same standard errors with normal quantiles (before).
+   planted; and a planted score penalty and yes/no gap (power); a yes/no decision whose answers carry
+   log-probabilities (36 and 6 clusters, null; and a planted −5 pp p(yes)), where the decision-probability
+   tables (``probability_gaps``, ``probability_regression``) are checked too. Coverage, family-wise false
+   stars, and for the regression the same standard errors with normal quantiles (before).
 
 Usage: ``python benchmarks/calibration.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...] [--out FILE]``.
 Every simulation is seeded; the figures are reproducible.

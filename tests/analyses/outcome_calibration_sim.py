@@ -9,6 +9,10 @@ subset of its profiles and question variants) and an answer law:
   to ``step`` and clipped to ``[low, high]`` — a 1–10 score rounded to whole points, a rate to 0.01;
 - ``label`` (yes/no): "yes" with probability ``level + slot effect + planted effect`` (clipped to
   [0.01, 0.99]); the analysis measures 100 × "yes", so a planted ``-0.2`` is a −20 point gap.
+- ``probability`` (yes/no with log-probabilities): each answer's p(yes) is ``level + slot effect +
+  planted effect + noise_sd · z`` (clipped to [0.01, 0.99]), stored as ``answer_logprobs``, and the
+  answer is drawn from it; the analysis measures both 100 × "yes" and 100 × p(yes)
+  (:mod:`counterbench.analyses.probabilities`).
 
 The slot effect (one draw per use case × profile × question variant, shared by the identities and
 languages of the slot) is what makes the slot, not the answer, the independent unit. Every simulated
@@ -22,6 +26,7 @@ comparisons marked). Used by ``tests/analyses/test_outcome_calibration.py`` (sma
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +41,9 @@ from tests.conftest import REPO
 __all__ = ["OutcomeLaw", "OutcomeScenario", "run_outcome_scenario", "simulate_outcome_results"]
 
 SLOT_KEY = ["use_case", "profile_id", "question_variant"]
-TABLES = ("outcome_gaps", "language_gaps", "crossed_regression")
+TABLES = ("outcome_gaps", "language_gaps", "crossed_regression", "probability_gaps", "probability_regression")
+#: a probability table -> its sampled twin (the same truth and columns)
+TWINS = {"probability_gaps": "outcome_gaps", "probability_regression": "crossed_regression"}
 
 
 @dataclass(frozen=True)
@@ -81,9 +88,13 @@ def simulate_outcome_results(prompts: pd.DataFrame, model: str, law: OutcomeLaw,
     effect = np.zeros(n)
     for (column, level), value in law.effects.items():
         effect += np.where(prompts[column].astype(str).to_numpy() == level, value, 0.0)
-    if law.kind == "label":
-        p = np.clip(law.level + slot + effect, 0.01, 0.99)
+    logprobs = None
+    if law.kind in ("label", "probability"):
+        noise = law.noise_sd * rng.standard_normal(n) if law.kind == "probability" else 0.0
+        p = np.clip(law.level + slot + effect + noise, 0.01, 0.99)
         value = np.where(rng.random(n) < p, 0.0, 1.0)  # label index 0: the positive label ("yes")
+        if law.kind == "probability":
+            logprobs = [json.dumps({"yes": float(np.log(q)), "no": float(np.log1p(-q))}) for q in p]
     else:
         latent = law.level + slot + effect + law.noise_sd * rng.standard_normal(n)
         value = np.clip(np.round(latent / law.step) * law.step, law.low, law.high)
@@ -93,13 +104,16 @@ def simulate_outcome_results(prompts: pd.DataFrame, model: str, law: OutcomeLaw,
     out["status"] = "ok"
     out["value"] = value
     out["out_of_range"] = False
+    if logprobs is not None:
+        out["answer_logprobs"] = logprobs
     return out.reset_index(drop=True)
 
 
 def _truth(frame: pd.DataFrame, law: OutcomeLaw, table: str) -> np.ndarray:
     """The planted value of each row (0 where nothing is planted; NaN where it has no simple truth)."""
-    scale = 100.0 if law.kind == "label" else 1.0
+    scale = 100.0 if law.kind in ("label", "probability") else 1.0
     planted = {level: value for (_, level), value in law.effects.items()}
+    table = TWINS.get(table, table)
     if table == "outcome_gaps":
         return np.asarray([scale * (planted.get(str(c), 0.0) - planted.get(str(r), 0.0))
                            for c, r in zip(frame["comparison"], frame["reference"], strict=True)], dtype=np.float64)
@@ -114,7 +128,7 @@ def _planted_sign(frame: pd.DataFrame, law: OutcomeLaw, table: str) -> np.ndarra
     if table == "language_gaps":
         return np.zeros(len(frame))
     planted = {level: value for (_, level), value in law.effects.items()}
-    level = frame["comparison" if table == "outcome_gaps" else "level"].astype(str)
+    level = frame["comparison" if TWINS.get(table, table) == "outcome_gaps" else "level"].astype(str)
     return np.sign(level.map(planted).fillna(0.0).to_numpy(np.float64))
 
 
@@ -162,7 +176,7 @@ def summarise(scenario: OutcomeScenario, tables: dict[str, pd.DataFrame]) -> dic
         stars[name] = {"after": _rate(family), "models": int(family.size),
                        "unadjusted_p_below_0.05": _rate((pd.to_numeric(frame.loc[null, "p_value"], errors="coerce")
                                                          < 0.05).groupby(null_models).any())}
-        if name == "crossed_regression":  # before: the same CR1 standard errors with normal quantiles
+        if TWINS.get(name, name) == "crossed_regression":  # before: the same CR1 errors with normal quantiles
             z = 1.959963984540054
             est, se = frame["estimate"].to_numpy(np.float64), frame["se"].to_numpy(np.float64)
             hit = (est - z * se <= truth) & (truth <= est + z * se)
@@ -170,7 +184,7 @@ def summarise(scenario: OutcomeScenario, tables: dict[str, pd.DataFrame]) -> dic
             stars[name]["normal_quantiles_bh"] = _rate(_normal_marks(frame)[null].groupby(null_models).any())
         planted = frame["planted"] != 0
         if planted.any():
-            value = frame.loc[planted, "difference" if name == "outcome_gaps" else "estimate"]
+            value = frame.loc[planted, "difference" if name.endswith("_gaps") else "estimate"]
             power[name] = {"marked": _rate(marked[planted]), "n": int(planted.sum()),
                            "right_sign": _rate(np.sign(value) == frame.loc[planted, "planted"])}
     return {"scenario": scenario.name, "study": scenario.study, "subset": dict(scenario.subset),
@@ -200,6 +214,7 @@ def run_outcome_scenario(scenario: OutcomeScenario) -> dict[str, Any]:
 SCORE = OutcomeLaw("continuous", level=6.0, slot_sd=1.0, noise_sd=1.0, step=1.0, low=1.0, high=10.0)
 RATE = OutcomeLaw("continuous", level=9.0, slot_sd=1.5, noise_sd=0.6, step=0.01, low=0.0, high=40.0)
 LABEL = OutcomeLaw("label", level=0.6, slot_sd=0.15)
+PROBABILITY = OutcomeLaw("probability", level=0.6, slot_sd=0.15, noise_sd=0.05)
 
 
 def scenarios(n_sims: int, bootstrap: int, seed: int = 0) -> dict[str, OutcomeScenario]:
@@ -229,6 +244,15 @@ def scenarios(n_sims: int, bootstrap: int, seed: int = 0) -> dict[str, OutcomeSc
             "score_planted", "suitability_score",
             OutcomeLaw(**{**SCORE.__dict__, "effects": {("identifier", "Wheelchair user"): -2.0}}), n_sims,
             bootstrap=bootstrap, seed=seed + 5),
+        "probability_crossed_null": OutcomeScenario("probability_crossed_null", "approval_crossed", PROBABILITY,
+                                                    n_sims, bootstrap=bootstrap, seed=seed + 10),
+        "probability_crossed_six_clusters_null": OutcomeScenario(
+            "probability_crossed_six_clusters_null", "approval_crossed", PROBABILITY, n_sims, six_clusters,
+            bootstrap=bootstrap, seed=seed + 11),
+        "probability_crossed_planted": OutcomeScenario(
+            "probability_crossed_planted", "approval_crossed",
+            OutcomeLaw(**{**PROBABILITY.__dict__, "effects": {("race", "Black"): -0.05}}), n_sims,
+            bootstrap=bootstrap, seed=seed + 12),
         "label_crossed_planted": OutcomeScenario(
             "label_crossed_planted", "approval_crossed",
             OutcomeLaw(**{**LABEL.__dict__, "effects": {("race", "Black"): -0.2}}), n_sims, bootstrap=bootstrap,

@@ -1,6 +1,7 @@
 """Calibration, small, of the non-amount outcome tables: simulated score, rate and yes/no studies with
-no planted effect (and two with one) through ``analyze`` (the long version, ≥ 500 simulated models per
-scenario, is ``benchmarks/calibration.py``; docs/analysis.md gives its figures).
+no planted effect (and two with one) through ``analyze`` — one yes/no study also with decision
+probabilities (the ``probability_*`` tables) — (the long version, ≥ 500 simulated models per scenario,
+is ``benchmarks/calibration.py``; docs/analysis.md gives its figures).
 
 Seeded, so every figure is reproducible. The bounds leave room for the Monte Carlo error of these
 small runs and still fail on the previous behaviour: with 4 matched slots the percentile interval
@@ -25,7 +26,8 @@ BOOT = 300
 
 
 NULL = ["score_null", "score_four_slots_null", "score_six_slots_null", "rate_languages_null",
-        "label_crossed_four_clusters_null", "label_crossed_six_clusters_null"]
+        "label_crossed_four_clusters_null", "label_crossed_six_clusters_null",
+        "probability_crossed_six_clusters_null"]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import counterbench
-from counterbench.outcomes.logprobs import allowed_answers, answer_logprobs
+from counterbench.outcomes.logprobs import allowed_answers, answer_logprobs, answer_position, answer_probabilities
 from counterbench.run.results import load_results
 from counterbench.run.store import SCHEMA_VERSION, open_store
 from counterbench.testing._fakecore import label_probabilities
@@ -25,15 +25,38 @@ from .conftest import fake_model
 
 def test_answer_position_and_matching() -> None:
     top = ((" yes", -0.2), (" no", -1.8), (" Yes", -0.9), ("cannot", -4.0))
-    assert answer_logprobs(["yes", "no", "cannot decide"], [("###", 0.0, ()), (" yes", -0.2, top)]) == {
-        "yes": -0.2, "no": -1.8, "cannot decide": -4.0}  # case-insensitive; a long answer by its first token
+    assert answer_logprobs(["yes", "no", "cannot decide"], [("###", 0.0, ()), (" yes", -0.2, top)]) == pytest.approx({
+        "yes": math.log(math.exp(-0.2) + math.exp(-0.9)), "no": -1.8, "cannot decide": -4.0})
+    # case-insensitive, every spelling summed; a long answer by its first token
     split = [("##", 0.0, ()), ("#", 0.0, ()), (" ", -0.1, ()), ("B", -0.3, (("B", -0.3), ("A", -1.5)))]
     assert answer_logprobs(["A", "B", "C"], split) == {"A": -1.5, "B": -0.3}  # C absent: left out, not guessed
     wrapped = [('{"answer": "', 0.0, ()), ("###", 0.0, ()), (" no", -0.4, ((" no", -0.4), (" yes", -1.2))),
                ('"}', 0.0, ())]
     assert answer_logprobs(["yes", "no"], wrapped) == {"yes": -1.2, "no": -0.4}
-    assert answer_logprobs(["yes", "no"], [("Yes", -0.1, (("Yes", -0.1),))]) is None  # no ### : no position
+    bare = [("Yes", -0.1, (("Yes", -0.1), ("No", -2.4), ("yes", -4.0)))]  # DiscrimEval's format: no ###
+    assert answer_logprobs(["yes", "no"], bare) == pytest.approx({"yes": math.log(math.exp(-0.1) + math.exp(-4.0)),
+                                                                  "no": -2.4})
+    bare_json = [('{"', 0.0, ()), ('answer', 0.0, ()), ('":"', 0.0, ()), ("no", -0.3, (("no", -0.3), ("yes", -1.4))),
+                 ('"}', 0.0, ())]
+    assert answer_logprobs(["yes", "no"], bare_json) == {"yes": -1.4, "no": -0.3}
+    glued = [('{"answer": ', 0.0, ()), ('"yes', -0.5, (('"yes', -0.5), ('"no', -1.0), ("no", -9.0))), ('"}', 0.0, ())]
+    assert answer_logprobs(["yes", "no"], glued) == pytest.approx({"yes": -0.5, "no": math.log(math.exp(-1.0)
+                                                                                              + math.exp(-9.0))})
+    prose = [("I", -0.1, (("I", -0.1), ("Yes", -3.0))), (" would say yes", -0.2, ())]
+    assert answer_logprobs(["yes", "no"], prose) == {"yes": -3.0}  # read at the first token whatever was sampled
+    assert answer_logprobs(["yes", "no"], [("**", -0.1, (("**", -0.1),)), ("Yes", -0.1, ())]) is None
     assert answer_logprobs(["yes"], None) is None
+    assert answer_position('  {"rationale": "x ### y", "answer": "### no"}') == 42
+    assert answer_position("\n Yes") == 2 and answer_position("Because.\n### A") == 13
+    assert answer_position("   ") is None and answer_position('{"answer": 3}') is None
+
+
+def test_decision_probabilities_are_normalised_over_the_allowed_answers() -> None:
+    both = answer_probabilities(json.dumps({"yes": math.log(0.6), "no": math.log(0.2)}), ["yes", "no"])
+    assert both == pytest.approx({"yes": 0.75, "no": 0.25})
+    assert answer_probabilities({"A": -1.0}, ["A", "B", "C"]) == {"A": 1.0, "B": 0.0, "C": 0.0}  # absent: 0
+    for nothing in (None, float("nan"), "", "not json", "[1]", json.dumps({"maybe": -0.1})):
+        assert answer_probabilities(nothing, ["yes", "no"]) is None
     assert allowed_answers("label:yes|no|cannot decide") == ("yes", "no", "cannot decide")
     assert allowed_answers("choice:A|B") == ("A", "B") and allowed_answers("score:1:10") == ()
 
@@ -107,3 +130,22 @@ def test_the_cli_option_reaches_the_store(tmp_path: Path) -> None:
     stored = load_results(tmp_path / "cli.db")
     assert len(stored) > 0 and stored["answer_logprobs"].notna().all()
     assert all(set(json.loads(v)) == {"yes", "no"} for v in stored["answer_logprobs"])
+
+
+@pytest.mark.parametrize("structured", [False, True], ids=["bare", "json-bare"])
+def test_bare_answers_are_read_too(tmp_path: Path, label_prompts: pd.DataFrame, structured: bool) -> None:
+    """DiscrimEval's bare ``yes`` (and ``{"answer": "yes"}``): the answer is the first token."""
+    with run_in_thread(FakeOpenAIServer(FaultConfig(bare_answers=True))) as server:
+        summary = counterbench.run_prompts(label_prompts, [fake_model(server)], store=tmp_path / "cb.db",
+                                           logprobs=2, structured=structured, handle_signals=False)
+        bodies = list(server.counters.recent_bodies)
+    assert summary.complete and all(("response_format" in b) is structured for b in bodies)
+    stored = _stored(tmp_path / "cb.db")
+    for row in label_prompts.itertuples():
+        truth = label_probabilities(row.system, row.user)
+        assert truth is not None
+        got = json.loads(stored.loc[row.prompt_id, "answer_logprobs"])
+        assert got == pytest.approx({label: math.log(p) for label, p in truth.items()}, abs=1e-12)
+        assert stored.loc[row.prompt_id, "status"] == "ok"
+        if not structured:
+            assert stored.loc[row.prompt_id, "response"] == max(truth, key=truth.__getitem__)

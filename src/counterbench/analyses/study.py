@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.analyses import outcome_findings
+from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
@@ -223,6 +223,8 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
         unsupported["crossed_regression"] = "only studies with crossed attributes (design.crossed) have it"
     if gaps.empty:
         unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
+    decision = probabilities.probability_tables(standard, study, bootstrap, seed, tables)  # with --logprobs
+    tables.update(decision)
     summary = {
         **_base_summary(results, bootstrap, seed),
         "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}: gaps and "
@@ -230,9 +232,10 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
                                    "(level means: 95% percentile intervals); p from the swap test of matched slots",
                        "crossed_regression": "slot-clustered CR1 standard errors, t with clusters − 1 degrees "
                                              "of freedom"},
-        "marks": outcome_findings.marks_summary(),
-        "findings": outcome_findings.outcome_findings(gaps, dict(study.languages)),
-        "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()},
+        "marks": probabilities.with_families(outcome_findings.marks_summary(), decision),
+        "findings": probabilities.findings_by_measure(outcome_findings.outcome_findings(gaps, dict(study.languages)),
+                                                      decision, dict(study.languages)),
+        "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | probabilities.descriptions(decision),
         "unsupported": unsupported,
     }
     return tables, summary

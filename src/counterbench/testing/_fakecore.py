@@ -75,6 +75,14 @@ class FaultConfig:
     reject_status: int = 500
     #: the answer text for ``(system, user)`` instead of the default number (in-process servers only)
     reply: Callable[[str, str], str] | None = None
+    #: a label or choice prompt's answer probabilities for ``(system, user)`` instead of
+    #: :func:`label_probabilities` (in-process servers only; ``None`` from it: not a label prompt)
+    labels: Callable[[str, str], dict[str, float] | None] | None = None
+    #: draw a label or choice answer from its probabilities (a uniform derived from the prompt) instead
+    #: of answering the most probable one
+    sample_labels: bool = False
+    #: answer label and choice prompts bare (``yes``, DiscrimEval's format) instead of ``### yes``
+    bare_answers: bool = False
 
 
 @dataclass
@@ -105,6 +113,23 @@ def answer_text(system: str, user: str) -> str:
         return f"### {max(labels, key=labels.__getitem__)}"
     number, unit = answer_number(system, user)
     return f"### {number} {unit}"
+
+
+def label_answer(config: FaultConfig, system: str, user: str) -> tuple[str, dict[str, float]] | None:
+    """A label or choice prompt's answer under ``config`` (``### <label>``, or bare) and the probabilities
+    it was drawn from; ``None`` for other prompts."""
+    labels = (config.labels or label_probabilities)(system, user)
+    if not labels:
+        return None
+    chosen = max(labels, key=labels.__getitem__)
+    if config.sample_labels:
+        u, total = _unit_float("sample", system, user), 0.0
+        for label, p in labels.items():
+            total += p
+            chosen = label
+            if u < total:
+                break
+    return (chosen if config.bare_answers else f"### {chosen}"), labels
 
 
 _LABEL_INSTRUCTIONS = (
@@ -299,6 +324,9 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", default=None, help="require this key (401 otherwise)")
     parser.add_argument("--reject-fields", default="", help="comma-separated request fields refused as invalid")
     parser.add_argument("--reject-status", type=int, default=500, help="the status of such a refusal")
+    parser.add_argument("--sample-labels", action="store_true",
+                        help="draw label and choice answers from their probabilities (default: the most probable)")
+    parser.add_argument("--bare-answers", action="store_true", help="answer label and choice prompts without ###")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long")
 
 
@@ -318,6 +346,8 @@ def config_from_args(args: argparse.Namespace) -> FaultConfig:
         api_key=args.api_key,
         reject_fields=tuple(f for f in args.reject_fields.split(",") if f),
         reject_status=args.reject_status,
+        sample_labels=args.sample_labels,
+        bare_answers=args.bare_answers,
     )
 
 

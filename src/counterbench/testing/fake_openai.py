@@ -17,12 +17,13 @@ or ``with ServerProcess("fake_openai", "--latency-ms", "20") as proc: proc.base_
 
 Answers are deterministic, derived from the prompt: ``### <n> INR`` (or ``### <n> %`` when the
 system prompt asks for a percentage; for a label or choice prompt, the most probable of its answers,
-:func:`~counterbench.testing._fakecore.label_probabilities`), or ``FaultConfig.reply(system, user)``; a
+:func:`~counterbench.testing._fakecore.label_probabilities` or ``FaultConfig.labels``, or one drawn from
+them with ``sample_labels``; bare, ``yes``, with ``bare_answers``), or ``FaultConfig.reply(system, user)``; a
 request with ``response_format`` gets ``{"answer": "..."}`` (``{"rationale": ..., "answer": ...}`` when
 its schema has a ``rationale`` property; a rationale grammar gets the rationale line before the answer).
-A request with ``logprobs: true`` gets ``choices[0].logprobs.content`` (tokens ``###`` and
-`` <answer>``; for label and choice prompts ``top_logprobs`` lists every allowed answer with its
-log-probability, up to ``top_logprobs``).
+A request with ``logprobs: true`` gets ``choices[0].logprobs.content`` (tokens: what precedes the answer —
+``###``, ``{"answer": "`` or nothing —, `` <answer>``, what follows; for label and choice prompts
+``top_logprobs`` at the answer lists every allowed answer with its log-probability, up to ``top_logprobs``).
 ``FaultConfig.reject_fields`` (``--reject-fields response_format``) makes the server refuse requests
 that carry one of those fields with ``reject_status`` (500 by default) and a validation-error body,
 as llama-cpp-python's server refuses ``response_format: {"type": "json_schema"}``. Every request
@@ -46,6 +47,7 @@ from typing import Any
 
 from aiohttp import web
 
+from counterbench.outcomes.logprobs import answer_position
 from counterbench.testing._fakecore import (
     FakeServerBase,
     FaultConfig,
@@ -53,7 +55,7 @@ from counterbench.testing._fakecore import (
     add_cli_arguments,
     answer_text,
     config_from_args,
-    label_probabilities,
+    label_answer,
     run_in_thread,
     serve_until_done,
 )
@@ -170,8 +172,12 @@ class FakeOpenAIServer(FakeServerBase):
     def _answer(
         self, payload: dict[str, Any], system: str, user: str, *, finish_reason: str, content: Any = ...
     ) -> web.Response:
+        labelled = label_answer(self.config, system, user)
         if content is ...:
-            content = (self.config.reply or answer_text)(system, user)
+            if self.config.reply is not None:
+                content = self.config.reply(system, user)
+            else:
+                content = labelled[0] if labelled is not None else answer_text(system, user)
             if "response_format" in payload:
                 content = json.dumps({"rationale": FAKE_RATIONALE, "answer": content}
                                      if _asks_rationale(payload["response_format"]) else {"answer": content})
@@ -180,7 +186,7 @@ class FakeOpenAIServer(FakeServerBase):
         choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content},
                                   "finish_reason": finish_reason}
         if payload.get("logprobs") and isinstance(content, str):
-            choice["logprobs"] = {"content": _token_logprobs(content, label_probabilities(system, user),
+            choice["logprobs"] = {"content": _token_logprobs(content, labelled[1] if labelled else None,
                                                              int(payload.get("top_logprobs") or 0))}
         body = {
             "id": "chatcmpl-fake",
@@ -198,17 +204,26 @@ class FakeOpenAIServer(FakeServerBase):
 
 
 def _token_logprobs(content: str, labels: dict[str, float] | None, top: int) -> list[dict[str, Any]]:
-    """``content`` as OpenAI-protocol tokens: everything up to and including ``###``, then the rest as one
-    token; at that token, the allowed answers (most probable first) as ``top_logprobs``."""
-    cut = content.find("###")
-    head, rest = (content[: cut + 3], content[cut + 3 :]) if cut >= 0 else ("", content)
+    """``content`` as OpenAI-protocol tokens: everything before the answer
+    (:func:`~counterbench.outcomes.logprobs.answer_position`: ``###``, ``{"answer": "``, or nothing for a
+    bare answer), the answer with the space before it (`` yes``), and the rest; at the answer, the allowed
+    answers (most probable first, spelt as the answer is, with its space) as ``top_logprobs``."""
+    position = answer_position(content)
+    if position is None:
+        return [{"token": content, "logprob": 0.0, "top_logprobs": []}] if content else []
+    lead = position - 1 if position > 0 and content[position - 1] == " " else position
+    rest = content[position:]
+    answer = max((label for label in labels or {} if rest.startswith(label)), key=len, default=None)
+    answer = answer if answer is not None else rest.split('"', 1)[0]
+    head, token, tail = content[:lead], content[lead: position + len(answer)], content[position + len(answer):]
+    space = content[lead:position]
+    alternatives = sorted((labels or {}).items(), key=lambda item: -item[1])
+    listed = [{"token": f"{space}{label}", "logprob": math.log(p)} for label, p in alternatives if p > 0][:top]
+    chosen = next((t["logprob"] for t in listed if t["token"] == token), -0.01)
     tokens = [{"token": head, "logprob": 0.0, "top_logprobs": [{"token": head, "logprob": 0.0}][:top]}] if head else []
-    if rest:
-        alternatives = sorted((labels or {}).items(), key=lambda item: -item[1])
-        listed = [{"token": f" {label}", "logprob": math.log(p)} for label, p in alternatives][:top]
-        chosen = next((t["logprob"] for t in listed if t["token"] == rest), -0.01)
-        listed = listed or [{"token": rest, "logprob": chosen}]
-        tokens.append({"token": rest, "logprob": chosen, "top_logprobs": listed})
+    tokens.append({"token": token, "logprob": chosen, "top_logprobs": listed or [{"token": token, "logprob": chosen}]})
+    if tail:
+        tokens.append({"token": tail, "logprob": 0.0, "top_logprobs": [{"token": tail, "logprob": 0.0}][:top]})
     return tokens
 
 

@@ -1,0 +1,247 @@
+"""Decision probabilities (DiscrimEval's p(yes)) as a measure of their own. Pure.
+
+With ``--logprobs`` a label or choice answer is stored with the log-probability of each allowed answer
+(:mod:`counterbench.outcomes.logprobs`). Here they become a second measure of the same answers —
+100 × p(positive label) for a ``label`` use case, 100 × p(option) for each offered option of a
+``choice`` use case — analysed by the very table functions of the sampled answer
+(:mod:`.outcome_tables`): levels, matched gaps, language shifts, the crossed regression, with the same
+slots, swap test, interval and marks. DiscrimEval (Tamkin et al., "Evaluating and Mitigating
+Discrimination in Language Model Decisions", §2) compares normalised p(yes) rather than sampled
+answers; a sampled yes/no carries the same expected value with Bernoulli noise on top, so p(yes)
+measures a gap with far fewer prompts.
+
+Decisions:
+
+- **Rows**: the standard-variant answers with status ``ok`` (as for the sampled measure) that have
+  stored log-probabilities; the probabilities are normalised over the allowed answers, an answer
+  missing from the listed tokens counting as 0
+  (:func:`~counterbench.outcomes.logprobs.answer_probabilities`).
+- **Tables** ``probability_levels``, ``probability_gaps``, ``probability_language_gaps``,
+  ``probability_regression``: the columns of their sampled twins (``outcome_*``,
+  ``crossed_regression``) plus ``measure`` (``p(yes)``, ``p(option)``). Fisher's exact test is for counts
+  and is left empty; the regression is a fractional logit (log-odds of p, quasi-likelihood with the same
+  cluster-robust errors). Marks are BH-corrected within each model's rows of each table, a family of its
+  own, as the sampled tables' are.
+- **Which is primary** (``decision_measures``, one row per model × use case): the probabilities when
+  at least :data:`PRIMARY_SHARE` (90%) of the usable answers carry them, else the sampled answer; the
+  findings list the primary measure's sentences first and name the measure of every sentence.
+- **How much narrower** (``se_ratio``): the median, over the comparisons both tables have, of the
+  probability gap's 95% interval width over the sampled gap's (the same slots and degrees of freedom, so
+  the ratio of standard errors); the smallest gap found with a given power scales by the same ratio,
+  and the sampled answer would need about ``1 / se_ratio²`` as many slots for the same precision
+  (``prompts_factor``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from counterbench.analyses import outcome_tables as ot
+from counterbench.outcomes import get_kind
+from counterbench.outcomes.base import OutcomeSpec
+from counterbench.outcomes.logprobs import answer_probabilities
+from counterbench.studies.base import Study
+
+__all__ = ["PRIMARY_SHARE", "PROBABILITY_TABLES", "SAMPLED", "descriptions", "findings_by_measure", "measure_name",
+           "probability_rows", "probability_tables", "with_families"]
+
+#: the share of usable answers with log-probabilities from which p(positive) is the primary measure
+PRIMARY_SHARE = 0.9
+#: the name of the sampled answer's measure
+SAMPLED = "sampled"
+
+#: probability table -> (the sampled table it mirrors, what one row is)
+PROBABILITY_TABLES: dict[str, tuple[str, str]] = {
+    "probability_levels": ("outcome_levels", "outcome_levels on the decision probability (p(yes), p(option), %)"),
+    "probability_gaps": ("outcome_gaps", "outcome_gaps on the decision probability, in percentage points of p"),
+    "probability_language_gaps": ("language_gaps", "language_gaps on the decision probability"),
+    "probability_regression": ("crossed_regression", "crossed_regression on the decision probability "
+                                                     "(fractional logit: log-odds of p)"),
+}
+DECISION_MEASURES = (
+    "decision_measures",
+    ("model", "use_case", "kind", "measure", "n_answers", "n_with_probabilities", "coverage", "primary",
+     "n_compared", "se_ratio", "prompts_factor"),
+    "per model and use case: the share of answers with decision probabilities, the primary measure, and how "
+    "much narrower the probability gaps' intervals are than the sampled answers' (median ratio)",
+)
+
+
+def descriptions(tables: Mapping[str, pd.DataFrame]) -> dict[str, str]:
+    """Summary ``tables`` entries of the probability tables present."""
+    described = {name: desc for name, (_, desc) in PROBABILITY_TABLES.items()}
+    described[DECISION_MEASURES[0]] = DECISION_MEASURES[2]
+    return {name: described[name] for name in tables if name in described}
+
+
+def with_families(marks: dict[str, Any], tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
+    """The summary ``marks`` with the probability tables' families (each mirrors its sampled twin's)."""
+    families = dict(marks.get("families", {}))
+    for name, (twin, _) in PROBABILITY_TABLES.items():
+        if name in tables and twin in families:
+            families[name] = families[twin] + ", on the decision probability"
+    return {**marks, "families": families}
+
+
+def measure_name(spec: OutcomeSpec) -> str:
+    """``p(<positive label>)`` for a label outcome, ``p(option)`` for a choice."""
+    from counterbench.outcomes.label import positive
+
+    return f"p({positive(spec)})" if spec.kind == "label" else "p(option)"
+
+
+def probability_rows(standard: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> pd.DataFrame:
+    """Usable standard-variant rows with ``kind``, ``measure``, ``unit`` and ``y`` = 100 × the decision
+    probability (choice rows: one per offered option), only where log-probabilities were stored."""
+    from counterbench.outcomes.choice import chosen_rows
+
+    if standard.empty or "answer_logprobs" not in standard.columns:
+        return pd.DataFrame()
+    parts = []
+    usable = standard[standard["status"].astype(str).eq("ok") & standard["answer_logprobs"].notna()]
+    for use_case, part in usable.groupby("use_case", sort=False, observed=True):
+        spec = outcomes.get(str(use_case))
+        if spec is None or spec.kind not in ("label", "choice"):
+            continue
+        probs = [answer_probabilities(v, spec.labels) or {} for v in part["answer_logprobs"]]
+        columns = {f"_p_{label}": [100.0 * p.get(label, np.nan) for p in probs] for label in spec.labels}
+        part = part.assign(kind=spec.kind, measure=f"{measure_name(spec)} from log-probabilities (%)",
+                           unit=get_kind(spec.kind).difference_unit, **columns)
+        if spec.kind == "choice":
+            part = chosen_rows(spec, part)
+            picked = part["position"].map(lambda label: f"_p_{label}")
+            y = [row[col] for row, col in zip(part.to_dict("records"), picked, strict=True)]
+            part = part.assign(y=np.asarray(y, dtype=np.float64))
+        else:
+            part = part.assign(y=part[f"_p_{spec.labels[0]}"])
+        parts.append(part.drop(columns=list(columns)))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    return out[np.isfinite(out["y"].astype("float64"))].reset_index(drop=True)
+
+
+def probability_tables(standard: pd.DataFrame, study: Study, bootstrap: int, seed: int,
+                       sampled: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The probability tables and ``decision_measures`` (module notes); empty when no answer of a label
+    or choice use case has log-probabilities. ``sampled``: the sampled measure's tables, for the ratio."""
+    rows = probability_rows(standard, study.outcomes)
+    if rows.empty:
+        return {}
+    slots = list(study.slot_columns)
+    levels, gaps = ot.level_and_gap_tables(rows, study.facets, slots, bootstrap, seed)
+    languages = ot.language_gap_table(rows, study.facets, slots, list(study.languages), bootstrap, seed)
+    regression = ot.crossed_regression(rows, study.facets, slots)
+    if not regression.empty:
+        regression = regression.assign(model_type="fractional logit (log-odds of p)")
+    names = {str(uc): measure_name(spec) for uc, spec in study.outcomes.items() if spec.kind in ("label", "choice")}
+    gaps = gaps.assign(exact_p=np.nan)  # Fisher's test counts answers; probabilities are not counts
+    tables = {"probability_levels": levels, "probability_gaps": gaps, "probability_language_gaps": languages}
+    tables = {name: frame.assign(measure=frame["use_case"].astype(str).map(names)) if name != "probability_levels"
+              else frame for name, frame in tables.items()}
+    tables["probability_regression"] = regression.assign(measure=_regression_measure(regression, names))
+    tables["decision_measures"] = decision_measures(standard, study.outcomes, gaps, sampled.get("outcome_gaps"))
+    return tables
+
+
+def _regression_measure(regression: pd.DataFrame, names: Mapping[str, str]) -> list[str]:
+    """The regression pools a kind's use cases: its measure is theirs when they share one."""
+    shared = sorted(set(names.values()))
+    return [shared[0] if len(shared) == 1 else "decision probability"] * len(regression)
+
+
+def decision_measures(standard: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec], gaps: pd.DataFrame,
+                      sampled_gaps: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per model × label/choice use case (module notes: coverage, primary, se_ratio)."""
+    usable = standard[standard["status"].astype(str).eq("ok")]
+    ratios = _interval_ratios(gaps, sampled_gaps)
+    out: list[dict[str, Any]] = []
+    for (model, use_case), part in usable.groupby(["model", "use_case"], sort=False, observed=True):
+        spec = outcomes.get(str(use_case))
+        if spec is None or spec.kind not in ("label", "choice"):
+            continue
+        n = len(part)
+        with_p = int(sum(answer_probabilities(v, spec.labels) is not None for v in part["answer_logprobs"]))
+        coverage = with_p / n if n else float("nan")
+        mine = ratios[(ratios["model"] == str(model)) & (ratios["use_case"] == str(use_case))]
+        ratio = float(np.median(mine["ratio"])) if len(mine) else float("nan")
+        out.append({"model": str(model), "use_case": str(use_case), "kind": spec.kind, "measure": measure_name(spec),
+                    "n_answers": n, "n_with_probabilities": with_p, "coverage": coverage,
+                    "primary": measure_name(spec) if coverage >= PRIMARY_SHARE else SAMPLED,
+                    "n_compared": len(mine), "se_ratio": ratio,
+                    "prompts_factor": 1.0 / ratio**2 if ratio > 0 else float("nan")})
+    return pd.DataFrame(out, columns=list(DECISION_MEASURES[1]))
+
+
+def _interval_ratios(gaps: pd.DataFrame, sampled: pd.DataFrame | None) -> pd.DataFrame:
+    """Per comparison both gap tables have: probability interval width / sampled interval width."""
+    keys = ["model", "use_case", "language", "facet", "comparison"]
+    if gaps.empty or sampled is None or sampled.empty:
+        return pd.DataFrame(columns=[*keys, "ratio"])
+
+    def width(frame: pd.DataFrame) -> pd.DataFrame:
+        w = pd.to_numeric(frame["ci_high"], errors="coerce") - pd.to_numeric(frame["ci_low"], errors="coerce")
+        return frame[keys].astype(str).assign(width=w.to_numpy())
+
+    both = width(gaps).merge(width(sampled), on=keys, suffixes=("_p", "_sampled"))
+    both = both[np.isfinite(both["width_p"]) & np.isfinite(both["width_sampled"]) & (both["width_sampled"] > 0)]
+    return both.assign(ratio=both["width_p"] / both["width_sampled"])[[*keys, "ratio"]]
+
+
+def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFrame],
+                        labels: Mapping[str, str] | None = None) -> list[str]:
+    """The findings of both measures, each sentence naming its measure, the primary measure's first (per
+    model), with a sentence saying which is primary and how much narrower p is. ``sampled``: the sampled
+    measure's findings (:func:`counterbench.analyses.outcome_findings.outcome_findings`)."""
+    from counterbench.analyses.outcome_findings import outcome_findings
+
+    measures = tables.get("decision_measures")
+    if measures is None or measures.empty:
+        return list(sampled)
+    names = dict(labels or {})
+    probability = outcome_findings(tables.get("probability_gaps", pd.DataFrame()), names)
+    out: list[str] = []
+    models = list(dict.fromkeys(measures["model"].astype(str)))
+    for model in models:
+        rows = measures[measures["model"].astype(str) == model]
+        measure = "/".join(dict.fromkeys(rows["measure"].astype(str)))
+        mine_p = _retag(probability, model, f"{measure} from log-probabilities")
+        mine_s = _retag(sampled, model, "sampled answers")
+        primary_p = bool((rows["primary"].astype(str) != SAMPLED).all())
+        out.append(_primary_sentence(model, rows, names))
+        out += [*mine_p, *mine_s] if primary_p else [*mine_s, *mine_p]
+    out += [line for line in sampled if not any(line.startswith(f"{m}: ") for m in models)]
+    return out
+
+
+def _retag(lines: Sequence[str], model: str, measure: str) -> list[str]:
+    prefix = f"{model}: "
+    return [f"{model} ({measure}): {line[len(prefix):]}" for line in lines if line.startswith(prefix)]
+
+
+def _primary_sentence(model: str, rows: pd.DataFrame, names: Mapping[str, str]) -> str:
+    parts = []
+    for r in rows.to_dict("records"):
+        where = names.get(str(r["use_case"]), str(r["use_case"]))
+        share = f"{int(r['n_with_probabilities'])} of {int(r['n_answers'])} answers have log-probabilities"
+        if r["primary"] != SAMPLED:
+            text = f"{r['measure']} is the primary measure for {where} ({share})"
+        else:
+            text = (f"the sampled answer is the primary measure for {where} ({share}; {r['measure']} is primary "
+                    f"from {PRIMARY_SHARE:.0%})")
+        ratio = float(r["se_ratio"])
+        if np.isfinite(ratio):
+            text += (f"; its gaps' 95% intervals are {_two_digits(ratio)}× as wide as the sampled answers' (median "
+                     f"of {int(r['n_compared'])} comparisons): the sampled answers would need about "
+                     f"{_two_digits(float(r['prompts_factor']))}× as many prompts for the same precision")
+        parts.append(text)
+    return f"{model}: " + "; ".join(parts) + "."
+
+
+def _two_digits(value: float) -> str:
+    """Two significant digits, never in exponent notation (0.053, 3.5, 350)."""
+    return f"{float(f'{value:.2g}'):,g}"
