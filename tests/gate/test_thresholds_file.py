@@ -39,8 +39,10 @@ def test_off_false_and_null_switch_a_rule_off(tmp_path: Path, word: str) -> None
 def test_numbers_in_files_and_flags_still_work(tmp_path: Path) -> None:
     path = tmp_path / "gate.yaml"
     path.write_text("max_mean_delta: 7\nmax_pair_gap: 2.5\nsignificant_w: axis\n")
-    assert parse_fail_on([str(path), "mean-delta=3"]) == Thresholds(max_mean_delta=3.0, max_pair_gap=2.5, significant_w="axis")
-    assert parse_fail_on(["mean-delta=off", "pair-gap=false"]) == Thresholds(max_mean_delta=None, max_pair_gap=None, significant_w="model")
+    expected = Thresholds(max_mean_delta=3.0, max_pair_gap=2.5, significant_w="axis")
+    assert parse_fail_on([str(path), "mean-delta=3"]) == expected
+    off = Thresholds(max_mean_delta=None, max_pair_gap=None, significant_w="model")
+    assert parse_fail_on(["mean-delta=off", "pair-gap=false"]) == off
 
 
 def test_a_latin1_thresholds_file_is_one_line(tmp_path: Path) -> None:
