@@ -155,6 +155,13 @@ def test_the_report_shows_both_measures_the_primary_first(
     assert "`probability_gaps.csv`" in text and "`probability_regression.csv`" in text
     html = files.html.read_text(encoding="utf-8")
     assert "Decision probabilities (p(yes))" in html and "fractional logit" in html
+    from counterbench.report import load_analysis_dir
+
+    result.write(tmp_path / "analysis")  # the same report from the written folder
+    again = write_report(load_analysis_dir(tmp_path / "analysis"), tmp_path / "again.html")
+    assert again.markdown is not None
+    assert [line for line in again.markdown.read_text(encoding="utf-8").splitlines() if line.startswith("## ")] == [
+        f"## {title}" for title in titles]
 
 
 def test_a_choice_gets_p_of_each_offered_option() -> None:
