@@ -155,6 +155,13 @@ def test_the_report_shows_both_measures_the_primary_first(
     assert "`probability_gaps.csv`" in text and "`probability_regression.csv`" in text
     html = files.html.read_text(encoding="utf-8")
     assert "Decision probabilities (p(yes))" in html and "fractional logit" in html
+    from counterbench.report import load_analysis_dir
+
+    result.write(tmp_path / "analysis")  # the same report from the written folder
+    again = write_report(load_analysis_dir(tmp_path / "analysis"), tmp_path / "again.html")
+    assert again.markdown is not None
+    assert [line for line in again.markdown.read_text(encoding="utf-8").splitlines() if line.startswith("## ")] == [
+        f"## {title}" for title in titles]
 
 
 def test_a_choice_gets_p_of_each_offered_option() -> None:
@@ -184,3 +191,23 @@ def test_a_choice_gets_p_of_each_offered_option() -> None:
                                           .str.replace('"B"', '"no"')),
                              {"pick": OutcomeSpec("label", labels=("no", "yes"), positive="no")})
     assert label["y"].tolist() == pytest.approx([100 - first, 100.0])  # the positive label: "no" here
+
+
+def test_below_90_percent_with_probabilities_the_sampled_answer_is_primary(
+        analysed: tuple[AnalysisResult, pd.DataFrame, Path]) -> None:
+    result, stored, study = analysed
+    planted = _model(result, "planted")
+    mine = stored[stored["model"] == planted].reset_index(drop=True)
+    mine.loc[mine.index % 5 == 0, "answer_logprobs"] = None  # 80% carry log-probabilities
+    again = counterbench.analyze(mine, str(study), bootstrap=200, seed=3)
+    measures = again.tables["decision_measures"].iloc[0]
+    assert measures["coverage"] == pytest.approx(0.8) and measures["primary"] == "sampled"
+    findings = again.summary["findings"]
+    assert "the sampled answer is the primary measure for approval (576 of 720 answers" in findings[0]
+    assert findings[1].startswith(f"{planted} (sampled answers): ")
+    assert findings[2].startswith(f"{planted} (p(yes) from log-probabilities): Black gets")
+    from counterbench.report.api import render_report
+
+    _, md = render_report(again)
+    titles = [line[3:] for line in md.splitlines() if line.startswith("## ")]
+    assert titles.index("Matched gaps — sampled answers") < titles.index("Matched gaps — p(yes) from log-probabilities")
