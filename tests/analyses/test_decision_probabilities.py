@@ -211,3 +211,17 @@ def test_below_90_percent_with_probabilities_the_sampled_answer_is_primary(
     _, md = render_report(again)
     titles = [line[3:] for line in md.splitlines() if line.startswith("## ")]
     assert titles.index("Matched gaps — sampled answers") < titles.index("Matched gaps — p(yes) from log-probabilities")
+
+
+def test_the_gate_judges_the_primary_measure(analysed: tuple[AnalysisResult, pd.DataFrame, Path]) -> None:
+    """`check` reads p(yes) where it is the primary measure: it fails the planted model (whose sampled
+    answers mark nothing) and passes the null twin."""
+    from counterbench.gate.checks import evaluate
+    from counterbench.gate.rules import parse_fail_on
+
+    result, _, _ = analysed
+    outcomes = evaluate(result.tables, parse_fail_on(["default"]))
+    failed = {o.model for o in outcomes if o.status == "failed"}
+    assert _model(result, "planted") in failed and _model(result, "null") not in failed
+    gap_rules = [o for o in outcomes if o.model == _model(result, "planted") and o.rule.startswith("significant gap")]
+    assert gap_rules and all(o.status == "failed" for o in gap_rules)

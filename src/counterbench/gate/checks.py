@@ -5,7 +5,8 @@ multiplicity-corrected ``significant`` column) and it is larger than the limit *
 
 Which rules apply follows the tables the analysis wrote: the amount rules (Mean Δ%, canonical pair gaps,
 Kendall's W) when it has amount tables, one gap rule per unit found in ``outcome_gaps`` (percentage
-points, points, metric units). Both families of canonical pair gaps count: per use case (``cpg``) and
+points, points, metric units) — for a yes/no or choice use case whose primary measure is p(answer), its
+``probability_gaps``. Both families of canonical pair gaps count: per use case (``cpg``) and
 averaged over use cases (``cpg_overall``).
 
 **Untested gaps.** A gap with too few slots for its test has ``testable`` false and no mark. A rule whose
@@ -105,9 +106,28 @@ def _pair_gap(model: str, tables: Mapping[str, pd.DataFrame], limit: float) -> O
     return _judge(model, rule, limit_text, rows, unit, limit, untested, "canonical pair gaps")
 
 
-def _outcome_gap_rules(model: str, tables: Mapping[str, pd.DataFrame], thresholds: Thresholds) -> list[Outcome]:
-    """One rule per unit of ``outcome_gaps`` (percentage points, points, ...), each gap in its kind's unit."""
+def primary_gaps(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame | None:
+    """``outcome_gaps``, with each model × use case whose primary measure is the decision probability
+    (``decision_measures.primary`` is not ``sampled``) read from ``probability_gaps`` instead."""
     frame = tables.get("outcome_gaps")
+    probability, measures = tables.get("probability_gaps"), tables.get("decision_measures")
+    if probability is None or measures is None or probability.empty or measures.empty:
+        return frame
+    chosen = measures[measures["primary"].astype(str) != "sampled"]
+    keys = set(zip(chosen["model"].astype(str), chosen["use_case"].astype(str), strict=True))
+
+    def picked(part: pd.DataFrame) -> pd.Series:
+        return pd.Series([(str(m), str(u)) in keys for m, u in zip(part["model"], part["use_case"], strict=True)],
+                         index=part.index, dtype=bool)
+
+    kept = frame[~picked(frame)] if frame is not None and not frame.empty else None
+    return pd.concat([p for p in (kept, probability[picked(probability)]) if p is not None], ignore_index=True)
+
+
+def _outcome_gap_rules(model: str, tables: Mapping[str, pd.DataFrame], thresholds: Thresholds) -> list[Outcome]:
+    """One rule per unit of ``outcome_gaps`` (percentage points, points, ...), each gap in its kind's unit; a
+    yes/no or choice use case whose primary measure is the decision probability is judged on ``probability_gaps``."""
+    frame = primary_gaps(tables)
     if frame is None or "model" not in frame.columns or frame.empty:
         return []
     kinds = frame["kind"].astype(str) if "kind" in frame.columns else pd.Series("amount", index=frame.index)
