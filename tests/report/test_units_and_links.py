@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
+
 from tests.conftest import REPO, run_cli
 
 SHORTLIST = '''  shortlist:
@@ -59,3 +61,15 @@ def test_one_unit_per_chart_named_by_use_case_and_viewer_links(tmp_path: Path) -
     links = re.findall(r'href="(http://127\.0\.0\.1:8765/slots\?[^"]*)"', html)
     assert links and all("use_case=" in link for link in links)
     assert any("identifier=Wheelchair+user" in link and "axis=Disability" in link for link in links)
+
+
+def test_a_report_without_comparison_tables_still_links_its_answers() -> None:
+    from counterbench.report import ReportInput, render_report
+
+    summary = {"study": "somebody_elses", "models": ["m1"], "use_cases": ["decide"]}
+    levels = {"outcome_levels": pd.DataFrame(
+        {"model": ["m1"], "use_case": ["decide"], "kind": ["label"], "language": ["en"], "facet": ["axis"],
+         "facet_kind": ["axis"], "level": ["a"], "n": [3], "n_slots": [3], "mean": [50.0], "ci_low": [10.0],
+         "ci_high": [90.0], "measure": ["share answering yes (%)"]})}
+    html, _ = render_report(ReportInput(tables=levels, summary=summary))
+    assert 'href="http://127.0.0.1:8765/slots?model=m1&amp;use_case=decide"' in html
