@@ -98,6 +98,18 @@ def test_slot_spread_is_the_largest_pair_gap() -> None:
     assert all(x != x for x in spread_of([5.0]))
 
 
+def test_each_kind_compares_in_its_own_unit() -> None:
+    from counterbench.outcomes.units import answer_measures, gap_unit
+
+    assert spread_of([7.0, 6.0, 8.5], relative=False) == pytest.approx((2.5, (1.0 + 1.5 + 2.5) / 3))
+    assert [gap_unit(k).suffix for k in ("amount", "rate", "label", "score")] == ["%", " pp", " pp", " points"]
+    assert gap_unit("score").format(-1.25, digits=2) == "-1.25 points"
+    # a label's stored value is its position among the labels; its measure is the positive share
+    assert list(answer_measures("label:yes|no", [0.0, 1.0])) == [100.0, 0.0]
+    assert list(answer_measures("score:1:10", [7.0])) == [7.0]
+    assert all(m != m for m in answer_measures("choice:A|B", [0.0]))
+
+
 def test_a_partial_slot_key_opens_the_first_matching_slot(viewer: str, planted_store: PlantedStore) -> None:
     (model, use_case, axis, first), = sql(planted_store.path, "SELECT r.model, p.use_case, p.axis, p.identifier "
                                           "FROM responses r JOIN prompts p USING (prompt_id, prompt_hash) "

@@ -27,6 +27,7 @@ from counterbench.report.document import Section
 from counterbench.report.methods import banners, headlines, samples_section
 from counterbench.report.provenance import methods_section
 from counterbench.report.sections import build_sections
+from counterbench.report.sections_answers import answers_section
 from counterbench.report.sections_gaps import KIND_LABELS
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_probabilities import with_probability_sections
@@ -74,6 +75,9 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
         from counterbench.report.sections_consistency import parse_section
 
         sections.append(parse_section(ctx))
+    answers = answers_section(ctx)
+    if answers is not None:
+        sections.append(answers)
     sample = samples_section(ctx)
     if sample is not None:
         sections.append(sample)

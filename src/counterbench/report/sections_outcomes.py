@@ -16,6 +16,7 @@ from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, series_color
 from counterbench.report.sections_gaps import mark_col
 from counterbench.stats.inference import MIN_SLOTS
+from counterbench.viewer.links import link_rows
 
 FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
 MARK_RULE = (
@@ -54,23 +55,27 @@ def gaps_section(ctx: ReportContext) -> Section:
     section.unsupported = _note(ctx, "outcome_gaps", "no comparison has both levels in the same slots")
     if frame is None:
         return section
-    rows = []
-    for facet, part in frame.groupby("facet", sort=False):
+    panels = []
+    for (use_case, unit), part in _by_use_case(frame):
+        rows = []
         for r in part.to_dict("records"):
             model = str(r["model"])
             color = series_color(ctx.models.index(model) if model in ctx.models else 0)
             bars = [BarValue(model, t.as_float(r["difference"]), color, t.as_float(r["ci_low"]),
                              t.as_float(r["ci_high"]), _mark(r))]
-            label = f"{facet}: {r['comparison']} − {r['reference']}"
+            label = f"{r['facet']}: {r['comparison']} − {r['reference']}"
             if len(ctx.languages) > 1:
                 label += f" ({ctx.language_label(str(r['language']))})"
             rows.append(BarRow(label, bars))
-    if rows and len(rows) <= 80:
+        if rows and len(rows) <= 80:
+            panels.append(hbar_panel(f"{ctx.use_case_label(use_case)}: difference from the reference (95% CI)",
+                                     rows, domain=bar_domain(rows), width=640, x_label=_axis_label("difference", unit),
+                                     value_format="{:+.2f}"))
+    if panels:  # one panel per use case: each has one outcome kind, so one unit on its axis
         section.figures.append(Figure(
-            [hbar_panel("Difference from the reference (95% CI)", rows, domain=bar_domain(rows), width=640,
-                        x_label="difference", value_format="{:+.2f}")],
-            [(m, series_color(i)) for i, m in enumerate(ctx.models)],
-            caption="Whiskers: 95% CI, slots resampled, corrected for few slots."))
+            panels, [(m, series_color(i)) for i, m in enumerate(ctx.models)],
+            caption="Whiskers: 95% CI, slots resampled, corrected for few slots. One panel per use case, each "
+                    "in its outcome's unit."))
     cols = [
         t.text("model", "Model"), t.text("use_case", "Use case", ctx.use_case_label),
         t.text("language", "Language", _lang(ctx)), t.text("facet", "Compared"),
@@ -83,7 +88,33 @@ def gaps_section(ctx: ReportContext) -> Section:
     if frame["exact_p"].notna().any():
         cols.append(t.pvalue("exact_p", "Fisher p"))
     section.tables.append(t.table_view(frame, cols, source="outcome_gaps.csv"))
+    link_rows(section.tables[-1], viewer_rows(frame), ctx, "Difference")
     return section
+
+
+def _by_use_case(frame: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
+    """``frame``'s rows per use case and unit (a use case has one outcome kind, so one unit), in order."""
+    unit = frame["difference_unit"] if "difference_unit" in frame.columns else pd.Series("", index=frame.index)
+    keyed = frame.assign(_unit=unit.fillna("").astype(str), _use_case=frame["use_case"].astype(str))
+    return [((str(u), str(d)), part.drop(columns=["_unit", "_use_case"]))
+            for (u, d), part in keyed.groupby(["_use_case", "_unit"], sort=False)]
+
+
+def _axis_label(what: str, unit: str) -> str:
+    return f"{what} ({unit})" if unit else what
+
+
+def viewer_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose viewer links open the slots behind each gap: an axis facet's slots restricted to its two
+    identifiers; a group's or a crossed attribute's slots of the use case (the store keeps identifiers, not
+    group or attribute levels, so those are not narrowed further)."""
+    kind = frame["facet_kind"].astype(str) if "facet_kind" in frame.columns else pd.Series("axis", index=frame.index)
+    on_axis = kind == "axis"
+    out = frame.assign(axis=frame["facet"].where(on_axis, None) if "facet" in frame.columns else None)
+    for column in ("reference", "comparison"):
+        if column in out.columns:
+            out[column] = out[column].where(on_axis, None)
+    return out
 
 
 def levels_section(ctx: ReportContext) -> Section:
@@ -123,14 +154,20 @@ def languages_section(ctx: ReportContext) -> Section:
     def color(model: str) -> str:
         return series_color(ctx.models.index(model) if model in ctx.models else 0)
 
-    rows = [BarRow(f"{r['facet']}: {r['comparison']} − {r['reference']}"
-                   + (f" ({ctx.language_label(str(r['other_language']))})" if len(ctx.languages) > 2 else ""),
-                   [BarValue(str(r["model"]), t.as_float(r["shift"]), color(str(r["model"])),
-                             t.as_float(r["ci_low"]), t.as_float(r["ci_high"]), _mark(r))])
-            for r in frame.to_dict("records")][:60]
-    section.figures.append(Figure([hbar_panel("Shift of each gap between languages", rows, width=640,
-                                              x_label="shift", value_format="{:+.2f}")],
-                                  [(m, color(m)) for m in ctx.models], caption="Whiskers: 95% CI, paired by slot."))
+    panels = []
+    units = _units_of(ctx)
+    for use_case, part in frame.groupby(frame["use_case"].astype(str), sort=False):
+        rows = [BarRow(f"{r['facet']}: {r['comparison']} − {r['reference']}"
+                       + (f" ({ctx.language_label(str(r['other_language']))})" if len(ctx.languages) > 2 else ""),
+                       [BarValue(str(r["model"]), t.as_float(r["shift"]), color(str(r["model"])),
+                                 t.as_float(r["ci_low"]), t.as_float(r["ci_high"]), _mark(r))])
+                for r in part.to_dict("records")][:60]
+        panels.append(hbar_panel(f"{ctx.use_case_label(str(use_case))}: shift of each gap between languages", rows,
+                                 width=640, x_label=_axis_label("shift", units.get(str(use_case), "")),
+                                 value_format="{:+.2f}"))
+    section.figures.append(Figure(panels, [(m, color(m)) for m in ctx.models],
+                                  caption="Whiskers: 95% CI, paired by slot. One panel per use case, each in its "
+                                          "outcome's unit."))
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("use_case", "Use case", ctx.use_case_label), t.text("facet", "Compared"),
         t.text("comparison", "Identity"), t.text("reference", "Reference"),
@@ -139,7 +176,17 @@ def languages_section(ctx: ReportContext) -> Section:
         t.num("shift", "Shift", signed=True), t.ci(), t.count("n_slots", "Matched prompts"),
         t.pvalue("q_value", "q"), mark_col(),
     ], source="language_gaps.csv"))
+    link_rows(section.tables[-1], viewer_rows(frame), ctx, "Shift")
     return section
+
+
+def _units_of(ctx: ReportContext) -> dict[str, str]:
+    """Use case -> the unit its gaps are in, read from ``outcome_gaps``."""
+    gaps = ctx.nonempty("outcome_gaps")
+    if gaps is None or "difference_unit" not in gaps.columns:
+        return {}
+    pairs = zip(gaps["use_case"], gaps["difference_unit"], strict=True)
+    return {str(u): str(d) for u, d in pairs if isinstance(d, str)}
 
 
 def regression_section(ctx: ReportContext) -> Section:
