@@ -78,18 +78,19 @@ TRUNCATED_METHODS = {
 }
 
 
-def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, truncated: str = "score"
-                    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, truncated: str = "score",
+                    convention: str = "counterbench") -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """(tables, summary) for the STEM study's responses in ``results`` (see module docstring).
 
     ``truncated``: ``score`` (the paper) scores explanations cut at the token limit, ``drop`` leaves them out
-    (:mod:`.truncation` shows both either way)."""
+    (:mod:`.truncation` shows both either way). ``convention``: the bias table's z, MAB and extreme level,
+    ``counterbench`` or ``paper`` (:mod:`.conventions`)."""
     from counterbench.analyses.health import parse_health
     from counterbench.version import __version__
 
     scored = A.outcome_frame(results, math=math, truncated="score")
     frame = scored if truncated == "score" else T.dropped(scored)
-    scores, bias = A.bias_tables(frame)
+    scores, bias = A.bias_tables(frame, convention=convention)
     shap, points = A.shap_tables(frame, seed=seed)
     cells, gaps = D.interaction_tables(frame, seed=seed)
     positions, position_tests = D.position_tables(frame)
@@ -140,6 +141,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "unsupported": unsupported,
         "methods": METHODS.format(truncated=TRUNCATED_METHODS[truncated]),
         "truncated_explanations": truncated,
+        "stem_convention": convention,
         "notes": [],
     }
     return tables, summary
