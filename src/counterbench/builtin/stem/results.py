@@ -16,6 +16,7 @@ import pandas as pd
 from counterbench.builtin.stem import analysis as A
 from counterbench.builtin.stem import analysis_designs as D
 from counterbench.builtin.stem import truncation as T
+from counterbench.builtin.stem.headline import extreme_gap_table
 from counterbench.outcomes.readability import provenance
 
 #: table name -> what it is (the report's and the CSV folder's vocabulary)
@@ -36,6 +37,8 @@ TABLES: dict[str, str] = {
     "stem_extremes": "Top and bottom profiles by mean z",
     "stem_positions": "Ranking task: share of choices per letter, χ² against uniform",
     "stem_position_interactions": "Ranking task: letter × attribute χ² tests of independence",
+    "stem_extreme_gap": "Full intersectionality: the most privileged vs the most marginalised profile (designated "
+                        "before the answers), with a null reference over all pairs of profiles",
     "stem_truncation": "Generation task: explanations cut at the token limit, share per attribute level",
     "stem_truncation_sensitivity": "Generation task: the gap per attribute (MDB) with cut explanations scored and "
                                    "dropped",
@@ -52,6 +55,7 @@ WHY_EMPTY: dict[str, str] = {
     "stem_shap_refused": "every cell's SHAP attribution is identified",
     "stem_positions": "needs ranking answers with a valid letter",
     "stem_position_interactions": "needs ranking answers that use at least two different letters",
+    "stem_extreme_gap": "needs the progressive experiment (the paper preset)",
     "stem_truncation": "no explanation was cut at the token limit",
     "stem_truncation_sensitivity": "no explanation was cut at the token limit",
 }
@@ -112,6 +116,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "stem_extremes": D.extremes_table(frame),
         "stem_positions": positions,
         "stem_position_interactions": position_tests,
+        "stem_extreme_gap": extreme_gap_table(frame),
         "stem_truncation": T.truncation_table(scored),
         "stem_truncation_sensitivity": T.sensitivity_table(scored),
         "parse_health": parse_health(responses),

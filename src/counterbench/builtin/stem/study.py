@@ -210,12 +210,20 @@ class StemStudy:
 
     def report_sections(self, ctx: Any) -> list[Any]:
         """The study's report sections, one per table: :mod:`.sections` (the paper's tables, in its order)
-        with :mod:`.sections_extra` (truncation) after the descriptive statistics."""
+        with :mod:`.sections_extra`: truncation after the descriptive statistics, the interaction grids and
+        the extreme-profile gap after the progressive experiment."""
         from counterbench.builtin.stem.sections import stem_sections
-        from counterbench.builtin.stem.sections_extra import truncation_section
+        from counterbench.builtin.stem.sections_extra import (
+            extreme_gap_section,
+            interaction_grid_section,
+            truncation_section,
+        )
 
         out = stem_sections(ctx)
         out.insert(1, truncation_section(ctx))
+        keys = [s.key for s in out]
+        at = keys.index("stem_progressive") + 1 if "stem_progressive" in keys else len(out)
+        out[at:at] = [interaction_grid_section(ctx), extreme_gap_section(ctx)]
         return out
 
 
