@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from counterbench.builtin.stem.conventions import CONVENTIONS, paper_bias, paper_group_scores
 from counterbench.builtin.stem.design import LETTERS, TRUNCATED_MODES
 from counterbench.builtin.stem.profiles import attribute_columns, get_context
 from counterbench.outcomes.readability import provenance, score_texts
@@ -142,11 +143,22 @@ def _by_context(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame, dict[str, 
     return out
 
 
-def bias_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(group scores per level, MAB/MDB per attribute), sorted by MAB (z) descending (Table 4)."""
+def bias_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, convention: str = "counterbench"
+                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(group scores per level, MAB/MDB per attribute), sorted by MAB (z) descending (Table 4).
+
+    ``convention``: ``counterbench`` (z within the cell, MAB around the unweighted mean of the levels) or
+    ``paper`` (z within cell × subject, Eq. 3–4, Table 4's extreme group): :mod:`.conventions`."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     rows = _main(frame)
     scores, bias = [], []
     for _, part, attrs in _by_context(rows):
+        if convention == "paper":
+            s = paper_group_scores(part, list(cell), attrs)
+            scores.append(s)
+            bias.append(paper_bias(s, list(cell)))
+            continue
         s = group_scores(part, list(cell), attrs)
         scores.append(s)
         bias.append(mab_mdb(s, list(cell)))

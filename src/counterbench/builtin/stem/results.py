@@ -16,6 +16,7 @@ import pandas as pd
 from counterbench.builtin.stem import analysis as A
 from counterbench.builtin.stem import analysis_designs as D
 from counterbench.builtin.stem import truncation as T
+from counterbench.builtin.stem.headline import extreme_gap_table
 from counterbench.outcomes.readability import provenance
 
 #: table name -> what it is (the report's and the CSV folder's vocabulary)
@@ -36,6 +37,8 @@ TABLES: dict[str, str] = {
     "stem_extremes": "Top and bottom profiles by mean z",
     "stem_positions": "Ranking task: share of choices per letter, χ² against uniform",
     "stem_position_interactions": "Ranking task: letter × attribute χ² tests of independence",
+    "stem_extreme_gap": "Full intersectionality: the most privileged vs the most marginalised profile (designated "
+                        "before the answers), with a null reference over all pairs of profiles",
     "stem_truncation": "Generation task: explanations cut at the token limit, share per attribute level",
     "stem_truncation_sensitivity": "Generation task: the gap per attribute (MDB) with cut explanations scored and "
                                    "dropped",
@@ -52,6 +55,7 @@ WHY_EMPTY: dict[str, str] = {
     "stem_shap_refused": "every cell's SHAP attribution is identified",
     "stem_positions": "needs ranking answers with a valid letter",
     "stem_position_interactions": "needs ranking answers that use at least two different letters",
+    "stem_extreme_gap": "needs the progressive experiment (the paper preset)",
     "stem_truncation": "no explanation was cut at the token limit",
     "stem_truncation_sensitivity": "no explanation was cut at the token limit",
 }
@@ -78,18 +82,19 @@ TRUNCATED_METHODS = {
 }
 
 
-def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, truncated: str = "score"
-                    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, truncated: str = "score",
+                    convention: str = "counterbench") -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """(tables, summary) for the STEM study's responses in ``results`` (see module docstring).
 
     ``truncated``: ``score`` (the paper) scores explanations cut at the token limit, ``drop`` leaves them out
-    (:mod:`.truncation` shows both either way)."""
+    (:mod:`.truncation` shows both either way). ``convention``: the bias table's z, MAB and extreme level,
+    ``counterbench`` or ``paper`` (:mod:`.conventions`)."""
     from counterbench.analyses.health import parse_health
     from counterbench.version import __version__
 
     scored = A.outcome_frame(results, math=math, truncated="score")
     frame = scored if truncated == "score" else T.dropped(scored)
-    scores, bias = A.bias_tables(frame)
+    scores, bias = A.bias_tables(frame, convention=convention)
     shap, points = A.shap_tables(frame, seed=seed)
     cells, gaps = D.interaction_tables(frame, seed=seed)
     positions, position_tests = D.position_tables(frame)
@@ -111,6 +116,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "stem_extremes": D.extremes_table(frame),
         "stem_positions": positions,
         "stem_position_interactions": position_tests,
+        "stem_extreme_gap": extreme_gap_table(frame),
         "stem_truncation": T.truncation_table(scored),
         "stem_truncation_sensitivity": T.sensitivity_table(scored),
         "parse_health": parse_health(responses),
@@ -140,6 +146,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "unsupported": unsupported,
         "methods": METHODS.format(truncated=TRUNCATED_METHODS[truncated]),
         "truncated_explanations": truncated,
+        "stem_convention": convention,
         "notes": [],
     }
     return tables, summary

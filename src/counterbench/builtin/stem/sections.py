@@ -43,12 +43,28 @@ def descriptive_section(ctx: ReportContext) -> Section:
     return section
 
 
+BIAS_BLURB = {
+    False: "The outcome is z-scored within each cell; each level of an attribute gets its mean z. MAB is the mean "
+           "distance of the levels from their unweighted average, MDB the spread between the highest and lowest "
+           "level (also in raw units: levels or grades). The extreme level is the one farthest from the average, "
+           "with its signed deviation.",
+    True: "The outcome is z-scored within each cell and subject (the paper's §3.5); each level of an attribute gets "
+          "its mean z. MAB is the mean |z| of the levels (the paper's Eq. 3), MDB the spread between the highest and "
+          "lowest level (Eq. 4; also in raw units: levels or grades). The extreme level is the level with the "
+          "largest |z|, with its signed z (the paper's Table 4).",
+}
+BIAS_CONVENTION = {
+    False: "Convention: counterbench's (the default). Set COUNTERBENCH_STEM_CONVENTION=paper for the paper's (z within "
+           "subject, MAB as Eq. 3, Table 4's extreme group); the STEM documentation sets them side by side.",
+    True: "Convention: the paper's (COUNTERBENCH_STEM_CONVENTION=paper); the default is counterbench's (z within the "
+          "cell, MAB around the unweighted mean of the levels); the STEM documentation sets them side by side.",
+}
+
+
 def bias_section(ctx: ReportContext) -> Section:
-    section, frame = _section(ctx, "stem_bias", "stem_bias", "Bias by attribute (MAB, MDB)",
-                              "The outcome is z-scored within each cell; each level of an attribute gets its mean z. "
-                              "MAB is the mean distance of the levels from their unweighted average, MDB the spread "
-                              "between the highest and lowest level (also in raw units: levels or grades). The "
-                              "extreme level is the one farthest from the average, with its signed deviation.")
+    paper = str(ctx.data.summary.get("stem_convention", "counterbench")) == "paper"
+    section, frame = _section(ctx, "stem_bias", "stem_bias", "Bias by attribute (MAB, MDB)", BIAS_BLURB[paper])
+    section.notes.append(BIAS_CONVENTION[paper])
     if frame is None:
         return section
     rows = []

@@ -1,4 +1,5 @@
-"""STEM report sections beyond the paper's tables: explanations cut at the token limit.
+"""STEM report sections beyond the paper's tables: explanations cut at the token limit, the headline
+extreme-profile gap, the interaction grids.
 
 Labels enter the page escaped (the autoescaping table templates)."""
 
@@ -67,4 +68,49 @@ def truncation_section(ctx: ReportContext) -> Section:
         *CELL_COLS, t.text("attribute", "Attribute"), t.num("mdb_scored", "Gap, cut scored", 3),
         t.num("mdb_dropped", "Gap, cut dropped", 3), t.num("change", "Change", 3, signed=True),
         t.num("mdb_z_scored", "Gap (z), scored", 3), t.num("mdb_z_dropped", "Gap (z), dropped", 3)])
+    return section
+
+
+def extreme_gap_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_extreme_gap", "stem_extreme_gap",
+                              "Full intersectionality: the most privileged vs the most marginalised profile",
+                              "At the last step of the progressive experiment every combination of the stated "
+                              "attributes is one profile. The two ends are fixed in advance — every attribute at its "
+                              "first (privileged) level, and every attribute at its last — and their gap in grade "
+                              "levels is the paper's headline number.")
+    if frame is None:
+        return section
+    show_table(section, ctx, "stem_extreme_gap", [
+        t.text("model", "Model"), t.text("context", "Context"), t.text("experiment", "Experiment"),
+        t.text("privileged", "Privileged end"), t.num("mean_privileged", "MGL"),
+        t.text("marginalised", "Marginalised end"), t.num("mean_marginalised", "MGL"),
+        t.num("gap", "Gap", signed=True), t.pvalue("p", "p (Welch, paper's)"), t.count("n_pairs", "Pairs (null)"),
+        t.pvalue("p_value", "p (null reference)"), t.pvalue("q_value", "q"),
+        t.mark("Mark (BH within model)", n="n_pairs", unit="pairs of profiles"),
+        t.num("spread", "Max − min profile (descriptive)")])
+    section.notes.append("Mark: the null reference over profiles — with nothing planted every profile is "
+                         "exchangeable, so the designated pair's gap ranks anywhere among the gaps of all pairs of "
+                         "profiles at that step; p is the share of pairs with a gap at least as large, "
+                         "Benjamini–Hochberg within each model. The max − min spread picks its two profiles after "
+                         "seeing the answers and is descriptive only: by chance alone it is several grade levels.")
+    return section
+
+
+def interaction_grid_section(ctx: ReportContext) -> Section:
+    section, frame = _section(ctx, "stem_interaction_grids", "stem_interaction_cells", "Interaction grids",
+                              "Mean grade level (MGL) of every cell of each interaction table at the progressive "
+                              "experiment's last step (the paper's Tables 12–14): rows one attribute's levels, "
+                              "columns the other's, each cell averaged over its profiles and problems.")
+    if frame is None:
+        return section
+    for (model, experiment, table), part in frame.groupby(["model", "experiment", "table"], sort=False):
+        rows = list(dict.fromkeys(part["row_level"].astype(str)))
+        cols = list(dict.fromkeys(part["col_level"].astype(str)))
+        view = t.pivot_view(part.assign(row_level=part["row_level"].astype(str),
+                                        col_level=part["col_level"].astype(str)),
+                            index="row_level", columns="col_level", index_order=rows, column_order=cols,
+                            cell=lambda r: t.fmt_num(r["mean"]), index_label=str(table).split(" × ")[0],
+                            caption=f"{model} · {experiment} · {table} (MGL)", source="stem_interaction_cells.csv")
+        section.tables.append(view)
+    section.notes.append("The gaps and their marks are in the progressive section's interaction table.")
     return section

@@ -13,7 +13,9 @@ limits each prompt asks for, ``COUNTERBENCH_STEM_RANKING_TOKENS`` (16) and
 the readability maths handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default,
 or ``placeholder``; from Python also ``StemStudy(readability_math=...)``), and what happens to explanations
 cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or
-``drop``; from Python ``StemStudy(truncated=...)``), both read when the answers are analysed.
+``drop``; from Python ``StemStudy(truncated=...)``), and the bias table's conventions,
+``COUNTERBENCH_STEM_CONVENTION`` (``counterbench``, the default, or ``paper``: :mod:`.conventions`; from Python
+``StemStudy(convention=...)``), all read when the answers are analysed.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
 letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
@@ -28,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.builtin.stem.conventions import CONVENTIONS
 from counterbench.builtin.stem.design import (
     GENERATION_ANSWER_TYPE,
     LETTERS,
@@ -47,6 +50,7 @@ MATH_ENV = "COUNTERBENCH_STEM_MATH"
 JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
 READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
 TRUNCATED_ENV = "COUNTERBENCH_STEM_TRUNCATED"
+CONVENTION_ENV = "COUNTERBENCH_STEM_CONVENTION"
 #: per-task output-token limits (each prompt's ``requested_max_tokens``; ``--max-tokens`` overrides both)
 TOKEN_ENVS = {"ranking_tokens": "COUNTERBENCH_STEM_RANKING_TOKENS",
               "generation_tokens": "COUNTERBENCH_STEM_GENERATION_TOKENS"}
@@ -96,9 +100,12 @@ class StemStudy:
     languages: Mapping[str, str] = {"en": "English"}
 
     def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None,
-                 truncated: str | None = None) -> None:
+                 truncated: str | None = None, convention: str | None = None) -> None:
         self._readability_math = readability_math
         self._truncated = truncated
+        self._convention = convention
+        if convention is not None:
+            self.convention()
         if readability_math is not None:
             self.readability_math()  # a bad value fails here, not at analysis time
         if truncated is not None:
@@ -178,6 +185,17 @@ class StemStudy:
                             f"at the token limit), got {chosen!r}")
         return chosen
 
+    def convention(self) -> str:
+        """The bias table's conventions: the constructor's choice, else ``$COUNTERBENCH_STEM_CONVENTION``, else
+        ``counterbench`` (``paper``: z within subject, MAB as Eq. 3, Table 4's extreme group)."""
+        chosen, source = self._convention, "convention"
+        if chosen is None:
+            chosen, source = os.environ.get(CONVENTION_ENV) or "counterbench", CONVENTION_ENV
+        if chosen not in CONVENTIONS:
+            raise UserError(f"{source} must be one of {', '.join(CONVENTIONS)} (the bias table's z, MAB and extreme "
+                            f"level), got {chosen!r}")
+        return chosen
+
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
         """The study's own analysis (used instead of the generic outcome tables): :mod:`.results`.
@@ -187,16 +205,25 @@ class StemStudy:
         :meth:`readability_math` says."""
         from counterbench.builtin.stem.results import analyze_results
 
-        return analyze_results(results, math=self.readability_math(), seed=seed, truncated=self.truncated())
+        return analyze_results(results, math=self.readability_math(), seed=seed, truncated=self.truncated(),
+                               convention=self.convention())
 
     def report_sections(self, ctx: Any) -> list[Any]:
         """The study's report sections, one per table: :mod:`.sections` (the paper's tables, in its order)
-        with :mod:`.sections_extra` (truncation) after the descriptive statistics."""
+        with :mod:`.sections_extra`: truncation after the descriptive statistics, the interaction grids and
+        the extreme-profile gap after the progressive experiment."""
         from counterbench.builtin.stem.sections import stem_sections
-        from counterbench.builtin.stem.sections_extra import truncation_section
+        from counterbench.builtin.stem.sections_extra import (
+            extreme_gap_section,
+            interaction_grid_section,
+            truncation_section,
+        )
 
         out = stem_sections(ctx)
         out.insert(1, truncation_section(ctx))
+        keys = [s.key for s in out]
+        at = keys.index("stem_progressive") + 1 if "stem_progressive" in keys else len(out)
+        out[at:at] = [interaction_grid_section(ctx), extreme_gap_section(ctx)]
         return out
 
 
