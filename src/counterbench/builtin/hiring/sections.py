@@ -182,10 +182,12 @@ def advantage_section(ctx: ReportContext) -> Section:
               for r in frame.to_dict("records")}
     cells = [[Cell(t.as_float(lookup.get((*k, g))), t.fmt_num(lookup.get((*k, g)), 1, signed=True)) for g in groups]
              for k in keys]
-    labels = [f"{m} · {st} · {_variant(r)}" for m, st, r in keys]
+    # the model heads its rows (a row label "model · setting · prompt" was cut at 30 characters)
+    labels = [f"{st} · {_variant(r)}" for _, st, r in keys]
+    heads = [str(k[0]) if i == 0 or keys[i - 1][0] != k[0] else "" for i, k in enumerate(keys)]
     if keys and len(keys) <= 60:
         s.figures.append(Figure([heatmap_panel("Relative advantage (%)", labels, groups, cells, scale="diverging",
-                                               cell_width=74)]))
+                                               cell_width=74, row_groups=heads)]))
     return s
 
 
