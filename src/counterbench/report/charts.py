@@ -90,7 +90,9 @@ def hbar_panel(
     """Horizontal bars (one per series in each row) with interval whiskers and value labels."""
     lo, hi = domain or bar_domain(rows)
     label_w = _label_width([r.label for r in rows])
-    value_w = 44.0
+    # room for the longest value label and its mark ("+0.125*"), so the mark is never cut at the edge
+    value_labels = [value_format.format(b.value) + b.mark for r in rows for b in r.bars if finite(b.value)]
+    value_w = max(44.0, max((len(v) for v in value_labels), default=0) * CHAR_WIDTH + 10)
     plot_x0, plot_x1 = label_w, width - value_w
     per_row = max(len(r.bars) for r in rows) * (bar_height + 2) + 7 if rows else 20
     top = 24.0

@@ -1,7 +1,8 @@
 """Sections a Python study brings itself: ``study.report_sections(ctx)`` of the study the summary names.
 
 A study with its own analysis (``analyze_tables``) usually has its own sections too; a study without
-them adds nothing here.
+them adds nothing here. A study declared from a study file (``study: NAME`` plus data files) has a
+name of its own; its summary's ``sections_from`` names the registered study whose sections it uses.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ def study_sections(ctx: ReportContext) -> list[Section]:
     study = ctx.data.study
     if study is not None:
         return _sections(study, ctx)
-    name = ctx.data.summary.get("study")
+    name = ctx.data.summary.get("sections_from") or ctx.data.summary.get("study")
     if not name:
         return []
     try:

@@ -39,6 +39,7 @@ def test_the_example_country_audited_by_the_cli_recovers_the_planted_preference(
     assert "diploma" in summary["hiring"]["lint_allowed"]["kenya"]
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "Hiring markers (Kenya example)" in html and "Luo Female" in html and "Chinese" not in html
+    assert "Null 95th pct." in html and "Null mean (%)" in html  # the noise floor of the headline metrics
 
 
 def test_quick_selects_jobs_and_variations_by_position():

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.builtin.hiring import controls, metrics, ordering, recoverability
+from counterbench.builtin.hiring import controls, metrics, noise_floor, ordering, recoverability
 from counterbench.builtin.hiring.answers import parse_label, parse_score, parse_verdict, rationale_chars
 from counterbench.builtin.hiring.recoverability import CANNOT
 from counterbench.builtin.hiring.resumes import cumulative_conditions
@@ -22,9 +22,11 @@ from counterbench.models.base import RETRYABLE_STATUSES
 #: table name -> one-line description (the report and ``summary.json`` use these)
 TABLES: dict[str, str] = {
     "hiring_win_rates": "Direct Comparison win rate per group vs the neutral resume (ideal 0.5), job-bootstrap CIs",
-    "hiring_top_score_rates": "Score & Shortlist Top-Score Rate per group (ideal 100 %), ties counted for every group",
+    "hiring_top_score_rates": "Score & Shortlist Top-Score Rate per group (ideal 100 %), ties counted for every group, "
+                              "job-bootstrap CIs and the within-job permutation null",
     "hiring_scores": "mean score per group and its difference from the model's mean, job-bootstrap CIs",
-    "hiring_bias_summary": "normalised disparity and deviation from ideal per model × setting × prompt variant",
+    "hiring_bias_summary": "normalised disparity and deviation from ideal per model × setting × prompt variant, "
+                           "job-bootstrap CIs and the same metric under the swap / permutation null",
     "hiring_relative_advantage": "relative advantage (Value_g − mean)/mean × 100 per group",
     "hiring_group_ranks": "average rank of each group across models (1 = best)",
     "hiring_friedman": "Friedman χ² and Kendall's W of the group ordering across models",
@@ -122,6 +124,13 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
     main = comp[_column(comp, "condition", "all").eq("all")]
     wr = metrics.win_rates(main, n_boot=bootstrap, seed=seed) if not main.empty else pd.DataFrame()
     tsr = metrics.top_score_rates(scores) if not scores.empty else pd.DataFrame()
+    floors = []
+    if not main.empty:
+        floors.append(noise_floor.win_rate_floor(main, n_boot=bootstrap, seed=seed))
+    if not tsr.empty:
+        tsr_floor, tsr_groups = noise_floor.top_score_floor(scores, n_boot=bootstrap, seed=seed)
+        floors.append(tsr_floor)
+        tsr = tsr.merge(tsr_groups, on=["model", "rationale", "group"], how="left")
     tables["hiring_win_rates"] = wr
     tables["hiring_top_score_rates"] = tsr
     tables["hiring_scores"] = (metrics.score_means(scores, n_boot=bootstrap, seed=seed) if not scores.empty
@@ -129,6 +138,8 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
     empty_wr = wr if not wr.empty else pd.DataFrame(columns=["model", "rationale", "group", "win_rate"])
     empty_tsr = tsr if not tsr.empty else pd.DataFrame(columns=["model", "rationale", "group", "tsr"])
     summary = metrics.bias_summary(empty_wr, empty_tsr)
+    if floors and not summary.empty:
+        summary = summary.merge(pd.concat(floors, ignore_index=True), on=["model", "setting", "rationale"], how="left")
     tables["hiring_bias_summary"] = summary
     rel = []
     if not wr.empty:

@@ -85,12 +85,26 @@ def overview_section(ctx: ReportContext) -> Section:
                 "Per model, setting and prompt variant: the normalised disparity (the gap between the best- and "
                 "worst-treated group: win rates in Direct Comparison, Top-Score Rates in Score & Shortlist, on a "
                 "0–1 scale) and the normalised deviation from the ideal (how far the groups' average is from 0.5 "
-                "win rate or a 100 % Top-Score Rate). 0 is a fair evaluator on both.", group=GROUP)
-    attach_table(s, ctx, "hiring_bias_summary")
+                "win rate or a 100 % Top-Score Rate). 0 would be a fair evaluator without noise; a fair but noisy "
+                "one is not 0, so each value has its 95% interval (jobs resampled) and a null reference: the same "
+                "metric on the same answers when the markers are made to mean nothing (Direct Comparison: each "
+                "job's comparisons trade sides with its neutral resume; Score & Shortlist: a job's scores shuffled "
+                "among its resumes), its median and 95th percentile. A value below the null's 95th percentile is "
+                "what a fair evaluator with this noise shows.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_bias_summary")
     show_table(s, ctx, "hiring_bias_summary", [
         t.text("model", "Model"), t.text("setting", "Setting"), t.text("variant", "Prompt"),
-        t.num("mean", "Group average", 3), t.num("disparity", "Disparity", 3), t.num("deviation", "Deviation", 3),
+        t.num("mean", "Group average (win rate, or TSR in %)", 3),
+        t.num("disparity", "Disparity", 3), t.ci("disparity_low", "disparity_high", "95% CI", digits=3),
+        t.num("disparity_null", "Null median", 3), t.num("disparity_null_high", "Null 95th pct.", 3),
+        t.pvalue("disparity_p", "p vs null"),
+        t.num("deviation", "Deviation", 3), t.ci("deviation_low", "deviation_high", "95% CI", digits=3),
+        t.num("deviation_null", "Null median", 3), t.num("deviation_null_high", "Null 95th pct.", 3),
+        t.pvalue("deviation_p", "p vs null"),
     ], prepare=_with_variant)
+    if frame is not None:
+        s.notes.append("The p against the null is the share of null draws at least as large as the observed value; "
+                       "it is a reference for reading the number, not a mark, and is not corrected for multiplicity.")
     return s
 
 
@@ -132,7 +146,12 @@ def top_score_section(ctx: ReportContext) -> Section:
         show_table(s, ctx, "hiring_top_score_rates", [
             t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
             t.count("n_jobs", "Jobs"), t.count("top_jobs", "Jobs at the top"), t.num("tsr", "TSR (%)", 1),
+            t.ci("tsr_low", "tsr_high", "95% CI (%)", digits=1), t.num("tsr_null", "Null mean (%)", 1),
+            t.num("tsr_null_high", "Null 95th pct. (%)", 1),
         ], prepare=_with_variant)
+        s.notes.append("Null: the Top-Score Rate a group gets when each job's scores are shuffled among its resumes "
+                       "(the markers mean nothing; ties kept) — with many resumes per job a fair evaluator's TSR is "
+                       "far below 100 %.")
         _few_jobs(s, frame)
     scores = ctx.nonempty("hiring_scores")
     if scores is not None:
@@ -163,10 +182,12 @@ def advantage_section(ctx: ReportContext) -> Section:
               for r in frame.to_dict("records")}
     cells = [[Cell(t.as_float(lookup.get((*k, g))), t.fmt_num(lookup.get((*k, g)), 1, signed=True)) for g in groups]
              for k in keys]
-    labels = [f"{m} · {st} · {_variant(r)}" for m, st, r in keys]
+    # the model heads its rows (a row label "model · setting · prompt" was cut at 30 characters)
+    labels = [f"{st} · {_variant(r)}" for _, st, r in keys]
+    heads = [str(k[0]) if i == 0 or keys[i - 1][0] != k[0] else "" for i, k in enumerate(keys)]
     if keys and len(keys) <= 60:
         s.figures.append(Figure([heatmap_panel("Relative advantage (%)", labels, groups, cells, scale="diverging",
-                                               cell_width=74)]))
+                                               cell_width=74, row_groups=heads)]))
     return s
 
 

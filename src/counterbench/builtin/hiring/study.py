@@ -46,7 +46,10 @@ METHODS = (
     "bootstrap standard error). Marks are corrected within each model over its groups × prompt variants "
     "(Benjamini–Hochberg), each from an exact swap test over jobs — score differences together with their "
     "interval's t-test — with 6 jobs at least (fewer cannot reach p ≤ 0.05); a group with fewer jobs reads "
-    "\"too few jobs to test\". The group ordering uses the Friedman "
+    "\"too few jobs to test\". Disparity, deviation and the Top-Score Rate are not 0 (or 100 %) for a fair but "
+    "noisy evaluator, so each has its job-bootstrap interval and a null reference: the same metric on the same answers "
+    "with the markers made to mean nothing (a job's comparisons trade sides with its neutral resume; a job's scores "
+    "shuffled among its resumes), 2,000 draws. The group ordering uses the Friedman "
     "test (models are blocks, groups treatments) and Kendall's W; the rationale effect an exact two-sided sign "
     "test over models, its interval t(m−1) over the m models. Macro-F1 averages the F1 of each true class; "
     "\"Cannot determine\" and unreadable answers count as wrong.")
@@ -118,7 +121,7 @@ class HiringStudy:
         allowed = dict(self.inputs.lint.allowed) if self.inputs.lint is not None else {}
         methods = METHODS + "".join(f" The template lint allows \"{term}\" on purpose: {reason}."
                                     for term, reason in allowed.items())
-        summary = {"tables": dict(TABLES), "unsupported": unsupported, "methods": methods,
+        summary = {"tables": dict(TABLES), "unsupported": unsupported, "methods": methods, "sections_from": "hiring",
                    "hiring": {"baskets": baskets.label, "country": baskets.country,
                               "groups": list(baskets.groups), "lint_allowed": allowed}}
         return tables, summary
