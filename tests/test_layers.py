@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     "stats": 1, "parse": 1,
     "outcomes": 2,
     "models": 3,
-    "run": 4,
+    "run": 4, "options": 4,
     "studies": 5, "prompts": 5,
     "analyses": 6,
     "report": 7, "viewer": 7, "gate": 7,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BASE_COLUMNS", "REQUESTED_MAX_TOKENS", "VARIANTS"]
+__all__ = ["BASE_COLUMNS", "DEFAULT_MAX_TOKENS", "REQUESTED_MAX_TOKENS", "VARIANTS"]
 
 #: the columns every prompt table has, whatever the study (a design adds its own after them)
 BASE_COLUMNS: tuple[str, ...] = (
@@ -22,3 +22,5 @@ BASE_COLUMNS: tuple[str, ...] = (
 VARIANTS: tuple[str, ...] = ("standard", "fairness")
 #: the prompt-table column holding a prompt's own token limit (used unless a run gives one)
 REQUESTED_MAX_TOKENS = "requested_max_tokens"
+#: the output-token limit of a prompt that requests none, when a run gives none (the one default)
+DEFAULT_MAX_TOKENS = 64
