@@ -44,9 +44,12 @@ def kind_names() -> list[str]:
 
 def get_kind(name: str) -> OutcomeKind:
     """The kind called ``name``; an unknown name is a :class:`UserError` listing the kinds."""
-    if name not in KINDS:
-        raise UserError(f"unknown outcome kind '{name}' (one of: {', '.join(KINDS)})")
-    return KINDS.get(name)
+    try:
+        return KINDS.get(name)
+    except UserError:
+        if name in KINDS:
+            raise  # a registered kind that failed to load: the registry's message names it
+        raise UserError(f"unknown outcome kind '{name}' (one of: {', '.join(KINDS)})") from None
 
 
 def usable_answer_words(kinds: list[str]) -> str:
