@@ -2,8 +2,9 @@
 
 Layers, top to bottom (``docs/extending.md``): cli/commands → pipeline, the package's API, the Inspect
 task, the test servers → builtin (the three built-in studies, plug-ins) → report, viewer, gate →
-analyses → studies, prompts → run → models → outcomes → stats, parse → the ground (errors, the one
-registry type, shared column lists, version). An import may only go down a layer or stay in its own.
+analyses → studies, prompts → run and the typed run options (``options``) → models → outcomes → stats,
+parse → the ground (errors, the one registry type, shared column lists, version). An import may only
+go down a layer or stay in its own.
 
 The core (everything below ``builtin``) imports no built-in study and names none: the built-in studies
 register themselves through entry points like a third-party package, and the core takes languages,
@@ -26,7 +27,7 @@ LAYERS: dict[str, int] = {
     "stats": 1, "parse": 1,
     "outcomes": 2,
     "models": 3,
-    "run": 4,
+    "run": 4, "options": 4,
     "studies": 5, "prompts": 5,
     "analyses": 6,
     "report": 7, "viewer": 7, "gate": 7,

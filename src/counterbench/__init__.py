@@ -23,6 +23,7 @@ from counterbench.version import __version__
 
 if TYPE_CHECKING:
     from counterbench.analyses.api import analyze
+    from counterbench.options import GenerationOptions, RunOptions
     from counterbench.parse import parse_answer
     from counterbench.pipeline import audit, run_prompts
     from counterbench.report.api import write_report
@@ -35,10 +36,14 @@ _LAZY = {
     "load_results": "counterbench.run.results",
     "run_prompts": "counterbench.pipeline",
     "audit": "counterbench.pipeline",
+    "RunOptions": "counterbench.options",
+    "GenerationOptions": "counterbench.options",
 }
 
 __all__ = [
+    "GenerationOptions",
     "PromptFilters",
+    "RunOptions",
     "UserError",
     "__version__",
     "analyze",

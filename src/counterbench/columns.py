@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["BASE_COLUMNS", "PARSED_COLUMNS", "REQUESTED_MAX_TOKENS", "USAGE_COLUMNS", "VARIANTS"]
+__all__ = ["BASE_COLUMNS", "DEFAULT_MAX_TOKENS", "PARSED_COLUMNS", "REQUESTED_MAX_TOKENS", "USAGE_COLUMNS",
+           "VARIANTS"]
 
 #: the columns every prompt table has, whatever the study (a design adds its own after them)
 BASE_COLUMNS: tuple[str, ...] = (
@@ -28,3 +29,5 @@ PARSED_COLUMNS: tuple[str, ...] = (
 )
 #: what a request cost
 USAGE_COLUMNS: tuple[str, ...] = ("input_tokens", "output_tokens", "cost_usd", "latency_ms")
+#: the output-token limit of a prompt that requests none, when a run gives none (the one default)
+DEFAULT_MAX_TOKENS = 64

@@ -3,6 +3,7 @@
 ``counterbench.run_prompts(table, models, temperature=0.2, max_tokens=32)`` takes the generation options
 as keywords and works the same in a script and in Jupyter (whose event loop is already running: the
 run then happens on a worker thread with its own loop, and the call still returns the summary).
+Both take their run options as one :class:`~counterbench.options.RunOptions` or as keywords.
 ``counterbench.audit(study, models, ...)`` is the CLI's ``audit``: prompts -> run -> analysis -> report,
 returning an :class:`Audit` that displays as HTML in a notebook.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from counterbench.options import GenerationOptions, RunOptions
 from counterbench.run.runner import run_prompts
 from counterbench.run.sync import run_sync
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from counterbench.report.api import ReportFiles
     from counterbench.run.runner import RunSummary
 
-__all__ = ["Audit", "audit", "run_prompts", "run_sync"]
+__all__ = ["Audit", "GenerationOptions", "RunOptions", "audit", "run_prompts", "run_sync"]
 
 @dataclass
 class Audit:
@@ -42,22 +44,24 @@ class Audit:
 def audit(
     study: Any,
     models: Sequence[str | Backend],
+    options: RunOptions | None = None,
     *,
     out: Path | str = "counterbench-report",
-    store: Path | str = "counterbench.db",
     bootstrap: int = 2000,
     bootstrap_seed: int = 0,
-    parse_profile: str = "default",
     tau: float = 10.0,
     title: str | None = None,
     samples: bool = True,
-    **options: Any,
+    **keywords: Any,
 ) -> Audit:
     """Run ``study`` on ``models``, analyse the answers and write the report, like ``counterbench audit``.
 
-    ``options``: prompt filters (``language=["en"]``, ``preset="quick"``, ``sample_slots=...``) and run
-    options (``concurrency``, generation keywords such as ``temperature``). Writes ``OUT/report.html``,
-    ``OUT/report.md`` and the tables in ``OUT/analysis``.
+    ``options`` (:class:`~counterbench.options.RunOptions`) says how prompts are sent, exactly as for
+    :func:`run_prompts`; ``keywords`` are prompt filters (``language=["en"]``, ``preset="quick"``,
+    ``sample_slots=...``, ``seed`` for the sample) and run options replacing fields of ``options``
+    (``store``, ``concurrency``, ``parse_profile``, generation keywords such as ``temperature``;
+    ``generation_seed`` is the seed sent to the model). Writes ``OUT/report.html``, ``OUT/report.md``
+    and the tables in ``OUT/analysis``.
     """
     from dataclasses import fields
 
@@ -67,14 +71,15 @@ def audit(
     from counterbench.report.context import load_analysis_dir
 
     filter_names = {f.name for f in fields(PromptFilters)} | {"from_release"}
-    filters = {k: options.pop(k) for k in list(options) if k in filter_names}
+    filters = {k: keywords.pop(k) for k in list(keywords) if k in filter_names}
+    run = RunOptions.from_keywords(options, **keywords)
     out_dir = Path(out)
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"out={out_dir} is a file; give a folder for the report and the analysis tables")
     table = prompts(study, **filters)
-    summary = run_prompts(table, models, store=store, parse_profile=parse_profile, **options)
-    files = audit_report(Path(store), list(summary.models), table, summary.config_fp, out_dir,
-                         parse_profile=parse_profile, bootstrap=bootstrap, seed=bootstrap_seed, tau=tau,
+    summary = run_prompts(table, models, run)
+    files = audit_report(Path(run.store), list(summary.models), table, summary.config_fp, out_dir,
+                         parse_profile=run.parse_profile, bootstrap=bootstrap, seed=bootstrap_seed, tau=tau,
                          samples=samples, title=title, study=study)
     data = load_analysis_dir(out_dir / "analysis")
     from counterbench.analyses.result import AnalysisResult

@@ -95,17 +95,20 @@ class Registry(Generic[T]):
         return list(self.entries())
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self.entries()
+        self._scan()
+        return isinstance(name, str) and name in self._entries
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def get(self, name: str) -> T:
         """The item called ``name``, loaded on first use; a :class:`UserError` lists the names otherwise."""
-        entries = self.entries()
-        entry = entries.get(name)
+        self._scan()
+        entry = self._entries.get(name)
+        if entry is not None and entry.loaded:  # the common case, kept cheap: kinds are asked for per answer
+            return entry.item  # type: ignore[return-value]
         if entry is None:
-            known = ", ".join(entries) or "none"
+            known = ", ".join(self._entries) or "none"
             raise UserError(f"unknown {self.what} {name!r}; known: {known}" + (f" ({self.hint})" if self.hint else ""))
         if not entry.loaded:
             assert entry.reference is not None

@@ -43,11 +43,11 @@ def test_http_client_choice(http_client: str) -> None:
 
 def test_bad_http_client_choice_is_a_user_error() -> None:
     from counterbench.errors import UserError
-    from counterbench.models.registry import _FACTORIES, HTTP_CLIENT_VAR, parse_model_string
+    from counterbench.models.registry import BACKENDS, HTTP_CLIENT_VAR, parse_model_string
 
     spec = parse_model_string("openai-compatible:http://127.0.0.1:9/v1:m")
     with pytest.raises(UserError, match=f"{HTTP_CLIENT_VAR} must be 'auto' or 'aiohttp', got 'curl'"):
-        _FACTORIES[spec.kind](spec, {HTTP_CLIENT_VAR: "curl"}, 5.0)
+        BACKENDS.get(spec.kind)(spec, {HTTP_CLIENT_VAR: "curl"}, 5.0)
 
 
 def _request(user: str = "I am Hindu. My CGPA is 9.1/10.", **config: object) -> ChatRequest:

@@ -248,13 +248,11 @@ def test_cli_probe_on_the_fake_server(rejecting: ThreadedServer, tmp_path: Path)
     assert bad.returncode == 2 and "--structured-mode must be one of" in bad.stderr
 
 
-def test_cli_generation_config_for_structured_options() -> None:
-    from counterbench.commands.run_options import generation_config
+def test_generation_options_for_structured_options() -> None:
+    from counterbench.options import GenerationOptions
 
     def config(**options: Any) -> GenerationConfig:
-        base: dict[str, Any] = {"temperature": 0.0, "max_tokens": 64, "generation_seed": None,
-                                "reasoning_effort": None, "structured": None}
-        return generation_config(["openai:gpt-4o-mini"], **{**base, **options})
+        return GenerationOptions(**{"max_tokens": 64, **options}).config(["openai:gpt-4o-mini"])
 
     assert config() == GenerationConfig()
     assert config(structured_mode="json_object") == GenerationConfig(structured=True, structured_mode="json_object")

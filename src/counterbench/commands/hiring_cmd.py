@@ -19,7 +19,7 @@ from counterbench.commands.run_options import (
     ProgressOpt,
     TemperatureOpt,
     TimeoutOpt,
-    generation_config,
+    run_options_from_cli,
     send,
 )
 from counterbench.errors import UserError
@@ -86,17 +86,19 @@ def resumes_command(
         raise UserError(f"--max-tokens {max_tokens} is too small for a resume; give at least 64 (default 1024)")
     texts = str(prompt_texts) if prompt_texts is not None else None
     plan = plan_resumes(out, jobs=jobs, baskets=baskets, prompts=texts)
-    config = generation_config(models, temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
-                               reasoning_effort=None, structured=False)
     where = store if store is not None else default_store(plan.out)
+    options = run_options_from_cli(
+        models, temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed, structured=False,
+        concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, max_cost=max_cost, prices=prices,
+        store=where, retry_errors=True, env_file=env_file, progress=progress,
+    )
+    config = options.generation_config(models)
     summary = None
     if plan.table.empty:
         print(f"every job already has a resume in {plan.out}; nothing to ask")
     else:
         print(f"asking {models[0]} for {len(plan.table)} resume(s); answers are kept in {where}")
-        summary = send(plan.table, models, config, concurrency=concurrency, rpm=None, tpm=None, timeout=timeout,
-                       max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=where, no_cache=False,
-                       retry_errors=True, parse_profile="default", env_file=env_file, progress=progress)
+        summary = send(plan.table, models, options)
         print(format_summary(summary))
     outcome = collect_resumes(plan, where, models[0], config)
     print("\n".join(outcome.lines()))

@@ -13,49 +13,24 @@ from counterbench.commands.common import (
     FromReleaseOpt,
     IdentifierOpt,
     LanguageOpt,
-    LogprobsOpt,
     PresetOpt,
     ProfileOpt,
     QuestionVariantOpt,
     SampleSlotsOpt,
     SeedOpt,
-    StructuredOpt,
     UseCaseOpt,
     VariantOpt,
     filters_from_options,
 )
 from counterbench.commands.run_options import (
-    DEFAULT_STORE,
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
-    ConcurrencyOpt,
-    EnvFileOpt,
-    GenerationSeedOpt,
-    MaxAttemptsOpt,
-    MaxCostOpt,
-    MaxTokensOpt,
     ModelOpt,
-    NoCacheOpt,
-    ParseProfileOpt,
-    PricesOpt,
-    ProgressOpt,
-    RayActorsOpt,
-    RayOpt,
-    RayThreadsOpt,
-    ReasoningEffortOpt,
-    RetryErrorsOpt,
-    RpmOpt,
-    SameModelOpt,
-    StoreOpt,
-    StructuredFallbackOpt,
-    StructuredModeOpt,
-    TemperatureOpt,
-    TimeoutOpt,
-    TpmOpt,
-    generation_config,
     send,
+    with_run_options,
 )
 from counterbench.errors import UserError
+from counterbench.options import RunOptions
 from counterbench.viewer.links import viewer_command
 
 if TYPE_CHECKING:
@@ -193,6 +168,7 @@ def _load_store(store: Path, models: list[str] | None, profile: Any) -> pd.DataF
     return load_results(store, models=models, profile=str(profile) if profile else None)
 
 
+@with_run_options
 def audit_command(
     study: Annotated[str, typer.Argument(help="A built-in study (e.g. rupeebias) or a study .yaml.")],
     model: ModelOpt = None,
@@ -207,31 +183,8 @@ def audit_command(
     sample_seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = None,
-    generation_seed: GenerationSeedOpt = None,
-    reasoning_effort: ReasoningEffortOpt = None,
-    structured: StructuredOpt = None,
-    logprobs: LogprobsOpt = 0,
-    structured_mode: StructuredModeOpt = None,
-    structured_fallback: StructuredFallbackOpt = "free-text",
-    concurrency: ConcurrencyOpt = 16,
-    rpm: RpmOpt = None,
-    tpm: TpmOpt = None,
-    timeout: TimeoutOpt = 60.0,
-    max_attempts: MaxAttemptsOpt = 6,
-    max_cost: MaxCostOpt = None,
-    prices: PricesOpt = None,
-    store: StoreOpt = DEFAULT_STORE,
-    no_cache: NoCacheOpt = False,
-    retry_errors: RetryErrorsOpt = False,
-    same_model: SameModelOpt = False,
-    parse_profile: ParseProfileOpt = "default",
-    env_file: EnvFileOpt = None,
-    progress: ProgressOpt = None,
-    ray: RayOpt = None,
-    ray_actors: RayActorsOpt = None,
-    ray_threads: RayThreadsOpt = 1,
+    *,
+    run_options: RunOptions,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for report.html, report.md and the analysis tables.")
     ] = Path("counterbench-report"),
@@ -255,8 +208,6 @@ def audit_command(
     from counterbench.prompts import build_prompts
     from counterbench.run.runner import format_summary
 
-    if not model:
-        raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the report and the analysis tables")
     if fail_on:
@@ -268,17 +219,8 @@ def audit_command(
         question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=sample_seed, preset=preset,
     )
     table = build_prompts(study, filters, from_release=from_release)
-    config = generation_config(
-        list(model or []), temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
-        reasoning_effort=reasoning_effort, structured=structured, structured_mode=structured_mode,
-        structured_fallback=structured_fallback, logprobs=logprobs,
-    )
-    summary = send(
-        table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
-        max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
-        retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
-        same_model=same_model, ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
-    )
+    summary = send(table, list(model or []), run_options)
+    store, parse_profile = Path(run_options.store), run_options.parse_profile
     print(format_summary(summary))
     if summary.status == "interrupted":
         print(f"Interrupted; everything answered so far is saved. Resume (and get the report) with:\n"
@@ -293,8 +235,8 @@ def audit_command(
     lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}",
              f"Browse the answers behind the tables: {viewer_command(str(store))}"]
     if summary.status == "max_cost":
-        lines.insert(0, f"Stopped at --max-cost {max_cost:g} USD: the report covers the answers so far. Raise "
-                        f"it and rerun to continue:\n  {summary.resume_command}")
+        lines.insert(0, f"Stopped at --max-cost {run_options.max_cost:g} USD: the report covers the answers so far. "
+                        f"Raise it and rerun to continue:\n  {summary.resume_command}")
     lines += _findings_lines(out / "analysis" / "summary.json")
     _announce(files.html, lines)
     gate_after_audit(out / "analysis", fail_on, junit)

@@ -14,50 +14,26 @@ from counterbench.commands.common import (
     FromReleaseOpt,
     IdentifierOpt,
     LanguageOpt,
-    LogprobsOpt,
     PresetOpt,
     ProfileOpt,
     QuestionVariantOpt,
     SampleSlotsOpt,
     SeedOpt,
-    StructuredOpt,
     UseCaseOpt,
     VariantOpt,
     filters_from_options,
 )
 from counterbench.commands.run_options import (
-    DEFAULT_STORE,
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
-    ConcurrencyOpt,
-    EndpointMovedOpt,
     EnvFileOpt,
-    GenerationSeedOpt,
-    MaxAttemptsOpt,
-    MaxCostOpt,
-    MaxTokensOpt,
-    NoCacheOpt,
-    ParseProfileOpt,
-    PricesOpt,
-    ProgressOpt,
-    RayActorsOpt,
-    RayOpt,
-    RayThreadsOpt,
-    ReasoningEffortOpt,
-    RetryErrorsOpt,
-    RetryMaxTokensOpt,
-    RpmOpt,
-    SameModelOpt,
     StoreOpt,
-    StructuredFallbackOpt,
-    StructuredModeOpt,
-    TemperatureOpt,
     TimeoutOpt,
-    TpmOpt,
-    generation_config,
     send,
+    with_run_options,
 )
 from counterbench.errors import UserError
+from counterbench.options import RunOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,7 +41,7 @@ if TYPE_CHECKING:
     from counterbench.prompts import PromptFilters
 
 
-
+@with_run_options
 def run_command(
     study: Annotated[
         str | None, typer.Argument(help="A built-in study (e.g. rupeebias) or a study .yaml; or use --prompts.")
@@ -88,33 +64,8 @@ def run_command(
     seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = None,
-    generation_seed: GenerationSeedOpt = None,
-    reasoning_effort: ReasoningEffortOpt = None,
-    structured: StructuredOpt = None,
-    logprobs: LogprobsOpt = 0,
-    structured_mode: StructuredModeOpt = None,
-    structured_fallback: StructuredFallbackOpt = "free-text",
-    concurrency: ConcurrencyOpt = 16,
-    rpm: RpmOpt = None,
-    tpm: TpmOpt = None,
-    timeout: TimeoutOpt = 60.0,
-    max_attempts: MaxAttemptsOpt = 6,
-    max_cost: MaxCostOpt = None,
-    prices: PricesOpt = None,
-    store: StoreOpt = DEFAULT_STORE,
-    no_cache: NoCacheOpt = False,
-    retry_errors: RetryErrorsOpt = False,
-    retry_max_tokens: RetryMaxTokensOpt = None,
-    endpoint_moved: EndpointMovedOpt = False,
-    same_model: SameModelOpt = False,
-    parse_profile: ParseProfileOpt = "default",
-    env_file: EnvFileOpt = None,
-    progress: ProgressOpt = None,
-    ray: RayOpt = None,
-    ray_actors: RayActorsOpt = None,
-    ray_threads: RayThreadsOpt = 1,
+    *,
+    run_options: RunOptions,
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
 
@@ -122,27 +73,12 @@ def run_command(
     """
     from counterbench.run.runner import format_summary
 
-    if not model:
-        raise UserError("give at least one --model (see `counterbench models`)")
-    if concurrency < 1:
-        raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     filters = filters_from_options(
         use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
         question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=seed, preset=preset,
     )
     table = _load_table(study, prompts_file, filters, from_release)
-    config = generation_config(
-        list(model or []), temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed,
-        reasoning_effort=reasoning_effort, structured=structured, structured_mode=structured_mode,
-        structured_fallback=structured_fallback, logprobs=logprobs,
-    )
-    summary = send(
-        table, list(model or []), config, concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout,
-        max_attempts=max_attempts, max_cost=max_cost, prices=prices, store=store, no_cache=no_cache,
-        retry_errors=retry_errors, parse_profile=parse_profile, env_file=env_file, progress=progress,
-        retry_max_tokens=retry_max_tokens, endpoint_moved=endpoint_moved, same_model=same_model,
-        ray=ray, ray_actors=ray_actors, ray_threads=ray_threads,
-    )
+    summary = send(table, list(model or []), run_options)
     print(format_summary(summary))
     if summary.status == "interrupted":
         print(f"Interrupted; everything answered so far is saved. Resume with:\n  {summary.resume_command}")
@@ -152,7 +88,7 @@ def run_command(
                   "is counted for requests that timed out or lost their connection and may have been billed)"
                   if summary.cost_unsure_usd else "")
         print(
-            f"Stopped: the next requests would exceed --max-cost {max_cost:g} USD{unsure}. "
+            f"Stopped: the next requests would exceed --max-cost {run_options.max_cost:g} USD{unsure}. "
             f"Raise it and rerun to continue:\n  {summary.resume_command}"
         )
         raise typer.Exit(EXIT_MAX_COST)

@@ -1,25 +1,31 @@
 """Options shared by the verbs that send prompts (``run`` and ``audit``), and the call they make.
 
-Both verbs take the same generation, rate-limit, retry, cost and store options; they are declared
-once here and turned into one :func:`~counterbench.run.runner.run_prompts` call by :func:`send`.
+Both verbs take the same generation, rate-limit, retry, cost and store flags: they are declared once
+here (:data:`RUN_FLAGS`), added to each verb by :func:`with_run_options`, and turned into one
+:class:`~counterbench.options.RunOptions` (:func:`run_options_from_cli`) that the verb hands to
+:func:`send`, as the Python API hands it to ``counterbench.run_prompts``.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import shlex
 import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from counterbench.commands.common import resolve_structured
+from counterbench.commands.common import LogprobsOpt, StructuredOpt
 from counterbench.errors import UserError
+from counterbench.options import DEFAULT_MAX_TOKENS, DEFAULT_STORE, GenerationOptions, RunOptions
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from counterbench.models.base import GenerationConfig
     from counterbench.run.runner import RunSummary
 
 ModelOpt = Annotated[
@@ -30,7 +36,7 @@ TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling t
 MaxTokensOpt = Annotated[
     int | None,
     typer.Option("--max-tokens", help="Maximum tokens per answer, for every prompt. Default: a prompt's own "
-                 "requested_max_tokens where it has one (e.g. STEM generation: 512), else 64."),
+                 f"requested_max_tokens where it has one (e.g. STEM generation: 512), else {DEFAULT_MAX_TOKENS}."),
 ]
 GenerationSeedOpt = Annotated[
     int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
@@ -107,123 +113,126 @@ RayThreadsOpt = Annotated[
     int, typer.Option("--ray-threads", help="llama.cpp threads (and CPUs) of each embedded-model Ray worker.")
 ]
 
-DEFAULT_STORE = Path("counterbench.db")
 #: what a bare ``--ray`` means (see :func:`optional_ray_address`)
 RAY_LOCAL = "local"
-#: output-token limit of prompts that request none, when --max-tokens is not given
-DEFAULT_MAX_TOKENS = 64
 #: exit codes of run and audit besides 0 (done) and 2 (a user mistake)
 EXIT_MAX_COST = 3
 EXIT_INTERRUPTED = 130
 
+_DEFAULTS = RunOptions()
+#: every flag of a verb that sends prompts: (parameter, its typer option, its default)
+RUN_FLAGS: tuple[tuple[str, Any, Any], ...] = (
+    ("temperature", TemperatureOpt, GenerationOptions.temperature),
+    ("max_tokens", MaxTokensOpt, None),
+    ("generation_seed", GenerationSeedOpt, None),
+    ("reasoning_effort", ReasoningEffortOpt, None),
+    ("structured", StructuredOpt, None),
+    ("logprobs", LogprobsOpt, GenerationOptions.logprobs),
+    ("structured_mode", StructuredModeOpt, None),
+    ("structured_fallback", StructuredFallbackOpt, GenerationOptions.structured_fallback),
+    ("concurrency", ConcurrencyOpt, _DEFAULTS.concurrency),
+    ("rpm", RpmOpt, None),
+    ("tpm", TpmOpt, None),
+    ("timeout", TimeoutOpt, _DEFAULTS.timeout),
+    ("max_attempts", MaxAttemptsOpt, _DEFAULTS.retry.max_attempts),
+    ("max_cost", MaxCostOpt, None),
+    ("prices", PricesOpt, None),
+    ("store", StoreOpt, DEFAULT_STORE),
+    ("no_cache", NoCacheOpt, False),
+    ("retry_errors", RetryErrorsOpt, False),
+    ("retry_max_tokens", RetryMaxTokensOpt, None),
+    ("endpoint_moved", EndpointMovedOpt, False),
+    ("same_model", SameModelOpt, False),
+    ("parse_profile", ParseProfileOpt, _DEFAULTS.parse_profile),
+    ("env_file", EnvFileOpt, None),
+    ("progress", ProgressOpt, None),
+    ("ray", RayOpt, None),
+    ("ray_actors", RayActorsOpt, None),
+    ("ray_threads", RayThreadsOpt, 1),
+)
 
-def generation_config(
+
+def run_options_from_cli(
     models: list[str],
     *,
-    temperature: float,
-    max_tokens: int | None,
-    generation_seed: int | None,
-    reasoning_effort: str | None,
-    structured: bool | None,
-    structured_mode: str | None = None,
-    structured_fallback: str = "free-text",
+    temperature: float = GenerationOptions.temperature,
+    max_tokens: int | None = None,
+    generation_seed: int | None = None,
+    reasoning_effort: str | None = None,
+    structured: bool | None = None,
     logprobs: int = 0,
-) -> GenerationConfig:
-    """The generation config every model of this command gets (recorded with each response).
-
-    Without ``--max-tokens`` (``max_tokens=None``) a prompt's own ``requested_max_tokens`` is its limit
-    (64 for prompts without one); an explicit ``--max-tokens`` is every prompt's limit.
-
-    A ``--structured-mode`` other than ``none`` implies ``--structured``; ``none`` means free text.
-    Free text records neither structured setting, so it shares its fingerprint with plain free text.
-    """
-    from counterbench.models.base import GenerationConfig
-    from counterbench.models.structured import check_config
-
-    if structured_mode == "none":
-        structured, structured_mode = False, None
-    elif structured is None and structured_mode is not None:
-        structured = True
-    on = resolve_structured(structured, models)
-    config = GenerationConfig(
-        temperature=temperature,
-        max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
-        prompt_max_tokens=max_tokens is None,  # an explicit --max-tokens applies to every prompt
-        seed=generation_seed,
-        reasoning_effort=reasoning_effort or None,
-        structured=on,
-        structured_mode=(structured_mode or None) if on else None,
-        structured_fallback=structured_fallback if on else "free-text",
-        logprobs=logprobs,
-    )
-    check_config(config)
-    return config
-
-
-def send(
-    table: pd.DataFrame,
-    models: list[str],
-    config: GenerationConfig,
-    *,
-    concurrency: int,
-    rpm: float | None,
-    tpm: float | None,
-    timeout: float,
-    max_attempts: int,
-    max_cost: float | None,
-    prices: Path | None,
-    store: Path,
-    no_cache: bool,
-    retry_errors: bool,
-    parse_profile: str,
-    env_file: Path | None,
-    progress: bool | None,
-    retry_max_tokens: int | None = None,
-    endpoint_moved: bool = False,
-    same_model: bool = False,
+    structured_mode: str | None = None,
+    structured_fallback: str = GenerationOptions.structured_fallback,
+    max_attempts: int = _DEFAULTS.retry.max_attempts,
+    progress: bool | None = None,
     ray: str | None = None,
     ray_actors: int | None = None,
     ray_threads: int = 1,
-) -> RunSummary:
-    """Check the options and run ``table`` on ``models``; the summary says how it ended."""
+    **run: Any,
+) -> RunOptions:
+    """The :class:`RunOptions` of a verb's flags (``run`` holds the flags named like its fields).
+
+    The generation config is checked here, so a bad flag is refused before any prompt is built.
+    """
     from counterbench.run.limits import RetryPolicy
-    from counterbench.run.runner import run_prompts
 
     if not models:
         raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")
-    if concurrency < 1:
-        raise UserError(f"--concurrency must be at least 1, got {concurrency}")
     ray_setting = None
     if ray is not None:
         from counterbench.run.ray_exec import RayOptions
 
-        address = None if ray == RAY_LOCAL else ray
-        ray_setting = RayOptions(address=address, actors=ray_actors, threads=ray_threads)
+        ray_setting = RayOptions(address=None if ray == RAY_LOCAL else ray, actors=ray_actors, threads=ray_threads)
     elif ray_actors is not None or ray_threads != 1:
         raise UserError("--ray-actors and --ray-threads need --ray")
-    return run_prompts(
-        table,
-        models,
-        store=store,
-        config=config,
-        concurrency=concurrency,
-        rpm=rpm,
-        tpm=tpm,
-        timeout=timeout,
-        max_cost=max_cost,
-        prices=prices,
-        no_cache=no_cache,
-        retry_errors=retry_errors,
-        retry_max_tokens=retry_max_tokens,
-        endpoint_moved=endpoint_moved,
-        same_model=same_model,
-        env_file=env_file,
-        parse_profile=parse_profile,
+    generation = GenerationOptions(
+        temperature=temperature, max_tokens=max_tokens, seed=generation_seed, reasoning_effort=reasoning_effort,
+        structured=structured, structured_mode=structured_mode, structured_fallback=structured_fallback,
+        logprobs=logprobs,
+    )
+    generation.config(models)  # refuses a bad generation flag now
+    options = RunOptions(
+        generation=generation,
         retry=RetryPolicy(max_attempts=max_attempts),
         progress="auto" if progress is None else ("rich" if progress else "plain"),
         command=shlex.join(["counterbench", *sys.argv[1:]]),
         ray=ray_setting,
+        **run,
     )
+    options.check()
+    return options
+
+
+def with_run_options(verb: Callable[..., None]) -> Callable[..., None]:
+    """Give ``verb`` every flag of :data:`RUN_FLAGS` in place of its ``run_options`` parameter, and call it
+    with them as one :class:`RunOptions` (built from its ``model`` flag too)."""
+    hints = typing.get_type_hints(verb, include_extras=True)
+    own = inspect.signature(verb)
+    flags = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=option, default=default)
+             for name, option, default in RUN_FLAGS]
+    parameters: list[inspect.Parameter] = []
+    for p in own.parameters.values():
+        if p.name == "run_options":
+            parameters += flags
+        else:
+            parameters.append(p.replace(annotation=hints.get(p.name, p.annotation)))
+    names = [name for name, _, _ in RUN_FLAGS]
+
+    @functools.wraps(verb)
+    def wrapper(**values: Any) -> None:
+        flag_values = {name: values.pop(name) for name in names}
+        return verb(**values, run_options=run_options_from_cli(list(values.get("model") or []), **flag_values))
+
+    wrapper.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return wrapper
+
+
+def send(table: pd.DataFrame, models: list[str], options: RunOptions) -> RunSummary:
+    """Run ``table`` on ``models`` with ``options``; the summary says how it ended."""
+    from counterbench.run.runner import run_prompts
+
+    return run_prompts(table, models, options)
 
 
 def optional_ray_address(argv: list[str]) -> list[str]:

@@ -18,9 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from counterbench.columns import REQUESTED_MAX_TOKENS
+from counterbench.columns import DEFAULT_MAX_TOKENS, REQUESTED_MAX_TOKENS
 from counterbench.errors import UserError
-from counterbench.models.base import GenerationConfig
 from counterbench.run.parsing import ResponseParser
 from counterbench.run.store import (
     PROMPT_COLUMNS,
@@ -35,8 +34,6 @@ from counterbench.run.store import (
 STOP_REASONS = {"stop": "stop", "max_tokens": "length", "model_length": "length", "content_filter": "content_filter",
                 "tool_calls": "tool_calls"}
 LOG_SUFFIXES = (".eval", ".json")
-#: the limit the task sends a prompt that requests none (counterbench's default)
-DEFAULT_MAX_TOKENS = GenerationConfig().max_tokens
 REQUIRED_METADATA = ("use_case", "identifier")
 
 

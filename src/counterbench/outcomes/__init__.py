@@ -3,53 +3,59 @@
 ``amount`` (money or a number with units; relative gap Δ%), ``rate`` (a percentage:
 difference in percentage points and relative), ``score`` (a bounded integer scale), ``label`` (one of
 a declared set of words), ``choice`` (one of N labelled options, mapped back to what each stands for)
-and ``text`` (free text scored by named metrics). Adding a kind is one module that defines ``KIND`` plus
-one line in :data:`KIND_MODULES`.
+and ``text`` (free text scored by named metrics). The kinds are the entries of :data:`KINDS`, a
+:class:`~counterbench.registry.Registry`: the built-in ones are registered here by reference (loaded on
+first use); a package adds a kind with an entry point in the ``counterbench.outcomes`` group (a module
+defining ``KIND``, or the kind object itself), code with ``KINDS.register(name, kind)``.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from counterbench.errors import UserError
+from counterbench.registry import Registry
 
 if TYPE_CHECKING:
     from counterbench.outcomes.base import Constraint, OutcomeKind, OutcomeSpec
     from counterbench.parse.result import ParsedAnswer
 
-#: kind name -> module defining ``KIND``
-KIND_MODULES: dict[str, str] = {
-    "amount": "counterbench.outcomes.amount",
-    "rate": "counterbench.outcomes.rate",
-    "score": "counterbench.outcomes.score",
-    "label": "counterbench.outcomes.label",
-    "choice": "counterbench.outcomes.choice",
-    "text": "counterbench.outcomes.text",
-}
+#: every outcome kind by name
+KINDS: Registry[OutcomeKind] = Registry("outcome kind", "counterbench.outcomes")
+
+
+def _kind_of(_name: str, loaded: Any) -> Any:
+    """What a reference names: a module's ``KIND``, or the kind object itself."""
+    return loaded.KIND if isinstance(loaded, ModuleType) else loaded
+
+
+KINDS.adapt = _kind_of
+for _name in ("amount", "rate", "score", "label", "choice", "text"):
+    KINDS.register(_name, reference=f"counterbench.outcomes.{_name}")
 #: answer types of the ``amount`` kind (the parser's rules.yaml types)
 AMOUNT_ANSWER_TYPES = ("inr_annual", "percent", "inr", "number")
 
 
 def kind_names() -> list[str]:
-    return list(KIND_MODULES)
+    return KINDS.names()
 
 
-@functools.cache
 def get_kind(name: str) -> OutcomeKind:
     """The kind called ``name``; an unknown name is a :class:`UserError` listing the kinds."""
-    module = KIND_MODULES.get(name)
-    if module is None:
-        raise UserError(f"unknown outcome kind '{name}' (one of: {', '.join(KIND_MODULES)})")
-    kind: OutcomeKind = importlib.import_module(module).KIND
-    return kind
+    try:
+        return KINDS.get(name)
+    except UserError:
+        if name in KINDS:
+            raise  # a registered kind that failed to load: the registry's message names it
+        raise UserError(f"unknown outcome kind '{name}' (one of: {', '.join(KINDS)})") from None
 
 
 def usable_answer_words(kinds: list[str]) -> str:
     """What a usable answer holds for these kinds, in words (``a usable number or one of the allowed
     labels``); unknown kinds are skipped, and no known kind means ``amount``'s words."""
-    words = list(dict.fromkeys(get_kind(k).usable_answer for k in kinds if k in KIND_MODULES))
+    words = list(dict.fromkeys(get_kind(k).usable_answer for k in kinds if k in KINDS))
     if not words:
         words = [get_kind("amount").usable_answer]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
@@ -62,7 +68,7 @@ def kind_of_answer_type(answer_type: str | None) -> str | None:
     if answer_type in AMOUNT_ANSWER_TYPES:
         return "amount"
     head = answer_type.split(":", 1)[0]
-    return head if head in KIND_MODULES else None
+    return head if head in KINDS else None
 
 
 @functools.lru_cache(maxsize=256)

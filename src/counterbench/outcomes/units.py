@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from counterbench.errors import UserError
-from counterbench.outcomes import KIND_MODULES, get_kind, kind_of_answer_type, spec_from_answer_type
+from counterbench.outcomes import KINDS, get_kind, kind_of_answer_type, spec_from_answer_type
 
 #: a kind's ``difference_unit`` -> the short suffix written after a number
 _SHORT = {"percentage points": " pp", "points": " points", "units of the metric": " units"}
@@ -45,7 +45,7 @@ class GapUnit:
 
 def gap_unit(kind: str | None) -> GapUnit:
     """The comparison of ``kind`` (a kind's name; ``None`` or unknown means ``amount``, the oldest kind)."""
-    name = kind if kind in KIND_MODULES else "amount"
+    name = kind if kind in KINDS else "amount"
     words = get_kind(str(name)).difference_unit
     if words.startswith("percent of"):
         return GapUnit(str(name), words, True, "%", "pct")

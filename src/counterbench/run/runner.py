@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -23,16 +23,16 @@ import pandas as pd
 from counterbench.errors import UserError
 from counterbench.models.base import Backend, GenerationConfig, endpoint_of
 from counterbench.models.labels import model_spec
-from counterbench.models.structured import check_config as check_structured_config
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
+from counterbench.options import RunOptions
 from counterbench.run.costs import load_price_table
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
-from counterbench.run.limits import RateLimits, RetryPolicy
+from counterbench.run.limits import RateLimits
 from counterbench.run.parsing import ResponseParser
 from counterbench.run.plan import plan_model, prompt_items
 from counterbench.run.progress import RunDisplay, sum_counters
 from counterbench.run.redact import Redactor
-from counterbench.run.store import DEFAULT_STORE, Store, open_store, remove_store_files
+from counterbench.run.store import Store, open_store, remove_store_files
 from counterbench.run.writer import DEFAULT_WINDOW_S, BatchWriter
 
 
@@ -60,105 +60,70 @@ class RunSummary:
         return self.status == "completed"
 
 
-#: generation options :func:`run_prompts` takes as keywords instead of a ``config``
-GENERATION_KEYS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured", "logprobs")
+def run_prompts(
+    prompts: pd.DataFrame, models: Sequence[str | Backend], options: RunOptions | None = None, **keywords: Any
+) -> RunSummary:
+    """Send every prompt to every model and store the answers; works inside a running event loop.
 
-
-def run_prompts(prompts: pd.DataFrame, models: Sequence[str | Backend], **options: Any) -> RunSummary:
-    """Send every prompt to every model and store the answers (see :func:`counterbench.run.runner.arun_prompts`).
-
-    Generation options may be given as keywords (``temperature``, ``max_tokens``, ``seed``,
-    ``reasoning_effort``, ``structured``, ``logprobs``) instead of a ``config``; without ``max_tokens``, a
-    prompt's own ``requested_max_tokens`` is its limit. Works inside a running event loop.
+    ``options`` (:class:`~counterbench.options.RunOptions`) says how, and ``keywords`` replace its
+    fields: ``store``, ``concurrency``, ``timeout``, ... and the generation options flat (``temperature``,
+    ``max_tokens``, ``seed``, ``reasoning_effort``, ``structured``, ``logprobs``). Without ``max_tokens``, a
+    prompt's own ``requested_max_tokens`` is its limit (the rule of :mod:`counterbench.options`).
+    ``models`` are model strings (``sim:biased``, ``openai:gpt-4o-mini``, ...) or ready
+    :class:`~counterbench.models.base.Backend` objects. Re-running with the same prompts, models and
+    generation options resumes: finished answers are never requested again.
     """
     from counterbench.run.sync import in_notebook, loop_running, run_sync
 
-    generation = {k: options.pop(k) for k in GENERATION_KEYS if k in options and options[k] is not None}
-    for k in GENERATION_KEYS:
-        options.pop(k, None)
-    if generation:
-        if options.get("config") is not None:
-            raise UserError("give generation options either as keywords or as config=, not both")
-        # without max_tokens, prompts that request their own limit get it (an explicit max_tokens wins)
-        options["config"] = GenerationConfig(**generation, prompt_max_tokens="max_tokens" not in generation)
-    in_thread = loop_running() or threading.current_thread() is not threading.main_thread()
-    options.setdefault("handle_signals", not in_thread)
-    if "progress" not in options and in_notebook():
-        options["progress"] = "rich"
-    return run_sync(arun_prompts(prompts, list(models), **options))
+    opts = RunOptions.from_keywords(options, **keywords)
+    if opts.handle_signals is None:
+        in_thread = loop_running() or threading.current_thread() is not threading.main_thread()
+        opts = dataclasses.replace(opts, handle_signals=not in_thread)
+    if opts.progress is None and in_notebook():
+        opts = dataclasses.replace(opts, progress="rich")
+    return run_sync(arun_prompts(prompts, list(models), opts))
 
 
 async def arun_prompts(
-    prompts: pd.DataFrame,
-    models: Sequence[str | Backend],
-    *,
-    store: Path | str = DEFAULT_STORE,
-    config: GenerationConfig | None = None,
-    concurrency: int = 16,
-    rpm: float | None = None,
-    tpm: float | None = None,
-    timeout: float = 60.0,
-    max_cost: float | None = None,
-    no_cache: bool = False,
-    retry_errors: bool = False,
-    retry_max_tokens: int | None = None,
-    endpoint_moved: bool = False,
-    same_model: bool = False,
-    env_file: Path | str | None = None,
-    env: Mapping[str, str] | None = None,
-    prices: Path | str | None = None,
-    parse_profile: str = "default",
-    retry: RetryPolicy | None = None,
-    progress: str = "off",
-    command: str | None = None,
-    batch_rows: int = 512,
-    commit_window: float = DEFAULT_WINDOW_S,
-    handle_signals: bool = True,
-    ray: Any = None,
+    prompts: pd.DataFrame, models: Sequence[str | Backend], options: RunOptions | None = None, **keywords: Any
 ) -> RunSummary:
-    """Async form of :func:`run_prompts`.
+    """Async form of :func:`run_prompts` (the same ``options`` and ``keywords``).
 
-    ``models`` are model strings (``sim:biased``, ``openai:gpt-4o-mini``, ...) or ready
-    :class:`~counterbench.models.base.Backend` objects. Re-running with the same prompts, models
-    and ``config`` resumes: finished answers are never requested again. Without a ``config``, a
-    prompt's own ``requested_max_tokens`` is its output-token limit (64 for prompts without one); a
-    ``config`` sends its ``max_tokens`` to every prompt unless its ``prompt_max_tokens`` is on. ``retry_errors`` also
-    re-sends stored ``truncated``/``filtered``/``empty`` answers; ``retry_max_tokens`` sends the
-    ``truncated`` ones with that larger token limit (stored under the run's config; the run records
-    the limit). ``endpoint_moved`` says a model whose base URL changed since its stored answers is
-    still the same model; ``same_model`` says a label whose model string changed since its stored answers
-    (``a=sim:fair`` then ``a=sim:biased``) still names the same model. ``ray`` (``True``, a cluster
-    address or :class:`~counterbench.run.ray_exec.RayOptions`) answers the pending prompts on Ray actors
-    (see :mod:`counterbench.run.ray_exec`); the store stays the one place answers are kept.
+    ``retry_errors`` also re-sends stored ``truncated``/``filtered``/``empty`` answers; ``retry_max_tokens``
+    sends the ``truncated`` ones with that larger token limit (stored under the run's config; the run
+    records the limit). ``endpoint_moved`` says a model whose base URL changed since its stored answers
+    is still the same model. ``ray`` (``True``, a cluster address or
+    :class:`~counterbench.run.ray_exec.RayOptions`) answers the pending prompts on Ray actors (see
+    :mod:`counterbench.run.ray_exec`); the store stays the one place answers are kept.
     """
     from counterbench.run.ray_exec import configure_ray, engine_class, ray_options, require_ray
 
-    ray_opts = ray_options(ray)
+    opts = RunOptions.from_keywords(options, **keywords)
+    ray_opts = ray_options(opts.ray)
     if ray_opts is not None:
         require_ray()
     started = time.monotonic()
-    _check_settings(concurrency, timeout, max_cost, batch_rows, commit_window)
-    config = config or GenerationConfig(prompt_max_tokens=True)
-    _check_config(config)
-    check_structured_config(config)
-    limits = RateLimits(rpm=rpm, tpm=tpm)
+    opts.check()
+    config = opts.generation_config(models)
+    parse_profile, retry_errors, no_cache = opts.parse_profile, opts.retry_errors, opts.no_cache
+    limits = RateLimits(rpm=opts.rpm, tpm=opts.tpm)
     parser = ResponseParser(parse_profile)
     items, records = prompt_items(prompts)
     if config.prompt_max_tokens and all(item.max_tokens is None for item in items):
         config = dataclasses.replace(config, prompt_max_tokens=False)  # nothing to honour: the plain fingerprint
-    bigger = _bigger_config(config, retry_max_tokens, retry_errors)
-    price_table = load_price_table(prices)
+    bigger = _bigger_config(config, opts.retry_max_tokens, retry_errors)
+    price_table = load_price_table(opts.prices)
     if not models:
         raise UserError("give at least one model (--model)")
-    dotenv = Path(env_file) if env_file is not None else None
-    redactor = Redactor.from_environment(env, dotenv)
-    backends = await _create_backends(models, dotenv, timeout, env)
-    store_path = Path(store)
+    dotenv = Path(opts.env_file) if opts.env_file is not None else None
+    redactor = Redactor.from_environment(opts.env, dotenv)
+    backends = await _create_backends(models, dotenv, opts.timeout, opts.env)
+    store_path = Path(opts.store)
     created = not store_path.exists()
     owned = kept = False
     try:
         modes = structured_modes(backends, config)  # also rejects a mode a model's family lacks
-        if max_cost is not None:
+        if opts.max_cost is not None:
             for b in backends:
                 if price_table.lookup(model_spec(b)) is None:
                     raise UserError(
@@ -176,14 +141,14 @@ async def arun_prompts(
                 "generation": config.as_dict(),
                 "config_fp": config_fp,
                 "prompts": len(items),
-                "concurrency": concurrency,
-                "rpm": rpm,
-                "tpm": tpm,
-                "timeout_s": timeout,
-                "max_cost": max_cost,
+                "concurrency": opts.concurrency,
+                "rpm": opts.rpm,
+                "tpm": opts.tpm,
+                "timeout_s": opts.timeout,
+                "max_cost": opts.max_cost,
                 "no_cache": no_cache,
                 "retry_errors": retry_errors,
-                "retry_max_tokens": retry_max_tokens,
+                "retry_max_tokens": opts.retry_max_tokens,
                 "parse_profile": parse_profile,
                 "structured_modes": modes,
             }
@@ -192,17 +157,17 @@ async def arun_prompts(
                                      "threads": ray_opts.threads}
             from counterbench.version import __version__
 
-            safe_command = redactor.redact(command)
+            safe_command = redactor.redact(opts.command)
             # the lock first (one transaction), then the identity checks, the prompts and the plan
             run_id = store_obj.start_run("run", safe_command or "python: run_prompts", run_config, __version__)
             owned = True
             status = "failed"
             try:
                 for b in backends:
-                    if not same_model:
-                        _check_model_spec(store_obj, b.name, model_spec(b))
-                    if not endpoint_moved:
+                    if not opts.endpoint_moved:
                         _check_endpoint(store_obj, b.name, endpoints[b.name])
+                    if not opts.same_model:  # a moved endpoint is the endpoint check's: URLs are not compared
+                        _check_model_spec(store_obj, b.name, model_spec(b))
                 store_obj.save_config(config_fp, config.as_dict())
                 _save_new_prompts(store_obj, records)  # before the first request is sent
                 largest = max(i.est_input_tokens + config.for_prompt(i.max_tokens).max_tokens for i in items)
@@ -227,19 +192,21 @@ async def arun_prompts(
             for lane in lanes:
                 lane.counters.total = lane.work.n_prompts
                 lane.counters.skipped = lane.work.already_done
-            writer = BatchWriter(store_obj, max_rows=batch_rows, window=commit_window)
-            display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=progress)
+            window = DEFAULT_WINDOW_S if opts.commit_window is None else opts.commit_window
+            writer = BatchWriter(store_obj, max_rows=opts.batch_rows, window=window)
+            display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off")
             engine = engine_class(ray_opts)(
                 lanes,
                 config=config,
-                settings=EngineSettings(concurrency, timeout, max_cost, retry or RetryPolicy(), handle_signals),
+                settings=EngineSettings(opts.concurrency, opts.timeout, opts.max_cost, opts.retry,
+                                        opts.handle_signals is not False),
                 writer=writer,
                 parser=parser,
                 redactor=redactor,
                 display=display,
                 run_id=run_id,
             )
-            configure_ray(engine, ray_opts, parse_profile, rpm, tpm, largest)
+            configure_ray(engine, ray_opts, parse_profile, opts.rpm, opts.tpm, largest)
             display.start()
             watch_notices(backends, display.message)
             try:
@@ -323,9 +290,18 @@ def _check_endpoint(store: Store, model: str, endpoint: str | None) -> None:
         )
 
 
+_URL = re.compile(r"https?://[^/\s,]+(?:/[^:\s,]*)?")
+
+
+def _without_urls(spec: str) -> str:
+    """A model string without its server addresses (``vllm:http://h:8000/v1:M`` -> ``vllm::M``)."""
+    return _URL.sub("", spec)
+
+
 def _check_model_spec(store: Store, model: str, spec: str) -> None:
     """Refuse to add answers to a label's stored answers from another model string (unless the user says so)."""
-    others = sorted(str(s) for s in store.recorded_for(model, "model_specs") if s is not None and s != spec)
+    others = sorted(str(s) for s in store.recorded_for(model, "model_specs")
+                    if s is not None and _without_urls(str(s)) != _without_urls(spec))
     if others:
         raise UserError(
             f"the store holds answers labelled {model} from model {others[0]}, but this run gives {model}={spec}; "
@@ -347,24 +323,6 @@ def _bigger_config(
             f"got {retry_max_tokens!r}"
         )
     return dataclasses.replace(config, max_tokens=retry_max_tokens, prompt_max_tokens=False)
-
-
-def _check_settings(concurrency: int, timeout: float, max_cost: float | None, rows: int, seconds: float) -> None:
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise UserError(f"--concurrency must be a whole number of at least 1, got {concurrency!r}")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise UserError(f"--timeout must be a number of seconds greater than 0, got {timeout!r}")
-    if max_cost is not None and not (math.isfinite(max_cost) and max_cost >= 0):
-        raise UserError(f"--max-cost must be a number, 0 or more (USD), got {max_cost!r}")
-    if rows < 1 or not (math.isfinite(seconds) and seconds >= 0):
-        raise UserError("the store batch size must be positive and the commit window not negative")
-
-
-def _check_config(config: GenerationConfig) -> None:
-    if config.max_tokens < 1:
-        raise UserError(f"--max-tokens must be at least 1, got {config.max_tokens}")
-    if not (math.isfinite(config.temperature) and config.temperature >= 0):
-        raise UserError(f"--temperature must be a number, 0 or more, got {config.temperature:g}")
 
 
 async def _create_backends(

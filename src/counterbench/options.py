@@ -1,0 +1,210 @@
+"""The typed run and generation options every verb, the Python API and the Inspect task share.
+
+One home for each setting of a run: how answers are generated (:class:`GenerationOptions`) and how
+prompts are sent and stored (:class:`RunOptions`). ``counterbench run`` / ``audit`` build them from
+their flags (:mod:`counterbench.commands.run_options`), ``counterbench.run_prompts`` and
+``counterbench.audit`` from keywords (:meth:`RunOptions.from_keywords`), and the Inspect task reads the
+token-limit rule from here (:func:`prompt_token_limit`).
+
+The token-limit rule, stated once: without ``max_tokens`` each prompt is sent with its own
+``requested_max_tokens`` (a prompt-table column, e.g. 512 for long explanations), and with
+:data:`DEFAULT_MAX_TOKENS` when it requests none; an explicit ``max_tokens`` is every prompt's limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from counterbench.columns import DEFAULT_MAX_TOKENS
+from counterbench.errors import UserError
+from counterbench.run.limits import RetryPolicy
+
+if TYPE_CHECKING:
+    from counterbench.models.base import Backend, GenerationConfig
+
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_STORE", "GenerationOptions", "RunOptions", "prompt_token_limit",
+           "resolve_structured"]
+
+#: the store a run writes when none is named
+DEFAULT_STORE = Path("counterbench.db")
+#: rows the store's writer gathers at most before one commit
+DEFAULT_BATCH_ROWS = 512
+
+
+def resolve_structured(structured: bool | None, models: Sequence[str | Backend]) -> bool:
+    """``structured`` as given; otherwise on only when every model is the embedded one (``local``).
+
+    The 135M embedded model rarely follows the answer format in free text, so its answers are
+    constrained by a grammar unless the user asks for free text. Hosted and server models are asked in
+    free text, as in the papers, unless ``structured`` is on.
+    """
+    if structured is not None:
+        return structured
+    from counterbench.models.labels import split_label
+
+    specs = [split_label(m)[1] if isinstance(m, str) else getattr(m, "name", "") for m in models]
+    return bool(specs) and all(m == "local" or m.startswith("local:") for m in specs)
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """How the models are asked to answer (recorded with every response as a ``GenerationConfig``).
+
+    ``max_tokens=None``: each prompt's own limit (the module's rule). ``structured=None``: on for the
+    embedded model only. A ``structured_mode`` other than ``none`` implies ``structured``; ``none`` means
+    free text. ``logprobs`` (0: off) asks for that many most likely tokens of label and choice answers.
+    """
+
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    seed: int | None = None
+    reasoning_effort: str | None = None
+    structured: bool | None = None
+    structured_mode: str | None = None
+    structured_fallback: str = "free-text"
+    logprobs: int = 0
+
+    def config(self, models: Sequence[str | Backend]) -> GenerationConfig:
+        """The generation config every one of ``models`` gets. Free text records neither structured
+        setting, so it shares its fingerprint with plain free text."""
+        from counterbench.models.base import GenerationConfig
+        from counterbench.models.structured import check_config
+
+        structured, mode = self.structured, self.structured_mode
+        if mode == "none":
+            structured, mode = False, None
+        elif structured is None and mode is not None:
+            structured = True
+        on = resolve_structured(structured, models)
+        if self.max_tokens is not None and (isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)):
+            raise UserError(f"--max-tokens must be a whole number, got {self.max_tokens!r}")
+        config = GenerationConfig(
+            temperature=self.temperature,
+            max_tokens=DEFAULT_MAX_TOKENS if self.max_tokens is None else self.max_tokens,
+            prompt_max_tokens=self.max_tokens is None,  # an explicit limit applies to every prompt
+            seed=self.seed,
+            reasoning_effort=self.reasoning_effort or None,
+            structured=on,
+            structured_mode=(mode or None) if on else None,
+            structured_fallback=self.structured_fallback if on else "free-text",
+            logprobs=self.logprobs,
+        )
+        check_config(config)
+        if config.max_tokens < 1:
+            raise UserError(f"--max-tokens must be at least 1, got {config.max_tokens}")
+        if not (math.isfinite(config.temperature) and config.temperature >= 0):
+            raise UserError(f"--temperature must be a number, 0 or more, got {config.temperature:g}")
+        return config
+
+
+def prompt_token_limit(requested: int | None, max_tokens: int | None = None) -> int:
+    """The output-token limit one prompt is sent with (the module's rule): ``max_tokens`` when given,
+    else the prompt's ``requested`` limit, else :data:`DEFAULT_MAX_TOKENS`."""
+    return GenerationOptions(max_tokens=max_tokens).config([]).for_prompt(requested).max_tokens
+
+
+#: keywords of the Python API that are generation options (``generation_seed`` is ``seed``'s CLI name,
+#: for :func:`counterbench.audit`, whose ``seed`` is the prompt sample's)
+GENERATION_KEYWORDS = {f.name: f.name for f in dataclasses.fields(GenerationOptions)} | {"generation_seed": "seed"}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How prompts are sent and where the answers go: every option of ``counterbench run``.
+
+    ``config`` is a ready ``GenerationConfig`` used as given instead of ``generation`` (for callers
+    that build one themselves). ``retry_errors`` also re-sends stored ``truncated``/``filtered``/``empty``
+    answers; ``retry_max_tokens`` sends the ``truncated`` ones with that larger limit. ``endpoint_moved``
+    says a model whose base URL changed since its stored answers is still the same model; ``same_model``
+    says a label whose model string changed since its stored answers still names the same model. ``ray``
+    (``True``, an address or ``RayOptions``) answers on Ray actors. ``progress``: ``off``, ``auto``,
+    ``rich`` or ``plain`` (``None``: ``rich`` in a notebook, else ``off``). ``handle_signals`` (``None``:
+    when the call runs in the main thread outside an event loop) lets Ctrl-C stop the run cleanly.
+    ``command`` is recorded (secrets redacted) as the command that resumes the run.
+    """
+
+    store: Path | str = DEFAULT_STORE
+    generation: GenerationOptions = field(default_factory=GenerationOptions)
+    config: GenerationConfig | None = None
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
+    timeout: float = 60.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_cost: float | None = None
+    prices: Path | str | None = None
+    no_cache: bool = False
+    retry_errors: bool = False
+    retry_max_tokens: int | None = None
+    endpoint_moved: bool = False
+    same_model: bool = False
+    parse_profile: str = "default"
+    env_file: Path | str | None = None
+    env: Mapping[str, str] | None = None
+    progress: str | None = None
+    ray: Any = None
+    command: str | None = None
+    handle_signals: bool | None = None
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    #: seconds the writer waits for more rows before a commit (``None``: the writer's own default)
+    commit_window: float | None = None
+
+    @classmethod
+    def from_keywords(cls, base: RunOptions | None = None, **keywords: Any) -> RunOptions:
+        """``base`` (default: the defaults) with ``keywords`` replacing its fields; generation options
+        (``temperature``, ``max_tokens``, ``seed``, ...) and ``max_attempts`` may be given flat."""
+        options = base or cls()
+        run_names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(k for k in keywords if k not in run_names and k not in GENERATION_KEYWORDS
+                         and k != "max_attempts")
+        if unknown:
+            known = ", ".join(sorted(run_names | set(GENERATION_KEYWORDS) | {"max_attempts"}))
+            raise TypeError(f"unknown run option {unknown[0]!r}; known: {known}")
+        generation = {GENERATION_KEYWORDS[k]: keywords.pop(k) for k in list(keywords)
+                      if k in GENERATION_KEYWORDS and keywords[k] is not None}
+        for k in [k for k in keywords if k in GENERATION_KEYWORDS]:
+            keywords.pop(k)  # given as None: the default
+        if generation:
+            if keywords.get("config", options.config) is not None:
+                raise UserError("give generation options either as keywords or as config=, not both")
+            keywords["generation"] = dataclasses.replace(keywords.get("generation", options.generation), **generation)
+        if "max_attempts" in keywords:
+            keywords["retry"] = dataclasses.replace(keywords.get("retry", options.retry),
+                                                    max_attempts=keywords.pop("max_attempts"))
+        if keywords.get("retry", options.retry) is None:
+            keywords["retry"] = RetryPolicy()
+        return dataclasses.replace(options, **keywords)
+
+    def generation_config(self, models: Sequence[str | Backend]) -> GenerationConfig:
+        """The generation config of this run (``config`` as given, else built from ``generation``)."""
+        if self.config is None:
+            return self.generation.config(models)
+        config = self.config
+        from counterbench.models.structured import check_config
+
+        check_config(config)
+        if config.max_tokens < 1:
+            raise UserError(f"--max-tokens must be at least 1, got {config.max_tokens}")
+        if not (math.isfinite(config.temperature) and config.temperature >= 0):
+            raise UserError(f"--temperature must be a number, 0 or more, got {config.temperature:g}")
+        return config
+
+    def check(self) -> None:
+        """Refuse settings no run can use, before anything is sent."""
+        c = self.concurrency
+        if not isinstance(c, int) or isinstance(c, bool) or c < 1:
+            raise UserError(f"--concurrency must be a whole number of at least 1, got {c!r}")
+        if not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise UserError(f"--timeout must be a number of seconds greater than 0, got {self.timeout!r}")
+        if self.max_cost is not None and not (math.isfinite(self.max_cost) and self.max_cost >= 0):
+            raise UserError(f"--max-cost must be a number, 0 or more (USD), got {self.max_cost!r}")
+        window = 0.0 if self.commit_window is None else self.commit_window
+        if self.batch_rows < 1 or not (math.isfinite(window) and window >= 0):
+            raise UserError("the store batch size must be positive and the commit window not negative")
+        if self.progress not in (None, "off", "auto", "rich", "plain"):
+            raise UserError(f"progress must be off, auto, rich or plain, got {self.progress!r}")
