@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from counterbench.analyses.api import analyze
+from counterbench.analyses.outcome_tables import OUTCOME_TABLES
 from counterbench.analyses.schema import TABLE_COLUMNS, TableLayout, table_columns
 from counterbench.prompts import prompts
 from counterbench.run import run_prompts
@@ -95,7 +96,7 @@ def test_model_filter_and_determinism(small_store: Path) -> None:
 def test_result_write_and_json_safety(small_store: Path, tmp_path: Path) -> None:
     result = analyze(small_store, bootstrap=0)
     written = result.write(tmp_path / "w")
-    assert len(written) == 2 * len(TABLE_COLUMNS) + 1
+    assert len(written) == 2 * (len(TABLE_COLUMNS) + len(OUTCOME_TABLES)) + 1  # amounts get the generic tables too
     text = (tmp_path / "w" / "summary.json").read_text(encoding="utf-8")
     assert "NaN" not in text and json.loads(text)["bootstrap"]["replicates"] == 0
     assert np.isnan(result["leaderboard"]["ci_low"]).all()

@@ -46,10 +46,10 @@ def test_biased_fails_and_fair_passes_with_default_thresholds(english_analysis: 
     assert fair.returncode == 0, fair.stdout + fair.stderr
     assert fair.stdout.rstrip().splitlines()[-2].startswith("PASSED")
     bad, good = junit_cases(tmp_path / "biased.xml"), junit_cases(tmp_path / "fair.xml")
-    assert set(bad.values()) == {"failed"} and len(bad) == 3
-    assert set(good.values()) == {"passed"} and len(good) == 3
+    assert set(bad.values()) == {"failed"} and len(bad) == 4  # mean Δ%, pair gaps, matched gaps (Δ%), W
+    assert set(good.values()) == {"passed"} and len(good) == 4
     root = ET.parse(tmp_path / "biased.xml").getroot()
-    assert root.get("failures") == "3" and root.find("testsuite") is not None
+    assert root.get("failures") == "4" and root.find("testsuite") is not None
 
 
 def test_thresholds_from_a_yaml_file_and_flags(english_analysis: Path, tmp_path: Path) -> None:
@@ -115,7 +115,8 @@ def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
     # the quick preset's per-use-case pairs have 1-2 slots (untested): the averaged family carries the marks
     assert "FAIL  sim:biased  significant canonical pair gap" in done.stdout
     assert "(all use cases): Brahmin vs Dalit" in done.stdout and "untested" in done.stdout
-    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed"]
+    # the matched gaps (Δ%) rest on 2 slots each in the quick preset: that rule cannot test (skipped)
+    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "skipped"]
 
 
 NULL_APPROVAL = """description: approval demo model without a planted gap

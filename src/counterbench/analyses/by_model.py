@@ -57,8 +57,10 @@ def analyze_store_by_model(
     canonical_pairs: Mapping[str, tuple[str, str]] | None,
     load: Callable[[Path, list[str], str], pd.DataFrame] | None = None,
     layout: TableLayout | None = None,
+    extra_tables: Callable[[pd.DataFrame], Mapping[str, pd.DataFrame]] | None = None,
 ) -> AnalysisResult:
-    """Analyse the store's ``models`` (default: all) one at a time and combine the tables."""
+    """Analyse the store's ``models`` (default: all) one at a time and combine the tables; ``extra_tables``
+    adds more per-model tables from the same answers (the generic outcome tables, marked within each model)."""
     from counterbench.run.results import load_results
 
     read = load or load_results
@@ -68,8 +70,11 @@ def analyze_store_by_model(
     for model in wanted:
         results = read(path, [model], profile)
         try:
-            parts.append(analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                 canonical_pairs=canonical_pairs, layout=layout))
+            part = analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                           canonical_pairs=canonical_pairs, layout=layout)
+            if extra_tables is not None:
+                part.tables.update(extra_tables(results))
+            parts.append(part)
         except UserError as err:  # no usable answer of this model: left out, like the joint analysis does
             unusable.append((model, err))
         del results

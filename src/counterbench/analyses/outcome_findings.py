@@ -1,5 +1,5 @@
-"""The outcome tables' marks and finding in words (summary ``marks`` and ``findings``) for the outcome
-kinds other than ``amount`` (:mod:`.outcome_tables`). Pure."""
+"""The outcome tables' marks and finding in words (summary ``marks`` and ``findings``) for every outcome
+kind (:mod:`.outcome_tables`; amount studies add these to the canonical-pair finding). Pure."""
 
 from __future__ import annotations
 
@@ -9,9 +9,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.outcomes import get_kind
+from counterbench.outcomes.base import Comparison, OutcomeSpec, comparison_of
 from counterbench.stats.inference import ALPHA, MIN_SLOTS
 
 __all__ = ["marks_summary", "outcome_findings"]
+
+
+def _comparison(row: Mapping[Any, Any], outcomes: Mapping[str, OutcomeSpec] | None) -> Comparison:
+    """The row's kind's comparison (its use case's outcome); a row of an unknown use case is a difference
+    in the row's own unit."""
+    spec = (outcomes or {}).get(str(row.get("use_case")))
+    if spec is not None:
+        return comparison_of(get_kind(spec.kind), spec)
+    unit = str(row.get("difference_unit") or "")
+    return Comparison("difference", f" {unit}" if unit else "", unit, directions=("higher", "lower"))
 
 
 def marks_summary() -> dict[str, Any]:
@@ -27,9 +39,11 @@ def marks_summary() -> dict[str, Any]:
                          "crossed_regression": family + " (its outcome kinds × languages × attribute levels)"}}
 
 
-def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None, most: int = 3) -> list[str]:
-    """Per model, the largest earned matched gaps in plain words (relative size first), or "no gap
-    beyond noise" with how many comparisons were tested — the same sentences as the report's top."""
+def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None, most: int = 3,
+                     outcomes: Mapping[str, OutcomeSpec] | None = None) -> list[str]:
+    """Per model, the largest earned matched gaps in plain words, in each kind's unit and words
+    (:meth:`OutcomeKind.comparison`; ``outcomes``: use case -> its outcome), group comparisons first,
+    then by relative size — or "no gap beyond noise" with how many comparisons were tested."""
     from counterbench.analyses.flags import truthy
 
     names = dict(labels or {})
@@ -37,14 +51,16 @@ def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None
     for model, rows in ([] if gaps is None or gaps.empty else gaps.groupby("model", sort=False)):
         earned = rows[[truthy(v) for v in rows["significant"]]]
         size = pd.to_numeric(earned["relative_pct"], errors="coerce").abs()
-        earned = earned.assign(_size=size.fillna(pd.to_numeric(earned["difference"], errors="coerce").abs()))
-        for r in earned.sort_values("_size", ascending=False).head(most).to_dict("records"):
+        earned = earned.assign(_size=size.fillna(pd.to_numeric(earned["difference"], errors="coerce").abs()),
+                               _group=earned["facet_kind"].astype(str).ne("group"))
+        for r in earned.sort_values(["_group", "_size"], ascending=[True, False]).head(most).to_dict("records"):
             where = f"{r['facet']}; {names.get(str(r['use_case']), r['use_case'])}, " \
                     f"{names.get(str(r['language']), r['language'])}"
-            out.append(f"{model}: {r['comparison']} gets {r['comparison_mean']:.3g} on average against "
-                       f"{r['reference_mean']:.3g} for {r['reference']} ({where}), {r['difference']:+.2f} "
-                       f"{r['difference_unit']} "
-                       f"(95% CI {r['ci_low']:+.2f} to {r['ci_high']:+.2f}; {int(r['n_slots'])} matched prompts).")
+            compare = _comparison(r, outcomes)
+            words = compare.words(str(model), str(r["comparison"]), str(r["reference"]), float(r["difference"]))
+            means = compare.means(float(r["comparison_mean"]), float(r["reference_mean"]))
+            out.append(f"{words} ({means}; {where}; 95% CI {compare.format(float(r['ci_low']))} to "
+                       f"{compare.format(float(r['ci_high']))}; {int(r['n_slots'])} matched prompts).")
         if earned.empty:
             tested = int(sum(truthy(v) for v in rows["testable"]))
             if tested == 0:
@@ -55,9 +71,9 @@ def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None
             extra = f"; {few} had too few matched prompts to test" if few else ""
             # the swap test's smallest p is 2/2ⁿ and BH's first mark needs p ≤ alpha/m
             need = int(np.ceil(np.log2(2 * tested / ALPHA)))
-            most = int(pd.to_numeric(rows["n_slots"], errors="coerce").max())
-            if most < need:
-                extra += (f"; with at most {most} matched prompts per comparison no gap among {tested} could be "
+            largest = int(pd.to_numeric(rows["n_slots"], errors="coerce").max())
+            if largest < need:
+                extra += (f"; with at most {largest} matched prompts per comparison no gap among {tested} could be "
                           f"marked, whatever its size ({need} needed)")
             out.append(f"{model}: no gap beyond noise ({tested} comparison{'s' if tested != 1 else ''} "
                        f"tested{extra}).")

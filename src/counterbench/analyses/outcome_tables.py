@@ -1,12 +1,17 @@
-"""Tables for the outcome kinds other than ``amount`` (rate, score, label, choice, text). Pure.
+"""The generic outcome tables, for every outcome kind (amount, rate, score, label, choice, text). Pure.
 
-Every kind reduces an answer to one number ``y`` (:meth:`OutcomeKind.measure`: a rate in %, a score,
-100 × "gave the positive label", 100 × "this identity was chosen", a text metric), so one set of
-compositions serves them all. Each table is declared once in :data:`OUTCOME_TABLES` (columns and what
+Every kind reduces an answer to one number ``y`` (:meth:`OutcomeKind.measure`: an amount, a rate in %,
+a score, 100 × "gave the positive label", 100 × "this identity was chosen", a text metric), and says how
+two means compare (:meth:`OutcomeKind.comparison`: a difference in its unit, or for amounts the relative
+gap 100 × (comparison / reference − 1) in %), so one set of compositions serves them all. Amount use
+cases get these tables beside the amount tables (:mod:`.amounts`).
+Each table is declared once in :data:`OUTCOME_TABLES` (columns and what
 a row is) and built by one function.
 
 Decisions:
 
+- A gap's form comes from the kind (the rows' ``gap_form``: ``difference`` or ``ratio``); ``difference``,
+  its interval, its p and its mark are in that form, and ``relative_pct`` is always the ratio form.
 - Comparisons are matched: a level is compared with the facet's reference inside the same *slot*
   (the study's slot columns: prompts that differ only in what the facet varies); the slot is the
   independent unit.
@@ -49,7 +54,7 @@ import pandas as pd
 from scipy import stats as sstats
 
 from counterbench.outcomes import get_kind
-from counterbench.outcomes.base import OutcomeSpec
+from counterbench.outcomes.base import OutcomeSpec, comparison_of
 from counterbench.stats.cluster_bootstrap import cluster_bootstrap
 from counterbench.stats.inference import (
     MIN_SLOTS,
@@ -104,16 +109,19 @@ def conform(name: str, frame: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> pd.DataFrame:
-    """Standard-variant rows with ``kind``, ``measure`` and ``y`` (choice rows: one per offered option)."""
+    """Standard-variant rows with ``kind``, ``measure``, ``unit``, ``gap_form`` (the kind's comparison) and
+    ``y`` (choice rows: one per offered option)."""
     from counterbench.outcomes.choice import chosen_rows
 
     parts = []
     for use_case, part in values.groupby("use_case", sort=False, observed=True):
         spec = outcomes.get(str(use_case))
-        if spec is None or spec.kind == "amount":
+        if spec is None:
             continue
         kind = get_kind(spec.kind)
-        part = part.assign(kind=spec.kind, measure=kind.describe(spec), unit=kind.difference_unit)
+        compare = comparison_of(kind, spec)
+        part = part.assign(kind=spec.kind, measure=kind.describe(spec), unit=compare.unit_words,
+                           gap_form=compare.form)
         if spec.kind == "choice":
             part = chosen_rows(spec, part.assign(status=part["status"]))
         else:
@@ -144,14 +152,27 @@ def _difference(t: np.ndarray) -> np.ndarray:
     return np.asarray(t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3], dtype=np.float64)
 
 
-def _shift(t: np.ndarray) -> np.ndarray:
-    """The difference in the first language − the same difference in the other (8 summed columns)."""
-    return _difference(t) - _difference(t[:, 4:])
-
-
 def _relative(t: np.ndarray) -> np.ndarray:
+    """100 × (comparison mean / reference mean − 1), the ratio form."""
     ref = t[:, 2] / t[:, 3]
     return np.asarray(100 * (t[:, 0] / t[:, 1] - ref) / ref, dtype=np.float64)
+
+
+#: a kind's gap form (:data:`counterbench.outcomes.base.GAP_FORMS`) -> its statistic of summed columns
+GAP_STATISTICS = {"difference": _difference, "ratio": _relative}
+
+
+def _gap_statistic(part: pd.DataFrame) -> Any:
+    """The gap statistic of a cell's rows (their kind's form; ``difference`` when the rows do not say)."""
+    form = str(part["gap_form"].iloc[0]) if "gap_form" in part.columns and len(part) else "difference"
+    return GAP_STATISTICS[form]
+
+
+def _shift_of(gap: Any) -> Any:
+    """The gap in the first language − the same gap in the other (8 summed columns)."""
+    def shift(t: np.ndarray) -> np.ndarray:
+        return np.asarray(gap(t) - gap(t[:, 4:]), dtype=np.float64)
+    return shift
 
 
 def _mean(t: np.ndarray) -> np.ndarray:
@@ -208,6 +229,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
     for cell, part in rows.groupby(_CELL, sort=False, observed=True):
         base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
         measure, unit = str(part["measure"].iloc[0]), str(part["unit"].iloc[0])
+        gap = _gap_statistic(part)
         for facet in facets:
             frows = _facet_rows(part, facet)
             if frows.empty:
@@ -237,8 +259,9 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 if not len(s):
                     continue
                 cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
-                diff, _, _, reps = _boot(s, _difference, n_boot, cell_seed)
-                rel, _, _, rel_reps = _boot(s, _relative, n_boot, cell_seed)
+                diff, _, _, reps = _boot(s, gap, n_boot, cell_seed)
+                rel, _, _, rel_reps = (diff, 0.0, 0.0, reps) if gap is _relative else _boot(s, _relative, n_boot,
+                                                                                             cell_seed)
                 weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
                 lo, hi, p_t = _slot_ci(diff, reps, weights)
                 rlo, rhi, _ = _slot_ci(rel, rel_reps, weights)
@@ -247,7 +270,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                        "comparison": level, "n_slots": len(s), "reference_mean": totals[2] / totals[3],
                        "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": lo, "ci_high": hi,
                        "relative_pct": rel, "relative_ci_low": rlo, "relative_ci_high": rhi,
-                       "p_value": _test(swaps, s, [2, 3, 0, 1], _difference, p_t), "exact_p": np.nan,
+                       "p_value": _test(swaps, s, [2, 3, 0, 1], gap, p_t), "exact_p": np.nan,
                        "difference_unit": unit}
                 if base["kind"] in ("label", "choice") and len(s) >= MIN_SLOTS:
                     k1, n1 = totals[0] / 100.0, totals[1]
@@ -286,6 +309,8 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
             codes = _slot_codes(frows, [c for c in slot_columns if c not in (facet.column, "language")])
             n = int(codes.max()) + 1
             y, lv = frows["y"].to_numpy(np.float64), frows["level"].to_numpy()
+            gap = _gap_statistic(frows)
+            shift = _shift_of(gap)
             lang = frows["language"].astype(str).to_numpy()
             for other in present[1:]:
                 for level in facet.levels:
@@ -297,27 +322,28 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                     s = s[(s[:, 1] > 0) & (s[:, 3] > 0) & (s[:, 5] > 0) & (s[:, 7] > 0)]
                     if not len(s):
                         continue
-                    est, _, _, reps = _boot(s, _shift, n_boot,
+                    est, _, _, reps = _boot(s, shift, n_boot,
                                             stable_seed("language", *cell, facet.name, level, other, base_seed=seed))
                     lo, hi, p_t = _slot_ci(est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
                     t = s.sum(axis=0)
                     # a swap exchanges the slot's two languages (both identities at once)
-                    p = _test(swaps, s, [4, 5, 6, 7, 0, 1, 2, 3], _shift, p_t)
+                    p = _test(swaps, s, [4, 5, 6, 7, 0, 1, 2, 3], shift, p_t)
                     out.append({**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
                                 "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
                                 "language": first, "other_language": other, "n_slots": len(s),
-                                "difference": t[0] / t[1] - t[2] / t[3], "other_difference": t[4] / t[5] - t[6] / t[7],
+                                "difference": float(gap(t[None, :4])[0]),
+                                "other_difference": float(gap(t[None, 4:])[0]),
                                 "shift": est, "ci_low": lo, "ci_high": hi, "p_value": p})
     return conform("language_gaps", _marked(pd.DataFrame(out)))
 
 
 def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str]) -> pd.DataFrame:
     """All crossed attributes in one model per model × kind × language (see module notes)."""
-    import statsmodels.api as sm
-
     attrs = [f for f in facets if f.kind == "attribute" and f.column in rows.columns]
     if rows.empty or len(attrs) < 1:
         return conform("crossed_regression", None)
+    import statsmodels.api as sm  # only crossed designs pay for its import (seconds)
+
     out: list[dict[str, Any]] = []
     for (model, kind, language), part in rows.groupby(["model", "kind", "language"], sort=False, observed=True):
         scenario = _slot_codes(part, ["use_case", "profile_id", "question_variant"])

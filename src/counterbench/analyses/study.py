@@ -3,9 +3,9 @@
 ``analyze_study(source, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
 Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call. It keeps the rows of
 ``study`` only (a store may hold several studies; they are never pooled), runs the ``amount`` analysis
-(:mod:`.amounts`) on amount use cases and the generic outcome tables
-(:mod:`.outcome_tables`) on the others, and writes the study's own title, languages, axes, use cases,
-canonical pairs and outcome kinds into the summary, from which the report takes its wording.
+(:mod:`.amounts`) on amount use cases and the generic outcome tables (:mod:`.outcome_tables`) on every
+use case (amount ones included, in the amount kind's relative unit), and writes the study's own title, languages,
+axes, use cases, canonical pairs and outcome kinds into the summary, from which the report takes its wording.
 """
 
 from __future__ import annotations
@@ -112,15 +112,18 @@ def analyze_study(
         summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     generic = results[~amount_mask].reset_index(drop=True)
     own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis
-    if not generic.empty:
-        if callable(own):  # its tables replace the generic outcome tables; its summary overrides the basics
-            gen_tables, own_summary = own(generic, bootstrap=bootstrap, seed=seed)
-            gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}
-        else:
-            gen_tables, gen_summary = _analyze_outcomes(generic, the_study, bootstrap, seed)
+    gen_summary: dict[str, Any] = {}
+    if not generic.empty and callable(own):  # its tables replace the generic outcome tables
+        gen_tables, own_summary = own(generic, bootstrap=bootstrap, seed=seed)
+        gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
         tables.update(gen_tables)
+    elif not results.empty:  # every use case, amount ones too; parse health: the amount analysis's for those
+        gen_tables, gen_summary = _analyze_outcomes(results, the_study, bootstrap, seed, health=generic,
+                                                    finding_rows=~_finding_covered(amount_mask, the_study))
+        tables.update(gen_tables)
+    if gen_summary:
         for key, value in gen_summary.items():
-            if key in ("tables", "unsupported") and key in summary:
+            if key in ("tables", "unsupported", "ci_methods") and key in summary:
                 summary[key].update(value)
             elif key == "findings" and isinstance(summary.get(key), list) and isinstance(value, list):
                 summary[key] = [*summary[key], *value]
@@ -162,9 +165,14 @@ def _analyze_amount_store(path: Path, study: Study, models: list[str] | None, *,
             raise UserError(f"no responses of study {study.name} in store {path}; give the study the answers "
                             "belong to")
     pairs = dict(study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
+    def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return outcome_table_frames(results, study, bootstrap, seed)
+
     result = analyze_store_by_model(path, models, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                    canonical_pairs=pairs, load=load, layout=table_layout(study))
+                                    canonical_pairs=pairs, load=load, layout=table_layout(study),
+                                    extra_tables=outcome_tables)
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, study)
+    _add_outcome_summary(result, study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(study, health[["language", "use_case"]]))
     result.study = study
@@ -195,49 +203,99 @@ def _study_models(path: Path, study: str) -> list[str]:
         return [str(m) for (m,) in rows]
 
 
-def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int) -> tuple[dict[str, pd.DataFrame],
-                                                                                               dict[str, Any]]:
-    from counterbench.analyses.health import parse_health
+def _pairs_speak_for_amounts(study: Study) -> bool:
+    """True when the amount analysis's canonical-pair finding speaks for the amount use cases (a study
+    with canonical pairs and no groups); otherwise the generic finding speaks for them too."""
+    return bool(study.canonical_pairs) and not any(f.kind == "group" for f in study.facets)
 
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
-        raise UserError(f"--bootstrap must be a whole number ≥ 0, got {bootstrap!r}")
-    responses = results.assign(usable=results["status"].astype(str).eq("ok"),
-                               out_of_range=results.get("out_of_range", pd.Series(False, index=results.index))
-                               .fillna(False).astype(bool))
+
+def _finding_covered(amount_mask: pd.Series, study: Study) -> pd.Series:
+    """Rows whose finding is the canonical-pair finding of the amount analysis (see above)."""
+    return amount_mask if _pairs_speak_for_amounts(study) else pd.Series(False, index=amount_mask.index)
+
+
+def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, seed: int) -> dict[str, pd.DataFrame]:
+    """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows."""
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
     rows = ot.measured_rows(standard, study.outcomes)
     slot_columns = list(study.slot_columns)
     levels, gaps = ot.level_and_gap_tables(rows, study.facets, slot_columns, bootstrap, seed)
-    languages = [lang for lang in study.languages]
     tables = {
         "outcome_levels": levels,
         "outcome_gaps": gaps,
-        "language_gaps": ot.language_gap_table(rows, study.facets, slot_columns, languages, bootstrap, seed),
+        "language_gaps": ot.language_gap_table(rows, study.facets, slot_columns, list(study.languages), bootstrap,
+                                               seed),
         "crossed_regression": ot.crossed_regression(rows, study.facets, slot_columns),
-        "parse_health": parse_health(responses),
     }
+    # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
+    tables.update(probabilities.probability_tables(standard, study, bootstrap, seed, tables))
+    return tables
+
+
+def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap: int, seed: int,
+                     finding_gaps: pd.DataFrame) -> dict[str, Any]:
+    """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
     unsupported = {}
     if tables["language_gaps"].empty:
         unsupported["language_gaps"] = "needs answers in at least two of the study's languages for the same slots"
     if tables["crossed_regression"].empty:
         unsupported["crossed_regression"] = "only studies with crossed attributes (design.crossed) have it"
-    if gaps.empty:
+    if tables["outcome_gaps"].empty:
         unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
-    decision = probabilities.probability_tables(standard, study, bootstrap, seed, tables)  # with --logprobs
-    tables.update(decision)
-    summary = {
-        **_base_summary(results, bootstrap, seed),
+    named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
+    decision = {name: frame for name, frame in tables.items() if name in named}
+    return {
         "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}: gaps and "
                                    "language shifts ±t·se with the small-sample factor and degrees of freedom "
                                    "(level means: 95% percentile intervals); p from the swap test of matched slots",
                        "crossed_regression": "slot-clustered CR1 standard errors, t with clusters − 1 degrees "
                                              "of freedom"},
         "marks": probabilities.with_families(outcome_findings.marks_summary(), decision),
-        "findings": probabilities.findings_by_measure(outcome_findings.outcome_findings(gaps, dict(study.languages)),
-                                                      decision, dict(study.languages)),
+        "findings": probabilities.findings_by_measure(
+            outcome_findings.outcome_findings(finding_gaps, dict(study.languages), outcomes=study.outcomes),
+            decision, dict(study.languages)),
         "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | probabilities.descriptions(decision),
         "unsupported": unsupported,
     }
+
+
+def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, seed: int) -> None:
+    """Merge the generic tables' summary into an amount store's analysis (:func:`_analyze_amount_store`)."""
+    gaps = result.tables["outcome_gaps"]
+    spoken = gaps.iloc[0:0] if _pairs_speak_for_amounts(study) else gaps
+    extra = _outcome_summary(result.tables, study, bootstrap, seed, spoken)
+    summary = result.summary
+    summary["findings"] = [*summary.get("findings", []), *extra["findings"]]
+    summary.setdefault("ci_methods", {}).update(extra["ci_methods"])
+    summary.setdefault("marks", {}).setdefault("families", {}).update(extra["marks"]["families"])
+    summary.setdefault("tables", {}).update(extra["tables"])
+    unsupported = summary.setdefault("unsupported", {})
+    for name in ot.OUTCOME_TABLES:
+        unsupported.pop(name, None)
+    unsupported.update(extra["unsupported"])
+
+
+def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int, *,
+                      health: pd.DataFrame | None = None, finding_rows: pd.Series | None = None
+                      ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The generic tables and their summary; ``health``: the rows the parse-health table counts (default
+    all; empty: no table), ``finding_rows``: the rows whose gaps the findings speak for (default all)."""
+    from counterbench.analyses.health import parse_health
+
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise UserError(f"--bootstrap must be a whole number ≥ 0, got {bootstrap!r}")
+    tables = outcome_table_frames(results, study, bootstrap, seed)
+    counted = results if health is None else health
+    if not counted.empty:
+        responses = counted.assign(usable=counted["status"].astype(str).eq("ok"),
+                                   out_of_range=counted.get("out_of_range", pd.Series(False, index=counted.index))
+                                   .fillna(False).astype(bool))
+        tables["parse_health"] = parse_health(responses)
+    gaps = tables["outcome_gaps"]
+    if finding_rows is not None and not gaps.empty:
+        spoken = set(results.loc[finding_rows, "use_case"].astype(str)) if "use_case" in results.columns else set()
+        gaps = gaps[gaps["use_case"].astype(str).isin(spoken)]
+    summary = {**_base_summary(results, bootstrap, seed), **_outcome_summary(tables, study, bootstrap, seed, gaps)}
     return tables, summary
 
 

@@ -2,7 +2,9 @@
 
 Compared by the relative pair gap Δ% (|a − b| / mean(a, b)) and everything the amount analysis
 builds on it (:mod:`counterbench.analyses.amounts`, whose tables and report sections this kind
-uses as they are). The answer types are the number parser's (``inr_annual``, ``inr``, ``percent``,
+uses as they are), and in the generic outcome tables by the relative gap of the mean amounts,
+100 × (comparison / reference − 1) (:meth:`AmountKind.comparison`).
+The answer types are the number parser's (``inr_annual``, ``inr``, ``percent``,
 ``number``; see ``parse/rules.yaml``)."""
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
 from counterbench.outcomes.common import Fail, check_keys
 from counterbench.parse.result import ParsedAnswer
 
@@ -28,7 +30,7 @@ class AmountKind:
     usable_answer = "a usable number"
 
     def describe(self, spec: OutcomeSpec) -> str:
-        return "relative gap Δ%"
+        return f"mean amount ({spec.unit})" if spec.unit else "mean amount"
 
     def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
         check_keys(raw, self.keys, fail)
@@ -61,6 +63,13 @@ class AmountKind:
 
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+    def comparison(self, spec: OutcomeSpec) -> Comparison:
+        """A relative gap: 100 × (comparison / reference − 1) of the mean amounts, in %."""
+        unit = f" {spec.unit}" if spec.unit and spec.unit != "%" else (spec.unit or "")
+        return Comparison("ratio", "%", "% of the reference",
+                          "{model} offers {comparison} {size} {direction} than {reference}",
+                          ("more", "less"), unit, digits=1)
 
 
 KIND = AmountKind()

@@ -3,7 +3,8 @@
 An *outcome kind* owns everything about one kind of answer (see ``docs/studies.md``): the instruction a
 prompt ends with, the structured-output constraint (:class:`Constraint`, the same three attributes as
 :class:`counterbench.outcomes.answer_formats.AnswerFormat`: ``regex``, ``gbnf``, ``json_schema()``), the
-parser, how the simulated model answers, and the quantity the analysis compares (``measure``).
+parser, how the simulated model answers, the quantity the analysis compares (``measure``) and how two
+groups' measures compare, in what unit and words (``comparison``: :class:`Comparison`).
 
 A use case's outcome travels through the prompt table, the store and the run engine as one string, the
 prompt's ``answer_type`` (e.g. ``rate``, ``score:1:10``, ``label:yes|no``): :func:`encode` and
@@ -173,6 +174,77 @@ def with_rationale(answer: Any, max_tokens: int) -> Any:
     return RationaleConstraint(answer, chars) if chars >= RATIONALE_MIN_CHARS else answer
 
 
+#: how a gap is formed from two means: ``difference`` (comparison − reference, in the kind's unit) or
+#: ``ratio`` (100 × (comparison / reference − 1), a relative gap in %)
+GAP_FORMS = ("difference", "ratio")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How two groups' answers compare: the gap's form, its unit and the words a finding uses.
+
+    ``form`` is one of :data:`GAP_FORMS`. The ratio form is the relative gap of the generic tables
+    (comparison mean over reference mean, inside matched slots); the amount tables' pair gap Δ% is the
+    symmetric (a − b)/((a + b)/2) × 100 instead (:mod:`counterbench.stats.gaps`). ``unit`` follows a
+    number (``%``, `` points``, `` pp``), ``unit_words`` names it in a table, ``sentence`` is the finding's
+    template with ``{model}``, ``{comparison}``, ``{reference}``, ``{size}`` (the gap's absolute size with
+    its unit) and ``{direction}`` (``directions[0]`` when the comparison is above the reference, else
+    ``directions[1]``); :meth:`means` gives the two means in words.
+    """
+
+    form: str
+    unit: str
+    unit_words: str
+    sentence: str = "{model}: {comparison} gets {size} {direction} than {reference}"
+    directions: tuple[str, str] = ("more", "less")
+    #: what follows one mean in ``{means}`` (`` INR``, ``%``)
+    mean_unit: str = ""
+    #: decimals of a gap in words
+    digits: int = 2
+
+    def gap(self, comparison: Any, reference: Any) -> Any:
+        """The gap of ``comparison`` against ``reference`` (numbers or arrays) in :attr:`unit`."""
+        if self.form == "ratio":
+            return 100.0 * (comparison - reference) / reference
+        return comparison - reference
+
+    def format(self, value: float, signed: bool = True) -> str:
+        """``value`` with its unit (``−9.8%``, ``+6.53 points``)."""
+        text = f"{value:+.{self.digits}f}" if signed else f"{abs(value):.{self.digits}f}"
+        return text.replace("-", "−") + self.unit
+
+    def words(self, model: str, comparison: str, reference: str, gap: float) -> str:
+        """The finding's sentence for one gap (without the means and the interval)."""
+        return self.sentence.format(model=model, comparison=comparison, reference=reference,
+                                    size=self.format(gap, signed=False),
+                                    direction=self.directions[0] if gap > 0 else self.directions[1])
+
+    def means(self, comparison_mean: float, reference_mean: float) -> str:
+        """The two means in words (``884,356 INR against 983,910 INR on average``)."""
+        return f"{_mean(comparison_mean)}{self.mean_unit} against {_mean(reference_mean)}{self.mean_unit} on average"
+
+
+def _mean(value: float) -> str:
+    """A mean in words: thousands separated from 100 on, three significant digits below."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def sentence_text(text: str) -> str:
+    """``text`` safe inside a :attr:`Comparison.sentence` template (braces doubled)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def comparison_of(kind: Any, spec: OutcomeSpec) -> Comparison:
+    """The kind's :class:`Comparison` for ``spec``; a kind that declares none compares by difference in its
+    ``difference_unit``."""
+    declared = getattr(kind, "comparison", None)
+    if callable(declared):
+        found: Comparison = declared(spec)
+        return found
+    unit = str(getattr(kind, "difference_unit", ""))
+    return Comparison("difference", f" {unit}" if unit else "", unit, directions=("higher", "lower"))
+
+
 class OutcomeKind(Protocol):
     """One kind of answer. Modules in :mod:`counterbench.outcomes` implement it."""
 
@@ -209,4 +281,8 @@ class OutcomeKind(Protocol):
 
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         """Per results row, the number the analysis compares (NaN when the row has none)."""
+        ...
+
+    def comparison(self, spec: OutcomeSpec) -> Comparison:
+        """How two groups' measures compare (form, unit, words); see :func:`comparison_of`."""
         ...

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Constraint, OutcomeSpec, choices_constraint
+from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec, choices_constraint
 from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label
 from counterbench.parse.result import ParsedAnswer
 
@@ -63,6 +63,12 @@ class ChoiceKind:
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         """The chosen option's index (the analysis maps it through the ``option_*`` columns)."""
         return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+    def comparison(self, spec: OutcomeSpec) -> Comparison:
+        """A difference of the shares chosen when offered, in percentage points."""
+        return Comparison("difference", " pp", "percentage points of the share chosen",
+                          "{model} chooses {comparison} {size} {direction} often than {reference} when offered",
+                          ("more", "less"), "%", digits=1)
 
 
 def chosen_rows(spec: OutcomeSpec, values: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Constraint, OutcomeSpec, choices_constraint
+from counterbench.outcomes.base import (
+    Comparison,
+    Constraint,
+    OutcomeSpec,
+    choices_constraint,
+    sentence_text,
+)
 from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label
 from counterbench.parse.result import ParsedAnswer
 
@@ -62,6 +68,13 @@ class LabelKind:
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         index = pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
         return np.where(np.isnan(index), np.nan, (index == 0).astype(np.float64) * 100.0)
+
+    def comparison(self, spec: OutcomeSpec) -> Comparison:
+        """A difference of the shares answering the positive label, in percentage points."""
+        answer = sentence_text(positive(spec))
+        return Comparison("difference", " pp", f"percentage points of the share answering {positive(spec)}",
+                          "{model}: {comparison} is {size} {direction} often answered " + answer
+                          + " than {reference}", ("more", "less"), "%", digits=1)
 
 
 def positive(spec: OutcomeSpec) -> str:

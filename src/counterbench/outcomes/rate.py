@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
 from counterbench.outcomes.common import Fail, check_keys, number
 from counterbench.parse.result import ParsedAnswer
 
@@ -64,6 +64,12 @@ class RateKind:
 
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+    def comparison(self, spec: OutcomeSpec) -> Comparison:
+        """A difference of mean rates in percentage points."""
+        return Comparison("difference", " pp", "percentage points",
+                          "{model} gives {comparison} a rate {size} {direction} than {reference}",
+                          ("higher", "lower"), "%")
 
 
 KIND = RateKind()

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
 from counterbench.outcomes.common import Fail, answer_lines, check_keys, number, refused
 from counterbench.parse.result import ParsedAnswer
 
@@ -85,6 +85,12 @@ class ScoreKind:
 
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+    def comparison(self, spec: OutcomeSpec) -> Comparison:
+        """A difference of mean scores in points of the scale."""
+        return Comparison("difference", " points", "points",
+                          "{model} scores {comparison} {size} {direction} than {reference}",
+                          ("higher", "lower"))
 
 
 def _n(value: float | None) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Constraint, OutcomeSpec
+from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
 from counterbench.outcomes.common import Fail, check_keys, refused
 from counterbench.parse.result import ParsedAnswer
 
@@ -43,6 +43,8 @@ def _prose_at_grade(latent: float) -> str:
 METRICS: dict[str, Callable[[str], float]] = {"length": word_count, "mgl": mean_grade_level}
 #: metric name -> the simulated model's text for a latent value of that metric
 SIMULATORS: dict[str, Callable[[float], str]] = {"length": _words, "mgl": _prose_at_grade}
+#: metric name -> its unit in words (a gap of 12 words, of 1.5 grade levels)
+METRIC_UNITS: dict[str, str] = {"length": "words", "mgl": "grade levels"}
 
 
 class TextKind:
@@ -95,6 +97,15 @@ class TextKind:
         ok = values["status"].astype(str).eq("ok").to_numpy()
         out = np.array([METRICS[name](t) if isinstance(t, str) else np.nan for t in texts], dtype=np.float64)
         return np.where(ok, out, np.nan)
+
+    def comparison(self, spec: OutcomeSpec) -> Comparison:
+        """A difference of the first metric's means, in the metric's unit."""
+        name = metrics(spec)[0]
+        unit = METRIC_UNITS.get(name, name)
+        directions = ("longer", "shorter") if name == "length" else ("higher", "lower")
+        return Comparison("difference", f" {unit}", unit,
+                          "{model}'s answers for {comparison} are {size} {direction} than for {reference}",
+                          directions, f" {unit}")
 
 
 def metrics(spec: OutcomeSpec) -> tuple[str, ...]:

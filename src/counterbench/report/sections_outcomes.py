@@ -1,4 +1,5 @@
-"""Sections for the outcome kinds other than ``amount``: matched gaps, levels, languages, regression.
+"""Sections of the generic outcome tables (every kind; amount studies also have their own sections):
+matched gaps, levels, languages, regression.
 
 Wording comes from the study (facet names, language names, the measure each kind describes), never
 from a particular study.
@@ -48,7 +49,8 @@ def gaps_section(ctx: ReportContext) -> Section:
         "Each row compares the answers for one identity with those for the reference identity of the same "
         f"{'/'.join(sorted({FACET_WORDS.get(k, k) for k in ctx.facet_kinds}) or 'axis')}, inside prompts that "
         "differ only in that identity. The difference is in the outcome's own unit (percentage points for "
-        "rates and yes/no shares, points for scores); 0 means no gap. " + MARK_RULE,
+        "rates and yes/no shares, points for scores; for amounts the relative gap, comparison / reference − 1, "
+        "in %); 0 means no gap. " + MARK_RULE,
         group="Overview",
     )
     frame = ctx.nonempty("outcome_gaps")
@@ -216,7 +218,7 @@ def regression_section(ctx: ReportContext) -> Section:
 
 
 def outcome_sections(ctx: ReportContext) -> list[Section]:
-    """The sections of the non-amount outcome kinds, those with something to show first."""
+    """The sections of the generic outcome tables, those with something to show first."""
     built = [gaps_section(ctx), levels_section(ctx)]
     if len(ctx.languages) > 1 or ctx.nonempty("language_gaps") is not None:
         built.append(languages_section(ctx))
