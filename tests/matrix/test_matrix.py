@@ -51,10 +51,12 @@ def test_the_planted_gap_is_marked_with_its_sign_and_covered(audited: tuple[str,
     design, planted, _ = audited
     gaps = planted.analysis.tables["outcome_gaps"]
     rows = _planted_rows(gaps, design, kind)
-    assert len(rows) == 1, f"{design}/{kind}: no gap row for the planted level:\n{gaps[gaps['use_case'] == use_case(kind)]}"
+    mine = gaps[gaps["use_case"] == use_case(kind)]
+    assert len(rows) == 1, f"{design}/{kind}: no gap row for the planted level:\n{mine}"
     row = rows.iloc[0]
     truth = PLANTED.truth(kind)
-    low, high = (row["relative_ci_low"], row["relative_ci_high"]) if kind == "amount" else (row["ci_low"], row["ci_high"])
+    columns = ("relative_ci_low", "relative_ci_high") if kind == "amount" else ("ci_low", "ci_high")
+    low, high = float(row[columns[0]]), float(row[columns[1]])
     assert bool(row["significant"]), f"{design}/{kind}: planted gap not marked:\n{row}"
     assert high < 0, f"{design}/{kind}: wrong sign:\n{row}"
     # the 95% interval widened to 3 standard errors: a fixed data set misses a 95% interval 1 time in 20
