@@ -43,7 +43,8 @@ def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None
                      outcomes: Mapping[str, OutcomeSpec] | None = None) -> list[str]:
     """Per model, the largest earned matched gaps in plain words, in each kind's unit and words
     (:meth:`OutcomeKind.comparison`; ``outcomes``: use case -> its outcome), group comparisons first,
-    then by relative size — or "no gap beyond noise" with how many comparisons were tested."""
+    then by relative size: the ``most`` largest of a study with one use case, the largest of each use case
+    otherwise (their units differ) — or "no gap beyond noise" with how many comparisons were tested."""
     from counterbench.analyses.flags import truthy
 
     names = dict(labels or {})
@@ -53,7 +54,14 @@ def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None
         size = pd.to_numeric(earned["relative_pct"], errors="coerce").abs()
         earned = earned.assign(_size=size.fillna(pd.to_numeric(earned["difference"], errors="coerce").abs()),
                                _group=earned["facet_kind"].astype(str).ne("group"))
-        for r in earned.sort_values(["_group", "_size"], ascending=[True, False]).head(most).to_dict("records"):
+        # gaps of different use cases are in different units: the largest of each use case (``most`` of a
+        # study's only use case), in the study's order of use cases
+        ranked = earned.sort_values(["_group", "_size"], ascending=[True, False], kind="stable")
+        cases = list(dict.fromkeys(rows["use_case"].astype(str)))
+        per_case = most if len(cases) == 1 else 1
+        chosen = [r for case in cases
+                  for r in ranked[ranked["use_case"].astype(str) == case].head(per_case).to_dict("records")]
+        for r in chosen:
             where = f"{r['facet']}; {names.get(str(r['use_case']), r['use_case'])}, " \
                     f"{names.get(str(r['language']), r['language'])}"
             compare = _comparison(r, outcomes)
