@@ -132,9 +132,12 @@ async def arun_prompts(
     (see :mod:`counterbench.run.ray_exec`); the store stays the one place answers are kept.
     """
     from counterbench.run.ray_exec import configure_ray, engine_class, ray_options, require_ray
+    from counterbench.run.ray_setup import probe_address
 
     ray_opts = ray_options(ray)
     if ray_opts is not None:
+        if ray_opts.address is not None:
+            probe_address(ray_opts.address)  # before anything slow: nobody there is one line at once
         require_ray()
     started = time.monotonic()
     _check_settings(concurrency, timeout, max_cost, batch_rows, commit_window)
