@@ -45,3 +45,30 @@ def test_ray_option_mistakes_are_one_line(tmp_path: Path, extra: list[str], need
                *extra, cwd=tmp_path)
     assert needle in one_error_line(proc)
     assert not (tmp_path / "s.db").exists()
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "ray://127.0.0.1:1"])
+def test_a_ray_address_nobody_answers_at_is_refused_within_30_seconds(tmp_path: Path, address: str) -> None:
+    import time
+
+    started = time.monotonic()
+    proc = cli("run", "rupeebias", "--preset", "quick", "--model", "sim:biased", "--store", str(tmp_path / "s.db"),
+               "--ray", address, cwd=tmp_path, timeout=60)
+    elapsed = time.monotonic() - started
+    line = one_error_line(proc)  # one line: none of Ray's own warnings
+    assert f"cannot connect to the Ray cluster at {address}: nothing answers at 127.0.0.1:1" in line
+    # 30 s on an idle machine with room to spare (about 3 s there); a loaded CI box adds start-up time
+    assert elapsed < 60 and not (tmp_path / "s.db").exists()
+
+
+def test_the_probe_is_quick_and_bounded() -> None:
+    import time
+
+    from counterbench.run.ray_setup import RAY_CONNECT_TIMEOUT_S, probe_address
+
+    assert RAY_CONNECT_TIMEOUT_S <= 10  # a silent address is given up after this, far below 30 s
+    started = time.monotonic()
+    with pytest.raises(UserError, match=r"nothing answers at 127\.0\.0\.1:1 \(Connection refused"):
+        probe_address("127.0.0.1:1")
+    probe_address("auto")  # nothing to probe: Ray resolves it
+    assert time.monotonic() - started < 5

@@ -147,7 +147,7 @@ def _requested_limits(pids: list[str], values: list[Any]) -> list[int | None]:
         number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
         if number is None and isinstance(value, str) and value.strip().isdigit():
             number = int(value)
-        if number is None or number != int(number) or number < 1:
+        if number is None or not math.isfinite(number) or number != int(number) or number < 1:
             raise UserError(f"prompt {pid}: {REQUESTED_MAX_TOKENS} must be a whole number of at least 1, "
                             f"got {value!r}; fix the prompt table or drop the column")
         out.append(int(number))

@@ -9,6 +9,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,8 @@ AUTH_HINT = ("; if the cluster uses token authentication (`ray start`'s default 
 #: responsive), which on a machine shared with other work left the embedded-model workers 0.4x the
 #: CPU of an in-process run; the workers are the run's whole point, so they get nice 0 here
 LOCAL_SYSTEM_CONFIG: dict[str, Any] = {"worker_niceness": 0}
+#: seconds to wait for a Ray address to accept a TCP connection before the run is refused
+RAY_CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,25 @@ def require_ray() -> None:
         raise UserError(f"--ray needs Ray; {RAY_HINT}")
 
 
+def probe_address(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """Refuse a ``HOST:PORT`` (or ``ray://HOST:PORT``) address where nothing accepts a connection."""
+    text = address.strip()
+    bare = text.removeprefix("ray://")
+    if bare == "auto" or ":" not in bare:
+        return
+    host, _, port_text = bare.rpartition(":")
+    host = host.strip("[]")
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UserError(f"--ray {address}: the port must be a number from 1 to 65535 (HOST:PORT)")
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=timeout):
+            pass
+    except OSError as err:
+        reason = "timed out" if isinstance(err, TimeoutError) else (err.strerror or str(err) or type(err).__name__)
+        raise UserError(f"cannot connect to the Ray cluster at {address}: nothing answers at {host}:{port_text} "
+                        f"({reason}); start one with `ray start --head` or check the address") from None
+
+
 class RayConnection:
     """Connect to the cluster (or start a local instance) and disconnect only what this run started."""
 
@@ -94,6 +116,8 @@ class RayConnection:
         if address is None:
             kwargs["include_dashboard"] = False
             kwargs["_system_config"] = dict(LOCAL_SYSTEM_CONFIG)
+        if address is not None:
+            probe_address(address)  # Ray itself retries an address nobody answers at forever
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as err:

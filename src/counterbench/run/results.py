@@ -17,6 +17,7 @@ import pandas as pd
 from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, REQUESTED_MAX_TOKENS, USAGE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.run.parsing import Parsed, ResponseParser
+from counterbench.run.sidecars import sidecars_removed_on_failure
 from counterbench.run.store import Store, open_store
 
 #: the leading columns of :func:`load_results`, in order; design and config columns follow
@@ -61,7 +62,7 @@ def load_results(
     re-parses, in memory, rows that were parsed under another profile; the store is not changed
     (use :func:`reparse_store` for that). ``include_prompt_text`` adds ``system`` and ``user``.
     """
-    with open_store(store_path, create=False) as store:
+    with sidecars_removed_on_failure(store_path), open_store(store_path, create=False) as store:
         sql = _select(include_prompt_text)
         params: list[Any] = []
         if models:
@@ -75,8 +76,11 @@ def load_results(
         sql += " ORDER BY r.model, r.config_fp, r.id"
         try:
             frame = _read_in_chunks(sql, store, params, READ_CHUNK_ROWS)
-        except Exception as err:  # sqlite errors surface through pandas
-            raise UserError(f"cannot read store {store_path}: {err}") from None
+        except Exception as err:  # sqlite errors surface through pandas, with the whole query in the message
+            reason = str(err).rsplit("': ", 1)[-1]
+            if "malformed" in reason or "not a database" in reason:
+                raise UserError(f"store {store_path} is corrupted ({reason}); it was left untouched") from None
+            raise UserError(f"cannot read store {store_path}: {reason}") from None
         configs = {fp: json.loads(blob) for fp, blob in store.query("SELECT config_fp, config FROM configs")}
     frame = _finish_frame(frame, configs)
     if profile is not None:

@@ -97,10 +97,13 @@ async def arun_prompts(
     :mod:`counterbench.run.ray_exec`); the store stays the one place answers are kept.
     """
     from counterbench.run.ray_exec import configure_ray, engine_class, ray_options, require_ray
+    from counterbench.run.ray_setup import probe_address
 
     opts = RunOptions.from_keywords(options, **keywords)
     ray_opts = ray_options(opts.ray)
     if ray_opts is not None:
+        if ray_opts.address is not None:
+            probe_address(ray_opts.address)  # before anything slow: nobody there is one line at once
         require_ray()
     started = time.monotonic()
     opts.check()

@@ -38,6 +38,7 @@ from typing import Any
 from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, USAGE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.models.base import FINISHED_STATUSES, RETRYABLE_STATUSES
+from counterbench.run.sidecars import sidecars_removed_on_failure
 
 APPLICATION_ID = 0x43424E43  # "CBNC"
 #: 2 added ``responses.answer_logprobs`` (stores of version 1 are migrated when opened)
@@ -324,19 +325,20 @@ def open_store(path: Path | str | None = None, *, create: bool = True, check: bo
             raise UserError(f"cannot create store {store_path}: {err.strerror or err}") from None
     elif exists and store_path.stat().st_size > 0:
         _check_header(store_path)
-    try:
-        conn = sqlite3.connect(str(store_path), timeout=30.0, isolation_level="DEFERRED", check_same_thread=False)
-    except sqlite3.Error as err:
-        raise _store_error(store_path, err) from None
-    store = Store(store_path, conn)
-    try:
-        _prepare(store, check=create if check is None else check)
-    except sqlite3.Error as err:
-        store.close()
-        raise _store_error(store_path, err) from None
-    except UserError:
-        store.close()
-        raise
+    with sidecars_removed_on_failure(store_path):  # a refused store gets no -wal/-shm beside it
+        try:
+            conn = sqlite3.connect(str(store_path), timeout=30.0, isolation_level="DEFERRED", check_same_thread=False)
+        except sqlite3.Error as err:
+            raise _store_error(store_path, err) from None
+        store = Store(store_path, conn)
+        try:
+            _prepare(store, check=create if check is None else check, write=create)
+        except sqlite3.Error as err:
+            store.close()
+            raise _store_error(store_path, err) from None
+        except UserError:
+            store.close()
+            raise
     return store
 
 
@@ -353,7 +355,8 @@ def _check_header(path: Path) -> None:
         )
 
 
-def _prepare(store: Store, *, check: bool) -> None:
+def _prepare(store: Store, *, check: bool, write: bool = True) -> None:
+    """Check and configure a store; a reader (``write`` off) of a current store writes nothing."""
     conn = store.conn
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -368,19 +371,21 @@ def _prepare(store: Store, *, check: bool) -> None:
             f"store {store.path} was written by a newer counterbench (schema {version}); upgrade counterbench"
         )
     conn.execute("PRAGMA busy_timeout = 30000")
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise UserError(f"store {store.path}: cannot switch to WAL mode (is the folder on a network drive?)")
-    conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA cache_size = -65536")
-    conn.execute("PRAGMA wal_autocheckpoint = 4000")
-    if has_tables and check:
+    if has_tables and check:  # before WAL mode: a refused file is not changed
         verdict = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
         if verdict != "ok":
             raise UserError(
                 f"store {store.path} is corrupted ({verdict}); it was left untouched — restore a copy, "
                 "try `sqlite3 FILE .recover`, or choose another --store"
             )
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise UserError(f"store {store.path}: cannot switch to WAL mode (is the folder on a network drive?)")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 4000")
+    if not write and has_tables and version == SCHEMA_VERSION:
+        return
     with conn:
         if has_tables and version < SCHEMA_VERSION:
             _migrate(conn)

@@ -10,7 +10,9 @@ Pages (all GET, all server-rendered, no JavaScript at all):
   parse status, raw text) and the slot's spread;
 * ``/static/viewer.css`` — the only stylesheet.
 
-Model text is untrusted: jinja2 escapes everything, and every response carries a strict
+Model text is untrusted: jinja2 escapes everything, control, bidi and zero-width characters are shown as
+escapes exactly as in the report (:func:`counterbench.report.visible.show_controls`), a page number that
+is not a whole number is a 404 and one past the end shows the last page, and every response carries a strict
 Content-Security-Policy (no scripts, no inline styles, nothing fetched from elsewhere), plus
 ``TrustedHostMiddleware`` so only ``127.0.0.1``/``localhost`` host names are served (DNS rebinding).
 """
@@ -18,11 +20,13 @@ Content-Security-Policy (no scripts, no inline styles, nothing fetched from else
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import jinja2
+import markupsafe
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -32,6 +36,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from counterbench.outcomes.units import GapUnit
+from counterbench.report.visible import show_controls
 from counterbench.viewer.catalog import FILTERS, PAGE_SIZE, SLOT_KEY, Answer, Catalog
 from counterbench.viewer.links import query_string
 
@@ -77,6 +82,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,
+        finalize=shown,
     )
     env.filters["num"] = fmt_value
     env.filters["pct"] = fmt_pct
@@ -137,11 +143,28 @@ def filters_of(request: Request) -> dict[str, list[str]]:
     return {k: [v for v in params.getlist(k) if v] for k in (*FILTERS, "profile_id", "question_variant")}
 
 
-def page_of(request: Request) -> int:
-    try:
-        return max(0, int(request.query_params.get("page", "0")))
-    except ValueError:
-        return 0
+#: the largest page number read from a URL (beyond the last page, the last page is shown)
+MAX_PAGE = 10**12
+_WHOLE = re.compile("[0-9]+")
+
+
+def page_of(request: Request) -> int | None:
+    """The ``page`` query parameter; ``None`` when it is not a whole number (the page is then a 404)."""
+    text = request.query_params.get("page", "0").strip() or "0"
+    if not _WHOLE.fullmatch(text):
+        return None
+    return MAX_PAGE if len(text) > 12 else min(int(text), MAX_PAGE)
+
+
+def last_page(count: int) -> int:
+    return (count - 1) // PAGE_SIZE if count else 0
+
+
+def shown(value: Any) -> Any:
+    """Every text a page prints, with control, bidi and zero-width characters escaped as in the report."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return show_controls(value)
+    return value
 
 
 def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -158,15 +181,29 @@ def create_app(catalog: Catalog) -> Starlette:
         return {"store": str(catalog.path), "options": catalog.options, "filters": filters,
                 "page": page_of(request), "total": catalog.total(), "path": request.url.path}
 
+    def no_page(request: Request) -> Response:
+        return render("missing.html.j2", status_code=404, **{**common(request), "page": 0}, search="",
+                      message="the page number must be a whole number")
+
     async def index(request: Request) -> Response:
         ctx = common(request)
+        if ctx["page"] is None:
+            return no_page(request)
         search = request.query_params.get("q", "").strip()
         count, rows = catalog.responses(ctx["filters"], search=search, page=ctx["page"])
+        if ctx["page"] > last_page(count):
+            ctx["page"] = last_page(count)
+            count, rows = catalog.responses(ctx["filters"], search=search, page=ctx["page"])
         return render("responses.html.j2", **ctx, search=search, count=count, rows=rows, slot_key=SLOT_KEY)
 
     async def slots(request: Request) -> Response:
         ctx = common(request)
+        if ctx["page"] is None:
+            return no_page(request)
         count, rows = catalog.slots(ctx["filters"], page=ctx["page"])
+        if ctx["page"] > last_page(count):
+            ctx["page"] = last_page(count)
+            count, rows = catalog.slots(ctx["filters"], page=ctx["page"])
         return render("slots.html.j2", **ctx, search="", count=count, rows=rows, slot_key=SLOT_KEY)
 
     async def slot(request: Request) -> Response:
@@ -183,7 +220,8 @@ def create_app(catalog: Catalog) -> Starlette:
         return Response(stylesheet(), media_type="text/css")
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return render("missing.html.j2", status_code=404, **common(request), search="", message="no such page")
+        return render("missing.html.j2", status_code=404, **{**common(request), "page": 0}, search="",
+                      message="no such page")
 
     return Starlette(
         routes=[Route("/", index), Route("/slots", slots), Route("/slot", slot), Route("/static/viewer.css", css)],

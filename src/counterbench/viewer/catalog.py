@@ -27,6 +27,7 @@ import numpy as np
 
 from counterbench.errors import UserError
 from counterbench.outcomes.units import GapUnit, answer_measures, gap_unit, kind_of
+from counterbench.run.sidecars import sidecars_removed_on_failure
 
 #: the columns a slot is keyed by (besides the counterfactual ``identifier``)
 SLOT_KEY: tuple[str, ...] = (
@@ -141,8 +142,12 @@ def _ro_connect(path: Path) -> sqlite3.Connection:
     uri = f"{path.resolve().as_uri()}?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30.0)
+    except sqlite3.Error as err:
+        raise UserError(f"cannot open store {path} read-only: {err}") from None
+    try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as err:
+        conn.close()
         raise UserError(f"cannot open store {path} read-only: {err}") from None
     return conn
 
@@ -154,10 +159,19 @@ class Catalog:
         self.path = Path(path)
         if not self.path.is_file():
             raise UserError(f"store {self.path} does not exist (run `counterbench run` or `import` first)")
-        self.conn = _ro_connect(self.path)
+        with sidecars_removed_on_failure(self.path):  # a refused store gets no -wal/-shm beside it
+            self.conn = _ro_connect(self.path)
+            try:
+                self._open(aliases)
+            except BaseException as err:
+                self.conn.close()
+                if isinstance(err, sqlite3.DatabaseError):
+                    raise UserError(f"store {self.path} is corrupted ({err}); it was left untouched") from None
+                raise
+
+    def _open(self, aliases: Mapping[str, Mapping[str, str]] | None) -> None:
         tables = {n for (n,) in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if not {"responses", "prompts"} <= tables:
-            self.conn.close()
             raise UserError(f"{self.path} is not a counterbench store (no responses table)")
         self.conn.execute("ATTACH DATABASE ':memory:' AS cat")
         #: column -> {alias: stored value}, e.g. the analysis's renamed use cases

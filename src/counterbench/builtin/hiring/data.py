@@ -109,6 +109,8 @@ def builtin_path(name: str) -> Path:
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path.name}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
     except OSError as err:
         raise UserError(f"cannot read {path}: {err.strerror or err}") from None
     rows = []
@@ -201,6 +203,8 @@ def load_baskets(path: str | Path | None = None) -> BasketSet:
     else:
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as err:
+            raise UserError(f"{p.name}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
         except OSError as err:
             raise UserError(f"cannot read {p}: {err.strerror or err}") from None
         except yaml.YAMLError as err:
