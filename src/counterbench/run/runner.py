@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import re
 import threading
@@ -212,9 +213,14 @@ async def arun_prompts(
             configure_ray(engine, ray_opts, parse_profile, opts.rpm, opts.tpm, largest)
             display.start()
             watch_notices(backends, display.message)
+            # the set-up's objects (prompt table, plan) move to the permanent generation: a full garbage
+            # collection over them stalled the event loop for 10-20 ms, holding replies back from their commit
+            gc.collect()
+            gc.freeze()
             try:
                 status = await engine.run()
             finally:
+                gc.unfreeze()
                 display.stop()
                 watch_notices(backends, None)
                 writer.close()
