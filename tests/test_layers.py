@@ -158,3 +158,9 @@ def test_the_checks_can_fail() -> None:
     assert STUDY_WORDS.search("the Hinglish prompts") and STUDY_WORDS.search("STEM study")
     assert not STUDY_WORDS.search("names = {f.stem for f in files}")
     assert LAYERS["analyses"] > LAYERS["stats"] and LAYERS["builtin"] > max(LAYERS[r] for r in CORE)
+
+
+def test_no_module_over_400_lines() -> None:
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
+    assert not long, f"modules over 400 lines (split them): {long}"

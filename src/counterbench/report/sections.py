@@ -21,9 +21,9 @@ from counterbench.report.sections_gaps import (
     identifier_section,
     leaderboard_section,
     mog_section,
-    pairs_section,
     use_case_section,
 )
+from counterbench.report.sections_pairs import pairs_section
 from counterbench.report.sections_power import power_section
 
 SECTION_BUILDERS: tuple[Callable[[ReportContext], Section], ...] = (

@@ -18,7 +18,6 @@ from counterbench.report.document import (
     attach_table,
     lang_color,
     language_legend,
-    series_color,
     unsupported_note,
 )
 from counterbench.report.svg import nice_ceiling
@@ -376,31 +375,4 @@ def identifier_section(ctx: ReportContext) -> Section:
         cell=lambda r: t.fmt_num(r["deviation"], 1, signed=True), index_label="Axis · identifier",
         caption="Deviation % by identifier and model", source="identifier_deviation.csv"))
     section.tables[-1].collapsed = True
-    return section
-
-
-def pairs_section(ctx: ReportContext) -> Section:
-    section = Section(
-        "pairs",
-        "Pairs per axis",
-        "How many matched pairs each axis contributes. Axes with many identities give far more pairs, so they "
-        "dominate every pooled number; the per-axis tables weigh axes equally.",
-        group="Data",
-    )
-    frame = attach_table(section, ctx, "pairs_per_axis")
-    if frame is None:
-        return section
-    from counterbench.report.charts import stacked_panel
-
-    rows = []
-    for model in ctx.model_order(frame):
-        part = frame[frame["model"].astype(str) == model].set_index("axis")
-        rows.append((model, [(axis, t.as_float(part["share"].get(axis, math.nan)), series_color(k))
-                             for k, axis in enumerate(ctx.axes)]))
-    legend = [(axis, series_color(k)) for k, axis in enumerate(ctx.axes)]
-    section.figures.append(Figure([stacked_panel("Share of matched pairs by axis", rows, width=760)], legend))
-    section.tables.append(t.pivot_view(
-        frame, index="model", columns="axis", index_order=ctx.model_order(frame), column_order=ctx.axes,
-        cell=lambda r: f"{t.fmt_int(r['n_pairs'])} ({t.fmt_share(r['share'], 0)})", index_label="Model",
-        caption="Matched pairs (share)", source="pairs_per_axis.csv"))
     return section

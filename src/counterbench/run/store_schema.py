@@ -1,0 +1,59 @@
+"""The SQLite store's tables (``CREATE`` statements) and its file identity: application id and schema version."""
+
+APPLICATION_ID = 0x43424E43  # "CBNC"
+#: 2 added ``responses.answer_logprobs`` (stores of version 1 are migrated when opened)
+SCHEMA_VERSION = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    command TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    version TEXT,
+    config TEXT,
+    status TEXT NOT NULL,
+    pid INTEGER,
+    host TEXT,
+    sent INTEGER NOT NULL DEFAULT 0,
+    cached INTEGER NOT NULL DEFAULT 0,
+    errors INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS configs (
+    config_fp TEXT PRIMARY KEY,
+    config TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS prompts (
+    prompt_id TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    study TEXT, use_case TEXT, language TEXT, axis TEXT, identifier TEXT, profile_id TEXT,
+    question_variant, variant TEXT, answer_type TEXT, system TEXT, user TEXT,
+    design TEXT,
+    PRIMARY KEY (prompt_id, prompt_hash)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS responses (
+    id INTEGER PRIMARY KEY,
+    prompt_id TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    config_fp TEXT NOT NULL,
+    request_fp TEXT NOT NULL,
+    simulated INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    response TEXT, finish_reason TEXT,
+    value REAL, unit TEXT, release_value REAL, release_unit TEXT,
+    is_range INTEGER, out_of_range INTEGER, parse_reason TEXT, parse_profile TEXT,
+    input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, latency_ms REAL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    error TEXT,
+    cached INTEGER NOT NULL DEFAULT 0,
+    model_reported TEXT, source TEXT,
+    started_at REAL, finished_at REAL, run_id INTEGER,
+    answer_logprobs TEXT,
+    UNIQUE (model, config_fp, prompt_id)
+);
+CREATE INDEX IF NOT EXISTS responses_request_fp ON responses (request_fp);
+"""
