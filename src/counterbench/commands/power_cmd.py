@@ -11,7 +11,6 @@ import typer
 
 from counterbench.commands.common import LanguageOpt, PresetOpt, QuestionVariantOpt, UseCaseOpt, filters_from_options
 from counterbench.errors import UserError
-from counterbench.stats.inference import MIN_SLOTS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,6 +90,8 @@ def _print(frame: pd.DataFrame, power: float) -> None:
         if not pooled.empty:
             low, high = pooled["mde_less"].min(), pooled["mde_less"].max()
             span = f"{low:.1f}%" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}%"
+            from counterbench.stats.inference import MIN_SLOTS
+
             console.print(f"Averaged over use cases, one identity offered {span} less than the other is found "
                           f"{power:.0%} of the time; smaller gaps are likely to read 'no gap beyond noise'. "
                           f"'too few': fewer than {MIN_SLOTS} matched prompts, not tested.")
