@@ -56,7 +56,7 @@ def test_one_unit_per_chart_named_by_use_case_and_viewer_links(tmp_path: Path) -
     assert sorted(charts) == ["Shortlist: difference from the reference (95% CI)",
                               "Suitability: difference from the reference (95% CI)"]
     for svg in re.findall(r'<svg[^>]*aria-label="[^"]*difference from the reference.*?</svg>', html, re.S):
-        units = set(re.findall(r"difference \((percentage points|points)\)", svg))
+        units = set(re.findall(r"difference \((percentage points[^)]*|points)\)", svg))
         assert len(units) == 1, units  # one unit on each axis
     links = re.findall(r'href="(http://127\.0\.0\.1:8765/slots\?[^"]*)"', html)
     assert links and all("use_case=" in link for link in links)
