@@ -15,10 +15,11 @@ Heavy parts are imported on first use, so ``import counterbench`` stays cheap.
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from counterbench.errors import UserError
-from counterbench.prompts import PromptFilters, build_prompts, prompts
 from counterbench.version import __version__
 
 if TYPE_CHECKING:
@@ -26,10 +27,14 @@ if TYPE_CHECKING:
     from counterbench.options import GenerationOptions, RunOptions
     from counterbench.parse import parse_answer
     from counterbench.pipeline import audit, run_prompts
+    from counterbench.prompts import PromptFilters, build_prompts, prompts
     from counterbench.report.api import write_report
     from counterbench.run.results import load_results
 
 _LAZY = {
+    "PromptFilters": "counterbench.prompts",
+    "build_prompts": "counterbench.prompts",
+    "prompts": "counterbench.prompts",
     "analyze": "counterbench.analyses.api",
     "parse_answer": "counterbench.parse",
     "write_report": "counterbench.report.api",
@@ -63,3 +68,19 @@ def __getattr__(name: str) -> Any:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'counterbench' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """The package module, whose ``prompts`` stays the function ``prompts()``.
+
+    Importing the submodule :mod:`counterbench.prompts` sets the package attribute ``prompts`` to
+    that module; this keeps the attribute free, so :func:`__getattr__` gives the function.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "prompts" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from counterbench.errors import UserError
-from counterbench.prompts import PromptFilters
+
+if TYPE_CHECKING:
+    from counterbench.prompts import PromptFilters
 
 UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep this use case (repeatable).")]
 LanguageOpt = Annotated[
@@ -49,6 +51,8 @@ def filters_from_options(
     preset: str | None = None,
 ) -> PromptFilters:
     """Turn CLI option values into :class:`PromptFilters` (empty lists mean "all")."""
+    from counterbench.prompts import PromptFilters
+
     if sample_slots is not None and sample_slots < 1:
         raise UserError(f"--sample-slots must be at least 1, got {sample_slots}")
     if seed < 0:

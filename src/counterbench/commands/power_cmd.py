@@ -11,7 +11,6 @@ import typer
 
 from counterbench.commands.common import LanguageOpt, PresetOpt, QuestionVariantOpt, UseCaseOpt, filters_from_options
 from counterbench.errors import UserError
-from counterbench.stats.inference import MIN_SLOTS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -132,6 +131,8 @@ def _print(frame: pd.DataFrame, power: float) -> None:
         console.print(table)
         pooled = part[(part["use_case"] == "all use cases") & part["testable"].astype(bool)]
         if not pooled.empty:
+            from counterbench.stats.inference import MIN_SLOTS
+
             low, high = pooled[column].min(), pooled[column].max()
             if unit.relative:
                 span = f"{low:.1f}%" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}%"
