@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from counterbench.stats.zbias import zscore_within
+from counterbench.stats.zbias import mab_mdb, zscore_within
 
 CONVENTIONS = ("counterbench", "paper")
 
@@ -65,22 +65,9 @@ def paper_group_scores(frame: pd.DataFrame, cell_cols: Sequence[str], attributes
 
 
 def paper_bias(scores: pd.DataFrame, cell_cols: Sequence[str]) -> pd.DataFrame:
-    """Eq. 3–4 and Table 4's extreme group per cell × attribute from :func:`paper_group_scores`."""
-    keys = [*cell_cols, "attribute"]
-    columns = [*keys, "n_levels", "mab_z", "mdb_z", "mab", "mdb", "extreme_level", "extreme_dev_z", "extreme_dev",
-               "max_abs_z"]
-    if scores.empty:
-        return pd.DataFrame(columns=columns)
-    grouped = scores.groupby(keys, sort=False, observed=True, dropna=False)
-    out = grouped.agg(n_levels=("level", "count"), mab_z=("mean_z", lambda s: s.abs().mean()),
-                      zmax=("mean_z", "max"), zmin=("mean_z", "min"), mab=("dev", lambda s: s.abs().mean()),
-                      rmax=("mean", "max"), rmin=("mean", "min")).reset_index()
-    out["mdb_z"] = out["zmax"] - out["zmin"]
-    out["mdb"] = out["rmax"] - out["rmin"]
-    absolute = scores.assign(_abs=scores["mean_z"].abs())
-    idx = absolute.groupby(keys, sort=False, observed=True, dropna=False)["_abs"].idxmax()
-    extreme = scores.loc[idx.to_numpy(), [*keys, "level", "mean_z", "dev"]].rename(
-        columns={"level": "extreme_level", "mean_z": "extreme_dev_z", "dev": "extreme_dev"})
-    out = out.merge(extreme, on=keys, how="left")
-    out["max_abs_z"] = np.abs(out["extreme_dev_z"].to_numpy(np.float64))
-    return out[columns].sort_values("mab_z", ascending=False, kind="mergesort").reset_index(drop=True)
+    """Eq. 3–4 and Table 4's extreme group per cell × attribute from :func:`paper_group_scores`: the shared
+    MAB/MDB (:func:`counterbench.stats.zbias.mab_mdb`) on scores whose ``dev_z`` is the level's own z (the
+    paper centres MAB on 0), plus ``max_abs_z``."""
+    out = mab_mdb(scores, cell_cols)
+    out["max_abs_z"] = np.abs(pd.to_numeric(out["extreme_dev_z"], errors="coerce").to_numpy(np.float64))
+    return out
