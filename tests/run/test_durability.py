@@ -49,18 +49,21 @@ def _runqueue_wait_s(pid: int) -> float | None:
         return None
 
 
-def _waits_before_kill(pid: int) -> list[tuple[float, float]]:
-    """``(time, run-queue wait so far)`` of ``pid`` every SAMPLE_S for LOOKBACK_S (empty without schedstat)."""
+def _waits_until_kill(pid: int, started: object, delay: float) -> list[tuple[float, float]]:
+    """``(time, run-queue wait so far)`` of ``pid`` every SAMPLE_S from now until ``delay`` seconds after
+    ``started()`` first turns true (the run's first request reached the server); empty without schedstat."""
     samples: list[tuple[float, float]] = []
-    end = time.time() + LOOKBACK_S
+    end: float | None = None
     while True:
         wait = _runqueue_wait_s(pid)
-        if wait is None:
-            return []
-        samples.append((time.time(), wait))
-        if samples[-1][0] >= end:
+        now = time.time()
+        if wait is not None:
+            samples.append((now, wait))
+        if end is None and started():  # type: ignore[operator]
+            end = now + delay
+        if end is not None and now >= end:
             return samples
-        time.sleep(SAMPLE_S)
+        time.sleep(min(SAMPLE_S, max(0.0, end - now)) if end is not None else 0.002)
 
 
 def _allowed(written_at: float, samples: list[tuple[float, float]], at_kill: float) -> float:
@@ -89,6 +92,16 @@ def _stored(store: Path) -> dict[str, tuple[object, ...]]:
         rows = conn.execute("SELECT prompt_id, response, status, finished_at FROM responses").fetchall()
     assert len(rows) == len({r[0] for r in rows}), "duplicate rows"
     return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def _answers_without_prompt(store: Path) -> int:
+    """Stored answers whose prompt row is not stored (the prompt table is committed during the run)."""
+    if not store.exists():
+        return 0
+    with sqlite3.connect(store) as conn:
+        return int(conn.execute("SELECT count(*) FROM responses r LEFT JOIN prompts p "
+                                "ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash "
+                                "WHERE p.prompt_id IS NULL").fetchone()[0])
 
 
 def _count(store: Path) -> int:
@@ -121,30 +134,33 @@ def test_kill_minus_nine_twenty_times_loses_nothing_and_resends_only_what_was_in
     rng = random.Random(20261201)
     starved: list[float] = []  # per kill: the client's run-queue wait in the last LOOKBACK_S
     lost_ages: list[float] = []  # age at the kill of every reply written but not stored
-    excess: list[tuple[float, float]] = []  # (age, allowed) of lost replies older than allowed
+    excess: list[tuple[float, float, str]] = []  # (age, allowed, kind of kill) of lost replies older than allowed
     with run_in_thread(LoggingServer(FaultConfig(latency_ms=15))) as server:
         log = server.server  # type: ignore[attr-defined]
         args = _run_args(tmp_path, server, table, store, concurrency=8)
         seen: dict[str, tuple[object, ...]] = {}
         allowance = 0
-        for _ in range(KILLS):
+        for kill in range(KILLS):
             before = len(log.snapshot())
             proc = _popen(args, tmp_path)
-            _wait_for(lambda: len(log.snapshot()) > before or proc.poll() is not None)  # noqa: B023
-            time.sleep(rng.uniform(0.0, 0.2))  # then LOOKBACK_S of sampling
-            samples = _waits_before_kill(proc.pid)
+            # every other kill within the run's first 100 ms (its first replies), the others later
+            delay = rng.uniform(0.0, 0.1) if kill % 2 else rng.uniform(0.1, 0.4)
+            samples = _waits_until_kill(proc.pid, lambda: len(log.snapshot()) > before or proc.poll() is not None,  # noqa: B023
+                                        delay)
             killed_at = time.time()
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
             assert proc.returncode == -signal.SIGKILL, "the run finished before the kill: use more prompts"
             at_kill = samples[-1][1] if samples else 0.0
-            starved.append(at_kill - samples[0][1] if samples else 0.0)
+            recent = [wait for at, wait in samples if at >= killed_at - LOOKBACK_S]
+            starved.append(at_kill - recent[0] if recent else 0.0)
             time.sleep(0.1)  # requests the killed client sent just before the kill reach the server
             events = log.snapshot()[before:]
             in_flight, _ = exposure_at(events, killed_at, 0.0)
             replies = [e for e in events if e.kind == "sent" and e.at <= killed_at]
             allowance += in_flight + sum(killed_at - e.at <= _allowed(e.at, samples, at_kill) for e in replies)
             now = _stored(store)
+            assert not _answers_without_prompt(store), "a stored answer has no stored prompt"
             changed = [pid for pid, row in seen.items() if now.get(pid) != row]
             assert not changed, f"answers lost or changed by a kill: {changed[:5]}"
             for event in replies:
@@ -152,7 +168,8 @@ def test_kill_minus_nine_twenty_times_loses_nothing_and_resends_only_what_was_in
                     lost_ages.append(killed_at - event.at)
                     allowed = _allowed(event.at, samples, at_kill)
                     if killed_at - event.at > allowed:
-                        excess.append((killed_at - event.at, allowed))
+                        when = "early" if kill % 2 else "late"
+                        excess.append((round(killed_at - event.at, 4), round(allowed, 4), when))
             seen = now
         assert 0 < len(seen) < n
         done = subprocess.run([sys.executable, "-m", "counterbench.cli", *args[:-3], "--concurrency", "64",

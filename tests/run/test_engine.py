@@ -305,11 +305,11 @@ def test_store_failure_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest
     original = Store.write_responses
     calls = {"n": 0}
 
-    def flaky(self: Store, rows: list[tuple[object, ...]]) -> None:
+    def flaky(self: Store, rows: list[tuple[object, ...]], prompts: list[tuple[object, ...]] = ()) -> None:  # type: ignore[assignment]
         calls["n"] += 1
         if calls["n"] > 2:
             raise UserError(f"cannot write store {self.path}: disk I/O error")
-        original(self, rows)
+        original(self, rows, prompts)
 
     monkeypatch.setattr(Store, "write_responses", flaky)
     store = tmp_path / "s.db"

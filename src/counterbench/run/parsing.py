@@ -18,6 +18,7 @@ The run engine, ``counterbench import`` and ``counterbench parse`` all go throug
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,12 @@ class ResponseParser:
             break
         self._keys[cache_key] = chosen
         return chosen
+
+    def warm_up(self, kinds: Iterable[tuple[str | None, str | None]]) -> None:
+        """Resolve and exercise the parser of every ``(use_case, answer_type)`` before the first request:
+        its rules and patterns load here (tens of ms), not while the first replies wait for their commit."""
+        for use_case, answer_type in set(kinds):
+            self.parse("### 1", "stop", self.key_for(use_case, answer_type))
 
     def parse(self, text: str | None, finish_reason: str | None, key: str | None) -> Parsed:
         if finish_reason == "length":

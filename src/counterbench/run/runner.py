@@ -26,6 +26,7 @@ from counterbench.models.base import Backend, GenerationConfig, endpoint_of
 from counterbench.models.labels import model_spec
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.options import RunOptions
+from counterbench.run.checkpoints import WalCheckpointer
 from counterbench.run.costs import load_price_table
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits
@@ -173,7 +174,7 @@ async def arun_prompts(
                     if not opts.same_model:  # a moved endpoint is the endpoint check's: URLs are not compared
                         _check_model_spec(store_obj, b.name, model_spec(b))
                 store_obj.save_config(config_fp, config.as_dict())
-                _save_new_prompts(store_obj, records)  # before the first request is sent
+                new_prompts = _new_prompts(store_obj, records)  # committed while the first requests are in flight
                 largest = max(i.est_input_tokens + config.for_prompt(i.max_tokens).max_tokens for i in items)
                 largest = max(largest, max(i.est_input_tokens for i in items) + (bigger.max_tokens if bigger else 0))
                 lanes = [
@@ -198,6 +199,8 @@ async def arun_prompts(
                 lane.counters.skipped = lane.work.already_done
             window = DEFAULT_WINDOW_S if opts.commit_window is None else opts.commit_window
             writer = BatchWriter(store_obj, max_rows=opts.batch_rows, window=window)
+            writer.save_prompts(new_prompts)  # in chunks once the engine runs; an answer brings its own
+            parser.warm_up((item.use_case, item.answer_type) for item in items)  # not on the first reply
             display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off")
             engine = engine_class(ray_opts)(
                 lanes,
@@ -215,10 +218,11 @@ async def arun_prompts(
             watch_notices(backends, display.message)
             # the set-up's objects (prompt table, plan) move to the permanent generation: a full garbage
             # collection over them stalled the event loop for 10-20 ms, holding replies back from their commit
-            gc.collect()
+            # (no collection first: one took 60-200 ms before the first request)
             gc.freeze()
             try:
-                status = await engine.run()
+                with WalCheckpointer(store_obj.conn, store_obj.path):
+                    status = await engine.run()
             finally:
                 gc.unfreeze()
                 display.stop()
@@ -279,12 +283,10 @@ def _failure_message(failure: UserError, unsaved: Path | None, n_unsaved: int) -
     return f"{failure}; every answer received is in the store — rerun to resume"
 
 
-def _save_new_prompts(store: Store, records: list[tuple[Any, ...]]) -> None:
-    """Insert the prompt rows the store lacks (a resumed run inserts nothing)."""
+def _new_prompts(store: Store, records: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The prompt rows the store lacks (a resumed run has none)."""
     known = store.prompt_hashes()
-    new = [rec for rec in records if rec[1] not in known.get(rec[0], ())]
-    if new:
-        store.save_prompts(new)
+    return [rec for rec in records if rec[1] not in known.get(rec[0], ())]
 
 
 def _check_endpoint(store: Store, model: str, endpoint: str | None) -> None:

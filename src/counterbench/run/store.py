@@ -67,6 +67,8 @@ INSERT_RESPONSE_SQL = (
     + ", ".join(f"'{status}'" for status in RETRYABLE_STATUSES)
     + ")"
 )
+_INSERT_PROMPT_SQL = (f"INSERT OR IGNORE INTO prompts ({', '.join(PROMPT_RECORD_COLUMNS)}) "
+                      f"VALUES ({', '.join('?' * len(PROMPT_RECORD_COLUMNS))})")
 _FINISHED_SQL = "(" + ", ".join(f"'{status}'" for status in FINISHED_STATUSES) + ")"
 
 
@@ -114,10 +116,19 @@ class Store:
         except sqlite3.Error as err:
             raise _store_error(self.path, err) from None
 
-    def write_responses(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Insert response rows (tuples in :data:`RESPONSE_COLUMNS` order) in one transaction."""
-        if rows:
-            self.execute_write(INSERT_RESPONSE_SQL, rows)
+    def write_responses(self, rows: Sequence[Sequence[Any]], prompts: Sequence[tuple[Any, ...]] = ()) -> None:
+        """Insert response rows (tuples in :data:`RESPONSE_COLUMNS` order) in one transaction, with the
+        ``prompts`` rows (tuples in :data:`PROMPT_RECORD_COLUMNS` order) they answer, if not stored yet."""
+        if not prompts:
+            if rows:
+                self.execute_write(INSERT_RESPONSE_SQL, rows)
+            return
+        try:
+            with self.conn:
+                self.conn.executemany(_INSERT_PROMPT_SQL, prompts)
+                self.conn.executemany(INSERT_RESPONSE_SQL, rows)
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err) from None
 
     def write_new_responses(self, rows: Sequence[Sequence[Any]]) -> int:
         """:meth:`write_responses`, returning how many rows were new (the rest were already stored)."""
@@ -139,9 +150,8 @@ class Store:
     def save_prompts(self, records: Iterable[dict[str, Any] | tuple[Any, ...]]) -> None:
         """Insert prompt rows: dicts, or tuples in :data:`PROMPT_RECORD_COLUMNS` order."""
         cols = PROMPT_RECORD_COLUMNS
-        sql = f"INSERT OR IGNORE INTO prompts ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
         rows = [rec if isinstance(rec, tuple) else tuple(rec.get(c) for c in cols) for rec in records]
-        self.execute_write(sql, rows)
+        self.execute_write(_INSERT_PROMPT_SQL, rows)
 
     def start_run(self, kind: str, command: str, config: dict[str, Any], version: str) -> int:
         """Record a new run; refuse when a live process on this host is already running on the store.

@@ -10,6 +10,12 @@ loop thread costs a fraction of a millisecond per batch (no fsync in WAL mode wi
 from the busy event loop for every row of a batch, which delayed commits by tens of milliseconds
 (``benchmarks/commit_latency.py``).
 
+The run's new prompt rows are committed the same way, in small chunks between the loop's rounds, while
+the first requests are in flight (:meth:`BatchWriter.save_prompts`): no request waits for the whole prompt
+table to be stored, and an answer whose prompt row is not committed yet takes it into its own
+transaction — so every stored answer has its prompt, from the first reply on. :meth:`BatchWriter.close`
+commits the prompt rows still waiting (a run stopped early).
+
 After every commit the writer checks that the store file is still the file it opened (same device
 and inode). When it vanished or was replaced, or a write fails (disk full, read-only), the run is
 told to stop (:attr:`BatchWriter.failure`) and every row that is not safely in the store is kept:
@@ -27,7 +33,8 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +45,8 @@ Row = tuple[Any, ...]
 
 #: default group-commit window (seconds): the longest an answer waits before its commit starts
 DEFAULT_WINDOW_S = 0.001
+#: prompt rows per chunk committed between the loop's rounds (a chunk takes under a millisecond)
+PROMPT_CHUNK_ROWS = 64
 
 
 class BatchWriter:
@@ -56,10 +65,46 @@ class BatchWriter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.Handle | None = None
         self._last_commit = 0.0
+        #: prompt rows not committed yet, by (prompt_id, prompt_hash), in the order they are sent
+        self._prompts: dict[tuple[Any, Any], Row] = {}
+        self._prompt_timer: asyncio.Handle | None = None
 
     def attach(self, loop: asyncio.AbstractEventLoop | None) -> None:
         """Commit on a timer of this loop (``None``: every row at once)."""
         self._loop = loop
+        if loop is None:
+            if self._prompt_timer is not None:
+                self._prompt_timer.cancel()
+                self._prompt_timer = None
+        elif self._prompts and self._prompt_timer is None:
+            self._prompt_timer = loop.call_soon(self._on_prompt_chunk)
+
+    def save_prompts(self, records: Sequence[Row]) -> None:
+        """Commit these prompt rows (in :data:`~counterbench.run.store.PROMPT_RECORD_COLUMNS` order) in
+        chunks between the loop's rounds once attached to it, each with its first answer if that comes
+        sooner, and the rest at :meth:`close` (see the module docstring)."""
+        for record in records:
+            self._prompts[(record[0], record[1])] = record
+        if self._loop is not None and self._prompts and self._prompt_timer is None:
+            self._prompt_timer = self._loop.call_soon(self._on_prompt_chunk)
+
+    def _on_prompt_chunk(self) -> None:
+        self._prompt_timer = None
+        self._save_waiting_prompts(PROMPT_CHUNK_ROWS)
+        if self._prompts and self._loop is not None and self.failure is None:
+            self._prompt_timer = self._loop.call_soon(self._on_prompt_chunk)
+
+    def _save_waiting_prompts(self, most: int) -> None:
+        if self.failure is not None or not self._prompts:
+            return
+        keys = list(islice(self._prompts, most))
+        try:
+            self.store.save_prompts([self._prompts[key] for key in keys])
+        except UserError as err:
+            self.failure = err
+            return
+        for key in keys:
+            del self._prompts[key]
 
     def add(self, row: Row) -> None:
         rows = self.rows
@@ -88,14 +133,19 @@ class BatchWriter:
             self._last_commit = time.monotonic()
 
     def close(self) -> None:
-        """Commit everything still buffered and stop using the loop."""
-        self._loop = None
+        """Commit everything still buffered (answers, then prompt rows) and stop using the loop."""
+        self.attach(None)
         self.flush()
+        self._save_waiting_prompts(len(self._prompts))
 
     def _write(self, rows: list[Row]) -> None:
         if self.failure is None:
+            prompts = self._prompts
+            # an answer whose prompt row is still waiting takes it into its own transaction
+            with_prompts = [prompts.pop(key) for key in {(row[0], row[1]) for row in rows} if key in prompts] \
+                if prompts else []
             try:
-                self.store.write_responses(rows)
+                self.store.write_responses(rows, with_prompts)
             except UserError as err:
                 self.failure = err
             else:
