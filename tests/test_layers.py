@@ -37,6 +37,11 @@ LAYERS: dict[str, int] = {
 }
 #: (importing file, imported module) -> why this import goes up a layer (at most 3)
 UPWARD_EXCEPTIONS: dict[tuple[str, str], str] = {}
+#: (room, room) of one layer that must not import each other, and why
+SAME_LAYER_FORBIDDEN: dict[tuple[str, str], str] = {
+    ("report", "viewer"): "the report is a static file; the viewer reads the report's link format "
+                          "(report/links.py), so the viewer depends on the report, never the reverse",
+}
 CORE = [room for room, layer in LAYERS.items() if layer < LAYERS["builtin"]]
 STUDY_WORDS = re.compile(r"rupeebias|hinglish|(?<![.\w])stem\b|hiring|caste", re.IGNORECASE)
 TEXT_SUFFIXES = (".py", ".yaml", ".yml", ".html", ".css", ".js", ".j2")
@@ -104,6 +109,15 @@ def test_imports_go_down() -> None:
                 upward.append(f"{module}:{line} imports {target} ({src} {LAYERS[src]} -> {dst} {LAYERS[dst]})")
     assert not upward, "imports that go up a layer:\n" + "\n".join(upward)
     assert len(UPWARD_EXCEPTIONS) <= 3
+
+
+def test_forbidden_same_layer_arrows() -> None:
+    arrows = []
+    for module, found in imports().items():
+        src = _room(_path(module))
+        arrows += [f"{module}:{line} imports {target}" for line, target in found
+                   if (src, _room(_path(target))) in SAME_LAYER_FORBIDDEN]
+    assert not arrows, "forbidden imports:\n" + "\n".join(arrows)
 
 
 def test_no_import_circle() -> None:

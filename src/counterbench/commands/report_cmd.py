@@ -31,7 +31,7 @@ from counterbench.commands.run_options import (
 )
 from counterbench.errors import UserError
 from counterbench.options import RunOptions
-from counterbench.viewer.links import viewer_command
+from counterbench.report.links import viewer_command
 
 if TYPE_CHECKING:
     import pandas as pd
