@@ -21,6 +21,7 @@ from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
+from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
 from counterbench.errors import UserError
 from counterbench.outcomes import kind_of_answer_type
 from counterbench.studies.base import Study
@@ -218,15 +219,10 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows."""
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
     rows = ot.measured_rows(standard, study.outcomes)
-    slot_columns = list(study.slot_columns)
-    levels, gaps = ot.level_and_gap_tables(rows, study.facets, slot_columns, bootstrap, seed)
-    tables = {
-        "outcome_levels": levels,
-        "outcome_gaps": gaps,
-        "language_gaps": ot.language_gap_table(rows, study.facets, slot_columns, list(study.languages), bootstrap,
-                                               seed),
-        "crossed_regression": ot.crossed_regression(rows, study.facets, slot_columns),
-    }
+    levels, gaps = ot.level_and_gap_tables(rows, study.facets, list(study.slot_columns), bootstrap, seed)
+    tables = {"outcome_levels": levels, "outcome_gaps": gaps}
+    # the registered tables (language shifts, the crossed regression, any a package or a test adds)
+    tables.update(build_registered_tables(TableInputs(rows, study, bootstrap, seed, tables)))
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
     tables.update(probabilities.probability_tables(standard, study, bootstrap, seed, tables))
     return tables
@@ -235,11 +231,8 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
 def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap: int, seed: int,
                      finding_gaps: pd.DataFrame) -> dict[str, Any]:
     """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
-    unsupported = {}
-    if tables["language_gaps"].empty:
-        unsupported["language_gaps"] = "needs answers in at least two of the study's languages for the same slots"
-    if tables["crossed_regression"].empty:
-        unsupported["crossed_regression"] = "only studies with crossed attributes (design.crossed) have it"
+    registered = registered_summary(tables)
+    unsupported = dict(registered["unsupported"])
     if tables["outcome_gaps"].empty:
         unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
     named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
@@ -254,8 +247,10 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
         "findings": probabilities.findings_by_measure(
             outcome_findings.outcome_findings(finding_gaps, dict(study.languages), outcomes=study.outcomes),
             decision, dict(study.languages)),
-        "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | probabilities.descriptions(decision),
+        "tables": ({name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | registered["tables"]
+                   | probabilities.descriptions(decision)),
         "unsupported": unsupported,
+        "added_tables": registered["added_tables"],
     }
 
 
@@ -270,9 +265,10 @@ def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, s
     summary.setdefault("marks", {}).setdefault("families", {}).update(extra["marks"]["families"])
     summary.setdefault("tables", {}).update(extra["tables"])
     unsupported = summary.setdefault("unsupported", {})
-    for name in ot.OUTCOME_TABLES:
+    for name in [*ot.OUTCOME_TABLES, *extra["added_tables"]]:
         unsupported.pop(name, None)
     unsupported.update(extra["unsupported"])
+    summary["added_tables"] = extra["added_tables"]
 
 
 def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int, *,

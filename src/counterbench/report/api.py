@@ -31,6 +31,7 @@ from counterbench.report.sections_answers import answers_section
 from counterbench.report.sections_gaps import KIND_LABELS
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_probabilities import with_probability_sections
+from counterbench.report.sections_registered import registered_sections
 from counterbench.report.sections_study import study_sections
 from counterbench.studies.registry import default_study
 
@@ -66,7 +67,7 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
     own = study_sections(ctx)  # a Python study's own sections
     sections = own + sections
     if has_outcome_tables(data.tables):
-        sections = with_probability_sections(ctx, outcome_sections(ctx)) + sections
+        sections = with_probability_sections(ctx, outcome_sections(ctx)) + registered_sections(ctx) + sections
         if not amount:
             from counterbench.report.sections_consistency import parse_section
 
