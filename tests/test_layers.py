@@ -8,7 +8,9 @@ go down a layer or stay in its own.
 
 The core (everything below ``builtin``) imports no built-in study and names none: the built-in studies
 register themselves through entry points like a third-party package, and the core takes languages,
-axes, groups, pairs, labels and wording from the study object it is given.
+axes, groups, pairs, labels and wording from the study object it is given. The CLI's verbs
+(``commands``, ``cli``) and the Inspect tasks name none either; a study's own verbs live with it
+(``builtin/STUDY/verbs.py``, in the commands layer).
 """
 
 from __future__ import annotations
@@ -43,13 +45,23 @@ SAME_LAYER_FORBIDDEN: dict[tuple[str, str], str] = {
                           "(report/links.py), so the viewer depends on the report, never the reverse",
 }
 CORE = [room for room, layer in LAYERS.items() if layer < LAYERS["builtin"]]
+#: rooms above the built-in studies that name none either: the CLI's verbs and the Inspect tasks take
+#: every study from the registries (a study's own verbs live with it, ``builtin/STUDY/verbs.py``)
+NAME_NO_STUDY = [*CORE, "commands", "cli", "inspect_ext"]
 STUDY_WORDS = re.compile(r"rupeebias|hinglish|(?<![.\w])stem\b|hiring|caste", re.IGNORECASE)
 TEXT_SUFFIXES = (".py", ".yaml", ".yml", ".html", ".css", ".js", ".j2")
 
 
+#: a study's own verbs (``builtin/STUDY/verbs.py``, entry-point group ``counterbench.verbs``) are command-line
+#: code: they sit in the commands layer though they live with their study
+VERB_MODULE = re.compile(r"^builtin/[a-z_]+/verbs\.py$")
+
+
 def _room(path: Path) -> str:
-    first = path.relative_to(PACKAGE).parts[0]
-    return first.removesuffix(".py")
+    relative = path.relative_to(PACKAGE)
+    if VERB_MODULE.match(relative.as_posix()):
+        return "commands"
+    return relative.parts[0].removesuffix(".py")
 
 
 def _module(path: Path) -> str:
@@ -152,9 +164,9 @@ def test_no_import_circle() -> None:
     assert not circles, f"import circles: {circles}"
 
 
-def test_the_core_names_no_builtin_study() -> None:
+def test_the_core_the_verbs_and_the_inspect_tasks_name_no_builtin_study() -> None:
     hits = []
-    for room in CORE:
+    for room in NAME_NO_STUDY:
         target = PACKAGE / room if (PACKAGE / room).is_dir() else PACKAGE / f"{room}.py"
         paths = sorted(target.rglob("*")) if target.is_dir() else [target]
         for path in paths:
@@ -172,6 +184,8 @@ def test_the_checks_can_fail() -> None:
     assert STUDY_WORDS.search("the Hinglish prompts") and STUDY_WORDS.search("STEM study")
     assert not STUDY_WORDS.search("names = {f.stem for f in files}")
     assert LAYERS["analyses"] > LAYERS["stats"] and LAYERS["builtin"] > max(LAYERS[r] for r in CORE)
+    assert _room(PACKAGE / "builtin" / "hiring" / "verbs.py") == "commands"
+    assert _room(PACKAGE / "builtin" / "hiring" / "study.py") == "builtin"
 
 
 def test_no_module_over_400_lines() -> None:
