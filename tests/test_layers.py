@@ -132,6 +132,23 @@ def test_forbidden_same_layer_arrows() -> None:
     assert not arrows, "forbidden imports:\n" + "\n".join(arrows)
 
 
+#: the modules that open a store; the analyses take frames (the pipeline reads the store for them)
+STORE_READERS = ("counterbench.run.store", "counterbench.run.results", "counterbench.run.store_schema")
+STORE_FUNCTIONS = ("load_study_results", "study_models", "load_model_results")
+
+
+def test_the_analyses_take_frames_and_never_open_a_store() -> None:
+    opened = []
+    for module, found in imports().items():
+        if not module.startswith("counterbench.analyses"):
+            continue
+        opened += [f"{module}:{line} imports {target}" for line, target in found if target in STORE_READERS]
+        text = _path(module).read_text(encoding="utf-8")
+        opened += [f"{module} uses {name}" for name in (*STORE_FUNCTIONS, "sqlite3", "open_store")
+                   if re.search(rf"\b{name}\b", text)]
+    assert not opened, "analyses that read a store:\n" + "\n".join(opened)
+
+
 def test_no_import_circle() -> None:
     graph = {m: {t for _, t in found} for m, found in imports().items()}
     index: dict[str, int] = {}

@@ -113,7 +113,7 @@ def analyze_command(
     tau: Annotated[str, typer.Option("--tau", metavar="T", help="Violation@τ threshold in percent (amounts).")] = "10",
 ) -> None:
     """Compute every table of the study's analysis and write them to --out (CSV + Parquet + summary.json)."""
-    from counterbench.analyses.api import analyze
+    from counterbench.pipeline import analyze
 
     started = time.perf_counter()
     n_boot = _whole(bootstrap, "--bootstrap", 0)

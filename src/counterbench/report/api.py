@@ -203,13 +203,14 @@ def analyze_store(
     with_samples: bool = True,
 ) -> ReportInput:
     """Load a store, analyse ``study``'s answers in it, and pick a sample of raw responses: a report input."""
-    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
+    from counterbench.analyses.study import analyze_study, resolve_study
     from counterbench.report.samples import select_samples
+    from counterbench.run.study_results import load_study_results
 
     if not Path(store).is_file():
         raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
     the_study = resolve_study(study)
-    results = load_study_results(store, the_study, models=models, profile=profile or "default")
+    results = load_study_results(store, the_study.name, models=models, profile=profile or "default")
     options: dict[str, Any] = {k: v for k, v in (("profile", profile), ("bootstrap", bootstrap), ("seed", seed),
                                                   ("tau", tau)) if v is not None}
     result = analyze_study(results, the_study, **options)
@@ -260,11 +261,12 @@ def audit_report(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> Any:
     """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
-    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
+    from counterbench.analyses.study import analyze_study, resolve_study
     from counterbench.report.samples import select_samples
+    from counterbench.run.study_results import load_study_results
 
     the_study = resolve_study(study)
-    results = load_study_results(store, the_study, models=models, profile=parse_profile)
+    results = load_study_results(store, the_study.name, models=models, profile=parse_profile)
     results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
     if results.empty:
         raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
