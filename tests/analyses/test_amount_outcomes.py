@@ -21,9 +21,9 @@ import pytest
 import counterbench
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.study import analyze_study
-from counterbench.pipeline import analyze
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import Comparison, OutcomeSpec
+from counterbench.pipeline import analyze
 from counterbench.run.results import load_results
 from counterbench.studies.base import Study
 from counterbench.studies.registry import load_study
