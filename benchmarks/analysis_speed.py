@@ -129,7 +129,7 @@ def _copy_models(store: Path, n_models: int) -> float:
 
 def phase_many(args: argparse.Namespace) -> dict[str, Any]:
     """Child process: ``counterbench.analyze(store)`` on a store of many models (read model by model)."""
-    from counterbench.analyses.api import analyze
+    from counterbench.pipeline import analyze
 
     started = time.perf_counter()
     cpu0 = time.process_time()

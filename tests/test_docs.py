@@ -77,3 +77,37 @@ def test_every_server_family_and_its_default_structured_mode_is_documented() -> 
         assert all(f"`{mode}`" in row for mode in modes if mode not in ("none", default)), (family, row)
         assert f"`{family}`" in readme, family
     assert all(f"`{mode}`" in readme for mode in MODES)
+
+
+def _python_block(doc: str, heading: str, index: int = 0) -> str:
+    """The ``index``-th Python code block under ``heading`` of ``doc``."""
+    section = doc.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n")[1 + index].split("```", 1)[0]
+
+
+def test_the_extending_guide_says_how_to_add_each_thing_and_its_examples_run() -> None:
+    import pandas as pd
+    import typer
+    from typer.testing import CliRunner
+
+    from counterbench.analyses.table_registry import TABLES, TableInputs
+    from counterbench.studies.registry import load_study
+
+    doc = (REPO / "docs" / "extending.md").read_text()
+    for heading in ("## A Python study", "## An outcome kind", "## A table", "## A backend", "## A verb"):
+        assert heading in doc, heading
+    table: dict[str, object] = {}
+    exec(_python_block(doc, "## A table"), table)  # the guide's own example
+    try:
+        spec = TABLES.get("answer_range")
+        rows = pd.DataFrame({"model": "m", "use_case": "u", "identifier": ["a", "a", "b"], "y": [1.0, 4.0, 2.0]})
+        built = spec.build(TableInputs(rows, load_study("rupeebias"), 0, 0, {})).set_index("identifier")
+        assert built.loc["a", "answer_range"] == 3.0 and built.loc["b", "answer_range"] == 0.0
+    finally:
+        TABLES.unregister("answer_range")
+    verb: dict[str, object] = {}
+    exec(_python_block(doc, "## A verb"), verb)
+    app = typer.Typer()
+    verb["register"](app)  # type: ignore[operator]
+    done = CliRunner().invoke(app, ["mytool", "materials", "--out", "m.jsonl"])
+    assert done.exit_code == 0 and "wrote m.jsonl" in done.output

@@ -8,7 +8,9 @@ go down a layer or stay in its own.
 
 The core (everything below ``builtin``) imports no built-in study and names none: the built-in studies
 register themselves through entry points like a third-party package, and the core takes languages,
-axes, groups, pairs, labels and wording from the study object it is given.
+axes, groups, pairs, labels and wording from the study object it is given. The CLI's verbs
+(``commands``, ``cli``) and the Inspect tasks name none either; a study's own verbs live with it
+(``builtin/STUDY/verbs.py``, in the commands layer).
 """
 
 from __future__ import annotations
@@ -37,14 +39,29 @@ LAYERS: dict[str, int] = {
 }
 #: (importing file, imported module) -> why this import goes up a layer (at most 3)
 UPWARD_EXCEPTIONS: dict[tuple[str, str], str] = {}
+#: (room, room) of one layer that must not import each other, and why
+SAME_LAYER_FORBIDDEN: dict[tuple[str, str], str] = {
+    ("report", "viewer"): "the report is a static file; the viewer reads the report's link format "
+                          "(report/links.py), so the viewer depends on the report, never the reverse",
+}
 CORE = [room for room, layer in LAYERS.items() if layer < LAYERS["builtin"]]
+#: rooms above the built-in studies that name none either: the CLI's verbs and the Inspect tasks take
+#: every study from the registries (a study's own verbs live with it, ``builtin/STUDY/verbs.py``)
+NAME_NO_STUDY = [*CORE, "commands", "cli", "inspect_ext"]
 STUDY_WORDS = re.compile(r"rupeebias|hinglish|(?<![.\w])stem\b|hiring|caste", re.IGNORECASE)
 TEXT_SUFFIXES = (".py", ".yaml", ".yml", ".html", ".css", ".js", ".j2")
 
 
+#: a study's own verbs (``builtin/STUDY/verbs.py``, entry-point group ``counterbench.verbs``) are command-line
+#: code: they sit in the commands layer though they live with their study
+VERB_MODULE = re.compile(r"^builtin/[a-z_]+/verbs\.py$")
+
+
 def _room(path: Path) -> str:
-    first = path.relative_to(PACKAGE).parts[0]
-    return first.removesuffix(".py")
+    relative = path.relative_to(PACKAGE)
+    if VERB_MODULE.match(relative.as_posix()):
+        return "commands"
+    return relative.parts[0].removesuffix(".py")
 
 
 def _module(path: Path) -> str:
@@ -106,6 +123,32 @@ def test_imports_go_down() -> None:
     assert len(UPWARD_EXCEPTIONS) <= 3
 
 
+def test_forbidden_same_layer_arrows() -> None:
+    arrows = []
+    for module, found in imports().items():
+        src = _room(_path(module))
+        arrows += [f"{module}:{line} imports {target}" for line, target in found
+                   if (src, _room(_path(target))) in SAME_LAYER_FORBIDDEN]
+    assert not arrows, "forbidden imports:\n" + "\n".join(arrows)
+
+
+#: the modules that open a store; the analyses take frames (the pipeline reads the store for them)
+STORE_READERS = ("counterbench.run.store", "counterbench.run.results", "counterbench.run.store_schema")
+STORE_FUNCTIONS = ("load_study_results", "study_models", "load_model_results")
+
+
+def test_the_analyses_take_frames_and_never_open_a_store() -> None:
+    opened = []
+    for module, found in imports().items():
+        if not module.startswith("counterbench.analyses"):
+            continue
+        opened += [f"{module}:{line} imports {target}" for line, target in found if target in STORE_READERS]
+        text = _path(module).read_text(encoding="utf-8")
+        opened += [f"{module} uses {name}" for name in (*STORE_FUNCTIONS, "sqlite3", "open_store")
+                   if re.search(rf"\b{name}\b", text)]
+    assert not opened, "analyses that read a store:\n" + "\n".join(opened)
+
+
 def test_no_import_circle() -> None:
     graph = {m: {t for _, t in found} for m, found in imports().items()}
     index: dict[str, int] = {}
@@ -138,9 +181,9 @@ def test_no_import_circle() -> None:
     assert not circles, f"import circles: {circles}"
 
 
-def test_the_core_names_no_builtin_study() -> None:
+def test_the_core_the_verbs_and_the_inspect_tasks_name_no_builtin_study() -> None:
     hits = []
-    for room in CORE:
+    for room in NAME_NO_STUDY:
         target = PACKAGE / room if (PACKAGE / room).is_dir() else PACKAGE / f"{room}.py"
         paths = sorted(target.rglob("*")) if target.is_dir() else [target]
         for path in paths:
@@ -158,6 +201,8 @@ def test_the_checks_can_fail() -> None:
     assert STUDY_WORDS.search("the Hinglish prompts") and STUDY_WORDS.search("STEM study")
     assert not STUDY_WORDS.search("names = {f.stem for f in files}")
     assert LAYERS["analyses"] > LAYERS["stats"] and LAYERS["builtin"] > max(LAYERS[r] for r in CORE)
+    assert _room(PACKAGE / "builtin" / "hiring" / "verbs.py") == "commands"
+    assert _room(PACKAGE / "builtin" / "hiring" / "study.py") == "builtin"
 
 
 def test_no_module_over_400_lines() -> None:

@@ -23,10 +23,9 @@ from counterbench.errors import UserError
 from counterbench.version import __version__
 
 if TYPE_CHECKING:
-    from counterbench.analyses.api import analyze
     from counterbench.options import GenerationOptions, RunOptions
     from counterbench.parse import parse_answer
-    from counterbench.pipeline import audit, run_prompts
+    from counterbench.pipeline import analyze, audit, run_prompts
     from counterbench.prompts import PromptFilters, build_prompts, prompts
     from counterbench.report.api import write_report
     from counterbench.run.results import load_results
@@ -35,7 +34,7 @@ _LAZY = {
     "PromptFilters": "counterbench.prompts",
     "build_prompts": "counterbench.prompts",
     "prompts": "counterbench.prompts",
-    "analyze": "counterbench.analyses.api",
+    "analyze": "counterbench.pipeline",
     "parse_answer": "counterbench.parse",
     "write_report": "counterbench.report.api",
     "load_results": "counterbench.run.results",

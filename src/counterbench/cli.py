@@ -58,7 +58,7 @@ def _command_for(args: list[str]) -> tuple[Any, list[str], str]:
     """
     command: Any = typer.main.get_command(app)
     name = "counterbench"
-    while args and args[0] in getattr(command, "commands", {}):  # also `hiring resumes`
+    while args and args[0] in getattr(command, "commands", {}):  # also a group's verbs: `GROUP VERB`
         command, name, args = command.commands[args[0]], f"{name} {args[0]}", args[1:]
     return command, args, name
 

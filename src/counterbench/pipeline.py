@@ -5,7 +5,8 @@ as keywords and works the same in a script and in Jupyter (whose event loop is a
 run then happens on a worker thread with its own loop, and the call still returns the summary).
 Both take their run options as one :class:`~counterbench.options.RunOptions` or as keywords.
 ``counterbench.audit(study, models, ...)`` is the CLI's ``audit``: prompts -> run -> analysis -> report,
-returning an :class:`Audit` that displays as HTML in a notebook.
+returning an :class:`Audit` that displays as HTML in a notebook. ``counterbench.analyze(store, study)``
+reads the study's answers from the store and hands the analyses their frames.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from counterbench.run.runner import run_prompts
 from counterbench.run.sync import run_sync
 
 if TYPE_CHECKING:
+    import pandas as pd
 
     from counterbench.analyses.result import AnalysisResult
     from counterbench.models.base import Backend
     from counterbench.report.api import ReportFiles
     from counterbench.run.runner import RunSummary
 
-__all__ = ["Audit", "GenerationOptions", "RunOptions", "audit", "run_prompts", "run_sync"]
+__all__ = ["Audit", "GenerationOptions", "RunOptions", "analyze", "audit", "run_prompts", "run_sync"]
 
 @dataclass
 class Audit:
@@ -86,3 +88,40 @@ def audit(
     from counterbench.studies.registry import load_study
 
     return Audit(summary, AnalysisResult(data.tables, data.summary, study=load_study(study)), files)
+
+
+def analyze(
+    source: pd.DataFrame | str | Path,
+    study: Any = None,
+    *,
+    models: Sequence[str] | None = None,
+    profile: str = "default",
+    **options: Any,
+) -> AnalysisResult:
+    """Analyse stored responses of ``study`` (a registered name, a study file or a study object): the
+    Python API's ``counterbench.analyze``; the store is read here, the analyses take frames.
+
+    ``source``: a results DataFrame or a store path (re-parsed in memory under ``profile``'s parser).
+    ``models``: keep only these model strings. ``options`` of
+    :func:`~counterbench.analyses.study.analyze_study`: ``bootstrap`` (replicates per interval, 2000),
+    ``seed`` (the base seed of every bootstrap stream, 0), ``tau`` (the Violation@τ threshold of amount
+    outcomes, 10), ``canonical_pairs`` (default the study's). An amount study's store is read one model
+    at a time.
+    """
+    from counterbench.analyses.study import analyze_study, analyze_study_by_model, only_amounts, resolve_study
+    from counterbench.run import study_results as read
+
+    the_study = resolve_study(study)
+    options["profile"] = profile
+    if not isinstance(source, str | Path):
+        return analyze_study(source, the_study, models=models, **options)
+    wanted = list(dict.fromkeys(models)) if models else None
+    if only_amounts(the_study):  # bounded memory: one model's answers at a time
+        from counterbench.analyses.profiles import get_profile
+
+        get_profile(profile)
+        names = wanted or read.study_models(source, the_study.name)
+        return analyze_study_by_model(lambda model: read.load_model_results(source, the_study.name, model, profile),
+                                      names, the_study, **options)
+    results = read.load_study_results(source, the_study.name, models=wanted, profile=profile)
+    return analyze_study(results, the_study, **options)

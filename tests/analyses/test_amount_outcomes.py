@@ -23,6 +23,7 @@ from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.study import analyze_study
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import Comparison, OutcomeSpec
+from counterbench.pipeline import analyze
 from counterbench.run.results import load_results
 from counterbench.studies.base import Study
 from counterbench.studies.registry import load_study
@@ -89,7 +90,7 @@ def _audit(tmp_path: Path, name: str, grouped: bool, penalised: set[str]) -> Aud
         summary = counterbench.run_prompts(table, [f"openai-compatible:{server.base_url}:fake-model"],
                                            store=str(store), handle_signals=False)
     assert summary.complete
-    return Audit(analyze_study(store, study, bootstrap=400, seed=3), store, study)
+    return Audit(analyze(store, study, bootstrap=400, seed=3), store, study)
 
 
 @pytest.fixture(scope="module")

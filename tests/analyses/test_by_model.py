@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from counterbench.analyses.amounts import analyze
-from counterbench.analyses.by_model import analyze_store_by_model, combine_results
+from counterbench.analyses.by_model import analyze_by_model, combine_results
 from counterbench.prompts import prompts
 from counterbench.run.results import load_results
 from tests.analyses.simlaw import PLANTED, simulate_results
@@ -35,13 +35,13 @@ def test_combining_per_model_analyses_equals_the_joint_analysis() -> None:
 def test_a_store_is_read_one_model_at_a_time(sim_store: Path) -> None:
     asked: list[tuple[list[str], int]] = []
 
-    def load(path: Path, models: list[str], profile: str) -> pd.DataFrame:
-        frame = load_results(path, models, profile)
-        asked.append((models, int(frame["model"].nunique())))
+    def load(model: str) -> pd.DataFrame:
+        frame = load_results(sim_store, [model], "default")
+        asked.append(([model], int(frame["model"].nunique())))
         return frame
 
-    by_model = analyze_store_by_model(sim_store, None, profile="default", bootstrap=20, seed=1, tau=10.0,
-                                      canonical_pairs=None, load=load)
+    by_model = analyze_by_model(load, ["sim:biased", "sim:fair"], profile="default", bootstrap=20, seed=1, tau=10.0,
+                                canonical_pairs=None)
     assert asked == [(["sim:biased"], 1), (["sim:fair"], 1)]
     joint = analyze(load_results(sim_store, profile="default"), bootstrap=20, seed=1)
     _same(joint.tables, by_model.tables)

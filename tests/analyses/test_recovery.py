@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from counterbench.analyses.api import analyze
 from counterbench.analyses.result import AnalysisResult
+from counterbench.pipeline import analyze
 from counterbench.studies.registry import load_study
 
 from .simlaw import PLANTED, simulate_results

@@ -69,9 +69,10 @@ def _requested(options: dict[str, Any]) -> dict[str, int]:
 
 
 def test_each_sample_is_sent_with_its_prompts_own_limit_and_the_import_says_so(server: Any, tmp_path: Path) -> None:
-    from counterbench.inspect_ext.tasks import rupeebias, study
+    from counterbench.inspect_ext._registry import STUDY_TASKS
+    from counterbench.inspect_ext.tasks import study
 
-    _eval([study(**GENERATION), study(**RANKING), rupeebias(**RUPEEBIAS)], tmp_path / "logs")
+    _eval([study(**GENERATION), study(**RANKING), STUDY_TASKS["rupeebias"](**RUPEEBIAS)], tmp_path / "logs")
     expected = {**_requested(GENERATION), **_requested(RANKING), **_requested(RUPEEBIAS)}
     assert len(expected) == 3 + 3 + 12
     assert _received(server) == expected

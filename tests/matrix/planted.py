@@ -3,7 +3,8 @@
 The rule reads only the prompt text (outside the simulated models): the prompt's use case is told by
 its outcome kind's instruction, the planted level by a word the prompt states (``Zorland`` for the
 single attribute and crossed designs; the names of group ``north`` when names are grouped). Noise is
-a deterministic function of the prompt, so a run is the same every time.
+a deterministic function of the prompt, so a run is the same every time. The ``choice`` kind's study
+(two applicants per prompt) is a Python study, ``choice_study.py``.
 """
 
 from __future__ import annotations
@@ -37,11 +38,15 @@ class Planted:
     yes_base: float = 0.80
     yes_planted: float = 0.25  # −55 percentage points of "yes"
     words_shift: int = -15  # words
+    choice_share: float = 0.25  # a planted applicant is chosen 25% of the time against another one
+
 
     def truth(self, kind: str) -> float:
         """The planted gap (comparison − reference) in the unit the gap table reports."""
         return {"amount": (self.amount_factor - 1) * 100, "rate": self.rate_shift, "score": self.score_shift,
-                "label": (self.yes_planted - self.yes_base) * 100, "text": float(self.words_shift)}[kind]
+                "label": (self.yes_planted - self.yes_base) * 100, "text": float(self.words_shift),
+                # chosen share of the planted one − of the other, in the pairs that offer both
+                "choice": (2 * self.choice_share - 1) * 100}[kind]
 
 
 OUTCOMES = {
@@ -51,6 +56,8 @@ OUTCOMES = {
     "label": {"kind": "label", "labels": ["yes", "no"]},
     "text": {"kind": "text", "metrics": ["length"]},
 }
+#: the choice use case (a Python study, ``choice_study.py``: two applicants per prompt)
+CHOICE_QUESTION = "Which applicant should get the loan?"
 QUESTION_OF = {
     "amount": "What monthly loan instalment in INR should they be offered?",
     "rate": "What interest rate should they be offered?",
@@ -107,6 +114,8 @@ def _normal(*parts: str) -> float:
 
 
 def _kind_of(system: str, user: str) -> str:
+    if CHOICE_QUESTION in user:
+        return "choice"
     for kind, question in QUESTION_OF.items():
         if question in user:
             return kind
@@ -122,6 +131,8 @@ def reply(planted: Planted | None):
 
     def answer(system: str, user: str) -> str:
         kind = _kind_of(system, user)
+        if kind == "choice":
+            return _choose(planted, user)
         hit = planted is not None and is_planted(user)
         z = _normal(user, "noise")
         if kind == "amount":
@@ -140,3 +151,13 @@ def reply(planted: Planted | None):
         return " ".join(["word"] * max(words, 1)) + "."
 
     return answer
+
+
+def _choose(planted: Planted | None, user: str) -> str:
+    """A or B: even odds, unless exactly one option is planted (then it gets ``choice_share``)."""
+    options = {line[0]: line[3:] for line in user.splitlines() if line[:3] in ("A: ", "B: ")}
+    hits = {label for label, text in options.items() if is_planted(text)}
+    p_a = 0.5
+    if planted is not None and len(hits) == 1:
+        p_a = planted.choice_share if "A" in hits else 1 - planted.choice_share
+    return "### A" if _uniform(user, "choice") < p_a else "### B"

@@ -1,9 +1,10 @@
 """Per-study analyses: compositions of :mod:`counterbench.stats` into tidy tables (pure, no I/O).
 
-Python API: :func:`counterbench.analyses.api.analyze` (a store path or a results DataFrame →
-:class:`~counterbench.analyses.result.AnalysisResult`). Modules:
+Python API: :func:`counterbench.analyze` (:func:`counterbench.pipeline.analyze`: a store path or a results
+DataFrame → :class:`~counterbench.analyses.result.AnalysisResult`; the pipeline reads the store, the
+analyses get frames). Modules:
 
-- :mod:`.study` — the one store → analysis path, by outcome kind; :mod:`.amounts` —
+- :mod:`.study` — one study's analysis from its results frame, by outcome kind; :mod:`.amounts` —
   ``analyze(results, profile, bootstrap, seed, tau)``: every relative-gap table of an amount study;
   :mod:`.outcome_tables` — the tables of the other outcome kinds (:mod:`.outcome_findings`: their
   marks and finding in words);

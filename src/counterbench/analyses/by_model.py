@@ -1,4 +1,4 @@
-"""The amount analysis of a store one model at a time, so memory grows with one model's answers.
+"""The amount analysis one model at a time, so memory grows with one model's answers.
 
 Every table of :func:`counterbench.analyses.amounts.analyze` is made of per-model cells whose
 numbers depend on that model's answers alone (each cell has its own bootstrap stream, keyed by the
@@ -19,7 +19,6 @@ joint analysis of the same answers.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
 
-__all__ = ["analyze_store_by_model", "combine_results"]
+__all__ = ["analyze_by_model", "combine_results"]
 
 _COUNTS = ("n_responses", "n_ok", "n_out_of_range", "n_out_of_range_excluded", "n_duplicates", "n_values",
            "n_pairs")
@@ -39,36 +38,26 @@ _LISTS = ("languages", "use_cases", "axes", "variants")
 _OUT_OF_RANGE_NOTE = "values outside the plausibility bounds were left out"
 
 
-def store_models(path: Path) -> list[str]:
-    from counterbench.run.store import open_store
-
-    with open_store(path, create=False) as store:
-        return [str(m) for (m,) in store.query("SELECT DISTINCT model FROM responses ORDER BY model")]
-
-
-def analyze_store_by_model(
-    path: Path,
-    models: Sequence[str] | None,
+def analyze_by_model(
+    load: Callable[[str], pd.DataFrame],
+    models: Sequence[str],
     *,
     profile: str,
     bootstrap: int,
     seed: int,
     tau: float,
     canonical_pairs: Mapping[str, tuple[str, str]] | None,
-    load: Callable[[Path, list[str], str], pd.DataFrame] | None = None,
     layout: TableLayout | None = None,
     extra_tables: Callable[[pd.DataFrame], Mapping[str, pd.DataFrame]] | None = None,
 ) -> AnalysisResult:
-    """Analyse the store's ``models`` (default: all) one at a time and combine the tables; ``extra_tables``
-    adds more per-model tables from the same answers (the generic outcome tables, marked within each model)."""
-    from counterbench.run.results import load_results
-
-    read = load or load_results
-    wanted = list(models) if models else store_models(path)
+    """Analyse ``models`` one at a time (``load(model)`` gives that model's results) and combine the tables;
+    ``extra_tables`` adds more per-model tables from the same answers (the generic outcome tables, marked
+    within each model)."""
+    wanted = list(models)
     parts: list[AnalysisResult] = []
     unusable: list[tuple[str, UserError]] = []
     for model in wanted:
-        results = read(path, [model], profile)
+        results = load(model)
         try:
             part = analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                            canonical_pairs=canonical_pairs, layout=layout)
@@ -79,7 +68,7 @@ def analyze_store_by_model(
             unusable.append((model, err))
         del results
     if not parts:
-        raise unusable[0][1] if unusable else UserError(f"store {path} holds no responses")
+        raise unusable[0][1] if unusable else UserError("no responses of these models")
     combined = combine_results(parts)
     for model, _ in unusable:
         combined.summary["notes"].append(f"{model}: no usable standard-prompt answers; left out of the analysis")

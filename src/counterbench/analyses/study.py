@@ -1,16 +1,19 @@
-"""The one path from stored answers to an analysis: filter to one study, analyse by outcome kind.
+"""One study's analysis from its answers: analyse by outcome kind. Pure: frames in, frames out.
 
-``analyze_study(source, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
-Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call. It keeps the rows of
-``study`` only (a store may hold several studies; they are never pooled), runs the ``amount`` analysis
-(:mod:`.amounts`) on amount use cases and the generic outcome tables (:mod:`.outcome_tables`) on every
-use case (amount ones included, in the amount kind's relative unit), and writes the study's own title, languages,
-axes, use cases, canonical pairs and outcome kinds into the summary, from which the report takes its wording.
+``analyze_study(results, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
+Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call, once the pipeline has read
+the study's rows from the store (:mod:`counterbench.run.study_results`; a store may hold several
+studies, they are never pooled). It runs the ``amount`` analysis (:mod:`.amounts`) on amount use cases
+and the generic outcome tables (:mod:`.outcome_tables`, :mod:`.table_registry`) on every use case
+(amount ones included, in the amount kind's relative unit), and writes the study's own title,
+languages, axes, use cases, canonical pairs and outcome kinds into the summary, from which the report
+takes its wording. :func:`analyze_study_by_model` is the same analysis of an amount study one model's
+answers at a time (bounded memory), from a function that gives each model's frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,8 +24,10 @@ from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
+from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
 from counterbench.errors import UserError
 from counterbench.outcomes import kind_of_answer_type
+from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study
 
 
@@ -32,42 +37,15 @@ def resolve_study(study: str | Path | Study | None) -> Study:
     return load_study(study)
 
 
-def results_of_study(results: pd.DataFrame, study: Study) -> pd.DataFrame:
-    """The rows of ``study`` (all rows when the frame has no ``study`` column, e.g. a hand-made one)."""
-    if "study" not in results.columns:
+def select_models(results: pd.DataFrame, models: Sequence[str] | None) -> pd.DataFrame:
+    """The rows of ``models`` (all rows when ``None``); an unknown model is a :class:`UserError`."""
+    if not models:
         return results
-    column = results["study"].astype(object)
-    mine = results[column.eq(study.name) | column.isna()]
-    if mine.empty:
-        present = sorted({str(s) for s in column.dropna().unique()})
-        raise UserError(f"no responses of study {study.name} in these results (studies present: "
-                        f"{', '.join(present) or 'none'}); give the study the answers belong to")
-    return mine.reset_index(drop=True)
-
-
-def load_study_results(source: pd.DataFrame | str | Path, study: Study, *, models: Sequence[str] | None,
-                       profile: str) -> pd.DataFrame:
-    """A store path (re-parsed under ``profile``) or a results frame, reduced to ``study`` and ``models``."""
-    if isinstance(source, str | Path):
-        from counterbench.run.results import load_results
-
-        path = Path(source).expanduser()
-        if not path.is_file():
-            raise UserError(f"store {path} does not exist; run some prompts first "
-                            f"(`counterbench run ... --store {path}`)")
-        results = load_results(path, list(models) if models else None, profile)
-        if results.empty:
-            raise UserError(f"store {path} has no responses yet; run `counterbench run ... --store {path}` first")
-    else:
-        results = source
-        if models:
-            known = [str(m) for m in results["model"].drop_duplicates()] if "model" in results.columns else []
-            unknown = [m for m in models if m not in known]
-            if unknown:
-                raise UserError(f"no responses of model {unknown[0]} in the results "
-                                f"(models: {', '.join(known) or 'none'})")
-            results = results[results["model"].isin(list(models))]
-    return results_of_study(results, study)
+    known = [str(m) for m in results["model"].drop_duplicates()] if "model" in results.columns else []
+    unknown = [m for m in models if m not in known]
+    if unknown:
+        raise UserError(f"no responses of model {unknown[0]} in the results (models: {', '.join(known) or 'none'})")
+    return results[results["model"].isin(list(models))]
 
 
 def _is_amount(results: pd.DataFrame) -> pd.Series:
@@ -78,7 +56,7 @@ def _is_amount(results: pd.DataFrame) -> pd.Series:
 
 
 def analyze_study(
-    source: pd.DataFrame | str | Path,
+    results: pd.DataFrame,
     study: str | Path | Study | None = None,
     *,
     models: Sequence[str] | None = None,
@@ -88,18 +66,14 @@ def analyze_study(
     tau: float = 10.0,
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
-    """Every table of ``study``'s analysis from a store path or a results frame (see module docstring)."""
+    """Every table of ``study``'s analysis from its results frame (see module docstring)."""
     from counterbench.analyses.amounts import analyze as analyze_amounts
     from counterbench.analyses.profiles import get_profile
 
     get_profile(profile)
     the_study = resolve_study(study)
     wanted = list(dict.fromkeys(models)) if models else None
-    if isinstance(source, str | Path) and _only_amounts(the_study):
-        # a store of an amount study is read and analysed one model at a time (bounded memory)
-        return _analyze_amount_store(Path(source).expanduser(), the_study, wanted, profile=profile,
-                                     bootstrap=bootstrap, seed=seed, tau=tau, canonical_pairs=canonical_pairs)
-    results = load_study_results(source, the_study, models=wanted, profile=profile)
+    results = results_of_study(select_models(results, wanted), the_study.name)
     amount_mask = _is_amount(results)
     tables: dict[str, pd.DataFrame] = {}
     summary: dict[str, Any] = {}
@@ -141,41 +115,32 @@ def table_layout(study: Study) -> TableLayout:
     return TableLayout.of(list(study.languages), sizes)
 
 
-def _only_amounts(study: Study) -> bool:
+def only_amounts(study: Study) -> bool:
+    """True when every use case of ``study`` has an amount outcome (its store can be analysed model by model)."""
     outcomes = getattr(study, "outcomes", None) or {}
     return bool(outcomes) and all(spec.kind == "amount" for spec in outcomes.values())
 
 
-def _analyze_amount_store(path: Path, study: Study, models: list[str] | None, *, profile: str, bootstrap: int,
-                          seed: int, tau: float, canonical_pairs: Mapping[str, tuple[str, str]] | None
-                          ) -> AnalysisResult:
-    """The amount analysis of ``study`` from a store, model by model (:mod:`.by_model`), with the study's wording."""
-    from counterbench.analyses.by_model import analyze_store_by_model
-    from counterbench.run.results import load_results
+def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
+                           *, profile: str = "default", bootstrap: int = 2000, seed: int = 0, tau: float = 10.0,
+                           canonical_pairs: Mapping[str, tuple[str, str]] | None = None) -> AnalysisResult:
+    """The amount analysis of ``study``, ``models`` one at a time (:mod:`.by_model`; ``load(model)`` gives that
+    model's results of the study), with the study's wording and the generic outcome tables."""
+    from counterbench.analyses.by_model import analyze_by_model
 
-    if not path.is_file():
-        raise UserError(f"store {path} does not exist; run some prompts first (`counterbench run ... --store {path}`)")
+    the_study = resolve_study(study)
+    pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
 
-    def load(store: Path, wanted: list[str], parse_profile: str) -> pd.DataFrame:
-        return results_of_study(load_results(store, wanted, parse_profile), study)
-
-    if models is None:  # the models that answered this study (a store may hold other studies' models)
-        models = _study_models(path, study.name)
-        if not models:
-            raise UserError(f"no responses of study {study.name} in store {path}; give the study the answers "
-                            "belong to")
-    pairs = dict(study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return outcome_table_frames(results, study, bootstrap, seed)
+        return outcome_table_frames(results, the_study, bootstrap, seed)
 
-    result = analyze_store_by_model(path, models, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                    canonical_pairs=pairs, load=load, layout=table_layout(study),
-                                    extra_tables=outcome_tables)
-    result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, study)
-    _add_outcome_summary(result, study, bootstrap, seed)
+    result = analyze_by_model(load, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                              canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
+    result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, the_study)
+    _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
-    result.summary.update(_study_summary(study, health[["language", "use_case"]]))
-    result.study = study
+    result.summary.update(_study_summary(the_study, health[["language", "use_case"]]))
+    result.study = the_study
     return result
 
 
@@ -190,17 +155,6 @@ def _findings_in_study_words(tables: Mapping[str, pd.DataFrame], summary: Mappin
     present = set(overall["model"].astype(str))
     models = [m for m in summary.get("models", {}) if m in present]
     return findings(tables, models, dict(study.languages))
-
-
-def _study_models(path: Path, study: str) -> list[str]:
-    from counterbench.run.store import open_store
-
-    with open_store(path, create=False) as store:
-        rows = store.query(
-            "SELECT DISTINCT r.model FROM responses r JOIN prompts p "
-            "ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash "
-            "WHERE p.study = ? OR p.study IS NULL ORDER BY r.model", (study,))
-        return [str(m) for (m,) in rows]
 
 
 def _pairs_speak_for_amounts(study: Study) -> bool:
@@ -218,15 +172,10 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows."""
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
     rows = ot.measured_rows(standard, study.outcomes)
-    slot_columns = list(study.slot_columns)
-    levels, gaps = ot.level_and_gap_tables(rows, study.facets, slot_columns, bootstrap, seed)
-    tables = {
-        "outcome_levels": levels,
-        "outcome_gaps": gaps,
-        "language_gaps": ot.language_gap_table(rows, study.facets, slot_columns, list(study.languages), bootstrap,
-                                               seed),
-        "crossed_regression": ot.crossed_regression(rows, study.facets, slot_columns),
-    }
+    levels, gaps = ot.level_and_gap_tables(rows, study.facets, list(study.slot_columns), bootstrap, seed)
+    tables = {"outcome_levels": levels, "outcome_gaps": gaps}
+    # the registered tables (language shifts, the crossed regression, any a package or a test adds)
+    tables.update(build_registered_tables(TableInputs(rows, study, bootstrap, seed, tables)))
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
     tables.update(probabilities.probability_tables(standard, study, bootstrap, seed, tables))
     return tables
@@ -235,11 +184,8 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
 def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap: int, seed: int,
                      finding_gaps: pd.DataFrame) -> dict[str, Any]:
     """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
-    unsupported = {}
-    if tables["language_gaps"].empty:
-        unsupported["language_gaps"] = "needs answers in at least two of the study's languages for the same slots"
-    if tables["crossed_regression"].empty:
-        unsupported["crossed_regression"] = "only studies with crossed attributes (design.crossed) have it"
+    registered = registered_summary(tables)
+    unsupported = dict(registered["unsupported"])
     if tables["outcome_gaps"].empty:
         unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
     named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
@@ -254,13 +200,15 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
         "findings": probabilities.findings_by_measure(
             outcome_findings.outcome_findings(finding_gaps, dict(study.languages), outcomes=study.outcomes),
             decision, dict(study.languages)),
-        "tables": {name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | probabilities.descriptions(decision),
+        "tables": ({name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | registered["tables"]
+                   | probabilities.descriptions(decision)),
         "unsupported": unsupported,
+        "added_tables": registered["added_tables"],
     }
 
 
 def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, seed: int) -> None:
-    """Merge the generic tables' summary into an amount store's analysis (:func:`_analyze_amount_store`)."""
+    """Merge the generic tables' summary into an amount store's analysis (:func:`analyze_study_by_model`)."""
     gaps = result.tables["outcome_gaps"]
     spoken = gaps.iloc[0:0] if _pairs_speak_for_amounts(study) else gaps
     extra = _outcome_summary(result.tables, study, bootstrap, seed, spoken)
@@ -270,9 +218,10 @@ def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, s
     summary.setdefault("marks", {}).setdefault("families", {}).update(extra["marks"]["families"])
     summary.setdefault("tables", {}).update(extra["tables"])
     unsupported = summary.setdefault("unsupported", {})
-    for name in ot.OUTCOME_TABLES:
+    for name in [*ot.OUTCOME_TABLES, *extra["added_tables"]]:
         unsupported.pop(name, None)
     unsupported.update(extra["unsupported"])
+    summary["added_tables"] = extra["added_tables"]
 
 
 def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int, *,

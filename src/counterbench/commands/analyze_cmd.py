@@ -94,7 +94,7 @@ def _print_leaderboard(console: Any, result: AnalysisResult) -> None:
 
 
 def analyze_command(
-    study: Annotated[str, typer.Argument(help="The study to analyse: a registered name (e.g. rupeebias) or a "
+    study: Annotated[str, typer.Argument(help="The study to analyse: a registered name (`counterbench studies`) or a "
                                               "study .yaml. Only its answers in the store are used.")],
     store: Annotated[Path, typer.Option("--store", help="The SQLite store written by `counterbench run`.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the tables (CSV + Parquet) and summary.json.")],
@@ -102,7 +102,7 @@ def analyze_command(
         list[str] | None, typer.Option("--model", "-m", help="Analyse only this model (repeatable); default all.")
     ] = None,
     parse_profile: Annotated[
-        str, typer.Option("--parse-profile", help="Parse rules: default, or rupeebias-v1 (the release's quirks).")
+        str, typer.Option("--parse-profile", help="Parse rules: default, or a study's registered profile.")
     ] = "default",
     bootstrap: Annotated[
         str, typer.Option("--bootstrap", metavar="N", help="Bootstrap replicates per interval (0 = none).")
@@ -113,7 +113,7 @@ def analyze_command(
     tau: Annotated[str, typer.Option("--tau", metavar="T", help="Violation@τ threshold in percent (amounts).")] = "10",
 ) -> None:
     """Compute every table of the study's analysis and write them to --out (CSV + Parquet + summary.json)."""
-    from counterbench.analyses.api import analyze
+    from counterbench.pipeline import analyze
 
     started = time.perf_counter()
     n_boot = _whole(bootstrap, "--bootstrap", 0)

@@ -16,7 +16,7 @@ UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep t
 LanguageOpt = Annotated[
     list[str] | None, typer.Option("--language", help="Keep this language (a code the study declares, e.g. en).")
 ]
-AxisOpt = Annotated[list[str] | None, typer.Option("--axis", help="Keep this axis, e.g. Caste (repeatable).")]
+AxisOpt = Annotated[list[str] | None, typer.Option("--axis", help="Keep this axis, e.g. Religion (repeatable).")]
 IdentifierOpt = Annotated[
     list[str] | None, typer.Option("--identifier", help="Keep this identifier (at least two per axis).")
 ]
@@ -31,7 +31,7 @@ SampleSlotsOpt = Annotated[
     int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.")
 ]
 SeedOpt = Annotated[int, typer.Option("--sample-seed", help="Seed for --sample-slots.")]
-PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset, e.g. quick (870 prompts).")]
+PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset the study declares, e.g. quick.")]
 FromReleaseOpt = Annotated[
     Path | None, typer.Option("--from-release", help="Use the release's own dataset .jsonl files in DIR.")
 ]

@@ -31,7 +31,7 @@ from counterbench.commands.run_options import (
 )
 from counterbench.errors import UserError
 from counterbench.options import RunOptions
-from counterbench.viewer.links import viewer_command
+from counterbench.report.links import viewer_command
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,7 +84,7 @@ def report_command(
     markdown: MarkdownOpt = None,
     model: ModelOpt = None,
     profile: Annotated[
-        str | None, typer.Option("--parse-profile", help="Parse rules with --store: default or rupeebias-v1.")
+        str | None, typer.Option("--parse-profile", help="Parse rules with --store: default or a registered profile.")
     ] = None,
     bootstrap: BootstrapOpt = None,
     seed: Annotated[
@@ -147,9 +147,9 @@ def _only_study(store: Path) -> str:
         raise UserError(f"store {store} holds study {names[0]}; give its study file: "
                         f"`counterbench report PATH/{names[0]}.yaml --store {store}`")
     if not names:
-        from counterbench.builtin import DEFAULT_STUDY
+        from counterbench.studies.registry import default_study
 
-        return DEFAULT_STUDY
+        return default_study()
     raise UserError(f"store {store} holds several studies ({', '.join(sorted(names))}); name the one to report "
                     f"(a registered study or its .yaml), e.g. `counterbench report STUDY --store {store}`")
 
@@ -170,7 +170,7 @@ def _load_store(store: Path, models: list[str] | None, profile: Any) -> pd.DataF
 
 @with_run_options
 def audit_command(
-    study: Annotated[str, typer.Argument(help="A built-in study (e.g. rupeebias) or a study .yaml.")],
+    study: Annotated[str, typer.Argument(help="A registered study (`counterbench studies`) or a study .yaml.")],
     model: ModelOpt = None,
     use_case: UseCaseOpt = None,
     language: LanguageOpt = None,

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 @with_run_options
 def run_command(
     study: Annotated[
-        str | None, typer.Argument(help="A built-in study (e.g. rupeebias) or a study .yaml; or use --prompts.")
+        str | None, typer.Argument(help="A registered study (`counterbench studies`) or a study .yaml; or --prompts.")
     ] = None,
     model: Annotated[
         list[str] | None,
@@ -106,7 +106,8 @@ def _load_table(
             raise UserError("prompt filters apply to a study; filter the file with `counterbench prompts` instead")
         return read_prompt_table(prompts_file)
     if study is None:
-        raise UserError("name a study (e.g. `counterbench run rupeebias --model local`) or give --prompts FILE")
+        raise UserError("name a study (see `counterbench studies`; e.g. `counterbench run STUDY --model local`) "
+                        "or give --prompts FILE")
     return build_prompts(study, filters, from_release=from_release)
 
 
@@ -148,10 +149,14 @@ def models_command(
 
 def import_command(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="Release run files (.jsonl) or folders of them.")
+        list[Path] | None, typer.Argument(help="A study's published run files (.jsonl) or folders of them.")
     ] = None,
     store: StoreOpt = Path("counterbench.db"),
-    profile: Annotated[str, typer.Option("--parse-profile", help="Parse rules: default or rupeebias-v1.")] = "default",
+    profile: Annotated[str, typer.Option("--parse-profile", help="Parse rules: default or a registered profile.")
+                       ] = "default",
+    study: Annotated[
+        str | None, typer.Option("--study", help="Whose run files PATHS are (default: the default study).")
+    ] = None,
     inspect_log: Annotated[
         list[Path] | None,
         typer.Option("--inspect-log", help="Inspect AI eval logs (.eval/.json, or folders) of a counterbench task."),
@@ -160,27 +165,27 @@ def import_command(
         str | None, typer.Option("--label", help="With --inspect-log: the model's name in the store.")
     ] = None,
 ) -> None:
-    """Load the RupeeBias release's run files, or Inspect AI eval logs (--inspect-log), into the store."""
-    from counterbench.builtin.rupeebias.release_import import import_release_runs
-
+    """Load a study's published run files (its registered importer), or Inspect AI eval logs (--inspect-log),
+    into the store."""
     if inspect_log:
         if paths:
-            raise UserError("give release run files or --inspect-log, not both")
+            raise UserError("give run files or --inspect-log, not both")
         from counterbench.inspect_ext.cli import import_inspect
 
         import_inspect(inspect_log, store, label=label, profile=profile)
         return
     if not paths:
-        raise UserError("give release run files (.jsonl) or --inspect-log PATH")
+        raise UserError("give run files (.jsonl) or --inspect-log PATH")
+    from counterbench.run.importers import RUN_IMPORTERS
+    from counterbench.studies.registry import default_study
 
-    report = import_release_runs(paths, store, profile=profile, command=shlex.join(["counterbench", *sys.argv[1:]]))
-    print(f"read {report.records:,} records from {len(report.files)} file(s); stored {report.stored:,} new "
-          f"responses ({report.already_stored:,} already in the store, {report.duplicates:,} duplicate records)")
-    for name, n in sorted(report.by_model.items()):
-        print(f"  {name}: {n:,}")
-    print("  statuses: " + ", ".join(f"{k} {v:,}" for k, v in sorted(report.statuses.items())))
-    for skipped in report.skipped_files:
-        print(f"  skipped {skipped}")
+    name = study or default_study()
+    if name not in RUN_IMPORTERS:
+        known = ", ".join(RUN_IMPORTERS.names()) or "none"
+        raise UserError(f"study {name} has no importer of run files (studies with one: {known})")
+    report = RUN_IMPORTERS.get(name)(paths, store, profile=profile,
+                                     command=shlex.join(["counterbench", *sys.argv[1:]]))
+    print("\n".join(report.lines()))
     print(f"store: {store}")
 
 

@@ -36,7 +36,7 @@ TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling t
 MaxTokensOpt = Annotated[
     int | None,
     typer.Option("--max-tokens", help="Maximum tokens per answer, for every prompt. Default: a prompt's own "
-                 f"requested_max_tokens where it has one (e.g. STEM generation: 512), else {DEFAULT_MAX_TOKENS}."),
+                 f"requested_max_tokens where it has one (e.g. 512 for long answers), else {DEFAULT_MAX_TOKENS}."),
 ]
 GenerationSeedOpt = Annotated[
     int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
@@ -93,7 +93,7 @@ SameModelOpt = Annotated[
                  "then a=sim:biased), and it is the same model: continue them."),
 ]
 ParseProfileOpt = Annotated[
-    str, typer.Option("--parse-profile", help="Parse (and analyse) answers with: default or rupeebias-v1.")
+    str, typer.Option("--parse-profile", help="Parse (and analyse) answers with: default or a registered profile.")
 ]
 EnvFileOpt = Annotated[
     Path | None, typer.Option("--env-file", help="A .env file with API keys and base URLs (never stored).")

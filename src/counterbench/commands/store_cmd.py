@@ -17,7 +17,7 @@ def export_command(
     model: ModelsOpt = None,
     profile: Annotated[
         str | None,
-        typer.Option("--parse-profile", help="Re-parse in the export with these parse rules (default, rupeebias-v1)."),
+        typer.Option("--parse-profile", help="Re-parse in the export with these parse rules (default or a profile)."),
     ] = None,
     with_prompts: Annotated[
         bool, typer.Option("--with-prompts", help="Also write each prompt's system and user text.")
@@ -32,7 +32,7 @@ def export_command(
 
 def parse_command(
     store: StoreOpt = Path("counterbench.db"),
-    profile: Annotated[str, typer.Option("--parse-profile", help="Parse rules: default or rupeebias-v1.")] = "default",
+    profile: Annotated[str, typer.Option("--parse-profile", help="Parse rules: default or a profile.")] = "default",
     model: ModelsOpt = None,
 ) -> None:
     """Re-parse every stored answer (no model is called) and save the new values in the store."""

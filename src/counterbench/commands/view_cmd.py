@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from counterbench.errors import UserError
-from counterbench.viewer.links import DEFAULT_PORT
+from counterbench.report.links import DEFAULT_PORT
 
 
 def view_command(

@@ -129,7 +129,7 @@ def study_task(name: str, filters: PromptFilters, generation: GenerationOptions 
 
 
 def _study(
-    study: str = "rupeebias",
+    study: str | None = None,
     preset: str | None = None,
     use_case: str | Sequence[str] | None = None,
     language: str | Sequence[str] | None = None,
@@ -142,13 +142,18 @@ def _study(
     temperature: float = GenerationOptions.temperature,
     parse_profile: str = "default",
 ) -> Task:
-    """Any counterbench study (a built-in name or a study YAML file) with counterbench's prompt filters."""
+    """Any counterbench study (a registered name or a study YAML file; default: the default study) with
+    counterbench's prompt filters."""
     filters = PromptFilters(use_case=_listed(use_case), language=_listed(language), axis=_listed(axis),
                             identifier=_listed(identifier), variant=_listed(variant),
                             sample_slots=int(sample_slots) if sample_slots else None, seed=int(seed),
                             preset=str(preset) if preset else None)
     generation = GenerationOptions(temperature=float(temperature),
                                    max_tokens=None if max_tokens is None else int(max_tokens))
+    if study is None:
+        from counterbench.studies.registry import default_study
+
+        study = default_study()
     return study_task(study, filters, generation, parse_profile=parse_profile)
 
 
@@ -167,6 +172,13 @@ def _one_study(name: str, doc: str) -> Callable[..., Task]:
 
 
 study = task(name="study")(_study)
-rupeebias = task(name="rupeebias")(
-    _one_study("rupeebias", "The built-in RupeeBias study (``-T preset=quick`` for the 870-prompt subset).")
-)
+
+
+def registered_study_tasks() -> dict[str, Callable[..., Task]]:
+    """One Inspect task per registered study (``counterbench/NAME``), the same ``-T`` options as ``study``
+    but that one; the registry's names only, no study is loaded until its task runs."""
+    from counterbench.studies.registry import STUDIES
+
+    return {name: task(name=name)(_one_study(name, f"The registered counterbench study {name} "
+                                                   "(``-T preset=NAME`` for one of its presets)."))
+            for name in STUDIES.names() if name.isidentifier() and name != "study"}

@@ -1,6 +1,8 @@
 """``choice``: one of N labelled options (``A``/``B``, ``1``..``5``), each standing for something the prompt
 varies — a level, a document, a person. The prompt table says what each option stands for in columns
-``option_<LABEL>`` (e.g. ``option_A = Emily``); the analysis maps the chosen option back to it and
+``option_<LABEL>`` (e.g. ``option_A = Emily``), and what that identity has of its own in columns
+``option_<LABEL>_<column>`` (``option_A_group = north``, ``option_A_age = 50``: the facets of a grouped or
+crossed design compare those); the analysis maps the chosen option back to it and
 compares how often each identity is chosen when it is offered (a win rate, %).
 
 Multi-identity prompts (two documents in two positions, N options) come from a Python study that fills
@@ -8,7 +10,7 @@ those columns; see ``docs/extending.md``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -71,16 +73,26 @@ class ChoiceKind:
                           ("more", "less"), "%", digits=1)
 
 
+def option_attributes(label: str, columns: Iterable[str]) -> dict[str, str]:
+    """``option_<LABEL>_<column>`` -> ``<column>``: what the option's identity has of its own (its group, a
+    crossed attribute such as ``age``), for the facets that compare those columns."""
+    prefix = f"{option_column(label)}_"
+    return {c: c[len(prefix):] for c in columns if c.startswith(prefix) and len(c) > len(prefix)}
+
+
 def chosen_rows(spec: OutcomeSpec, values: pd.DataFrame) -> pd.DataFrame:
-    """One row per (response, offered option): ``identifier`` it stands for, ``position``, ``chosen`` (0/100)."""
+    """One row per (response, offered option): ``identifier`` it stands for, ``position``, ``chosen`` (0/100);
+    the option's own attributes (``option_A_group`` -> ``group``, ...) replace the prompt's columns."""
     index = pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
     parts = []
     for i, label in enumerate(spec.labels):
         column = option_column(label)
         if column not in values.columns:
             continue
-        part = values.drop(columns=["identifier"], errors="ignore").assign(
-            identifier=values[column].astype(object), position=label,
+        own = {target: values[source].astype(object)
+               for source, target in option_attributes(label, values.columns).items()}
+        part = values.drop(columns=["identifier", *own], errors="ignore").assign(
+            identifier=values[column].astype(object), position=label, **own,
             y=np.where(np.isnan(index), np.nan, (index == i).astype(np.float64) * 100.0))
         parts.append(part[part["identifier"].notna()])
     if not parts:

@@ -31,6 +31,7 @@ from counterbench.report.sections_answers import answers_section
 from counterbench.report.sections_gaps import KIND_LABELS
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_probabilities import with_probability_sections
+from counterbench.report.sections_registered import registered_sections
 from counterbench.report.sections_study import study_sections
 from counterbench.studies.registry import default_study
 
@@ -66,7 +67,7 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
     own = study_sections(ctx)  # a Python study's own sections
     sections = own + sections
     if has_outcome_tables(data.tables):
-        sections = with_probability_sections(ctx, outcome_sections(ctx)) + sections
+        sections = with_probability_sections(ctx, outcome_sections(ctx)) + registered_sections(ctx) + sections
         if not amount:
             from counterbench.report.sections_consistency import parse_section
 
@@ -202,13 +203,14 @@ def analyze_store(
     with_samples: bool = True,
 ) -> ReportInput:
     """Load a store, analyse ``study``'s answers in it, and pick a sample of raw responses: a report input."""
-    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
+    from counterbench.analyses.study import analyze_study, resolve_study
     from counterbench.report.samples import select_samples
+    from counterbench.run.study_results import load_study_results
 
     if not Path(store).is_file():
         raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
     the_study = resolve_study(study)
-    results = load_study_results(store, the_study, models=models, profile=profile or "default")
+    results = load_study_results(store, the_study.name, models=models, profile=profile or "default")
     options: dict[str, Any] = {k: v for k, v in (("profile", profile), ("bootstrap", bootstrap), ("seed", seed),
                                                   ("tau", tau)) if v is not None}
     result = analyze_study(results, the_study, **options)
@@ -259,11 +261,12 @@ def audit_report(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> Any:
     """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
-    from counterbench.analyses.study import analyze_study, load_study_results, resolve_study
+    from counterbench.analyses.study import analyze_study, resolve_study
     from counterbench.report.samples import select_samples
+    from counterbench.run.study_results import load_study_results
 
     the_study = resolve_study(study)
-    results = load_study_results(store, the_study, models=models, profile=parse_profile)
+    results = load_study_results(store, the_study.name, models=models, profile=parse_profile)
     results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
     if results.empty:
         raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")

@@ -1,6 +1,6 @@
 """The answers behind a report: one viewer link per model × use case, in every report whatever its study.
 
-Tables that compare identities link their own rows to their slots (:func:`counterbench.viewer.links.link_rows`);
+Tables that compare identities link their own rows to their slots (:func:`counterbench.report.links.link_rows`);
 this section makes sure a report whose sections have no such table — a Python study's own sections, a
 study of any outcome kind — still opens its answers in the viewer, use case by use case.
 """
@@ -12,7 +12,7 @@ import pandas as pd
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Section
-from counterbench.viewer.links import link_rows
+from counterbench.report.links import link_rows
 
 
 def answers_section(ctx: ReportContext) -> Section | None:

@@ -20,9 +20,9 @@ from counterbench.report.document import (
     language_legend,
     unsupported_note,
 )
+from counterbench.report.links import link_rows
 from counterbench.report.svg import nice_ceiling
 from counterbench.stats.inference import MIN_SLOTS, too_few_text
-from counterbench.viewer.links import link_rows
 
 KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "real": "real"}
 PAIR_LABEL = "95% CI, pairs (paper's method)"

@@ -15,9 +15,9 @@ from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, series_color
+from counterbench.report.links import link_rows
 from counterbench.report.sections_gaps import mark_col
 from counterbench.stats.inference import MIN_SLOTS
-from counterbench.viewer.links import link_rows
 
 FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
 MARK_RULE = (

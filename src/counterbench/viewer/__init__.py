@@ -5,12 +5,12 @@
     from counterbench.viewer import serve
     serve("counterbench.db")            # http://127.0.0.1:8765, Ctrl-C to stop
 
-:mod:`~counterbench.viewer.links` (no web dependencies) builds the URLs the report links to.
+:mod:`~counterbench.report.links` (no web dependencies) builds the URLs the report links to.
 """
 
 from __future__ import annotations
 
-from counterbench.viewer.links import DEFAULT_BASE, DEFAULT_HOST, DEFAULT_PORT, slots_url
+from counterbench.report.links import DEFAULT_BASE, DEFAULT_HOST, DEFAULT_PORT, slots_url
 
 __all__ = ["DEFAULT_BASE", "DEFAULT_HOST", "DEFAULT_PORT", "serve", "slots_url"]
 

@@ -36,9 +36,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from counterbench.outcomes.units import GapUnit
+from counterbench.report.links import query_string
 from counterbench.report.visible import show_controls
 from counterbench.viewer.catalog import FILTERS, PAGE_SIZE, SLOT_KEY, Answer, Catalog
-from counterbench.viewer.links import query_string
 
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
        "frame-ancestors 'none'")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from counterbench.errors import UserError
-from counterbench.viewer.links import DEFAULT_HOST, DEFAULT_PORT
+from counterbench.report.links import DEFAULT_HOST, DEFAULT_PORT
 
 
 def analysis_aliases() -> dict[str, dict[str, str]]:

@@ -1,5 +1,7 @@
 """``counterbench import``: load the published RupeeBias release's run files into a store (spec §4).
 
+Registered as the study's run-file importer (entry-point group ``counterbench.run_importers``).
+
 A run file is JSON lines, one record per request, named
 ``<task>[_implicit]_<en|hinglish>[_fairness]_<model>_<temperature>[_retried].jsonl``, with
 ``id, language, axis, identifier_value, profile_id, question_variant_id, model, prompt, response,
@@ -69,6 +71,15 @@ class ImportReport:
     duplicates: int = 0
     by_model: dict[str, int] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """What was read and stored, for the terminal (``counterbench import``)."""
+        out = [f"read {self.records:,} records from {len(self.files)} file(s); stored {self.stored:,} new "
+               f"responses ({self.already_stored:,} already in the store, {self.duplicates:,} duplicate records)"]
+        out += [f"  {name}: {n:,}" for name, n in sorted(self.by_model.items())]
+        out.append("  statuses: " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.statuses.items())))
+        out += [f"  skipped {skipped}" for skipped in self.skipped_files]
+        return out
 
 
 def find_run_files(paths: Sequence[Path | str]) -> tuple[list[Path], list[str]]:

@@ -6,6 +6,9 @@ The report is a static file; its links point at the viewer's default address
 it: the row's model, language, use case and axis (whichever of them the table has), restricted to
 the identifiers the row compares (the canonical pair, or the top and bottom identifier of a maximum
 gap). Nothing here names a study.
+
+The report owns this URL format and the viewer reads it from here (``viewer`` imports ``report``,
+never the reverse; ``tests/test_layers.py`` checks it).
 """
 
 from __future__ import annotations

@@ -1,0 +1,131 @@
+"""The registry of analysis tables beyond the gaps and levels: one declaration and one function each.
+
+A table is a :class:`TableSpec` — its name, its columns, what one row is, the report's title for it —
+and one function that builds it from :class:`TableInputs` (the measured answers of the study's use
+cases, the study, the bootstrap settings and the tables built before it). :data:`TABLES` is a
+:class:`counterbench.registry.Registry` like the outcome kinds' (group ``counterbench.tables``): a
+package registers a table with an entry point, code with ``TABLES.register(name, spec)``, and every
+study's generic analysis (:func:`counterbench.analyses.study.analyze_study`) builds it, the analysis
+folder holds its CSV, and the report shows it (a section of its own unless ``report_section`` is
+false because the report already has one; ``report/sections_registered.py``).
+
+Decisions:
+
+- Tables are built in registry order (code first, then entry points) after ``outcome_levels`` and
+  ``outcome_gaps`` (one bootstrap pass gives both), so a table can build on those.
+- A table is conformed to its declared columns (missing ones are added empty, others dropped); an
+  empty table is kept, with ``empty_reason`` in the summary's ``unsupported`` for the report.
+- A table with a ``model`` column is built on every model's answers at once (its marks are the
+  function's business); the amount store path builds it one model at a time, like the gap tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from counterbench.analyses import outcome_tables as ot
+from counterbench.registry import Registry
+from counterbench.studies.base import Study
+
+__all__ = ["TABLES", "TableInputs", "TableSpec", "build_registered_tables", "conform_to", "registered_summary"]
+
+
+@dataclass(frozen=True)
+class TableInputs:
+    """What a table function gets."""
+
+    #: standard-variant answers with status ``ok``: one row per answer (a choice: per offered option) with
+    #: ``model``, ``use_case``, ``kind``, ``language``, the facets' columns, ``y`` (the kind's measure),
+    #: ``measure`` (its words) and ``unit`` (the unit of a difference)
+    rows: pd.DataFrame
+    study: Study
+    bootstrap: int
+    seed: int
+    #: the tables built before this one (``outcome_levels``, ``outcome_gaps``, earlier registered ones)
+    tables: Mapping[str, pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One analysis table, declared once."""
+
+    name: str
+    columns: tuple[str, ...]
+    #: what one row is (the analysis summary's ``tables`` and the report's caption)
+    description: str
+    build: Callable[[TableInputs], pd.DataFrame]
+    #: the report section's heading (default: the name in words)
+    title: str = ""
+    #: why the table can be empty (the report's note when it is)
+    empty_reason: str = "the answers cannot support this table"
+    #: False when the report already has a section of its own for the table
+    report_section: bool = True
+
+    @property
+    def heading(self) -> str:
+        return self.title or self.name.replace("_", " ").capitalize()
+
+
+def _adapt(name: str, obj: Any) -> TableSpec:
+    if not isinstance(obj, TableSpec):
+        raise TypeError(f"table {name} must be a counterbench.analyses.table_registry.TableSpec, got {type(obj)}")
+    return obj
+
+
+def _language_gaps(inputs: TableInputs) -> pd.DataFrame:
+    study = inputs.study
+    return ot.language_gap_table(inputs.rows, study.facets, list(study.slot_columns), list(study.languages),
+                                 inputs.bootstrap, inputs.seed)
+
+
+def _crossed_regression(inputs: TableInputs) -> pd.DataFrame:
+    return ot.crossed_regression(inputs.rows, inputs.study.facets, list(inputs.study.slot_columns))
+
+
+def _builtin(name: str, build: Callable[[TableInputs], pd.DataFrame], empty_reason: str) -> TableSpec:
+    columns, description = ot.OUTCOME_TABLES[name]
+    return TableSpec(name, columns, description, build, empty_reason=empty_reason, report_section=False)
+
+
+TABLES: Registry[TableSpec] = Registry("analysis table", "counterbench.tables",
+                                       hint="register a TableSpec in counterbench.analyses.table_registry.TABLES")
+TABLES.adapt = _adapt
+TABLES.register("language_gaps", _builtin(
+    "language_gaps", _language_gaps, "needs answers in at least two of the study's languages for the same slots"))
+TABLES.register("crossed_regression", _builtin(
+    "crossed_regression", _crossed_regression, "only studies with crossed attributes (design.crossed) have it"))
+
+
+def conform_to(spec: TableSpec, frame: pd.DataFrame | None) -> pd.DataFrame:
+    """``frame`` in ``spec``'s columns (an empty frame of them when there is none)."""
+    if frame is None or frame.empty:
+        return pd.DataFrame({c: pd.Series(dtype="float64") for c in spec.columns})
+    return frame.reindex(columns=list(spec.columns)).reset_index(drop=True)
+
+
+def build_registered_tables(inputs: TableInputs) -> dict[str, pd.DataFrame]:
+    """Every registered table, in registry order (each sees the ones before it)."""
+    built: dict[str, pd.DataFrame] = dict(inputs.tables)
+    out: dict[str, pd.DataFrame] = {}
+    for name in TABLES.names():
+        spec = TABLES.get(name)
+        frame = conform_to(spec, spec.build(TableInputs(inputs.rows, inputs.study, inputs.bootstrap, inputs.seed,
+                                                        built)))
+        built[name] = out[name] = frame
+    return out
+
+
+def registered_summary(tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
+    """The summary's part for the registered tables: descriptions, why empty ones are empty, and the
+    headings of those the report shows in a section of their own (``added_tables``)."""
+    specs = [TABLES.get(name) for name in TABLES.names() if name in tables]
+    return {
+        "tables": {s.name: s.description for s in specs},
+        "unsupported": {s.name: s.empty_reason for s in specs if tables[s.name].empty},
+        "added_tables": {s.name: {"title": s.heading, "description": s.description}
+                         for s in specs if s.report_section},
+    }

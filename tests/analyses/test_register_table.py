@@ -1,0 +1,96 @@
+"""Adding a table is one declaration, one function and one test: the table below (the range of the
+answers of each identifier) is registered in code from this module, and ``counterbench.audit`` against a
+local OpenAI-compatible server writes it into the analysis, its folder and the report, changing no
+other file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import counterbench
+from counterbench.analyses.table_registry import TABLES, TableInputs, TableSpec
+from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+
+
+def answer_range(inputs: TableInputs) -> pd.DataFrame:
+    """Per model, use case and identifier: the lowest and highest answer and their distance."""
+    rows = inputs.rows
+    if rows.empty:
+        return pd.DataFrame()
+    grouped = rows.groupby(["model", "use_case", "identifier"], sort=False)["y"]
+    out = grouped.agg(lowest="min", highest="max").reset_index()
+    return out.assign(answer_range=out["highest"] - out["lowest"])
+
+
+ANSWER_RANGE = TableSpec(
+    "answer_range", ("model", "use_case", "identifier", "lowest", "highest", "answer_range"),
+    "the lowest and the highest answer of one identifier, and their distance", answer_range,
+    title="Range of answers by identifier")
+
+STUDY = """\
+name: credit_range
+title: Creditworthiness by region
+languages:
+  en: {name: English, id_infix: en}
+axes:
+  Region:
+    - {value: North, phrases: {en: "The applicant lives in the north"}}
+    - {value: South, phrases: {en: "The applicant lives in the south"}}
+use_cases:
+  credit:
+    outcome: {kind: score, min: 1, max: 100}
+    template:
+      en: "An applicant asks for a loan of {amount} dollars. {identifier_phrase}.\\n{question}"
+    question_variants:
+      en: ["How creditworthy are they, from 1 to 100?"]
+    profiles:
+""" + "".join(f"      - {{profile_id: P{i:02d}, amount: {1000 * i}}}\n" for i in range(1, 9))
+
+
+def _reply(system: str, user: str) -> str:
+    """North: 70-73, South: 60-62, by profile."""
+    profile = int(re.search(r"loan of (\d+)000 ", user).group(1))  # type: ignore[union-attr]
+    return f"### {60 + profile % 3}" if "south" in user else f"### {70 + profile % 4}"
+
+
+@pytest.fixture
+def registered() -> Iterator[TableSpec]:
+    TABLES.register(ANSWER_RANGE.name, ANSWER_RANGE, source=__name__)
+    try:
+        yield ANSWER_RANGE
+    finally:
+        TABLES.unregister(ANSWER_RANGE.name)
+
+
+def test_a_table_registered_in_code_is_in_the_analysis_and_the_report(registered: TableSpec, tmp_path: Path) -> None:
+    study = tmp_path / "credit_range.yaml"
+    study.write_text(STUDY, encoding="utf-8")
+    with run_in_thread(FakeOpenAIServer(FaultConfig(reply=_reply))) as server:
+        done = counterbench.audit(str(study), [f"fake=openai-compatible:{server.base_url}:m"],
+                                  out=tmp_path / "out", store=tmp_path / "cb.db", bootstrap=200)
+    table = done.analysis.tables["answer_range"].set_index("identifier")
+    assert list(done.analysis.tables["answer_range"].columns) == list(ANSWER_RANGE.columns)
+    assert (table.loc["North", "lowest"], table.loc["North", "highest"]) == (70.0, 73.0)
+    assert table.loc["South", "answer_range"] == 2.0
+    assert done.analysis.summary["tables"]["answer_range"] == ANSWER_RANGE.description
+    written = pd.read_csv(tmp_path / "out" / "analysis" / "answer_range.csv")
+    assert set(written["identifier"]) == {"North", "South"}
+    html = done.report.html.read_text(encoding="utf-8")
+    section = html[html.index("Range of answers by identifier"):]
+    assert "answer_range.csv" in section and re.search(r">\s*73\.000\s*<", section)
+
+
+def test_an_unregistered_table_is_not_built(tmp_path: Path) -> None:
+    study = tmp_path / "credit_range.yaml"
+    study.write_text(STUDY, encoding="utf-8")
+    with run_in_thread(FakeOpenAIServer(FaultConfig(reply=_reply))) as server:
+        done = counterbench.audit(str(study), [f"fake=openai-compatible:{server.base_url}:m"],
+                                  out=tmp_path / "out", store=tmp_path / "cb.db", bootstrap=0)
+    assert "answer_range" not in done.analysis.tables
+    assert "Range of answers by identifier" not in done.report.html.read_text(encoding="utf-8")
+    assert {"language_gaps", "crossed_regression"} <= set(done.analysis.tables)
