@@ -74,7 +74,7 @@ def make_job(occ: dict[str, Any], banks: dict[str, Any], index: int) -> tuple[di
     return job, {"years": years, "core": core, "secondary": secondary}
 
 
-def _role(rng: random.Random, title: str, employer: str, start: int, end: int | None, bullets: list[str]) -> list[str]:
+def _role(title: str, employer: str, start: int, end: int | None, bullets: list[str]) -> list[str]:
     span = f"{start} – {'present' if end is None else end}"
     return [f"{title}, {employer}, {span}", *(f"- {b}" for b in bullets), ""]
 
@@ -107,11 +107,11 @@ def make_resume(occ: dict[str, Any], banks: dict[str, Any], job: dict[str, Any],
     employers = rng.sample(banks["employers"], 2)
     start = END_YEAR - current
     lines = ["Professional Summary", summary, "", rng.choice(banks["experience_headers"])]
-    lines += _role(rng, occ["title"], fill(rng, employers[0], sector=sector), start, None,
+    lines += _role(occ["title"], fill(rng, employers[0], sector=sector), start, None,
                    bullets[:6] + generic[:1])
     if years > current:
         junior = rng.choice(occ["juniors"])
-        lines += _role(rng, junior, fill(rng, employers[1], sector=sector), start - (years - current), start,
+        lines += _role(junior, fill(rng, employers[1], sector=sector), start - (years - current), start,
                        bullets[6:10] + generic[1:])
         start -= years - current
     else:
