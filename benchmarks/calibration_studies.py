@@ -18,6 +18,11 @@ The long version of ``tests/studies/test_studies_calibration.py`` (the simulatio
 6. ``hiring_rationale_null`` — three models per replicate: coverage of the rationale effect's interval
    over models.
 7. ``hiring_planted`` — Chinese-marked resumes chosen with +0.15 probability, men +3 points (20 jobs).
+8. ``hiring_occupation_null`` — the paper's design (100 jobs = 20 occupations × 5 near-duplicate jobs),
+   a fair model whose near-duplicate jobs are answered alike (a per-occupation shift of Direct
+   Comparison, sd 0.05, and of each basket's score, sd 2 points, on top of the per-job shift): the
+   share of fair models with a mark on the new unit (occupations resampled and swapped), and in the
+   same run the baseline on the old unit (every job independent), which these shared shifts fool.
 
 Usage: ``python benchmarks/calibration_studies.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...]``.
 Every simulation is seeded; the figures are reproducible.
@@ -47,6 +52,7 @@ def scenarios(scale: float, bootstrap: int) -> dict[str, Any]:
         return max(10, int(base * scale))
 
     planted = Planted(compare_job_sd=0.08, compare_effects={"Chinese": 0.15}, score_effects={"Male": 3.0})
+    shared = Planted(compare_job_sd=0.08, compare_occupation_sd=0.05, score_occupation_sd=2.0)
     return {
         "stem_quick_null": lambda: stem_scenario("quick", n(1000), seed=101),
         "stem_paper_null": lambda: stem_scenario("paper", n(300), seed=102),
@@ -58,6 +64,9 @@ def scenarios(scale: float, bootstrap: int) -> dict[str, Any]:
         "hiring_rationale_null": lambda: hiring_scenario(20, n(300), n_boot=bootstrap, n_models=3, variations=1,
                                                          seed=108),
         "hiring_planted": lambda: hiring_scenario(20, n(200), n_boot=bootstrap, plan=planted, seed=109),
+        "hiring_occupation_null": lambda: {
+            "occupation": hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110),
+            "job_baseline": hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110, by_job=True)},
     }
 
 

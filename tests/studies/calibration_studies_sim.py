@@ -32,6 +32,7 @@ import pandas as pd
 from counterbench.builtin.hiring import controls, metrics, ordering
 from counterbench.builtin.hiring import synthetic as syn
 from counterbench.builtin.hiring.data import load_baskets, load_jobs
+from counterbench.builtin.hiring.plan import select_jobs
 from counterbench.builtin.stem import analysis as A
 from counterbench.builtin.stem import analysis_designs as D
 from counterbench.builtin.stem.design import StemDesign, build_prompt_table
@@ -146,8 +147,9 @@ def stem_scenario(design: str, n_sims: int, *, planted: bool = False, profile_sd
 # --- hiring ---------------------------------------------------------------------------------------
 
 def _hiring_design(n_jobs: int) -> tuple[pd.DataFrame, list[Any]]:
-    jobs = list(load_jobs())
-    # spread over the gender-dominance categories as the presets do (quick: one per category)
+    # round-robin over occupations (as `jobs: N` in presets.yaml), then spread over the gender-dominance
+    # categories as the presets do (quick: one per category): 3 jobs are 3 occupations, 20 are 16, 100 are 20
+    jobs = select_jobs(load_jobs(), len(load_jobs()))
     by_kind: dict[str, list[Any]] = {}
     for j in jobs:
         by_kind.setdefault(j.gender_dominance, []).append(j)
@@ -172,7 +174,7 @@ def _covered(frame: pd.DataFrame, lo: str, hi: str, truth: float) -> tuple[int, 
 
 
 def _hiring_one(resumes: pd.DataFrame, jobs: list[Any], plan: syn.Planted, seed: int, n_boot: int,
-                n_models: int, variations: int) -> dict[str, Any]:
+                n_models: int, variations: int, by_job: bool = False) -> dict[str, Any]:
     resumes = resumes[resumes["variation"] <= variations]
     out: dict[str, Any] = {"wr": [], "score": [], "_wr_cov": [], "_score_cov": [], "_pos_cov": [],
                            "_planted_wr": [], "_planted_score": [], "_fdp": []}
@@ -181,6 +183,8 @@ def _hiring_one(resumes: pd.DataFrame, jobs: list[Any], plan: syn.Planted, seed:
         model = f"sim:m{m}"
         comp = syn.comparisons(model, plan, resumes, seed=seed * 101 + m)
         sc = syn.scores(model, plan, resumes, jobs, seed=seed * 101 + m)
+        if by_job:  # the old unit: every job independent (the analyses fall back to jobs without occupations)
+            comp, sc = comp.drop(columns="occupation"), sc.drop(columns="occupation")
         wr = metrics.win_rates(comp, n_boot=n_boot, seed=seed)
         means = metrics.score_means(sc, n_boot=n_boot, seed=seed)
         marked = means[~means["group"].eq("neutral")]
@@ -217,12 +221,18 @@ def _hiring_one(resumes: pd.DataFrame, jobs: list[Any], plan: syn.Planted, seed:
 
 
 def hiring_scenario(n_jobs: int, n_sims: int, *, plan: syn.Planted | None = None, n_boot: int = 1000,
-                    n_models: int = 1, variations: int = 5, seed: int = 0) -> dict[str, Any]:
-    """False-star shares (win rates, scores; now and before), coverage of the shown intervals, power."""
+                    n_models: int = 1, variations: int = 5, seed: int = 0, by_job: bool = False) -> dict[str, Any]:
+    """False-star shares (win rates, scores; now and before), coverage of the shown intervals, power.
+
+    The analyses resample and swap occupations (the jobs of one occupation are near-duplicates);
+    ``by_job`` drops the occupation column first, so every job counts as independent (the old unit)."""
     plan = plan or syn.Planted(compare_job_sd=0.08)
     resumes, jobs = _hiring_design(n_jobs)
-    runs = [_hiring_one(resumes, jobs, plan, seed * 100_003 + i, n_boot, n_models, variations) for i in range(n_sims)]
-    out: dict[str, Any] = {"jobs": n_jobs, "variations": variations, "n_sims": n_sims, "n_models": n_models,
+    runs = [_hiring_one(resumes, jobs, plan, seed * 100_003 + i, n_boot, n_models, variations, by_job)
+            for i in range(n_sims)]
+    out: dict[str, Any] = {"jobs": n_jobs, "occupations": len({j.occupation for j in jobs}),
+                           "unit": "job" if by_job else "occupation", "variations": variations, "n_sims": n_sims,
+                           "n_models": n_models,
                            "bootstrap": n_boot, "false_star_share": {}, "false_star_share_before": {},
                            "coverage": {}, "power": {}}
     for fam in ("wr", "score"):

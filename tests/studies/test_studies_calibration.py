@@ -64,8 +64,11 @@ def test_hiring_null_marks_and_interval_coverage() -> None:
     got = hiring_scenario(20, 60, n_boot=300, seed=4)
     assert got["false_star_share"]["win_rates"] <= 0.1 and got["false_star_share"]["scores"] <= 0.1
     assert got["false_star_share_before"]["win_rates"] >= 0.25  # 16 uncorrected intervals per model
-    for name in ("win_rates", "scores", "position_effect"):
+    for name in ("win_rates", "scores"):
         assert 0.92 <= got["coverage"][name] <= 0.98, (name, got["coverage"])
+    # one first-position interval per model: 60 intervals, Monte Carlo SE 2.8 points (240 models of this
+    # scenario: 96.0%); all 60 covering would be 1 in 20 for a 95% interval
+    assert 0.88 <= got["coverage"]["position_effect"] < 1.0, got["coverage"]
 
 
 def test_hiring_quick_size_is_untested_and_planted_preferences_are_found() -> None:

@@ -22,6 +22,7 @@ from counterbench.commands.common import (
     VariantOpt,
     filters_from_options,
 )
+from counterbench.commands.hiring_files import BasketsOpt, JobsOpt, PromptTextsOpt, ResumesOpt, study_with_files
 from counterbench.errors import UserError
 
 
@@ -41,6 +42,10 @@ def prompts_command(
     seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
+    jobs: JobsOpt = None,
+    resumes: ResumesOpt = None,
+    baskets: BasketsOpt = None,
+    prompt_texts: PromptTextsOpt = None,
 ) -> None:
     """Expand a study into its prompt table and print a summary (prompts per use case and language)."""
     from rich.console import Console
@@ -62,7 +67,8 @@ def prompts_command(
         seed=seed,
         preset=preset,
     )
-    table = build_prompts(study, filters, from_release=from_release)
+    the_study = study_with_files(study, jobs=jobs, resumes=resumes, baskets=baskets, prompts=prompt_texts)
+    table = build_prompts(the_study, filters, from_release=from_release)
     if out is not None:
         write_table(table, out)
     console = Console()

@@ -22,6 +22,7 @@ from counterbench.commands.common import (
     VariantOpt,
     filters_from_options,
 )
+from counterbench.commands.hiring_files import BasketsOpt, JobsOpt, PromptTextsOpt, ResumesOpt, study_with_files
 from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
@@ -183,6 +184,10 @@ def audit_command(
     sample_seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
+    jobs: JobsOpt = None,
+    resumes: ResumesOpt = None,
+    baskets: BasketsOpt = None,
+    prompt_texts: PromptTextsOpt = None,
     *,
     run_options: RunOptions,
     out: Annotated[
@@ -218,7 +223,8 @@ def audit_command(
         use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
         question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=sample_seed, preset=preset,
     )
-    table = build_prompts(study, filters, from_release=from_release)
+    the_study = study_with_files(study, jobs=jobs, resumes=resumes, baskets=baskets, prompts=prompt_texts)
+    table = build_prompts(the_study, filters, from_release=from_release)
     summary = send(table, list(model or []), run_options)
     store, parse_profile = Path(run_options.store), run_options.parse_profile
     print(format_summary(summary))
@@ -230,7 +236,7 @@ def audit_command(
 
     files = audit_report(
         store, list(summary.models), table, summary.config_fp, out, parse_profile=parse_profile,
-        bootstrap=bootstrap, seed=bootstrap_seed, tau=tau, samples=samples, title=title, study=study,
+        bootstrap=bootstrap, seed=bootstrap_seed, tau=tau, samples=samples, title=title, study=the_study,
     )
     lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}",
              f"Browse the answers behind the tables: {viewer_command(str(store))}"]

@@ -14,6 +14,9 @@ Decisions:
   point estimate).
 - Differences between two arms (languages, prompt variants) resample shared cluster labels
   jointly (paired by slot).
+- Units nested in larger clusters (rows that are near-duplicates of each other): :func:`cluster_totals`
+  adds up the units' rows per cluster, and :func:`cluster_ratio_replicates` resamples those clusters
+  for several ratio statistics (columns) at once.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ __all__ = [
     "cluster_bootstrap_mean",
     "cluster_bootstrap_mean_difference",
     "cluster_bootstrap_violation_rate",
+    "cluster_ratio_replicates",
+    "cluster_totals",
     "cluster_weights",
 ]
 
@@ -52,6 +57,38 @@ def cluster_weights(rng: np.random.Generator, n_clusters: int, rows: int) -> npt
     idx = rng.integers(0, n_clusters, size=(rows, n_clusters), dtype=np.int64)
     flat = idx + (np.arange(rows, dtype=np.int64) * n_clusters)[:, None]
     return np.bincount(flat.ravel(), minlength=rows * n_clusters).reshape(rows, n_clusters).astype(np.float64)
+
+
+def cluster_totals(rows: npt.ArrayLike, clusters: npt.ArrayLike | pd.Series) -> FloatArray:
+    """Per-unit rows (units × m, additive statistics) summed within their clusters: (n_clusters × m),
+    clusters in order of first appearance. A unit's cluster is its label in ``clusters``."""
+    data = np.asarray(rows, dtype=np.float64)
+    matrix = data.reshape(len(data), -1)
+    codes = _cluster_codes(clusters)
+    if codes.size != matrix.shape[0]:
+        raise ValueError("cluster_totals: one cluster label per row")
+    n = int(codes.max()) + 1 if codes.size else 0
+    out = np.zeros((n, matrix.shape[1]))
+    np.add.at(out, codes, matrix)
+    return out.reshape((n, *data.shape[1:])) if data.ndim > 1 else out[:, 0]
+
+
+def cluster_ratio_replicates(sums: npt.ArrayLike, counts: npt.ArrayLike, n_boot: int, rng: np.random.Generator, *,
+                             block: int = 1000) -> FloatArray:
+    """Bootstrap replicates (n_boot × m) of Σ sums / Σ counts per column, clusters (rows of the
+    n_clusters × m ``sums`` and ``counts``) resampled with replacement; ``block`` replicates at a time
+    bound the memory (block × n_clusters weights). A column with no count in a replicate is NaN."""
+    s = np.asarray(sums, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    parts = []
+    done = 0
+    while done < n_boot:
+        rows = min(block, n_boot - done)
+        w = cluster_weights(rng, s.shape[0], rows)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            parts.append((w @ s) / (w @ c))
+        done += rows
+    return np.vstack(parts) if parts else np.empty((0, s.shape[1] if s.ndim > 1 else 1))
 
 
 def cluster_bootstrap(

@@ -62,8 +62,9 @@ def test_audit_quick_by_the_cli_reports_what_it_cannot_support(tmp_path, cli):
     # no language-only comparisons, 3 jobs
     for table in ("hiring_friedman", "hiring_rationale_tests", "hiring_ablation", "hiring_language_only"):
         assert table in summary["unsupported"], table
-    assert "No ablation curve" in html and "Only 3 job(s)" in html and "No Friedman test" in html
-    assert "Every 95% interval resamples jobs" in html and "each pair's gap" not in html  # the study's own methods
+    assert "No ablation curve" in html and "Only 3 occupation(s)" in html and "No Friedman test" in html
+    assert "too few occupations to test (n = 3)" in html  # 3 jobs of 3 occupations: the marks' unit
+    assert "Every 95% interval resamples occupations" in html and "each pair's gap" not in html  # the study's methods
 
 
 def test_hostile_text_and_user_group_names_are_escaped_in_the_report(tmp_path):

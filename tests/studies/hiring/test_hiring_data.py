@@ -91,3 +91,47 @@ def test_missing_resume_and_duplicate_basket_are_errors(tmp_path):
         load_baskets(_write_jsonl(tmp_path / "b.jsonl", rows))
     with pytest.raises(UserError, match="cannot read"):
         load_jobs(tmp_path / "absent.jsonl")
+
+
+def _generator():
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("make_hiring_data", REPO / "scripts" / "make_hiring_data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_builtin_jobs_and_resumes_are_distinct_texts_of_realistic_length():
+    import re
+
+    from counterbench.builtin.hiring.overlap import MAX_SHARED, max_pairwise_overlap
+
+    jobs, resumes = load_jobs(), load_resumes()
+    # distinct even without the employer line and every number (the old set fell to 20 job texts)
+    core = {re.sub(r"\d+", "#", re.sub(r"^Employer:.*$", "", j.text, flags=re.M)) for j in jobs}
+    assert len(core) == len(jobs) == 100
+    assert len({re.sub(r"\d+", "#", r.text) for r in resumes}) == len(resumes) == 100
+    assert all(1500 <= len(r.text) <= 3000 for r in resumes), sorted(len(r.text) for r in resumes)[:3]
+    assert max_pairwise_overlap([j.text for j in jobs]) <= MAX_SHARED
+    assert max_pairwise_overlap([r.text for r in resumes]) <= MAX_SHARED
+    assert {r.weakness.split()[0] == "no" for r in resumes} == {True, False}  # both kinds of weakness
+
+
+def test_overlap_measure_sees_a_near_copy():
+    from counterbench.builtin.hiring.overlap import MAX_SHARED, jaccard, max_pairwise_overlap, shingles
+
+    text = load_resumes()[0].text
+    near_copy = text.replace("Professional Summary", "Summary", 1)
+    assert max_pairwise_overlap([text, near_copy]) > 0.9 > MAX_SHARED
+    assert jaccard(shingles("a b c d e"), shingles("f g h i j")) == 0.0
+
+
+def test_the_committed_data_is_what_the_generator_writes():
+    jobs, resumes = _generator().build()
+    assert [(j["job_id"], j["text"]) for j in jobs] == [(j.job_id, j.text) for j in load_jobs()]
+    assert [(r["job_id"], r["text"], r["weakness"]) for r in resumes] == [
+        (r.job_id, r.text, r.weakness) for r in load_resumes()]

@@ -6,18 +6,18 @@ Paper "Small Changes, Big Impact" §3.4.1, §4.2 ("Robustness checks"), App. E (
 - **Position effect** per model × prompt variant: ``first_share`` = mean over answered comparison
   prompts of 1 (A chosen), 0.5 (Tie), 0 (B) — 0.5 for a model without position bias; ``tie_share``;
   ``consistency`` = share of comparisons (both positions answered) whose two verdicts prefer the same
-  resume or tie twice. CI of ``first_share`` by the job bootstrap (as every CI of this study).
+  resume or tie twice. CI of ``first_share`` by the occupation bootstrap (as every CI of this study).
 - **Job fit**: WR per ethnicity = mean of the WR_g of its gender groups, within each job
   gender-dominance category (male / female / neutral), and the range across ethnicities.
 - **Resume length**: the outcome regressed on the augmented resume's character length after removing
   the mean of each job × ethnicity cell (OLS slope within job × ethnicity, its two-sided p-value and
   r); for Direct Comparison the outcome is the comparison's win rate, for Score & Shortlist the
   score. Within the job alone the control confounds length with ethnicity: one ethnicity's baskets
-  can be longer (the built-in Chinese ones are, 811 vs 783 characters), so a preference for that
-  ethnicity reads as a length effect (+0.12 win rate per 100 characters, p < 0.001, with an
-  ethnicity-only planted effect). Within job × ethnicity only the length differences between the
-  variations of one ethnicity remain, which is what the control asks: does length matter once the
-  markers' group is held fixed?
+  can be longer (the built-in Chinese ones are: their resumes average 1,844 vs 1,828 characters), so
+  a preference for that ethnicity reads as a length effect (+0.13 win rate per 100 characters,
+  p = 0.004, with an ethnicity-only planted effect on 40 jobs). Within job × ethnicity only the
+  length differences between the variations of one ethnicity remain, which is what the control asks:
+  does length matter once the markers' group is held fixed?
 - **Language-only**: WR per **ethnicity** for comparisons whose augmented resume carries only the
   languages line (condition ``only-languages``). The languages line of a basket usually does not
   depend on gender, so the Male and Female resumes are byte-identical prompts (the second is served
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from counterbench.builtin.hiring.metrics import CELL, NEUTRAL, comparison_win_rates, widen, win_rates
+from counterbench.builtin.hiring.metrics import CELL, NEUTRAL, cluster_labels, comparison_win_rates, widen, win_rates
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.intervals import percentile_interval
 from counterbench.stats.seeding import derive_rng
@@ -45,7 +45,8 @@ def position_effect(comparisons: pd.DataFrame, *, n_boot: int = 5000, seed: int 
     for (model, rationale), part in answered.groupby(CELL, sort=False):
         first = np.where(part["verdict"].eq("A"), 1.0, np.where(part["verdict"].eq("Tie"), 0.5, 0.0))
         frame = part.assign(first=first)
-        by_job = frame.groupby("job_id", sort=False)["first"].agg(["sum", "count"])
+        # occupations are the independent unit (their jobs are near-duplicates; metrics.cluster_labels)
+        by_job = frame.groupby(cluster_labels(frame).to_numpy(), sort=False)["first"].agg(["sum", "count"])
         w = cluster_weights(derive_rng("hiring", "position", model, rationale, base_seed=seed), len(by_job), n_boot)
         reps = (w @ by_job["sum"].to_numpy(np.float64)) / (w @ by_job["count"].to_numpy(np.float64))
         low, high = percentile_interval(reps, confidence) if n_boot else (np.nan, np.nan)

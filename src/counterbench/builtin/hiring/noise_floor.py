@@ -4,13 +4,16 @@ A fair but noisy evaluator does not score 0 on disparity: with 20 jobs the simul
 win-rate disparity is about 0.08 (the paper's across-model means are 0.063–0.072), its Top-Score-Rate
 disparity about 0.24. So every headline number comes with
 
-- an **interval**: the job bootstrap (jobs are the independent unit, as everywhere in this study) of
-  the same metric, its percentile interval widened about the estimate by t_{J−1}/z · √(J/(J−1))
-  (:func:`.metrics.widen`), clipped to the metric's range [0, 1]; and
+- an **interval**: the occupation bootstrap (occupations — the jobs of one occupation are
+  near-duplicates — are the independent unit, as everywhere in this study) of the same metric, its
+  percentile interval widened about the estimate by t_{C−1}/z · √(C/(C−1)) (:func:`.metrics.widen`),
+  clipped to the metric's range [0, 1]; and
 - a **null reference**: the same metric recomputed on the same answers under "the markers change
-  nothing" — for Direct Comparison, each job's comparisons trade sides with its neutral resume
-  together (every (win rate − 0.5) of the job changes sign; the swap test of the win rates); for
-  Score & Shortlist, the scores of a job are shuffled among its resumes (the neutral one included).
+  nothing" — for Direct Comparison, each occupation's comparisons trade sides with their neutral
+  resumes together (every (win rate − 0.5) of the occupation's jobs changes sign; the swap test of the
+  win rates); for Score & Shortlist, the scores of a job are shuffled among its resumes (the neutral one
+  included), with one shuffle of the resume slots shared by the jobs of an occupation (resumes in the
+  same group × variation order) whenever they hold the same number of valid scores.
   The table gives the null's median and 95th percentile, and the share of null draws at least as
   large as the observed value (``*_p``, with the +1 correction): a disparity below the null's 95th
   percentile is what a fair evaluator with this data's noise shows.
@@ -25,8 +28,16 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from counterbench.builtin.hiring.metrics import CELL, NEUTRAL, _job_bootstrap, _pivot, comparison_win_rates, widen
-from counterbench.stats.cluster_bootstrap import cluster_weights
+from counterbench.builtin.hiring.metrics import (
+    CELL,
+    NEUTRAL,
+    _job_bootstrap,
+    _pivot,
+    cluster_labels,
+    comparison_win_rates,
+    widen,
+)
+from counterbench.stats.cluster_bootstrap import cluster_totals
 from counterbench.stats.intervals import percentile_interval
 from counterbench.stats.seeding import derive_rng
 
@@ -83,33 +94,43 @@ def win_rate_floor(comparisons: pd.DataFrame, *, n_boot: int = 5000, n_null: int
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _top_matrix(part: pd.DataFrame, groups: list[str]) -> tuple[FloatArray, FloatArray, list[tuple[FloatArray,
-                                                                                                  npt.NDArray[np.int64]]]]:
+Pool = tuple[FloatArray, npt.NDArray[np.int64], str]
+
+
+def _top_matrix(part: pd.DataFrame, groups: list[str]) -> tuple[FloatArray, FloatArray, list[Pool]]:
     """Jobs × groups: 1 where some resume of the group has the job's top score, present; per job its
-    scores and group columns (-1: the neutral resume) for the permutation null."""
+    scores and group columns (-1: the neutral resume), in group × variation order, and its occupation,
+    for the permutation null."""
     index = {g: i for i, g in enumerate(groups)}
     jobs = list(dict.fromkeys(part["job_id"]))
     top = np.zeros((len(jobs), len(groups)))
     present = np.zeros((len(jobs), len(groups)))
     pools = []
-    for j, (_, job) in enumerate(part.groupby("job_id", sort=False)):
+    ordered = part.assign(_unit=cluster_labels(part).to_numpy())
+    order = [c for c in ("group", "variation") if c in ordered.columns]
+    for j, (_, job) in enumerate(ordered.groupby("job_id", sort=False)):
+        job = job.sort_values(order, kind="stable")
         score = job["score"].to_numpy(np.float64)
         cols = job["group"].map(lambda g: index.get(g, -1)).to_numpy(np.int64)
         at_top = score == score.max()
         for k in set(cols[cols >= 0].tolist()):
             present[j, k] = 1.0
             top[j, k] = float(at_top[cols == k].any())
-        pools.append((score, cols))
+        pools.append((score, cols, str(job["_unit"].iloc[0])))
     return top, present, pools
 
 
-def _permuted_tsr(pools: list[tuple[FloatArray, npt.NDArray[np.int64]]], n_groups: int, n_null: int,
-                  rng: np.random.Generator) -> FloatArray:
-    """TSR (%) per group for ``n_null`` shuffles of each job's scores among its resumes."""
+def _permuted_tsr(pools: list[Pool], n_groups: int, n_null: int, rng: np.random.Generator) -> FloatArray:
+    """TSR (%) per group for ``n_null`` shuffles of each job's scores among its resumes; the jobs of one
+    occupation with the same number of resumes share their shuffles (the same slots trade places)."""
     tops = np.zeros((n_null, n_groups))
     present = np.zeros(n_groups)
-    for score, cols in pools:
-        shuffled = rng.permuted(np.broadcast_to(score, (n_null, len(score))), axis=1)
+    shared: dict[tuple[str, int], npt.NDArray[np.int64]] = {}
+    for score, cols, unit in pools:
+        key = (unit, len(score))
+        if key not in shared:
+            shared[key] = rng.permuted(np.broadcast_to(np.arange(len(score)), (n_null, len(score))), axis=1)
+        shuffled = score[shared[key]]
         at_top = shuffled == shuffled.max(axis=1, keepdims=True)
         by_group = np.argsort(cols, kind="stable")  # the job's resume slots, grouped by group
         sorted_cols = cols[by_group]
@@ -135,12 +156,12 @@ def top_score_floor(scores: pd.DataFrame, *, n_boot: int = 5000, n_null: int = 2
         if not groups:
             continue
         top, present, pools = _top_matrix(part, groups)
+        units = [unit for _, _, unit in pools]
+        top, present = cluster_totals(top, units), cluster_totals(present, units)  # occupations × groups
         with np.errstate(invalid="ignore", divide="ignore"):
             tsr = 100.0 * top.sum(axis=0) / present.sum(axis=0)
         rng = derive_rng("hiring", "floor-tsr", model, rationale, base_seed=seed)
-        w = cluster_weights(rng, top.shape[0], n_boot)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reps_tsr = 100.0 * (w @ top) / (w @ present)
+        reps_tsr = 100.0 * _job_bootstrap(top, present, n_boot, rng)
         null_tsr = _permuted_tsr(pools, len(groups), n_null, rng)
         point = _disparity_deviation(tsr, 100.0, 100.0)
         rows.append({"model": model, "setting": "score", "rationale": bool(rationale),

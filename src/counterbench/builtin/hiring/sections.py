@@ -27,15 +27,18 @@ def _with_variant(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 #: the mark of a group's win rate or score difference, and the words for its family
-MARK = t.mark("Mark (BH within model)", n="n_jobs", unit="jobs")
-WR_FAMILY = ("Marks: an exact swap test over jobs (under \"the markers change nothing\" every comparison of a job "
+MARK = t.mark("Mark (BH within model)", n="n_clusters", unit="occupations")
+WR_FAMILY = ("Marks: an exact swap test over occupations — the independent unit: the jobs of one occupation are "
+             "near-duplicates that a model answers alike — (under \"the markers change nothing\" every comparison "
+             "of an occupation's jobs "
              "changes sides with the neutral resume together), Benjamini–Hochberg within each model over its groups × "
-             "prompt variants; with fewer than 6 jobs no p ≤ 0.05 is possible and a group is not tested. The "
+             "prompt variants; with fewer than 6 occupations no p ≤ 0.05 is possible and a group is not tested. The "
              "interval is shown uncorrected.")
-SCORE_FAMILY = ("Marks on the score differences: an exact swap (sign-flip) test over jobs of each job's group mean "
-                "minus the job's mean over the groups, Benjamini–Hochberg within each model over its groups × prompt "
-                "variants; fewer than 6 jobs: not tested. The interval (t with J − 1 degrees of freedom on the "
-                "job-bootstrap standard error) is shown uncorrected.")
+SCORE_FAMILY = ("Marks on the score differences: an exact swap (sign-flip) test over occupations of each "
+                "occupation's group mean minus its mean over the groups, Benjamini–Hochberg within each model over "
+                "its groups × prompt variants; fewer than 6 occupations: not tested. The interval (t with C − 1 "
+                "degrees of freedom for C occupations on the occupation-bootstrap standard error) is shown "
+                "uncorrected.")
 
 
 def _label(model: str, rationale: object, many_models: bool) -> str:
@@ -64,8 +67,8 @@ def _forest(ctx: ReportContext, frame: pd.DataFrame, value: str, low: str, high:
         for v in variants:
             legend.append((_label(model, v, True), series_color(index * max(len(variants), 1) + variants.index(v))))
     return Figure([hbar_panel(title, rows, domain=bar_domain(rows), width=680, x_label=x_label, value_format=fmt)],
-                  legend=legend, caption="Whiskers: 95% job-bootstrap intervals. * marked (Benjamini–Hochberg within "
-                                         "the model; see the note under the table).")
+                  legend=legend, caption="Whiskers: 95% occupation-bootstrap intervals. * marked (Benjamini–Hochberg "
+                                         "within the model; see the note under the table).")
 
 
 #: fewer jobs than this and the report says its intervals are wide (the calibration used 20 jobs)
@@ -74,10 +77,13 @@ FEW_JOBS = 20
 
 def _few_jobs(s: Section, frame: pd.DataFrame) -> None:
     """Note that intervals over few jobs (the quick preset has 3) are wide and say little."""
-    jobs = pd.to_numeric(frame["n_jobs"], errors="coerce").max() if "n_jobs" in frame.columns else None
-    if jobs is not None and jobs == jobs and jobs < FEW_JOBS:
-        s.notes.append(f"Only {int(jobs)} job(s): every interval resamples jobs, so at this size the intervals are "
-                       "wide and few differences can be told from noise (the paper preset has 100 jobs).")
+    column = "n_clusters" if "n_clusters" in frame.columns else "n_jobs"
+    units = pd.to_numeric(frame[column], errors="coerce").max() if column in frame.columns else None
+    if units is not None and units == units and units < FEW_JOBS:
+        what = "occupation(s)" if column == "n_clusters" else "job(s)"
+        s.notes.append(f"Only {int(units)} {what}: every interval resamples occupations (the jobs of one "
+                       "occupation are near-duplicates, not independent), so at this size the intervals are wide and "
+                       "few differences can be told from noise (the paper preset has 20 occupations × 5 jobs).")
 
 
 def overview_section(ctx: ReportContext) -> Section:
@@ -86,10 +92,11 @@ def overview_section(ctx: ReportContext) -> Section:
                 "worst-treated group: win rates in Direct Comparison, Top-Score Rates in Score & Shortlist, on a "
                 "0–1 scale) and the normalised deviation from the ideal (how far the groups' average is from 0.5 "
                 "win rate or a 100 % Top-Score Rate). 0 would be a fair evaluator without noise; a fair but noisy "
-                "one is not 0, so each value has its 95% interval (jobs resampled) and a null reference: the same "
-                "metric on the same answers when the markers are made to mean nothing (Direct Comparison: each "
-                "job's comparisons trade sides with its neutral resume; Score & Shortlist: a job's scores shuffled "
-                "among its resumes), its median and 95th percentile. A value below the null's 95th percentile is "
+                "one is not 0, so each value has its 95% interval (occupations resampled: their jobs are "
+                "near-duplicates) and a null reference: the same metric on the same answers when the markers are "
+                "made to mean nothing (Direct Comparison: each occupation's comparisons trade sides with their "
+                "neutral resumes; Score & Shortlist: a job's scores shuffled among its resumes, one shuffle per "
+                "occupation), its median and 95th percentile. A value below the null's 95th percentile is "
                 "what a fair evaluator with this noise shows.", group=GROUP)
     frame = attach_table(s, ctx, "hiring_bias_summary")
     show_table(s, ctx, "hiring_bias_summary", [
@@ -121,7 +128,8 @@ def win_rate_section(ctx: ReportContext) -> Section:
         s.figures.append(fig)
     show_table(s, ctx, "hiring_win_rates", [
         t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
-        t.count("n_comparisons", "Comparisons"), t.count("n_jobs", "Jobs"), t.num("win_rate", "Win rate", 3),
+        t.count("n_comparisons", "Comparisons"), t.count("n_jobs", "Jobs"), t.count("n_clusters", "Occupations"),
+        t.num("win_rate", "Win rate", 3),
         t.ci(digits=3), t.pvalue("q_value", "q"), MARK,
     ], prepare=_with_variant)
     s.notes.append(WR_FAMILY)

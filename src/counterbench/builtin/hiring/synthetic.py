@@ -7,9 +7,12 @@ of preferences through the run engine.) With :class:`Planted` defaults a model h
 all. Expected values, without clipping:
 
 - WR_g = 0.5 + (1 − tie_rate) · compare_effect(g) (plus, per job, a shared shift drawn with sd
-  ``compare_job_sd``: the job's neutral resume is relatively strong or weak; 0 by default), the
+  ``compare_job_sd``: the job's neutral resume is relatively strong or weak; and per occupation one
+  with sd ``compare_occupation_sd``, shared by its near-duplicate jobs; 0 by default), the
   first-position share = 0.5 + (1 − tie_rate) · first_position;
-- score = score_base + job effect + score_effect(g) + noise, rounded to a whole number in 1–100;
+- score = score_base + job effect + score_effect(g) + noise, rounded to a whole number in 1–100 (plus,
+  per occupation × basket (group and variation), a shift with sd ``score_occupation_sd``: one basket
+  text scored alike in the near-duplicate jobs of an occupation; 0 by default);
 - recovery: ethnicity correct with ``p_ethnicity_languages`` when the languages line is present,
   else ``p_ethnicity_without``; gender correct with ``p_gender_base`` plus ``p_gender_per_marker`` per
   activities / volunteering / hobbies line present; a wrong answer is "Cannot determine" half the time.
@@ -42,6 +45,10 @@ class Planted:
     job_sd: float = 6.0
     #: sd of a per-job shift of the augmented resumes' probability of being chosen (Direct Comparison)
     compare_job_sd: float = 0.0
+    #: sd of a per-occupation shift of that probability, shared by the occupation's jobs
+    compare_occupation_sd: float = 0.0
+    #: sd of a per-occupation × basket shift of the augmented resumes' scores
+    score_occupation_sd: float = 0.0
     noise_sd: float = 3.0
     #: multiplies every compare/score effect in the rationale variant
     rationale_multiplier: float = 1.0
@@ -62,20 +69,31 @@ def _effect(effects: Mapping[str, float], frame: pd.DataFrame) -> np.ndarray:
 def design(jobs: Sequence[Job], baskets: BasketSet, conditions: Sequence[tuple[str, tuple[str, ...]]] = (
         ("all", ("languages", "activities", "volunteering", "hobbies")),)) -> pd.DataFrame:
     """One row per (job, basket, condition): the augmented resumes, without text."""
-    rows = [{"job_id": j.job_id, "gender_dominance": j.gender_dominance, "group": b.group, "ethnicity": b.ethnicity,
+    rows = [{"job_id": j.job_id, "occupation": j.occupation, "gender_dominance": j.gender_dominance, "group": b.group,
+             "ethnicity": b.ethnicity,
              "gender": b.gender, "variation": b.variation, "condition": name, "categories": "+".join(keep),
              "resume_chars": 900 + 3 * len("".join(b.markers[c] for c in keep))}
             for j in jobs for name, keep in conditions for b in baskets.baskets]
     return pd.DataFrame(rows)
 
 
+def _shift(frame: pd.DataFrame, keys: Sequence[str], sd: float, rng: np.random.Generator) -> np.ndarray:
+    """One normal draw (sd ``sd``) per distinct value of ``keys``, spread over the rows of ``frame``."""
+    codes = frame[list(keys)].astype(str).groupby(list(keys), sort=True).ngroup().to_numpy()
+    return np.asarray(rng.normal(0.0, sd, int(codes.max()) + 1 if len(codes) else 0)[codes], dtype=np.float64)
+
+
 def _job_shift(plan: Planted, frame: pd.DataFrame, model: str, with_reason: bool, seed: int) -> np.ndarray:
-    """The per-job shift of Direct Comparison (``compare_job_sd``), one draw per job, model and variant."""
-    if plan.compare_job_sd <= 0:
-        return np.zeros(len(frame))
-    codes, uniques = pd.factorize(frame["job_id"].astype(str), sort=True)
-    rng = derive_rng("synthetic", model, "compare-jobs", with_reason, base_seed=seed)
-    return np.asarray(rng.normal(0.0, plan.compare_job_sd, len(uniques))[codes], dtype=np.float64)
+    """The per-job shift of Direct Comparison (``compare_job_sd``), one draw per job, model and variant,
+    plus the per-occupation one (``compare_occupation_sd``)."""
+    out = np.zeros(len(frame))
+    if plan.compare_job_sd > 0:
+        out += _shift(frame, ["job_id"], plan.compare_job_sd,
+                      derive_rng("synthetic", model, "compare-jobs", with_reason, base_seed=seed))
+    if plan.compare_occupation_sd > 0 and "occupation" in frame.columns:
+        out += _shift(frame, ["occupation"], plan.compare_occupation_sd,
+                      derive_rng("synthetic", model, "compare-occupations", with_reason, base_seed=seed))
+    return out
 
 
 def comparisons(model: str, plan: Planted, resumes: pd.DataFrame, *, seed: int = 0,
@@ -100,7 +118,8 @@ def comparisons(model: str, plan: Planted, resumes: pd.DataFrame, *, seed: int =
 def scores(model: str, plan: Planted, resumes: pd.DataFrame, jobs: Sequence[Job], *, seed: int = 0,
            rationale: Sequence[bool] = (False, True)) -> pd.DataFrame:
     """Score & Shortlist answers (``score``) for the neutral and every augmented resume of each job."""
-    neutral = pd.DataFrame([{"job_id": j.job_id, "gender_dominance": j.gender_dominance, "group": "neutral",
+    neutral = pd.DataFrame([{"job_id": j.job_id, "occupation": j.occupation, "gender_dominance": j.gender_dominance,
+                             "group": "neutral",
                              "ethnicity": "neutral", "gender": "neutral", "variation": 0, "condition": "neutral",
                              "categories": "", "resume_chars": 900} for j in jobs])
     pool = pd.concat([neutral, resumes[resumes["condition"].eq("all")]], ignore_index=True)
@@ -112,6 +131,10 @@ def scores(model: str, plan: Planted, resumes: pd.DataFrame, jobs: Sequence[Job]
         job_effect = rng.normal(0.0, plan.job_sd, len(jobs))[pool["job_id"].map(job_index).to_numpy()]
         raw = plan.score_base + job_effect + mult * _effect(plan.score_effects, pool) + rng.normal(0, plan.noise_sd,
                                                                                                    len(pool))
+        if plan.score_occupation_sd > 0:
+            slot = derive_rng("synthetic", model, "score-occupations", with_reason, base_seed=seed)
+            raw += np.where(pool["group"].eq("neutral"), 0.0,
+                            _shift(pool, ["occupation", "group", "variation"], plan.score_occupation_sd, slot))
         value = np.clip(np.rint(raw), 1, 100)
         value[rng.random(len(pool)) < plan.unparseable_rate] = np.nan
         parts.append(pool.assign(model=model, rationale=with_reason, score=value))
