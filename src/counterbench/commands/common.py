@@ -12,6 +12,8 @@ from counterbench.errors import UserError
 if TYPE_CHECKING:
     from counterbench.prompts import PromptFilters
 
+#: ``audit`` and ``prompts`` pass the options they do not know to the study (its file options, e.g. ``--jobs``)
+STUDY_FILE_OPTIONS = {"allow_extra_args": True, "ignore_unknown_options": True}
 UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep this use case (repeatable).")]
 LanguageOpt = Annotated[
     list[str] | None, typer.Option("--language", help="Keep this language (a code the study declares, e.g. en).")

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from counterbench.commands.common import (
+    STUDY_FILE_OPTIONS,
     AxisOpt,
     FromReleaseOpt,
     IdentifierOpt,
@@ -22,11 +23,11 @@ from counterbench.commands.common import (
     VariantOpt,
     filters_from_options,
 )
-from counterbench.commands.hiring_files import BasketsOpt, JobsOpt, PromptTextsOpt, ResumesOpt, study_with_files
 from counterbench.errors import UserError
 
 
 def prompts_command(
+    ctx: typer.Context,
     study: Annotated[str, typer.Argument(help="A built-in study (see `counterbench studies`) or a study .yaml.")],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write the table to .parquet, .csv or .jsonl.")
@@ -42,12 +43,12 @@ def prompts_command(
     seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
-    jobs: JobsOpt = None,
-    resumes: ResumesOpt = None,
-    baskets: BasketsOpt = None,
-    prompt_texts: PromptTextsOpt = None,
 ) -> None:
-    """Expand a study into its prompt table and print a summary (prompts per use case and language)."""
+    """Expand a study into its prompt table and print a summary (prompts per use case and language).
+
+    A study may take its own files as options after its name (e.g. `--jobs FILE`): `counterbench studies`
+    lists them.
+    """
     from rich.console import Console
 
     from counterbench.prompts import build_prompts
@@ -67,7 +68,9 @@ def prompts_command(
         seed=seed,
         preset=preset,
     )
-    the_study = study_with_files(study, jobs=jobs, resumes=resumes, baskets=baskets, prompts=prompt_texts)
+    from counterbench.studies.files import study_with_files
+
+    the_study = study_with_files(study, list(ctx.args))
     table = build_prompts(the_study, filters, from_release=from_release)
     if out is not None:
         write_table(table, out)
@@ -110,5 +113,5 @@ def studies_command() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("prompts")(prompts_command)
+    app.command("prompts", context_settings=STUDY_FILE_OPTIONS)(prompts_command)
     app.command("studies")(studies_command)

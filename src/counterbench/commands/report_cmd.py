@@ -9,6 +9,7 @@ import typer
 
 from counterbench.commands.check_cmd import FailOnOpt, JunitOpt, gate_after_audit
 from counterbench.commands.common import (
+    STUDY_FILE_OPTIONS,
     AxisOpt,
     FromReleaseOpt,
     IdentifierOpt,
@@ -22,7 +23,6 @@ from counterbench.commands.common import (
     VariantOpt,
     filters_from_options,
 )
-from counterbench.commands.hiring_files import BasketsOpt, JobsOpt, PromptTextsOpt, ResumesOpt, study_with_files
 from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
@@ -171,6 +171,7 @@ def _load_store(store: Path, models: list[str] | None, profile: Any) -> pd.DataF
 
 @with_run_options
 def audit_command(
+    ctx: typer.Context,
     study: Annotated[str, typer.Argument(help="A registered study (`counterbench studies`) or a study .yaml.")],
     model: ModelOpt = None,
     use_case: UseCaseOpt = None,
@@ -184,10 +185,6 @@ def audit_command(
     sample_seed: SeedOpt = 0,
     preset: PresetOpt = None,
     from_release: FromReleaseOpt = None,
-    jobs: JobsOpt = None,
-    resumes: ResumesOpt = None,
-    baskets: BasketsOpt = None,
-    prompt_texts: PromptTextsOpt = None,
     *,
     run_options: RunOptions,
     out: Annotated[
@@ -204,6 +201,9 @@ def audit_command(
     junit: JunitOpt = None,
 ) -> None:
     """Run a study on models, analyse the answers and write the report, in one go; rerun to resume.
+
+    A study may take its own files as options after its name (e.g. `--jobs FILE`): `counterbench studies`
+    lists them.
 
     Writes OUT/report.html, OUT/report.md and the analysis tables (CSV + Parquet) in OUT/analysis.
 
@@ -223,7 +223,9 @@ def audit_command(
         use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
         question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=sample_seed, preset=preset,
     )
-    the_study = study_with_files(study, jobs=jobs, resumes=resumes, baskets=baskets, prompts=prompt_texts)
+    from counterbench.studies.files import study_with_files
+
+    the_study = study_with_files(study, list(ctx.args))
     table = build_prompts(the_study, filters, from_release=from_release)
     summary = send(table, list(model or []), run_options)
     store, parse_profile = Path(run_options.store), run_options.parse_profile
@@ -252,4 +254,4 @@ def audit_command(
 
 def register(app: typer.Typer) -> None:
     app.command("report")(report_command)
-    app.command("audit")(audit_command)
+    app.command("audit", context_settings=STUDY_FILE_OPTIONS)(audit_command)
