@@ -128,3 +128,17 @@ def test_ctrl_c_during_a_server_wide_retry_after_exits_at_once(tmp_path: Path) -
     with sqlite3.connect(store) as conn:
         stored = conn.execute("SELECT count(*) FROM responses WHERE status = 'ok'").fetchone()[0]
     assert stored == answered  # every answer the server gave is stored; the refused ones are still pending
+
+
+def test_a_pause_begun_outside_an_event_loop_still_ends() -> None:
+    limit = AdaptiveLimit(4, burst=3)
+    for _ in range(3):
+        limit.on_overload(0.2)
+    assert limit.paused()
+
+    async def wait() -> float:
+        started = time.monotonic()
+        await asyncio.wait_for(limit.acquire(), 2.0)
+        return time.monotonic() - started
+
+    assert 0.1 < asyncio.run(wait()) < 1.0

@@ -93,7 +93,10 @@ class AdaptiveLimit:
         if self.closed or (self.in_flight < int(self.limit) and not self._waiters and not self.paused()):
             self.in_flight += 1
             return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if self._resume_timer is None and self.paused():  # a pause begun outside an event loop
+            self._resume_timer = loop.call_later(self.resume_at - time.monotonic(), self._resume)
+        future: asyncio.Future[None] = loop.create_future()
         self._waiters.append(future)
         try:
             await future
@@ -157,7 +160,11 @@ class AdaptiveLimit:
         self.resume_at = resume_at
         if self._resume_timer is not None:
             self._resume_timer.cancel()
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop, so nobody waits: acquire() sees the pause itself
+            self._resume_timer = None
+            return
         self._resume_timer = loop.call_later(resume_at - time.monotonic(), self._resume)
 
     def _resume(self) -> None:
