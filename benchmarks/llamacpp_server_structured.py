@@ -5,7 +5,8 @@ Starts ``python -m llama_cpp.server`` with the embedded SmolLM2-135M GGUF on 127
 then runs the same RupeeBias prompts — ``--per-kind`` salary prompts (``### <NUMBER> INR``) and as
 many hike prompts (``### <NUMBER> %``) from the ``quick`` preset — through ``counterbench``'s engine
 as ``llamacpp:URL:smollm`` in every mode: free text, ``grammar`` and ``json_object``; and as
-``openai-compatible`` (``json_schema``, which this server refuses: one warning, then free text).
+``openai-compatible`` (``json_schema``, which this server refuses: one warning, then ``json_object`` with the
+same schema, which it takes).
 
 For each: the share of answers in the format, the share the parser accepted (status ``ok``), HTTP
 requests sent, retries, warnings, and seconds per prompt (wall time / prompts, concurrency 2; the

@@ -186,22 +186,54 @@ def _run_config(path: Path) -> dict[str, Any]:
 
 
 def test_refused_schema_falls_back_to_free_text_once(rejecting: ThreadedServer, tmp_path: Path) -> None:
+    """A server that takes no ``response_format`` at all: json_schema, then json_object, then free text."""
     summary = _run(rejecting, tmp_path, 12)
     counters = rejecting.counters
-    assert counters.outcomes["rejected"] == 1  # the invalid request reached the server once, never again
-    assert counters.requests == 13  # 1 refused + 12 free-text answers (the first prompt's included)
-    assert sum("response_format" in b for b in counters.recent_bodies) == 1
+    assert counters.outcomes["rejected"] == 2  # each refused mode reached the server once, never again
+    assert counters.requests == 14  # 2 refused + 12 free-text answers (the first prompt's included)
+    assert [b["response_format"]["type"] for b in counters.recent_bodies if "response_format" in b] == [
+        "json_schema", "json_object"]
     totals = summary.totals
     assert totals["retries"] == 0 and totals["errors"] == 0 and totals["ok"] == 12
-    (note,) = summary.notes
-    assert "refused the json_schema structured-output constraint" in note and "HTTP 500" in note
-    assert "free text" in note
+    assert len(summary.notes) == 2
+    schema_note = next(n for n in summary.notes if "refused the json_schema" in n)
+    object_note = next(n for n in summary.notes if "refused the json_object" in n)
+    assert "HTTP 500" in schema_note and "free text" in schema_note and "free text" in object_note
     from counterbench.run.runner import format_summary
 
-    assert "warning: " + note in format_summary(summary)
+    assert "warning: " + schema_note in format_summary(summary)
     recorded = _run_config(tmp_path / "s.db")
-    assert recorded["notes"] == [note]
+    assert sorted(recorded["notes"]) == sorted(summary.notes)
     assert recorded["structured_modes"] == {f"openai-compatible:{rejecting.base_url}:fake-model": "json_schema"}
+
+
+def test_a_refused_json_schema_falls_back_to_json_object_before_free_text(tmp_path: Path) -> None:
+    """llama-cpp-python's server: json_schema refused with HTTP 500 ("Input should be 'text' or
+    'json_object'"), json_object with the same schema taken: every answer is constrained, none free text."""
+    config = FaultConfig(reject_response_formats=("json_schema",), hang_s=2.0)
+    with run_in_thread(FakeOpenAIServer(config)) as server:
+        summary = _run(server, tmp_path, 12)
+        counters = server.counters
+        bodies = list(counters.recent_bodies)
+    assert counters.outcomes["rejected"] == 1 and counters.requests == 13
+    assert bodies[0]["response_format"]["type"] == "json_schema"
+    assert all(b["response_format"] == {"type": "json_object", "schema": constraint_for(
+        _request(structured=True)).json_schema()["json_schema"]["schema"]} for b in bodies[1:])
+    assert summary.totals["ok"] == 12 and summary.totals["errors"] == 0 and summary.totals["retries"] == 0
+    (note,) = summary.notes
+    assert "refused the json_schema structured-output constraint (HTTP 500: 1 validation error" in note
+    assert "Input should be 'text' or 'json_object'" in note and "with the json_object constraint instead" in note
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        texts = [t for (t,) in conn.execute("SELECT response FROM responses")]
+    assert len(texts) == 12 and all(re.fullmatch(INR, t) for t in texts), texts  # unwrapped from {"answer": ...}
+    assert _run_config(tmp_path / "s.db")["notes"] == [note]
+
+
+def test_stop_means_no_second_mode_either(tmp_path: Path) -> None:
+    config = FaultConfig(reject_response_formats=("json_schema",), hang_s=2.0)
+    with run_in_thread(FakeOpenAIServer(config)) as server, pytest.raises(UserError, match="refused the json_schema"):
+        _run(server, tmp_path, 6, structured_fallback="stop")
+    assert server.counters.outcomes["rejected"] == 1 and server.counters.requests == 2
 
 
 def test_refused_schema_stops_the_run_when_asked(rejecting: ThreadedServer, tmp_path: Path) -> None:

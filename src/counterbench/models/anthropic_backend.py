@@ -140,9 +140,9 @@ class AnthropicBackend:
             return await self._call(params)
         result, _ = await send_gated(
             self.structured_state,
-            mode,
+            (mode,),
             config.structured_fallback,
-            lambda: self._call(params),
+            lambda _mode: self._call(params),
             lambda: self._call(self.build_params(request, "none")),
         )
         return result

@@ -16,8 +16,8 @@ them are constructor options chosen by :mod:`counterbench.models.registry`:
   server takes and how each is spelled (:mod:`counterbench.models.structured`); ``structured_mode``
   replaces the family's default. ``GenerationConfig.structured_mode`` overrides both. JSON replies
   (``{"answer": ...}``) are unwrapped. Requests without a constraint are never constrained. The
-  first constrained request goes alone; a refusal is handled as
-  ``GenerationConfig.structured_fallback`` says.
+  first constrained request goes alone; a refused ``json_schema`` is tried as ``json_object`` with
+  the same schema, then a refusal is handled as ``GenerationConfig.structured_fallback`` says.
 * ``max_tokens_field`` — OpenAI's current models want ``max_completion_tokens``; the others
   ``max_tokens``.
 
@@ -57,6 +57,7 @@ from counterbench.models.structured import (
     JSON_MODES,
     StructuredState,
     constraint_for,
+    fallback_modes,
     is_validation_body,
     resolve_mode,
     send_gated,
@@ -245,9 +246,9 @@ class OpenAICompatBackend:
             return await self._send(self.build_payload(request, "none"), unwrap=False)
         result, _ = await send_gated(
             self.structured_state,
-            mode,
+            fallback_modes(self.family, mode),
             request.config.structured_fallback,
-            lambda: self._send(self.build_payload(request, mode), unwrap=mode in JSON_MODES),
+            lambda sent: self._send(self.build_payload(request, sent), unwrap=sent in JSON_MODES),
             lambda: self._send(self.build_payload(request, "none"), unwrap=False),
         )
         return result

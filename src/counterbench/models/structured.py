@@ -35,10 +35,12 @@ How each mode is spelled in the request body (:func:`shape_payload`):
 
 A server that refuses the constraint (HTTP 400/404/422, or a 500 whose body is a request-validation
 error) is detected on the first constrained request: until a server has answered one, constrained
-requests go one at a time (:class:`ConstraintGate`). On a refusal the backend either sends that
-request, and every later one, without the constraint and records one warning
-(``structured_fallback="free-text"``), or raises a fatal :class:`BackendError` that stops the run
-(``"stop"``). The refused request is never sent again.
+requests go one at a time (:class:`ConstraintGate`). On a refusal, with
+``structured_fallback="free-text"``, the backend tries the next mode the family offers for it
+(:data:`NEXT_MODES`: ``json_schema`` → ``json_object`` with the same schema, as llama-cpp-python's
+server takes it), and only when no constrained mode is left sends that request, and every later one,
+without the constraint; each refusal records one warning. With ``"stop"`` it raises a fatal
+:class:`BackendError` that stops the run. A refused request is never sent again in the refused mode.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ FAMILY_MODES: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai-compatible": ("json_schema", ("json_schema", "json_object", "grammar", "regex", "none")),
     "local": ("grammar", ("grammar", "none")),
 }
+#: a refused mode -> the modes tried after it before free text (if the family accepts them; not with ``stop``)
+NEXT_MODES: dict[str, tuple[str, ...]] = {"json_schema": ("json_object",)}
 #: modes the OpenAI-protocol backend can send
 HTTP_MODES = ("json_schema", "json_object", "grammar", "regex", "none")
 #: modes whose reply is a JSON object holding the answer
@@ -259,10 +263,18 @@ class ConstraintGate:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
-    def refuse(self, error: BackendError, fallback: str) -> str:
-        """Record the refusal; returns the one-line warning (also shown through the owner's sink)."""
+    def refuse(self, error: BackendError, fallback: str, instead: str = "none") -> str:
+        """Record the refusal; returns the one-line warning (also shown through the owner's sink).
+
+        ``instead`` is the mode the server took in its place (``none``: free text).
+        """
         self.state = "refused"
-        then = "sending the prompts without it (free text) from now on" if fallback == "free-text" else "stopping"
+        if fallback != "free-text":
+            then = "stopping"
+        elif instead == "none":
+            then = "sending the prompts without it (free text) from now on"
+        else:
+            then = f"sending the prompts with the {instead} constraint instead from now on"
         name = self.owner.name
         self.notice = (
             f"{name}: the server refused the {self.mode} structured-output constraint "
@@ -317,6 +329,12 @@ def stop_error(notice: str) -> BackendError:
     )
 
 
+def fallback_modes(family: str, mode: str) -> tuple[str, ...]:
+    """``mode`` and the modes tried after it when the server refuses it (:data:`NEXT_MODES`), for ``family``."""
+    accepted = FAMILY_MODES.get(family, ("none", ()))[1]
+    return (mode, *(m for m in NEXT_MODES.get(mode, ()) if m in accepted and m != mode))
+
+
 def structured_modes(backends: list[Any], config: GenerationConfig) -> dict[str, str]:
     """Per backend name, the structured mode it uses for ``config`` (for the run record)."""
     out = {}
@@ -343,36 +361,39 @@ def watch_notices(backends: list[Any], sink: Callable[[str], None] | None) -> No
 
 async def send_gated(
     state: StructuredState,
-    mode: str,
+    modes: tuple[str, ...],
     fallback: str,
-    constrained: Callable[[], Awaitable[T]],
+    constrained: Callable[[str], Awaitable[T]],
     free: Callable[[], Awaitable[T]],
-) -> tuple[T, bool]:
-    """Send with the constraint if the server takes it, else as the user chose; returns ``(result, constrained)``.
-
-    The first constrained request goes alone. If it is refused (:func:`is_refusal`), the same prompt
-    is sent once without the constraint: if that succeeds the server refused the constraint — the
-    gate records it, and the free-text answer is returned (``free-text``) or a fatal error raised
-    (``stop``); if it fails too, its error is raised and the gate stays undecided.
+) -> tuple[T, str]:
+    """Send in the first of ``modes`` the server takes, else as the user chose; returns ``(result, mode)``
+    (``none``: free text). The first request in a mode goes alone. If it is refused (:func:`is_refusal`),
+    the same prompt is sent in the next of ``modes`` (``free-text`` only), after the last without the
+    constraint: when that succeeds the server refused the mode — its gate records it, and the answer is
+    returned (``free-text``) or a fatal error raised (``stop``); when it fails too, its error is raised
+    and the gate stays undecided.
     """
+    if not modes:
+        return await free(), "none"
+    mode, rest = modes[0], (modes[1:] if fallback == "free-text" else ())
     gate = state.gate(mode)
     if gate.state == "unknown":
         async with gate.lock():
             if gate.state == "unknown":
                 try:
-                    result = await constrained()
+                    result = await constrained(mode)
                 except BackendError as exc:
                     if not is_refusal(exc):
                         raise
-                    answer = await free()
-                    notice = gate.refuse(exc, fallback)
+                    answer, instead = await send_gated(state, rest, fallback, constrained, free)
+                    notice = gate.refuse(exc, fallback, instead)
                     if fallback == "stop":
                         raise stop_error(notice) from None
-                    return answer, False
+                    return answer, instead
                 gate.state = "accepted"
-                return result, True
+                return result, mode
     if gate.state == "accepted":
-        return await constrained(), True
+        return await constrained(mode), mode
     if fallback == "stop":
         raise stop_error(gate.notice or f"{state.name}: the server refused the {mode} constraint")
-    return await free(), False
+    return await send_gated(state, rest, fallback, constrained, free)

@@ -9,7 +9,9 @@ retryable :class:`~counterbench.models.base.BackendError`\\ s (408/409/429/5xx, 
 connection errors, malformed replies): after the server's ``Retry-After`` when it sent one (capped),
 else after an exponential backoff with jitter. Only the refused request waits; when the provider
 signals overload (429/503/529) the lane's :class:`~counterbench.run.limits.AdaptiveLimit` also
-lowers how many requests are in flight, and raises it again as answers come back. Non-retryable
+lowers how many requests are in flight, and raises it again as answers come back — and when
+refusals with a ``Retry-After`` outnumber the answers (a server-wide ``Retry-After``), the whole
+lane sends nothing until that wait is over. Non-retryable
 failures and exhausted retries are stored as ``error`` rows (re-sent with ``--retry-errors``),
 except failures that show the backend cannot work at all — HTTP 401/403, or no request of the
 lane ever succeeding and the first one failing with a connection error or 404 — which stop the
@@ -201,7 +203,7 @@ class Engine(RunSession):
             self.recorder.record_result(lane, group, result, attempts, started, hold)
             return False
         if limit is not None and error.status in _OVERLOAD:
-            limit.on_overload()
+            limit.on_overload(None if error.retry_after is None else min(error.retry_after, policy.max_retry_after))
         if error.status is None or error.status == 200:
             # no HTTP error status (a timeout, a dropped connection, a garbled reply): it may have been billed
             self.budget.may_have_paid(hold)

@@ -53,9 +53,18 @@ class AdaptiveLimit:
     down to ``minimum``; every success adds ``1 / limit``, i.e. one more request in flight per
     round of ``limit`` successes, up to the user's ``--concurrency``. :meth:`acquire` is a plain
     counter check while the limit is not reached; :meth:`close` lets every waiter go (a stopping run).
+
+    A server-wide ``Retry-After`` pauses the whole lane: when, within ``window`` seconds, at least
+    ``burst`` overload refusals carried a ``Retry-After`` and they outnumber the answers received in
+    that window, no request is let go until that ``Retry-After`` (counted from the latest such
+    refusal) is over — the requests in flight finish, nothing new is sent. A refusal now and then
+    among answers (one prompt refused) pauses nothing: only that request waits.
     """
 
-    def __init__(self, maximum: int, *, decrease: float = 0.75, minimum: int = 1, cut_interval: float = 0.5) -> None:
+    def __init__(
+        self, maximum: int, *, decrease: float = 0.75, minimum: int = 1, cut_interval: float = 0.5,
+        burst: int = 3, window: float = 2.0,
+    ) -> None:
         self.maximum = float(maximum)
         self.limit = float(maximum)
         self.minimum = float(max(1, min(minimum, maximum)))
@@ -66,12 +75,28 @@ class AdaptiveLimit:
         self.closed = False
         self._last_cut = -math.inf
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self.burst = max(1, burst)
+        self.window = window
+        #: recent outcomes in the window, ``(time, refused with Retry-After)``, and how many were refused
+        self._recent: collections.deque[tuple[float, bool]] = collections.deque()
+        self._refused = 0
+        #: no request is let go before this (``time.monotonic()``); ``pauses`` counts the lane's pauses
+        self.resume_at = -math.inf
+        self.pauses = 0
+        self._resume_timer: asyncio.TimerHandle | None = None
+
+    def paused(self) -> bool:
+        """Is the lane sitting out a server-wide ``Retry-After``?"""
+        return not self.closed and self.resume_at > time.monotonic()
 
     async def acquire(self) -> None:
-        if self.closed or (self.in_flight < int(self.limit) and not self._waiters):
+        if self.closed or (self.in_flight < int(self.limit) and not self._waiters and not self.paused()):
             self.in_flight += 1
             return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if self._resume_timer is None and self.paused():  # a pause begun outside an event loop
+            self._resume_timer = loop.call_later(self.resume_at - time.monotonic(), self._resume)
+        future: asyncio.Future[None] = loop.create_future()
         self._waiters.append(future)
         try:
             await future
@@ -89,6 +114,8 @@ class AdaptiveLimit:
             self._wake()
 
     def _wake(self) -> None:
+        if self.paused():
+            return  # the timer set by the pause wakes the waiters when it is over
         waiters = self._waiters
         while waiters and (self.closed or self.in_flight < int(self.limit)):
             future = waiters.popleft()
@@ -97,20 +124,59 @@ class AdaptiveLimit:
                 future.set_result(None)
 
     def on_success(self) -> None:
+        if self._refused:  # answers count against a pause only while refusals are in the window
+            self._note(time.monotonic(), refused=False)
         if self.limit < self.maximum:
             self.limit = min(self.maximum, self.limit + 1.0 / self.limit)
             if self._waiters:
                 self._wake()
 
-    def on_overload(self) -> None:
+    def on_overload(self, retry_after: float | None = None) -> None:
+        """An overload refusal; ``retry_after`` is its ``Retry-After`` in seconds (already capped), if any."""
         now = time.monotonic()
         if now - self._last_cut >= self.cut_interval:
             self._last_cut = now
             self.limit = max(self.minimum, self.limit * self.decrease)
             self.cuts += 1
+        if retry_after is None or not retry_after > 0 or not math.isfinite(retry_after):
+            return
+        self._note(now, refused=True)
+        if self._refused >= self.burst and 2 * self._refused > len(self._recent):
+            self._pause_until(now + retry_after)
+
+    def _note(self, now: float, *, refused: bool) -> None:
+        recent = self._recent
+        recent.append((now, refused))
+        self._refused += refused
+        horizon = now - self.window
+        while recent and recent[0][0] < horizon:
+            self._refused -= recent.popleft()[1]
+
+    def _pause_until(self, resume_at: float) -> None:
+        if resume_at <= self.resume_at:
+            return
+        if self.resume_at <= time.monotonic():
+            self.pauses += 1  # a new pause, not a longer one
+        self.resume_at = resume_at
+        if self._resume_timer is not None:
+            self._resume_timer.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop, so nobody waits: acquire() sees the pause itself
+            self._resume_timer = None
+            return
+        self._resume_timer = loop.call_later(resume_at - time.monotonic(), self._resume)
+
+    def _resume(self) -> None:
+        """The pause is over (the loop's timer may fire a hair early: it is over all the same)."""
+        self._resume_timer = None
+        self.resume_at = -math.inf
+        self._wake()
 
     def close(self) -> None:
         self.closed = True
+        if self._resume_timer is not None:
+            self._resume_timer.cancel()
         self._wake()
 
 

@@ -14,12 +14,13 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.columns import BASE_COLUMNS, VARIANTS
+from counterbench.columns import VARIANTS
 from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
 from counterbench.studies.designs import CROSSED_AXIS, combination_name
+from counterbench.studies.expansion import Block, Partials, assemble, fmt
 from counterbench.studies.spec import PLACEHOLDER, Identifier, StudyDefinition
 
 #: design column: the identifier's position in its axis (crossed designs: the first attribute's level)
@@ -28,13 +29,7 @@ LEVEL_INDEX = "level_index"
 
 def render(template: str, values: Mapping[str, Any]) -> str:
     """Fill ``{name}`` placeholders (only these; other braces are left alone)."""
-    return PLACEHOLDER.sub(lambda m: _fmt(values[m.group(1)]), template)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) >= 1e15:
-        return str(int(value))
-    return str(value)
+    return PLACEHOLDER.sub(lambda m: fmt(values[m.group(1)]), template)
 
 
 class DeclarativeStudy:
@@ -146,7 +141,7 @@ class DeclarativeStudy:
         key = tuple(v for v in VARIANTS if v in variants)
         if key not in self._expanded:
             self._expanded[key] = self._expand(key)
-        return self._expanded[key].copy()
+        return self._expanded[key].copy(deep=False)  # copy-on-write: a caller's change never reaches the cache
 
     def _units(self, lang: str) -> list[tuple[str, str, dict[str, str], dict[str, Any]]]:
         """What one prompt varies: (axis, identifier, placeholder phrases, design columns) in study order."""
@@ -177,45 +172,23 @@ class DeclarativeStudy:
             dict.fromkeys(k for uc in d.use_cases.values() for k in uc.profiles[0] if k != "profile_id")
         )
         design_names += [c for c in unit_columns if c not in design_names]
-        columns: dict[str, list[Any]] = {name: [] for name in (*BASE_COLUMNS, *design_names)}
-        for variant in variants:
-            suffix = "_fair" if variant == "fairness" else ""
-            for uc in d.use_cases.values():
-                system = self.system_prompt_for(uc.name, variant)
-                for lang, lang_spec in d.languages.items():
-                    prefix = f"{uc.name}_{lang_spec['id_infix']}_"
-                    # (profile, question) combinations with everything but the identifier filled in
-                    partials = []
-                    for profile in uc.profiles:
-                        design = {k: (v[lang] if isinstance(v, Mapping) else v) for k, v in profile.items()}
-                        for qv_index, question in enumerate(uc.question_variants[lang], start=1):
-                            parts = _partial(uc.templates[lang], {**design, "question": question})
-                            partials.append((design, qv_index, parts))
-                    self._check_distinct(uc.name, lang, units[lang], partials[0])
-                    number = 0
-                    for axis, identifier, phrase_values, extra in units[lang]:
-                        for design, qv_index, parts in partials:
-                            number += 1
-                            columns["prompt_id"].append(f"{prefix}{number:05d}{suffix}")
-                            columns["axis"].append(axis)
-                            columns["identifier"].append(identifier)
-                            columns["profile_id"].append(design["profile_id"])
-                            columns["question_variant"].append(qv_index)
-                            columns["user"].append("".join(p if n is None else phrase_values[n] for p, n in parts))
-                            for name in design_names:
-                                columns[name].append(extra[name] if name in extra else design.get(name))
-                    n = number
-                    for name, value in (
-                        ("study", d.name),
-                        ("use_case", uc.name),
-                        ("language", lang),
-                        ("variant", variant),
-                        ("answer_type", uc.answer_type),
-                        ("system", system),
-                    ):
-                        columns[name].extend([value] * n)
-        frame = pd.DataFrame({name: _column(name, values) for name, values in columns.items()})
-        return frame
+        partials: dict[tuple[str, str], Partials] = {}
+        for uc in d.use_cases.values():
+            for lang in d.languages:
+                designs = [{k: (v[lang] if isinstance(v, dict) else v) for k, v in profile.items()}
+                           for profile in uc.profiles]  # a per-language value is a dict (use_cases.py)
+                questions = uc.question_variants[lang]
+                partials[uc.name, lang] = Partials.build(uc.templates[lang], designs, questions)
+                first = _partial(uc.templates[lang], {**designs[0], "question": questions[0]})
+                self._check_distinct(uc.name, lang, units[lang], (designs[0], 1, first))
+        blocks = [
+            Block(f"{uc.name}_{lang_spec['id_infix']}_", "_fair" if variant == "fairness" else "",
+                  {"study": d.name, "use_case": uc.name, "language": lang, "variant": variant,
+                   "answer_type": uc.answer_type, "system": self.system_prompt_for(uc.name, variant)},
+                  units[lang], partials[uc.name, lang])
+            for variant in variants for uc in d.use_cases.values() for lang, lang_spec in d.languages.items()
+        ]
+        return assemble(blocks, design_names)
 
     def _check_distinct(
         self, use_case: str, lang: str, units: list[tuple[str, str, dict[str, str], dict[str, Any]]],
@@ -244,22 +217,10 @@ def _partial(template: str, values: Mapping[str, Any]) -> list[tuple[str, str | 
         if i % 2 == 0:
             literal += piece
         elif piece in values:
-            literal += _fmt(values[piece])
+            literal += fmt(values[piece])
         else:
             out.append((literal, None))
             out.append(("", piece))
             literal = ""
     out.append((literal, None))
     return [(p, n) for p, n in out if n is not None or p]
-
-
-def _column(name: str, values: list[Any]) -> pd.Series:
-    """Typed column: ids and texts as strings, question_variant as int, design numbers as float."""
-    if name == "question_variant":
-        return pd.Series(values, dtype="int64")
-    if name in BASE_COLUMNS:
-        return pd.Series(values, dtype="object")
-    present = [v for v in values if v is not None]
-    if present and all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
-        return pd.Series([float("nan") if v is None else float(v) for v in values], dtype="float64")
-    return pd.Series([None if v is None else _fmt(v) for v in values], dtype="object")

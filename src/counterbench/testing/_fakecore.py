@@ -73,6 +73,8 @@ class FaultConfig:
     #: ``reject_status`` and a request-validation error body, as servers that validate requests do
     reject_fields: tuple[str, ...] = ()
     reject_status: int = 500
+    #: ``response_format`` types the server refuses the same way (llama-cpp-python's server: ``json_schema``)
+    reject_response_formats: tuple[str, ...] = ()
     #: the answer text for ``(system, user)`` instead of the default number (in-process servers only)
     reply: Callable[[str, str], str] | None = None
     #: a label or choice prompt's answer probabilities for ``(system, user)`` instead of
@@ -323,6 +325,8 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--api-key", default=None, help="require this key (401 otherwise)")
     parser.add_argument("--reject-fields", default="", help="comma-separated request fields refused as invalid")
+    parser.add_argument("--reject-response-formats", default="",
+                        help="comma-separated response_format types refused as invalid (e.g. json_schema)")
     parser.add_argument("--reject-status", type=int, default=500, help="the status of such a refusal")
     parser.add_argument("--sample-labels", action="store_true",
                         help="draw label and choice answers from their probabilities (default: the most probable)")
@@ -346,6 +350,7 @@ def config_from_args(args: argparse.Namespace) -> FaultConfig:
         api_key=args.api_key,
         reject_fields=tuple(f for f in args.reject_fields.split(",") if f),
         reject_status=args.reject_status,
+        reject_response_formats=tuple(f for f in args.reject_response_formats.split(",") if f),
         sample_labels=args.sample_labels,
         bare_answers=args.bare_answers,
     )

@@ -26,8 +26,10 @@ A request with ``logprobs: true`` gets ``choices[0].logprobs.content`` (tokens: 
 ``top_logprobs`` at the answer lists every allowed answer with its log-probability, up to ``top_logprobs``).
 ``FaultConfig.reject_fields`` (``--reject-fields response_format``) makes the server refuse requests
 that carry one of those fields with ``reject_status`` (500 by default) and a validation-error body,
-as llama-cpp-python's server refuses ``response_format: {"type": "json_schema"}``. Every request
-body is kept in ``counters.recent_bodies``.
+as llama-cpp-python's server refuses ``response_format: {"type": "json_schema"}``;
+``FaultConfig.reject_response_formats`` (``--reject-response-formats json_schema``) refuses only
+those ``response_format`` types, as that server does (it takes ``json_object`` with a schema).
+Every request body is kept in ``counters.recent_bodies``.
 Faults (see :mod:`counterbench.testing._fakecore` for how they are chosen): ``429`` (with
 ``Retry-After``), ``500``, ``503``, ``529``, ``400``, ``401`` (its message echoes the key received,
 as careless servers do, to test redaction), ``hang`` (no answer for ``hang_s``), ``reset`` (TCP RST),
@@ -127,6 +129,9 @@ class FakeOpenAIServer(FakeServerBase):
                 counters.outcomes["unauthorized"] += 1
                 return _error(401, f"Incorrect API key provided: {auth[7:]}", "invalid_request_error")
         rejected = next((f for f in config.reject_fields if f in payload), None)
+        response_format = payload.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") in config.reject_response_formats:
+            rejected = "response_format"
         if rejected is not None:
             counters.requests += 1
             counters.outcomes["rejected"] += 1
