@@ -15,6 +15,7 @@ import pandas as pd
 
 from counterbench.builtin.hiring import controls, metrics, noise_floor, ordering, recoverability
 from counterbench.builtin.hiring.answers import parse_label, parse_score, parse_verdict, rationale_chars
+from counterbench.builtin.hiring.paper_analyses import PAPER_TABLES, paper_tables
 from counterbench.builtin.hiring.recoverability import CANNOT
 from counterbench.builtin.hiring.resumes import cumulative_conditions
 from counterbench.models.base import RETRYABLE_STATUSES
@@ -41,6 +42,7 @@ TABLES: dict[str, str] = {
     "hiring_position_effect": "share of first-position choices, ties and consistent verdicts",
     "hiring_parse_health": "answers per status and reason (hostile output is classified, never a value), and how "
                            "many wrote a rationale before their final line",
+    **PAPER_TABLES,
 }
 SETTING_OF = {"compare": "compare", "compare_rationale": "compare", "score": "score", "score_rationale": "score",
               "recover_gender": "recover", "recover_ethnicity": "recover"}
@@ -170,10 +172,10 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
                                                               scores if not scores.empty else None)
     tables["hiring_language_only"] = controls.language_only(comp, n_boot=bootstrap, seed=seed) if not comp.empty \
         else pd.DataFrame()
+    known = dict(classes or {})
+    for attribute, part in (recover.groupby("attribute") if not recover.empty else ()):
+        known.setdefault(str(attribute), [c for c in dict.fromkeys(part["truth"]) if c != CANNOT])
     if not recover.empty:
-        known = dict(classes or {})
-        for attribute, part in recover.groupby("attribute"):
-            known.setdefault(str(attribute), [c for c in dict.fromkeys(part["truth"]) if c != CANNOT])
         table = recoverability.recoverability(recover, known)
         tables["hiring_recoverability"] = table
         curve = recoverability.ablation_curve(table, [name for name, _ in cumulative_conditions(ablation_order)])
@@ -205,4 +207,7 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
     for name, table in tables.items():
         if table.empty:
             unsupported[name] = reasons[name]
+    extra, extra_unsupported = paper_tables(recover, known)  # the paper's remaining analyses
+    tables.update(extra)
+    unsupported.update(extra_unsupported)
     return tables, unsupported
