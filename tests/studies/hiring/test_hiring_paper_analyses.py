@@ -90,3 +90,54 @@ def test_the_report_shows_the_confusion_matrices_and_class_trends(recover_result
     assert "sim:a · ethnicity (markers: all), % of each true class" in html
     assert "sim:b: % of each class recovered as markers are removed" in html
     assert "Share of the class" in html and "Precision" in html
+
+
+def _repeated_scores() -> pd.DataFrame:
+    """Score & Shortlist on 3 jobs, repeated: T = 0 three times with the same answers, T = 1 four times with
+    different ones (another seed per repeat), one repeat with an unparseable answer."""
+    plan = plan_from_mapping({"jobs": 3, "settings": ["score"], "rationale": [False], "recover_jobs": 0},
+                             base=full_plan())
+    design = build_prompts(plan).drop(columns=["system", "user"])
+    parts = []
+    for temperature, seeds, same in ((0.0, (7, 3, 5), True), (1.0, (4, 2, 9, 8), False)):
+        for seed in seeds:
+            answers = syn.answer_texts(design, "sim:a", syn.Planted(noise_sd=3.0 if same else 6.0),
+                                       seed=0 if same else seed)
+            parts.append(answers.assign(temperature=temperature, seed=seed, config_fp=f"cfg-{temperature}-{seed}"))
+    results = pd.concat(parts, ignore_index=True)
+    results.loc[results.index[5], "response"] = "### ninety"
+    return results
+
+
+def test_temperature_repeat_stability_from_the_raw_answers():
+    results = _repeated_scores()
+    tables, _ = analyze_hiring(results, bootstrap=50)
+    table = tables["hiring_stability"].set_index(["temperature", "repeats"])
+    results = results.assign(number=pd.to_numeric(results["response"].map(_final_line), errors="coerce"))
+    neutral = results[results["group"].eq("neutral")]
+    for temperature, seeds in ((0.0, (3, 5, 7)), (1.0, (2, 4, 8, 9))):  # repeats in seed order
+        for n in range(1, len(seeds) + 1):
+            kept = neutral[neutral["temperature"].eq(temperature) & neutral["seed"].isin(seeds[:n])]
+            row = table.loc[(temperature, n)]
+            assert row["mean_score"] == pytest.approx(kept["number"].mean(), abs=1e-12)
+            last = kept[kept["seed"].eq(seeds[n - 1])]["number"]
+            assert row["repeat_mean"] == pytest.approx(last.mean(), abs=1e-12)
+            per_resume = kept.groupby("prompt_id")["number"].var(ddof=1).dropna()
+            if n == 1:
+                assert np.isnan(row["avg_variance"])
+            else:
+                assert row["avg_variance"] == pytest.approx(per_resume.mean(), abs=1e-12)
+            assert row["resume_set"] == "neutral" and row["resumes"] == 3
+    assert table.loc[(0.0, 3), "avg_variance"] == 0.0  # identical repeats: no variance
+    assert table.loc[(1.0, 4), "avg_variance"] > 10.0
+
+
+def test_stability_needs_repeats_and_is_reported(tmp_path):
+    results = _repeated_scores()
+    single = results[results["config_fp"].eq("cfg-0.0-7")]
+    tables, unsupported = analyze_hiring(single, bootstrap=50)
+    assert tables["hiring_stability"].empty and "--generation-seed" in unsupported["hiring_stability"]
+    tables, unsupported = analyze_hiring(results, bootstrap=50)
+    html = _report(tables, unsupported, tmp_path, models=("sim:a",))
+    assert "Are the scores stable across repeats and temperatures?" in html
+    assert "Average across-resume variance (all repeats)" in html and "T = 0.5" not in html and "T = 1" in html

@@ -313,8 +313,9 @@ def health_section(ctx: ReportContext) -> Section:
 
 def hiring_sections(ctx: ReportContext) -> list[Section]:
     """The hiring study's sections, in report order."""
+    from counterbench.builtin.hiring.sections_paper import paper_sections
     from counterbench.builtin.hiring.sections_recovery import recovery_classes_section
 
     return [overview_section(ctx), win_rate_section(ctx), top_score_section(ctx), advantage_section(ctx),
             ordering_section(ctx), rationale_section(ctx), recoverability_section(ctx),
-            recovery_classes_section(ctx), controls_section(ctx), health_section(ctx)]
+            recovery_classes_section(ctx), controls_section(ctx), *paper_sections(ctx), health_section(ctx)]
