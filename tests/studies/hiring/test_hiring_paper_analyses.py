@@ -141,3 +141,95 @@ def test_stability_needs_repeats_and_is_reported(tmp_path):
     html = _report(tables, unsupported, tmp_path, models=("sim:a",))
     assert "Are the scores stable across repeats and temperatures?" in html
     assert "Average across-resume variance (all repeats)" in html and "T = 0.5" not in html and "T = 1" in html
+
+
+@pytest.fixture(scope="module")
+def three_models() -> pd.DataFrame:
+    plan = plan_from_mapping({"jobs": 6, "variations": [1, 2], "settings": ["compare", "score"],
+                              "language_only": False, "recover_jobs": 0}, base=full_plan())
+    design = build_prompts(plan).drop(columns=["system", "user"])
+    plants = {"sim:chinese": syn.Planted(compare_effects={"Chinese Male": 0.3}, score_effects={"Chinese": 6.0}),
+              "sim:fair": syn.Planted(),
+              "sim:malay": syn.Planted(compare_effects={"Malay": 0.2}, score_effects={"Malay Female": 4.0})}
+    return pd.concat([syn.answer_texts(design, m, p, seed=i) for i, (m, p) in enumerate(plants.items())],
+                     ignore_index=True)
+
+
+def _mine(results: pd.DataFrame):
+    """Group win rates, mean scores and TSRs recomputed from the raw answers."""
+    answer = results["response"].map(_final_line)
+    comp = results[results["use_case"].str.startswith("compare")].assign(verdict=answer)
+    comp = comp[comp["verdict"].isin(["A", "B", "Tie"])]
+    comp = comp.assign(points=np.where(comp["verdict"].eq("Tie"), 0.5, (comp["verdict"] == comp["position"]) * 1.0),
+                       rationale=comp["use_case"].str.endswith("_rationale"))
+    per = comp.groupby(["model", "rationale", "gender_dominance", "job_id", "group", "variation"])["points"].mean()
+    wr = per.groupby(["model", "rationale", "group"]).mean()
+    sc = results[results["use_case"].str.startswith("score")].assign(
+        score=pd.to_numeric(answer, errors="coerce"), rationale=lambda f: f["use_case"].str.endswith("_rationale"))
+    sc = sc[sc["score"].between(1, 100)]
+    means = sc[sc["group"] != "neutral"].groupby(["model", "rationale", "group"])["score"].mean()
+    top = sc["score"] == sc.groupby(["model", "rationale", "job_id"])["score"].transform("max")
+    tops = sc.assign(top=top).groupby(["model", "rationale", "job_id", "group"])["top"].any()
+    tsr = 100 * tops.groupby(["model", "rationale", "group"]).mean()
+    return per, wr, means, tsr[tsr.index.get_level_values("group") != "neutral"]
+
+
+def test_across_model_summaries_from_the_raw_answers(three_models):
+    tables, _ = analyze_hiring(three_models, bootstrap=50)
+    per, wr, means, tsr = _mine(three_models)
+    conditions = {}
+    for (model, rationale), part in wr.groupby(["model", "rationale"]):
+        conditions[(model, "compare", rationale)] = (part.max() - part.min(), abs(part.mean() - 0.5) / 0.5)
+    for (model, rationale), part in tsr.groupby(["model", "rationale"]):
+        conditions[(model, "score", rationale)] = ((part.max() - part.min()) / 100, abs(part.mean() - 100) / 100)
+    ranking = tables["hiring_model_ranking"].set_index("model")
+    mean_disparity = {m: np.mean([v[0] for k, v in conditions.items() if k[0] == m]) for m in ranking.index}
+    for model in ranking.index:
+        assert ranking.loc[model, "mean_disparity"] == pytest.approx(mean_disparity[model], abs=1e-12)
+        devs = [v[1] for k, v in conditions.items() if k[0] == model]
+        assert ranking.loc[model, "mean_deviation"] == pytest.approx(np.mean(devs), abs=1e-12)
+        assert ranking.loc[model, "n_conditions"] == 4
+    assert ranking.index.tolist() == sorted(mean_disparity, key=mean_disparity.get)
+    assert ranking["rank"].tolist() == [1, 2, 3] and ranking.index[0] == "sim:fair"
+    means_table = tables["hiring_across_models"].set_index(["setting", "rationale"])
+    for (setting, rationale), row in means_table.iterrows():
+        values = [v for k, v in conditions.items() if k[1] == setting and k[2] == rationale]
+        assert row["mean_disparity"] == pytest.approx(np.mean([v[0] for v in values]), abs=1e-12)
+        assert row["max_deviation"] == pytest.approx(max(v[1] for v in values), abs=1e-12)
+        assert row["n_models"] == 3
+    first = tables["hiring_rank_first"].set_index(["setting", "rationale", "gender_dominance", "group"])
+    def firsts(values: pd.Series, levels: list[int]) -> list[str]:  # every group tied at a model's top counts
+        return [g for _, part in values.groupby(level="model") for g, v in part.droplevel(levels).items()
+                if v == part.max()]
+
+    for setting, values in (("compare", wr), ("score", means)):
+        for rationale in (False, True):
+            tops = firsts(values[values.index.get_level_values("rationale") == rationale], [0, 1])
+            for group in set(values.index.get_level_values("group")):
+                assert first.loc[(setting, rationale, "all", group), "n_first"] == tops.count(group)
+    assert first.loc[("compare", False, "all", "Chinese Male"), "n_first"] >= 1
+    by_job = per.groupby(["model", "rationale", "gender_dominance", "group"]).mean()
+    for (rationale, dominance), part in by_job.groupby(["rationale", "gender_dominance"]):
+        tops = firsts(part, [0, 1, 2])
+        assert first.loc[("compare", rationale, dominance, "Chinese Male"), "n_first"] == tops.count("Chinese Male")
+        assert first.loc[("compare", rationale, dominance, "Chinese Male"), "n_models"] == 3
+    # Table 14: per model the mean of the gender groups of each ethnicity, then the mean over models
+    ethnicity = by_job.reset_index().assign(ethnicity=lambda f: f["group"].str.split(" ").str[0])
+    eth = ethnicity.groupby(["model", "rationale", "gender_dominance", "ethnicity"])["points"].mean()
+    over = eth.groupby(["rationale", "gender_dominance", "ethnicity"]).mean()
+    fit = tables["hiring_job_fit_models"].set_index(["rationale", "gender_dominance", "ethnicity"])
+    assert fit["win_rate"].sort_index().to_numpy() == pytest.approx(over.sort_index().to_numpy(), abs=1e-12)
+    spread = over.groupby(["rationale", "gender_dominance"]).agg(lambda s: s.max() - s.min())
+    assert fit["range"].groupby(["rationale", "gender_dominance"]).first().sort_index().to_numpy() == \
+        pytest.approx(spread.sort_index().to_numpy(), abs=1e-12)
+
+
+def test_across_model_section_in_the_report_and_one_model_is_not_enough(three_models, tmp_path):
+    one, why = analyze_hiring(three_models[three_models["model"].eq("sim:fair")], bootstrap=50)
+    assert one["hiring_model_ranking"].empty and "at least two models" in why["hiring_rank_first"]
+    tables, unsupported = analyze_hiring(three_models, bootstrap=50)
+    html = _report(tables, unsupported, tmp_path, models=("sim:chinese", "sim:fair", "sim:malay"))
+    assert "Across models: disparity, deviation and group ranking" in html
+    assert "Models ranked by mean disparity (lower is better)" in html and "1. sim:fair" in html
+    assert "Job fit averaged over models (Table 14 of the paper)" in html
+    assert "sim:malay · with rationale: disparity" in html  # the scatter's points carry their model

@@ -207,7 +207,7 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
     for name, table in tables.items():
         if table.empty:
             unsupported[name] = reasons[name]
-    extra, extra_unsupported = paper_tables(f, known)  # the paper's remaining analyses
+    extra, extra_unsupported = paper_tables(f, tables, known)  # the paper's remaining analyses
     tables.update(extra)
     unsupported.update(extra_unsupported)
     return tables, unsupported

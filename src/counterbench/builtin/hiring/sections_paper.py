@@ -60,4 +60,6 @@ def stability_section(ctx: ReportContext) -> Section:
 
 def paper_sections(ctx: ReportContext) -> list[Section]:
     """The sections of :mod:`.paper_analyses` placed after the controls (report order)."""
-    return [stability_section(ctx)]
+    from counterbench.builtin.hiring.sections_models import models_section
+
+    return [models_section(ctx), stability_section(ctx)]
