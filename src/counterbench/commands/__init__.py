@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "counterbench.commands.check_cmd",
     "counterbench.commands.power_cmd",
     "counterbench.commands.hiring_cmd",
+    "counterbench.commands.hiring_annotations_cmd",
 )
 
 
