@@ -233,3 +233,63 @@ def test_across_model_section_in_the_report_and_one_model_is_not_enough(three_mo
     assert "Models ranked by mean disparity (lower is better)" in html and "1. sim:fair" in html
     assert "Job fit averaged over models (Table 14 of the paper)" in html
     assert "sim:malay · with rationale: disparity" in html  # the scatter's points carry their model
+
+
+def test_prompt_variants_from_the_cli_options_and_their_table(tmp_path, cli):
+    import counterbench
+    from counterbench.errors import UserError
+
+    table = counterbench.prompts("hiring", preset="quick", variant=["standard", "no-full-range"])
+    variant = table[table["variant"].eq("no-full-range")]
+    standard = table[table["variant"].eq("standard") & table["use_case"].eq("score")]
+    assert set(variant["use_case"]) == {"score"} and len(variant) == len(standard) == 27  # only what it edits
+    assert standard["user"].str.contains("Use the full range of the scale.").all()
+    assert not variant["user"].str.contains("full range").any()
+    assert (variant["user"].to_numpy() == standard["user"].str.replace(" Use the full range of the scale.", "")
+            .to_numpy()).all()
+    assert table["prompt_id"].is_unique and variant["prompt_id"].str.endswith("~no-full-range").all()
+    with pytest.raises(UserError, match=r"unknown variant 'shouting'"):
+        counterbench.prompts("hiring", preset="quick", variant=["shouting"])
+    # through the CLI, into a store, and back out as a table of the report
+    out = tmp_path / "out"
+    proc = cli("audit", "hiring", "--model", "sim:hiring-biased", "--model", "sim:hiring-fair", "--preset", "quick",
+               "--use-case", "score", "--use-case", "compare", "--variant", "standard", "--variant", "no-full-range",
+               "--variant", "neutral-role", "--store", str(tmp_path / "v.db"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    got = pd.read_csv(out / "analysis" / "hiring_prompt_variants.csv")
+    assert set(got["variant"]) == {"standard", "no-full-range", "neutral-role"}
+    assert set(got.loc[got["variant"].eq("no-full-range"), "setting"]) == {"score"}
+    assert set(got.loc[got["variant"].eq("neutral-role"), "setting"]) == {"compare", "score"}
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Do the disparities persist under other prompt wordings?" in html
+    # the main tables hold the standard prompts only: at most 3 scores per group (3 jobs, one variation), not 6
+    scores = pd.read_csv(out / "analysis" / "hiring_scores.csv")
+    assert scores["n"].max() == 3 and scores.groupby("model")["n"].sum().between(20, 27).all()
+
+
+def test_prompt_variant_table_recomputed_from_the_raw_answers(three_models):
+    import counterbench
+
+    base = three_models
+    design = counterbench.prompts("hiring", variant=["no-full-range"], profile=sorted(set(base["job_id"])),
+                                  question_variant=[0, 1, 2], use_case=["score", "score_rationale"])
+    design = design.drop(columns=["system", "user"])
+    shifted = [syn.answer_texts(design, m, syn.Planted(score_effects={"Indian": 5.0}), seed=11)
+               for m in ("sim:chinese", "sim:fair", "sim:malay")]
+    results = pd.concat([base.assign(variant="standard"), *shifted], ignore_index=True)
+    tables, _ = analyze_hiring(results, bootstrap=50)
+    got = tables["hiring_prompt_variants"].set_index(["model", "setting", "rationale", "variant"])
+    _, _, _, tsr_standard = _mine(base)
+    _, _, _, tsr_variant = _mine(pd.concat(shifted, ignore_index=True))
+    for (model, rationale), part in tsr_variant.groupby(["model", "rationale"]):
+        disparity = (part.max() - part.min()) / 100
+        row = got.loc[(model, "score", rationale, "no-full-range")]
+        assert row["disparity"] == pytest.approx(disparity, abs=1e-12)
+        reference = tsr_standard.loc[(model, rationale)]
+        assert row["disparity_change"] == pytest.approx(disparity - (reference.max() - reference.min()) / 100,
+                                                        abs=1e-12)
+        assert row["deviation"] == pytest.approx(abs(part.mean() - 100) / 100, abs=1e-12)
+    assert ("sim:fair", "compare", False, "no-full-range") not in got.index  # the variant edits scoring only
+    # the main tables are the standard prompts' (as without the variant)
+    alone, _ = analyze_hiring(base.assign(variant="standard"), bootstrap=50)
+    pd.testing.assert_frame_equal(tables["hiring_top_score_rates"], alone["hiring_top_score_rates"])

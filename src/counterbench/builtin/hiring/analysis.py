@@ -16,6 +16,7 @@ import pandas as pd
 from counterbench.builtin.hiring import controls, metrics, noise_floor, ordering, recoverability
 from counterbench.builtin.hiring.answers import parse_label, parse_score, parse_verdict, rationale_chars
 from counterbench.builtin.hiring.paper_analyses import PAPER_TABLES, paper_tables
+from counterbench.builtin.hiring.prompt_variants import split_variants
 from counterbench.builtin.hiring.recoverability import CANNOT
 from counterbench.builtin.hiring.resumes import cumulative_conditions
 from counterbench.models.base import RETRYABLE_STATUSES
@@ -118,7 +119,13 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
                    classes: Mapping[str, Sequence[str]] | None = None,
                    ablation_order: Sequence[str] = ("hobbies", "volunteering", "activities", "languages"),
                    ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-    """Every hiring table by name, and ``unsupported``: table -> why it is empty."""
+    """Every hiring table by name, and ``unsupported``: table -> why it is empty.
+
+    The main tables hold one prompt variant (``--variant``; ``standard`` when it was run); every variant
+    answered is compared in ``hiring_prompt_variants``.
+    """
+    every = results
+    results, _ = split_variants(results)
     f = frames(results)
     comp, scores, recover = f["comparisons"], f["scores"], f["recover"]
     tables: dict[str, pd.DataFrame] = {}
@@ -207,7 +214,8 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
     for name, table in tables.items():
         if table.empty:
             unsupported[name] = reasons[name]
-    extra, extra_unsupported = paper_tables(f, tables, known)  # the paper's remaining analyses
+    every_frames = frames(every) if every is not results else f
+    extra, extra_unsupported = paper_tables(f, tables, known, every_frames)  # the paper's remaining analyses
     tables.update(extra)
     unsupported.update(extra_unsupported)
     return tables, unsupported

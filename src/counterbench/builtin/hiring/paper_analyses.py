@@ -1,7 +1,8 @@
 """The paper's remaining analyses, from the parsed answers and the main tables of :mod:`.analysis`.
 
 :func:`paper_tables` adds the per-class recoverability and the confusion matrix (App. K.1), the
-temperature / repeat stability (App. K.2) and the across-model summaries (Figs. 3, 5, 13, Table 14).
+temperature / repeat stability (App. K.2) the across-model summaries (Figs. 3, 5, 13, Table 14)
+and the prompt variants (App. F).
 Each table's description is in :data:`PAPER_TABLES`, the reason a table is empty in :data:`REASONS`.
 Pure: frames in, frames out.
 """
@@ -12,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from counterbench.builtin.hiring import across_models, recovery_classes, stability
+from counterbench.builtin.hiring import across_models, prompt_variants, recovery_classes, stability
 
 PAPER_TABLES: dict[str, str] = {
     "hiring_recovery_classes": "recall, precision and F1 of each true class (gender, ethnicity) per marker condition",
@@ -26,6 +27,8 @@ PAPER_TABLES: dict[str, str] = {
                          "variant and, for Direct Comparison, job category",
     "hiring_job_fit_models": "win rate per ethnicity within male-, female-dominated and neutral jobs, averaged over "
                              "models, and its range",
+    "hiring_prompt_variants": "disparity and deviation per prompt variant (--variant) and their change from the "
+                              "standard prompts",
     "hiring_stability": "Score & Shortlist repeated at each temperature: the mean score over the first n repeats, "
                         "the mean of repeat n, and the average across-resume variance across repeats",
 }
@@ -36,18 +39,23 @@ REASONS: dict[str, str] = {
     "hiring_across_models": "needs at least two models (it compares models)",
     "hiring_rank_first": "needs at least two models (it compares models)",
     "hiring_job_fit_models": "needs Direct Comparison answers of at least two models",
+    "hiring_prompt_variants": "needs the answers of at least two prompt variants: add e.g. `--variant standard "
+                              "--variant no-full-range`",
     "hiring_stability": "needs the same Score & Shortlist prompts answered several times: run them again with "
                         "other `--generation-seed` values, or at other `--temperature` values, into the same store",
 }
 
 
 def paper_tables(frames: Mapping[str, pd.DataFrame], main: Mapping[str, pd.DataFrame],
-                 classes: Mapping[str, Sequence[str]]) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+                 classes: Mapping[str, Sequence[str]], every: Mapping[str, pd.DataFrame] | None = None,
+                 ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
     """The tables of :data:`PAPER_TABLES` and, for each empty one, why.
 
-    ``frames``: the analysis inputs of :func:`.analysis.frames` (``recover``, ``scores``, ...);
-    ``main``: the tables :func:`.analysis.analyze_hiring` made from them.
+    ``frames``: the analysis inputs of :func:`.analysis.frames` (``recover``, ``scores``, ...) of the main
+    prompt variant; ``main``: the tables :func:`.analysis.analyze_hiring` made from them; ``every``: the
+    inputs of every prompt variant answered (default ``frames``).
     """
+    every = every or frames
     recover, scores = frames["recover"], frames["scores"]
     tables: dict[str, pd.DataFrame] = {"hiring_stability": stability.stability(scores)}
     summary = main["hiring_bias_summary"]
@@ -57,6 +65,7 @@ def paper_tables(frames: Mapping[str, pd.DataFrame], main: Mapping[str, pd.DataF
     tables["hiring_across_models"] = across_models.across_model_means(summary) if many else empty
     tables["hiring_rank_first"] = across_models.rank_first(main["hiring_win_rates"], main["hiring_scores"],
                                                            frames["comparisons"]) if many else empty
+    tables["hiring_prompt_variants"] = prompt_variants.variant_summary(every["comparisons"], every["scores"])
     fit = main["hiring_job_fit"]
     tables["hiring_job_fit_models"] = across_models.job_fit_over_models(fit) \
         if not fit.empty and fit["model"].nunique() >= 2 else empty

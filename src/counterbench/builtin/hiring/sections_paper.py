@@ -1,4 +1,5 @@
-"""Report sections of the paper's remaining analyses: temperature / repeat stability (App. K.2)."""
+"""Report sections of the paper's remaining analyses: prompt variants (App. F), temperature / repeat stability
+(App. K.2)."""
 
 from __future__ import annotations
 
@@ -58,8 +59,31 @@ def stability_section(ctx: ReportContext) -> Section:
     return s
 
 
+def variants_section(ctx: ReportContext) -> Section:
+    from counterbench.builtin.hiring.prompt_variants import variant_descriptions
+
+    s = Section("hiring_prompt_variants", "Do the disparities persist under other prompt wordings?",
+                "The same resumes asked with other prompt wordings (`--variant`): each variant's disparity and "
+                "deviation from the ideal, and their change from the standard prompts (positive = more bias). "
+                "The other tables of this report hold the standard prompts only.", group=GROUP)
+    frame = attach_table(s, ctx, "hiring_prompt_variants")
+    if frame is None:
+        return s
+    show_table(s, ctx, "hiring_prompt_variants", [
+        t.text("model", "Model"), t.text("setting", "Setting"), t.text("variant", "Prompt"),
+        t.text("wording", "Wording"), t.num("disparity", "Disparity", 3),
+        t.num("disparity_change", "Change from standard", 3, signed=True), t.num("deviation", "Deviation", 3),
+        t.num("deviation_change", "Change from standard", 3, signed=True),
+    ], prepare=lambda f: f.assign(wording=f["variant"], variant=f["rationale"].map(_variant)))
+    known = variant_descriptions()
+    for name in dict.fromkeys(frame["variant"].astype(str)):
+        if name in known:
+            s.notes.append(f"{name}: {known[name]}.")
+    return s
+
+
 def paper_sections(ctx: ReportContext) -> list[Section]:
     """The sections of :mod:`.paper_analyses` placed after the controls (report order)."""
     from counterbench.builtin.hiring.sections_models import models_section
 
-    return [models_section(ctx), stability_section(ctx)]
+    return [models_section(ctx), variants_section(ctx), stability_section(ctx)]
