@@ -293,3 +293,20 @@ def test_prompt_variant_table_recomputed_from_the_raw_answers(three_models):
     # the main tables are the standard prompts' (as without the variant)
     alone, _ = analyze_hiring(base.assign(variant="standard"), bootstrap=50)
     pd.testing.assert_frame_equal(tables["hiring_top_score_rates"], alone["hiring_top_score_rates"])
+
+
+def test_average_rank_table_and_chart_say_score_ranks_use_the_mean_score(three_models, tmp_path):
+    tables, unsupported = analyze_hiring(three_models, bootstrap=50)
+    _, wr, means, _ = _mine(three_models)
+    ranks = tables["hiring_group_ranks"].set_index(["setting", "rationale", "group"])["average_rank"]
+    for setting, values in (("compare", wr), ("score", means)):
+        wide = values.unstack("group")
+        per_model = wide.rank(axis=1, ascending=False, method="average")
+        for rationale in (False, True):
+            mine = per_model[per_model.index.get_level_values("rationale") == rationale].mean()
+            for group, value in mine.items():
+                assert ranks[(setting, rationale, group)] == pytest.approx(value, abs=1e-12)
+    html = _report(tables, unsupported, tmp_path, models=("sim:chinese", "sim:fair", "sim:malay"))
+    assert "Average rank across models (1 = best)" in html
+    assert "Score &amp; Shortlist (mean score)" in html and "by mean score in Score &amp; Shortlist" in html
+    assert "Setting (ranked by)" in html

@@ -191,27 +191,6 @@ def advantage_section(ctx: ReportContext) -> Section:
     return s
 
 
-def ordering_section(ctx: ReportContext) -> Section:
-    s = Section("hiring_group_ordering", "Group ordering across models",
-                "Within each model the groups are ranked (1 = best outcome; ties share the average rank). The "
-                "Friedman test asks whether the groups are ordered alike across models; Kendall's W (0 = no "
-                "agreement, 1 = complete agreement) says how alike.", group=GROUP)
-    frame = attach_table(s, ctx, "hiring_group_ranks", "hiring_friedman")
-    show_table(s, ctx, "hiring_group_ranks", [
-        t.text("setting", "Setting"), t.text("variant", "Prompt"), t.text("group", "Group"),
-        t.num("average_rank", "Average rank", 2), t.count("n_models", "Models"),
-    ], prepare=_with_variant)
-    tests = show_table(s, ctx, "hiring_friedman", [
-        t.text("setting", "Setting"), t.text("variant", "Prompt"), t.num("chi2", "Friedman χ²", 2),
-        t.count("df", "df"), t.pvalue("p_value", "p"), t.num("kendalls_w", "Kendall's W", 3),
-        t.count("n_models", "Models"),
-    ], prepare=_with_variant)
-    if tests is None and frame is not None:
-        s.notes.append("No Friedman test: it " + ctx.unsupported.get("hiring_friedman", "needs several models")
-                       .rstrip(".") + ".")
-    return s
-
-
 def rationale_section(ctx: ReportContext) -> Section:
     s = Section("hiring_rationale", "Does asking for a rationale change the bias?",
                 "Per model, the change in disparity and deviation when the prompt asks for a 2–3 sentence "
@@ -313,6 +292,7 @@ def health_section(ctx: ReportContext) -> Section:
 
 def hiring_sections(ctx: ReportContext) -> list[Section]:
     """The hiring study's sections, in report order."""
+    from counterbench.builtin.hiring.sections_ordering import ordering_section
     from counterbench.builtin.hiring.sections_paper import paper_sections
     from counterbench.builtin.hiring.sections_recovery import recovery_classes_section
 
