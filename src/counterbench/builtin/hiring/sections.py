@@ -218,14 +218,17 @@ def recoverability_section(ctx: ReportContext) -> Section:
     frame = attach_table(s, ctx, "hiring_recoverability")
     curve = ctx.nonempty("hiring_ablation")
     if curve is not None:
-        rows = []
-        for (model, attribute), part in curve.groupby(["model", "attribute"], sort=False):
-            bars = [BarValue(str(r["condition"]), t.as_float(r["macro_f1"]), series_color(i))
-                    for i, r in enumerate(part.sort_values("step").to_dict("records"))]
-            rows.append(BarRow(f"{model} · {attribute}", bars))
-        if rows and len(rows) <= 20:
-            s.figures.append(Figure([hbar_panel("Macro-F1 as markers are removed", rows, domain=(0.0, 1.0),
-                                                width=680, value_format="{:.2f}")],
+        panels = []  # one panel per model, its rows the attributes (a row label "model · attribute" was cut)
+        for model, by_model in curve.groupby("model", sort=False):
+            rows = []
+            for attribute, part in by_model.groupby("attribute", sort=False):
+                bars = [BarValue(str(r["condition"]), t.as_float(r["macro_f1"]), series_color(i))
+                        for i, r in enumerate(part.sort_values("step").to_dict("records"))]
+                rows.append(BarRow(str(attribute), bars))
+            panels.append(hbar_panel(f"{model}: macro-F1 as markers are removed", rows, domain=(0.0, 1.0),
+                                     width=680, value_format="{:.2f}"))
+        if panels and len(panels) <= 10:
+            s.figures.append(Figure(panels,
                                     legend=[(str(c), series_color(i)) for i, c in
                                             enumerate(curve.sort_values("step")["condition"].drop_duplicates())]))
     if frame is not None:

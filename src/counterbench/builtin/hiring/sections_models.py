@@ -82,10 +82,9 @@ def models_section(ctx: ReportContext) -> Section:
                                 caption="Each point is a model under one prompt variant (hover for its name and "
                                         "values); the origin is a fair evaluator without noise — see the noise "
                                         "floor in the disparity table for what a fair but noisy one shows."))
-        rows = [BarRow(f"{r['rank']}. {r['model']}", [BarValue("mean disparity", t.as_float(r["mean_disparity"]),
-                                                               series_color(0)),
-                                                      BarValue("mean deviation", t.as_float(r["mean_deviation"]),
-                                                               series_color(1))])
+        # in rank order; the rank itself is in the table below (a "1. model" label was cut at 30 characters)
+        rows = [BarRow(str(r["model"]), [BarValue("mean disparity", t.as_float(r["mean_disparity"]), series_color(0)),
+                                         BarValue("mean deviation", t.as_float(r["mean_deviation"]), series_color(1))])
                 for r in ranking.to_dict("records")]
         if len(rows) <= 40:
             s.figures.append(Figure([hbar_panel("Models ranked by mean disparity (lower is better)", rows,
