@@ -7,22 +7,18 @@ from collections.abc import Sequence
 import pandas as pd
 from markupsafe import Markup
 
+from counterbench.builtin.hiring.sections_common import GROUP, variant_label
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, finite, hbar_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, attach_table, series_color, show_table
 from counterbench.report.svg import MUTED, TEXT, Svg, nice_ticks, tick_label
 
-GROUP = "Hiring markers"
 SETTINGS = {"compare": "Direct Comparison", "score": "Score & Shortlist"}
 
 
-def _variant(value: object) -> str:
-    return "with rationale" if bool(value) else "no rationale"
-
-
 def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.assign(variant=frame["rationale"].map(_variant)) if "rationale" in frame.columns else frame
+    out = frame.assign(variant=frame["rationale"].map(variant_label)) if "rationale" in frame.columns else frame
     return out.assign(setting=out["setting"].map(lambda s: SETTINGS.get(str(s), str(s)))) \
         if "setting" in out.columns else out
 
@@ -74,11 +70,11 @@ def models_section(ctx: ReportContext) -> Section:
         variants = list(dict.fromkeys(summary["rationale"]))
         panels = []
         for setting, part in summary.groupby("setting", sort=False):
-            points = [(f"{r['model']} · {_variant(r['rationale'])}", t.as_float(r["disparity"]),
+            points = [(f"{r['model']} · {variant_label(r['rationale'])}", t.as_float(r["disparity"]),
                        t.as_float(r["deviation"]), series_color(variants.index(r["rationale"])))
                       for r in part.to_dict("records")]
             panels.append(scatter_panel(SETTINGS.get(str(setting), str(setting)), points))
-        s.figures.append(Figure(panels, legend=[(_variant(v), series_color(i)) for i, v in enumerate(variants)],
+        s.figures.append(Figure(panels, legend=[(variant_label(v), series_color(i)) for i, v in enumerate(variants)],
                                 caption="Each point is a model under one prompt variant (hover for its name and "
                                         "values); the origin is a fair evaluator without noise — see the noise "
                                         "floor in the disparity table for what a fair but noisy one shows."))

@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import pandas as pd
 
+from counterbench.builtin.hiring.sections_common import GROUP, variant_label
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, hbar_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, attach_table, series_color, show_table
 
-GROUP = "Hiring markers"
 SETTINGS = {"compare": "Direct Comparison (win rate)", "score": "Score & Shortlist (mean score)"}
 
 
-def _variant(value: object) -> str:
-    return "with rationale" if bool(value) else "no rationale"
-
-
 def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.assign(variant=frame["rationale"].map(_variant))
+    out = frame.assign(variant=frame["rationale"].map(variant_label))
     return out.assign(setting=out["setting"].map(lambda s: SETTINGS.get(str(s), str(s))))
 
 
@@ -27,7 +23,7 @@ def _rank_chart(ranks: pd.DataFrame) -> Figure | None:
     keys = list(dict.fromkeys(zip(ranks["setting"], ranks["rationale"], strict=True)))
     lookup = {(r["setting"], r["rationale"], r["group"]): t.as_float(r["average_rank"])
               for r in ranks.to_dict("records")}
-    series = [f"{SETTINGS.get(str(st), str(st))} · {_variant(ra)}" for st, ra in keys]
+    series = [f"{SETTINGS.get(str(st), str(st))} · {variant_label(ra)}" for st, ra in keys]
     rows = [BarRow(str(group), [BarValue(series[i], lookup.get((*key, group), float("nan")), series_color(i))
                                 for i, key in enumerate(keys)])
             for group in dict.fromkeys(ranks["group"])]

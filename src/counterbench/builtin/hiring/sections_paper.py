@@ -3,22 +3,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
+from counterbench.builtin.hiring.sections_common import GROUP, model_heads, variant_label, with_variant
 from counterbench.report import tables as t
 from counterbench.report.charts import Cell, heatmap_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, attach_table, show_table
-
-GROUP = "Hiring markers"
-
-
-def _variant(value: object) -> str:
-    return "with rationale" if bool(value) else "no rationale"
-
-
-def _with_variant(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.assign(variant=frame["rationale"].map(_variant))
 
 
 def stability_section(ctx: ReportContext) -> Section:
@@ -45,8 +34,8 @@ def stability_section(ctx: ReportContext) -> Section:
                             f"{r['repeats'] if r is not None else 0} repeat(s)"))
         cells.append(row)
     if keys and len(keys) <= 40:
-        labels = [_variant(r) for _, r in keys]  # the model heads its rows, so no label is cut
-        heads = [str(k[0]) if i == 0 or keys[i - 1][0] != k[0] else "" for i, k in enumerate(keys)]
+        labels = [variant_label(r) for _, r in keys]  # the model heads its rows, so no label is cut
+        heads = model_heads(keys)
         s.figures.append(Figure([heatmap_panel("Average across-resume variance (all repeats)", labels,
                                                [f"T = {x:g}" for x in temps], cells, cell_width=74,
                                                row_groups=heads)]))
@@ -55,7 +44,7 @@ def stability_section(ctx: ReportContext) -> Section:
         t.count("repeats", "Repeats"), t.text("resume_set", "Resumes"), t.count("resumes", "n"),
         t.num("mean_score", "Mean score (repeats 1..n)", 2), t.num("repeat_mean", "Mean of repeat n", 2),
         t.num("avg_variance", "Average variance", 3),
-    ], prepare=_with_variant)
+    ], prepare=with_variant)
     return s
 
 
@@ -74,7 +63,7 @@ def variants_section(ctx: ReportContext) -> Section:
         t.text("wording", "Wording"), t.num("disparity", "Disparity", 3),
         t.num("disparity_change", "Change from standard", 3, signed=True), t.num("deviation", "Deviation", 3),
         t.num("deviation_change", "Change from standard", 3, signed=True),
-    ], prepare=lambda f: f.assign(wording=f["variant"], variant=f["rationale"].map(_variant)))
+    ], prepare=lambda f: f.assign(wording=f["variant"], variant=f["rationale"].map(variant_label)))
     known = variant_descriptions()
     for name in dict.fromkeys(frame["variant"].astype(str)):
         if name in known:

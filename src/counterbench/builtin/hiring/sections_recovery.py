@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 from markupsafe import Markup
 
+from counterbench.builtin.hiring.sections_common import GROUP
 from counterbench.report import tables as t
 from counterbench.report.charts import Cell, heatmap_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, attach_table, show_table
 
-GROUP = "Hiring markers"
 #: at most this many confusion matrices are drawn (one per model × attribute)
 MAX_MATRICES = 8
 
