@@ -126,7 +126,8 @@ def test_a_term_relaxed_on_purpose_with_its_reason_recorded(tmp_path: Path) -> N
     recorded = yaml.safe_load((tmp_path / "resumes.lint_allowed.yaml").read_text(encoding="utf-8"))
     assert recorded == {"allow": [{"term": "cycling", "reason": "a workplace safety campaign, not a hobby"}]}
     assert "resumes.lint_allowed.yaml" in relaxed.stdout
-    bad = cli("hiring", "resumes", "--model", "sim:hiring-fair", "--out", str(out), "--allow", "cycling", cwd=tmp_path)
+    base = ("hiring", "resumes", "--model", "sim:hiring-fair", "--out", str(out), "--allow")
+    bad = cli(*base, "cycling", cwd=tmp_path)
     assert bad.returncode == 2 and "give TERM=REASON" in one_error_line(bad)
-    no_reason = cli("hiring", "resumes", "--model", "sim:hiring-fair", "--out", str(out), "--allow", "cycling=", cwd=tmp_path)
+    no_reason = cli(*base, "cycling=", cwd=tmp_path)
     assert no_reason.returncode == 2 and "needs a reason" in one_error_line(no_reason)
