@@ -83,9 +83,10 @@ def build_prompts(
     the_study = load_study(study)
     filters = apply_preset(the_study, filters)
     variants = list(filters.variant) if filters.variant else ["standard"]
+    allowed = tuple(getattr(the_study, "variants", VARIANTS))  # a study may declare its own prompt variants
     for v in variants:
-        if v not in VARIANTS:
-            raise UserError(f"unknown variant '{v}' (one of: {', '.join(VARIANTS)})")
+        if v not in allowed:
+            raise UserError(f"unknown variant '{v}' (one of: {', '.join(allowed)})")
     if from_release is not None:
         if the_study.name not in RELEASE_READERS:
             raise UserError(f"study {the_study.name} has no reader for a published release's dataset files "

@@ -27,7 +27,9 @@ QuestionVariantOpt = Annotated[
     list[int] | None, typer.Option("--question-variant", help="Keep this question variant number (1..).")
 ]
 VariantOpt = Annotated[
-    list[str] | None, typer.Option("--variant", help="standard (default) or fairness; repeat for both.")
+    list[str] | None,
+    typer.Option("--variant", help="standard (default), fairness, or a study's own prompt variant (its docs "
+                 "list them); repeatable."),
 ]
 SampleSlotsOpt = Annotated[
     int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.")

@@ -71,7 +71,8 @@ def test_every_table_from_raw_answers_with_hostile_output():
                          syn.answer_texts(design, "m2", syn.Planted(), seed=2, hostile_rate=0.05)], ignore_index=True)
     results.loc[0, "response"] = "x" * 10_000_000 + "\n### A"
     tables, unsupported = analyze_hiring(results, bootstrap=300)
-    assert set(tables) == set(TABLES) and unsupported == {}
+    # every table but those that need repeated runs or several prompt wordings (--variant)
+    assert set(tables) == set(TABLES) and set(unsupported) == {"hiring_stability", "hiring_prompt_variants"}
     health = tables["hiring_parse_health"]
     reasons = set(health["reason"])
     assert {"ambiguous", "out_of_scale", "no_score"} <= reasons

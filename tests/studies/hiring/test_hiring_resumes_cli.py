@@ -99,3 +99,35 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path: Path, extra: tuple[str,
     (tmp_path / "bad.yaml").write_text("compare: [\n", encoding="utf-8")
     assert needle in one_error_line(cli("hiring", "resumes", *extra, cwd=tmp_path))
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_term_relaxed_on_purpose_with_its_reason_recorded(tmp_path: Path) -> None:
+    job = JOBS[0]
+    jobs_file = _write_jobs(tmp_path / "jobs.jsonl", [{"job_id": job.job_id, "occupation": job.occupation,
+                                                       "industry": job.industry,
+                                                       "gender_dominance": job.gender_dominance, "text": job.text}])
+    resume = TEMPLATES[job.job_id].replace("Additional Information", "Organised a staff cycling safety campaign.\n\n"
+                                           "Additional Information", 1)
+
+    def reply(system: str, user: str) -> str:
+        return resume
+
+    out = tmp_path / "resumes.jsonl"
+    with run_in_thread(FakeOpenAIServer(FaultConfig(reply=reply))) as server:
+        args = ("hiring", "resumes", "--model", fake_model(server), "--jobs", str(jobs_file), "--out", str(out))
+        strict = cli(*args, cwd=tmp_path)
+        assert strict.returncode == 1 and "('cycling')" in strict.stdout, strict.stdout  # a basket term: rejected
+        assert not out.exists()
+        relaxed = cli(*args, "--allow", "cycling=a workplace safety campaign, not a hobby", cwd=tmp_path)
+        assert relaxed.returncode == 0, relaxed.stdout + relaxed.stderr
+    assert "cycling safety campaign" in _lines(out)[0]["text"]
+    import yaml
+
+    recorded = yaml.safe_load((tmp_path / "resumes.lint_allowed.yaml").read_text(encoding="utf-8"))
+    assert recorded == {"allow": [{"term": "cycling", "reason": "a workplace safety campaign, not a hobby"}]}
+    assert "resumes.lint_allowed.yaml" in relaxed.stdout
+    base = ("hiring", "resumes", "--model", "sim:hiring-fair", "--out", str(out), "--allow")
+    bad = cli(*base, "cycling", cwd=tmp_path)
+    assert bad.returncode == 2 and "give TERM=REASON" in one_error_line(bad)
+    no_reason = cli(*base, "cycling=", cwd=tmp_path)
+    assert no_reason.returncode == 2 and "needs a reason" in one_error_line(no_reason)

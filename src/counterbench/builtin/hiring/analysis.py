@@ -15,6 +15,8 @@ import pandas as pd
 
 from counterbench.builtin.hiring import controls, metrics, noise_floor, ordering, recoverability
 from counterbench.builtin.hiring.answers import parse_label, parse_score, parse_verdict, rationale_chars
+from counterbench.builtin.hiring.paper_analyses import PAPER_TABLES, paper_tables
+from counterbench.builtin.hiring.prompt_variants import split_variants
 from counterbench.builtin.hiring.recoverability import CANNOT
 from counterbench.builtin.hiring.resumes import cumulative_conditions
 from counterbench.models.base import RETRYABLE_STATUSES
@@ -41,6 +43,7 @@ TABLES: dict[str, str] = {
     "hiring_position_effect": "share of first-position choices, ties and consistent verdicts",
     "hiring_parse_health": "answers per status and reason (hostile output is classified, never a value), and how "
                            "many wrote a rationale before their final line",
+    **PAPER_TABLES,
 }
 SETTING_OF = {"compare": "compare", "compare_rationale": "compare", "score": "score", "score_rationale": "score",
               "recover_gender": "recover", "recover_ethnicity": "recover"}
@@ -116,7 +119,13 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
                    classes: Mapping[str, Sequence[str]] | None = None,
                    ablation_order: Sequence[str] = ("hobbies", "volunteering", "activities", "languages"),
                    ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-    """Every hiring table by name, and ``unsupported``: table -> why it is empty."""
+    """Every hiring table by name, and ``unsupported``: table -> why it is empty.
+
+    The main tables hold one prompt variant (``--variant``; ``standard`` when it was run); every variant
+    answered is compared in ``hiring_prompt_variants``.
+    """
+    every = results
+    results, _ = split_variants(results)
     f = frames(results)
     comp, scores, recover = f["comparisons"], f["scores"], f["recover"]
     tables: dict[str, pd.DataFrame] = {}
@@ -170,10 +179,10 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
                                                               scores if not scores.empty else None)
     tables["hiring_language_only"] = controls.language_only(comp, n_boot=bootstrap, seed=seed) if not comp.empty \
         else pd.DataFrame()
+    known = dict(classes or {})
+    for attribute, part in (recover.groupby("attribute") if not recover.empty else ()):
+        known.setdefault(str(attribute), [c for c in dict.fromkeys(part["truth"]) if c != CANNOT])
     if not recover.empty:
-        known = dict(classes or {})
-        for attribute, part in recover.groupby("attribute"):
-            known.setdefault(str(attribute), [c for c in dict.fromkeys(part["truth"]) if c != CANNOT])
         table = recoverability.recoverability(recover, known)
         tables["hiring_recoverability"] = table
         curve = recoverability.ablation_curve(table, [name for name, _ in cumulative_conditions(ablation_order)])
@@ -205,4 +214,8 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
     for name, table in tables.items():
         if table.empty:
             unsupported[name] = reasons[name]
+    every_frames = frames(every) if every is not results else f
+    extra, extra_unsupported = paper_tables(f, tables, known, every_frames)  # the paper's remaining analyses
+    tables.update(extra)
+    unsupported.update(extra_unsupported)
     return tables, unsupported

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from counterbench.builtin.hiring.data import BasketSet, Job, ResumeTemplate, load_baskets
-from counterbench.builtin.hiring.lint import lint_template
+from counterbench.builtin.hiring.lint import LintTerms, lint_template
 from counterbench.builtin.hiring.prompting import generation_prompts, prompt_texts, token_limits
 from counterbench.builtin.hiring.resumes import find_section
 from counterbench.errors import UserError
@@ -56,12 +56,13 @@ class Rejected:
     text: str = ""
 
 
-def check_answers(answers: pd.DataFrame, baskets: BasketSet | None = None,
+def check_answers(answers: pd.DataFrame, baskets: BasketSet | None = None, lint: LintTerms | None = None,
                   ) -> tuple[list[ResumeTemplate], list[Rejected]]:
     """The answers (``profile_id`` = job, ``response``) that make valid, lint-clean templates, and the rest.
 
     An answer is rejected when it is empty, has no Additional Information section with the four
-    placeholders, or carries a name, a pronoun, a nationality or any basket term (the lint).
+    placeholders, or carries a name, a pronoun, a nationality or any basket term (the lint; ``lint``: other
+    term lists, or terms allowed on purpose, :func:`.lint.load_lint_terms`).
     """
     if "response" not in answers.columns or "profile_id" not in answers.columns:
         raise UserError("the answers need columns profile_id (the job) and response (the generated resume)")
@@ -78,7 +79,7 @@ def check_answers(answers: pd.DataFrame, baskets: BasketSet | None = None,
         except UserError as err:
             rejected.append(Rejected(job_id, str(err), text))
             continue
-        findings = lint_template(text, basket_list)
+        findings = lint_template(text, basket_list, lint)
         if findings:
             first = findings[0]
             rejected.append(Rejected(job_id, f"carries a {first.category} ('{first.term}') on line {first.line}",

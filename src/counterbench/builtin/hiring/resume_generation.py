@@ -16,7 +16,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from counterbench.builtin.hiring.generate import (
     template_rows,
     write_jsonl,
 )
+from counterbench.builtin.hiring.lint import LintTerms
 from counterbench.errors import UserError
 from counterbench.models.base import GenerationConfig
 
@@ -59,10 +61,12 @@ class ResumePlan:
     existing: list[ResumeTemplate]
     #: the generation prompts of the jobs without a template (empty when every job has one)
     table: pd.DataFrame
+    #: the lint's term lists and the terms allowed on purpose (``None``: the built-in lists)
+    lint: LintTerms | None = None
 
 
 def plan_resumes(out: str | Path, *, jobs: str | Path | None = None, baskets: str | Path | None = None,
-                 prompts: str | None = None) -> ResumePlan:
+                 prompts: str | None = None, lint: LintTerms | None = None) -> ResumePlan:
     """Check the files and find the jobs that still need a resume (see the module notes)."""
     target = Path(out)
     if target.is_dir():
@@ -79,7 +83,7 @@ def plan_resumes(out: str | Path, *, jobs: str | Path | None = None, baskets: st
     have = {t.job_id for t in existing}
     todo = [j for j in job_list if j.job_id not in have]
     table = generation_table(todo, prompts) if todo else pd.DataFrame()
-    return ResumePlan(target, job_list, basket_set, existing, table)
+    return ResumePlan(target, job_list, basket_set, existing, table, lint)
 
 
 @dataclass
@@ -93,6 +97,8 @@ class ResumeOutcome:
     #: (job_id, why) for jobs whose prompt has no answer yet (failed, or the run stopped first)
     unanswered: list[tuple[str, str]] = field(default_factory=list)
     rejected_file: Path | None = None
+    #: where the terms allowed on purpose were recorded (``None``: none allowed)
+    allowed_file: Path | None = None
 
     @property
     def complete(self) -> bool:
@@ -106,6 +112,8 @@ class ResumeOutcome:
             out.append(f"{len(self.rejected)} rejected, with their reasons and text in {self.rejected_file} (fix one "
                        f"and add it to {self.out.name}, or rerun with another --generation-seed or --temperature):")
             out += [f"  {r.job_id}: {r.reason}" for r in self.rejected]
+        if self.allowed_file is not None:
+            out.append(f"terms the lint allowed on purpose, with their reasons: {self.allowed_file}")
         if self.unanswered:
             out.append(f"{len(self.unanswered)} without an answer yet (rerun the same command to try again):")
             out += [f"  {job}: {why}" for job, why in self.unanswered]
@@ -143,7 +151,8 @@ def collect_resumes(plan: ResumePlan, store: str | Path, model: str, config: Gen
                                                  "rerun with a larger --max-tokens", str(row.get("response") or "")))
             else:
                 usable.append({"profile_id": job_id, "response": row.get("response")})
-        kept, rejected = check_answers(pd.DataFrame(usable, columns=["profile_id", "response"]), plan.baskets)
+        kept, rejected = check_answers(pd.DataFrame(usable, columns=["profile_id", "response"]), plan.baskets,
+                                       plan.lint)
         outcome.generated, outcome.rejected = kept, outcome.rejected + rejected
     order = {j.job_id: i for i, j in enumerate(plan.jobs)}
     every = sorted([*plan.existing, *outcome.generated], key=lambda t: order.get(t.job_id, len(order)))
@@ -155,7 +164,29 @@ def collect_resumes(plan: ResumePlan, store: str | Path, model: str, config: Gen
                                                             for r in outcome.rejected])
     elif rejected_file.is_file():
         rejected_file.unlink()  # every job it listed has a resume now, or is waiting for an answer
+    if plan.lint is not None and plan.lint.allowed:
+        outcome.allowed_file = write_allowed(plan.out, plan.lint.allowed)
     return outcome
+
+
+def allowed_path(out: Path) -> Path:
+    """Where the terms allowed on purpose are recorded: ``resumes.jsonl`` -> ``resumes.lint_allowed.yaml``."""
+    return out.with_name(f"{out.stem}.lint_allowed.yaml")
+
+
+def write_allowed(out: Path, allowed: Mapping[str, str]) -> Path:
+    """Record each term the lint allowed and why, as a study file's ``lint.allow`` list (paste it there: the
+    study lints the templates again when it loads them)."""
+    import yaml
+
+    path = allowed_path(out)
+    body = yaml.safe_dump({"allow": [{"term": term, "reason": reason} for term, reason in allowed.items()]},
+                          allow_unicode=True, sort_keys=False)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(f"# terms the lint allowed on purpose for {out.name}; copy under `lint:` in the study file\n"
+                         + body, encoding="utf-8")
+    os.replace(temporary, path)
+    return path
 
 
 def _short(error: Any) -> str:

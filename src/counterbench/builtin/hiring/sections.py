@@ -10,21 +10,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from counterbench.builtin.hiring.sections_common import GROUP, model_heads, variant_label, with_variant
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, attach_table, series_color, show_table
-
-GROUP = "Hiring markers"
-
-
-def _variant(value: object) -> str:
-    return "with rationale" if bool(value) else "no rationale"
-
-
-def _with_variant(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.assign(variant=frame["rationale"].map(_variant))
-
 
 #: the mark of a group's win rate or score difference, and the words for its family
 MARK = t.mark("Mark (BH within model)", n="n_clusters", unit="occupations")
@@ -42,7 +32,7 @@ SCORE_FAMILY = ("Marks on the score differences: an exact swap (sign-flip) test 
 
 
 def _label(model: str, rationale: object, many_models: bool) -> str:
-    return f"{model} · {_variant(rationale)}" if many_models else _variant(rationale)
+    return f"{model} · {variant_label(rationale)}" if many_models else variant_label(rationale)
 
 
 def _forest(ctx: ReportContext, frame: pd.DataFrame, value: str, low: str, high: str, title: str, x_label: str,
@@ -108,7 +98,7 @@ def overview_section(ctx: ReportContext) -> Section:
         t.num("deviation", "Deviation", 3), t.ci("deviation_low", "deviation_high", "95% CI", digits=3),
         t.num("deviation_null", "Null median", 3), t.num("deviation_null_high", "Null 95th pct.", 3),
         t.pvalue("deviation_p", "p vs null"),
-    ], prepare=_with_variant)
+    ], prepare=with_variant)
     if frame is not None:
         s.notes.append("The p against the null is the share of null draws at least as large as the observed value; "
                        "it is a reference for reading the number, not a mark, and is not corrected for multiplicity.")
@@ -131,7 +121,7 @@ def win_rate_section(ctx: ReportContext) -> Section:
         t.count("n_comparisons", "Comparisons"), t.count("n_jobs", "Jobs"), t.count("n_clusters", "Occupations"),
         t.num("win_rate", "Win rate", 3),
         t.ci(digits=3), t.pvalue("q_value", "q"), MARK,
-    ], prepare=_with_variant)
+    ], prepare=with_variant)
     s.notes.append(WR_FAMILY)
     _few_jobs(s, frame)
     return s
@@ -156,7 +146,7 @@ def top_score_section(ctx: ReportContext) -> Section:
             t.count("n_jobs", "Jobs"), t.count("top_jobs", "Jobs at the top"), t.num("tsr", "TSR (%)", 1),
             t.ci("tsr_low", "tsr_high", "95% CI (%)", digits=1), t.num("tsr_null", "Null mean (%)", 1),
             t.num("tsr_null_high", "Null 95th pct. (%)", 1),
-        ], prepare=_with_variant)
+        ], prepare=with_variant)
         s.notes.append("Null: the Top-Score Rate a group gets when each job's scores are shuffled among its resumes "
                        "(the markers mean nothing; ties kept) — with many resumes per job a fair evaluator's TSR is "
                        "far below 100 %.")
@@ -171,7 +161,7 @@ def top_score_section(ctx: ReportContext) -> Section:
             t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"), t.count("n", "Scores"),
             t.num("mean_score", "Mean score", 2), t.num("diff", "− model mean", 2, signed=True),
             t.ci("diff_low", "diff_high", digits=2), t.pvalue("q_value", "q"), MARK,
-        ], prepare=_with_variant)
+        ], prepare=with_variant)
         s.notes.append(SCORE_FAMILY)
     return s
 
@@ -191,32 +181,11 @@ def advantage_section(ctx: ReportContext) -> Section:
     cells = [[Cell(t.as_float(lookup.get((*k, g))), t.fmt_num(lookup.get((*k, g)), 1, signed=True)) for g in groups]
              for k in keys]
     # the model heads its rows (a row label "model · setting · prompt" was cut at 30 characters)
-    labels = [f"{st} · {_variant(r)}" for _, st, r in keys]
-    heads = [str(k[0]) if i == 0 or keys[i - 1][0] != k[0] else "" for i, k in enumerate(keys)]
+    labels = [f"{st} · {variant_label(r)}" for _, st, r in keys]
+    heads = model_heads(keys)
     if keys and len(keys) <= 60:
         s.figures.append(Figure([heatmap_panel("Relative advantage (%)", labels, groups, cells, scale="diverging",
                                                cell_width=74, row_groups=heads)]))
-    return s
-
-
-def ordering_section(ctx: ReportContext) -> Section:
-    s = Section("hiring_group_ordering", "Group ordering across models",
-                "Within each model the groups are ranked (1 = best outcome; ties share the average rank). The "
-                "Friedman test asks whether the groups are ordered alike across models; Kendall's W (0 = no "
-                "agreement, 1 = complete agreement) says how alike.", group=GROUP)
-    frame = attach_table(s, ctx, "hiring_group_ranks", "hiring_friedman")
-    show_table(s, ctx, "hiring_group_ranks", [
-        t.text("setting", "Setting"), t.text("variant", "Prompt"), t.text("group", "Group"),
-        t.num("average_rank", "Average rank", 2), t.count("n_models", "Models"),
-    ], prepare=_with_variant)
-    tests = show_table(s, ctx, "hiring_friedman", [
-        t.text("setting", "Setting"), t.text("variant", "Prompt"), t.num("chi2", "Friedman χ²", 2),
-        t.count("df", "df"), t.pvalue("p_value", "p"), t.num("kendalls_w", "Kendall's W", 3),
-        t.count("n_models", "Models"),
-    ], prepare=_with_variant)
-    if tests is None and frame is not None:
-        s.notes.append("No Friedman test: it " + ctx.unsupported.get("hiring_friedman", "needs several models")
-                       .rstrip(".") + ".")
     return s
 
 
@@ -247,14 +216,17 @@ def recoverability_section(ctx: ReportContext) -> Section:
     frame = attach_table(s, ctx, "hiring_recoverability")
     curve = ctx.nonempty("hiring_ablation")
     if curve is not None:
-        rows = []
-        for (model, attribute), part in curve.groupby(["model", "attribute"], sort=False):
-            bars = [BarValue(str(r["condition"]), t.as_float(r["macro_f1"]), series_color(i))
-                    for i, r in enumerate(part.sort_values("step").to_dict("records"))]
-            rows.append(BarRow(f"{model} · {attribute}", bars))
-        if rows and len(rows) <= 20:
-            s.figures.append(Figure([hbar_panel("Macro-F1 as markers are removed", rows, domain=(0.0, 1.0),
-                                                width=680, value_format="{:.2f}")],
+        panels = []  # one panel per model, its rows the attributes (a row label "model · attribute" was cut)
+        for model, by_model in curve.groupby("model", sort=False):
+            rows = []
+            for attribute, part in by_model.groupby("attribute", sort=False):
+                bars = [BarValue(str(r["condition"]), t.as_float(r["macro_f1"]), series_color(i))
+                        for i, r in enumerate(part.sort_values("step").to_dict("records"))]
+                rows.append(BarRow(str(attribute), bars))
+            panels.append(hbar_panel(f"{model}: macro-F1 as markers are removed", rows, domain=(0.0, 1.0),
+                                     width=680, value_format="{:.2f}"))
+        if panels and len(panels) <= 10:
+            s.figures.append(Figure(panels,
                                     legend=[(str(c), series_color(i)) for i, c in
                                             enumerate(curve.sort_values("step")["condition"].drop_duplicates())]))
     if frame is not None:
@@ -282,9 +254,9 @@ def controls_section(ctx: ReportContext) -> Section:
         t.text("model", "Model"), t.text("variant", "Prompt"), t.count("n", "Answers"),
         t.num("first_share", "First-position share", 3), t.ci(digits=3), t.share("tie_share", "Ties"),
         t.share("consistency", "Consistent in both orders"),
-    ], caption="Position effect", prepare=_with_variant)
+    ], caption="Position effect", prepare=with_variant)
     for name, caption, cols in _control_tables():
-        if show_table(s, ctx, name, cols, caption=caption, prepare=_with_variant) is None and name in ctx.unsupported:
+        if show_table(s, ctx, name, cols, caption=caption, prepare=with_variant) is None and name in ctx.unsupported:
             s.notes.append(f"{caption}: {ctx.unsupported[name]}.")
     return s
 
@@ -321,6 +293,10 @@ def health_section(ctx: ReportContext) -> Section:
 
 def hiring_sections(ctx: ReportContext) -> list[Section]:
     """The hiring study's sections, in report order."""
+    from counterbench.builtin.hiring.sections_ordering import ordering_section
+    from counterbench.builtin.hiring.sections_paper import paper_sections
+    from counterbench.builtin.hiring.sections_recovery import recovery_classes_section
+
     return [overview_section(ctx), win_rate_section(ctx), top_score_section(ctx), advantage_section(ctx),
-            ordering_section(ctx), rationale_section(ctx), recoverability_section(ctx), controls_section(ctx),
-            health_section(ctx)]
+            ordering_section(ctx), rationale_section(ctx), recoverability_section(ctx),
+            recovery_classes_section(ctx), controls_section(ctx), *paper_sections(ctx), health_section(ctx)]

@@ -21,8 +21,8 @@ import pandas as pd
 from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring
 from counterbench.builtin.hiring.answers import VERDICTS
 from counterbench.builtin.hiring.plan import HiringPlan, build_prompts, filter_presets, full_plan, load_inputs
+from counterbench.builtin.hiring.prompt_variants import STANDARD, expand_variants, system_text, variant_names
 from counterbench.builtin.hiring.prompting import CANNOT, USE_CASES, prompt_texts
-from counterbench.errors import UserError
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
 
@@ -79,6 +79,8 @@ class HiringStudy:
         self.axes: tuple[str, ...] = ("ethnicity", "gender")
         # the generic matched-gap tables do not apply: the study brings its own analysis
         self.facets: tuple[Facet, ...] = ()
+        # prompt variants (``--variant``): standard and those of prompt_variants.yaml (paper App. F)
+        self.variants: tuple[str, ...] = variant_names()
         baskets = self.inputs.baskets
         self.outcomes: dict[str, OutcomeSpec] = {}
         for use_case, (setting, _) in USE_CASES.items():
@@ -92,19 +94,15 @@ class HiringStudy:
         self._table: pd.DataFrame | None = None
 
     def expand(self, variants: Sequence[str] = ("standard",)) -> pd.DataFrame:
-        """The full prompt table (presets filter it); only the ``standard`` variant exists."""
-        unknown = [v for v in variants if v != "standard"]
-        if unknown:
-            raise UserError(f"the hiring study has no '{unknown[0]}' variant; its prompt variants are the "
-                            "use cases with and without a rationale (compare_rationale, score_rationale)")
+        """The full prompt table (presets filter it): ``standard`` and/or prompt variants (:mod:`.prompt_variants`)."""
         if self._table is None:
             self._table = build_prompts(self.plan, self.inputs)
             self._table["study"] = self.name  # a study declared from files keeps its own name
-        return self._table
+        return expand_variants(self._table, list(variants) or [STANDARD])
 
     def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
         setting = USE_CASES.get(self.canonical_use_case(use_case), ("compare", False))[0]
-        return prompt_texts(self.plan.prompts_file)[setting]["system"]
+        return system_text(prompt_texts(self.plan.prompts_file)[setting]["system"], setting, variant)
 
     def canonical_use_case(self, name: str) -> str:
         return name

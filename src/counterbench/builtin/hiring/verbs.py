@@ -60,6 +60,17 @@ def resumes_command(
         Path | None,
         typer.Option("--store", help="Where the answers are kept (default: OUT's name + .generation.db)."),
     ] = None,
+    lint_terms: Annotated[
+        Path | None, typer.Option("--lint-terms", help="Your lint term lists (the keys of lint_terms.yaml).")
+    ] = None,
+    lint_mode: Annotated[
+        str, typer.Option("--lint-mode", help="extend (add --lint-terms to the built-in lists) or replace them.")
+    ] = "extend",
+    allow: Annotated[
+        list[str] | None,
+        typer.Option("--allow", help="TERM=REASON: a word the lint lets through on purpose, and why (repeatable; "
+                     "recorded in OUT's name + .lint_allowed.yaml)."),
+    ] = None,
     temperature: TemperatureOpt = 0.0,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Maximum tokens per resume.")] = 1024,
     generation_seed: GenerationSeedOpt = None,
@@ -89,7 +100,16 @@ def resumes_command(
     if max_tokens < 64:
         raise UserError(f"--max-tokens {max_tokens} is too small for a resume; give at least 64 (default 1024)")
     texts = str(prompt_texts) if prompt_texts is not None else None
-    plan = plan_resumes(out, jobs=jobs, baskets=baskets, prompts=texts)
+    lint = None
+    if lint_terms is not None or allow or lint_mode != "extend":
+        from counterbench.builtin.hiring.lint import load_lint_terms
+
+        pairs = [a.split("=", 1) for a in allow or []]
+        bad = [a for a, p in zip(allow or [], pairs, strict=True) if len(p) != 2 or not p[0].strip()]
+        if bad:
+            raise UserError(f"--allow {bad[0]!r}: give TERM=REASON, e.g. --allow \"cycling=a common sport\"")
+        lint = load_lint_terms(lint_terms, mode=lint_mode, allow={p[0].strip(): p[1].strip() for p in pairs})
+    plan = plan_resumes(out, jobs=jobs, baskets=baskets, prompts=texts, lint=lint)
     where = store if store is not None else default_store(plan.out)
     options = run_options_from_cli(
         models, temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed, structured=False,
@@ -117,4 +137,7 @@ def resumes_command(
 
 
 def register(app: typer.Typer) -> None:
+    from counterbench.builtin.hiring.annotations_verbs import register as register_annotations
+
+    register_annotations(hiring_app)
     app.add_typer(hiring_app)
