@@ -210,8 +210,10 @@ class StemStudy:
 
     def report_sections(self, ctx: Any) -> list[Any]:
         """The study's report sections, one per table: :mod:`.sections` (the paper's tables, in its order)
-        with :mod:`.sections_extra`: truncation after the descriptive statistics, the interaction grids and
-        the extreme-profile gap after the progressive experiment."""
+        with :mod:`.sections_extra` (truncation after the descriptive statistics, the interaction grids and
+        the extreme-profile gap after the progressive experiment) and :mod:`.sections_headline` (each after
+        the table it extends)."""
+        from counterbench.builtin.stem import sections_headline as H
         from counterbench.builtin.stem.sections import stem_sections
         from counterbench.builtin.stem.sections_extra import (
             extreme_gap_section,
@@ -221,9 +223,14 @@ class StemStudy:
 
         out = stem_sections(ctx)
         out.insert(1, truncation_section(ctx))
-        keys = [s.key for s in out]
-        at = keys.index("stem_progressive") + 1 if "stem_progressive" in keys else len(out)
-        out[at:at] = [interaction_grid_section(ctx), extreme_gap_section(ctx)]
+        after = {"stem_kappa": [H.kappa_average_section],
+                 "stem_progressive": [interaction_grid_section, extreme_gap_section, H.progressive_shap_section,
+                                      H.within_gap_section],
+                 "stem_single_attribute": [H.single_bias_section], "stem_extremes": [H.decile_section]}
+        for key, makers in after.items():
+            keys = [s.key for s in out]
+            at = keys.index(key) + 1 if key in keys else len(out)
+            out[at:at] = [make(ctx) for make in makers]
         return out
 
 
