@@ -172,8 +172,29 @@ def test_the_report_shows_every_new_section(india: pd.DataFrame) -> None:
                   "SHAP on the progressive experiment", "Single-attribute MAB and MDB", "Interaction grids"):
         assert title in html, title
     assert "sim:iit · india · progressive" in html  # the progressive SHAP chart
+    assert "grade level per step" in html  # the progressive box chart (Figures 5–10)
     assert "English − Hindi/Regional" in markdown
     keys = [s.key for s in StemStudy().report_sections(build_context(ReportInput(tables, {**summary,
                                                                                           "study": "stem"})))]
     assert keys.index("stem_within_gaps") > keys.index("stem_progressive")
     assert keys.index("stem_deciles") == keys.index("stem_extremes") + 1
+
+
+def test_the_progressive_chart_draws_each_steps_distribution(india: pd.DataFrame) -> None:
+    from counterbench.builtin.stem import analysis_designs as D
+    from counterbench.builtin.stem.progressive_chart import progressive_panels, step_labels
+
+    frame = _outcomes(india, "sim:stem", load_profile("stem").effects, seed=2)
+    table = D.progressive_table(frame)
+    rows = frame[frame["experiment"].eq("progressive") & frame["step"].eq(5) & frame["y"].notna()]
+    last = table[table["experiment"].eq("progressive") & table["step"].eq(5)].iloc[0]
+    for column, q in D.QUANTILES.items():
+        assert abs(last[column] - float(np.quantile(rows["y"], q))) < 1e-12
+    assert last["n_profiles"] == 288 and last["n"] == len(rows)
+    assert step_labels("india", "progressive")[4] == "+ college tier"
+    assert step_labels("india", "ablation")[4] == "+ disability"  # the ablation skips the fixed college tier
+    panels = progressive_panels(table)
+    assert len(panels) == 2  # progressive and ablation
+    svg = str(panels[0])
+    assert "step 5" in svg and "+ disability" in svg and svg.count("<rect") >= 5
+    assert f"median {last['median']:.2f}" in svg
