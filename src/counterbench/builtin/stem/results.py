@@ -100,19 +100,20 @@ TRUNCATED_METHODS = {
 
 
 def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, truncated: str = "score",
-                    convention: str = "counterbench") -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+                    convention: str = "counterbench", shap: str = "linear"
+                    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """(tables, summary) for the STEM study's responses in ``results`` (see module docstring).
 
     ``truncated``: ``score`` (the paper) scores explanations cut at the token limit, ``drop`` leaves them out
     (:mod:`.truncation` shows both either way). ``convention``: the bias table's z, MAB and extreme level,
-    ``counterbench`` or ``paper`` (:mod:`.conventions`)."""
+    ``counterbench`` or ``paper`` (:mod:`.conventions`). ``shap``: ``linear`` (exact) or ``tree`` (TreeSHAP)."""
     from counterbench.analyses.health import parse_health
     from counterbench.version import __version__
 
     scored = A.outcome_frame(results, math=math, truncated="score")
     frame = scored if truncated == "score" else T.dropped(scored)
     scores, bias = A.bias_tables(frame, convention=convention)
-    shap, points = A.shap_tables(frame, seed=seed)
+    shap_table, points = A.shap_tables(frame, seed=seed, method=shap)
     cells, gaps = D.interaction_tables(frame, seed=seed)
     positions, position_tests = D.position_tables(frame)
     responses = results.assign(usable=results["status"].astype(str).eq("ok"),
@@ -122,7 +123,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "stem_group_scores": scores,
         "stem_bias": bias,
         "stem_pairwise": A.pairwise_tables(frame, seed=seed),
-        "stem_shap": shap,
+        "stem_shap": shap_table,
         "stem_shap_points": points,
         "stem_shap_refused": A.shap_refusals(frame),
         "stem_kappa": A.kappa_table(frame),
@@ -169,6 +170,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "methods": METHODS.format(truncated=TRUNCATED_METHODS[truncated]),
         "truncated_explanations": truncated,
         "stem_convention": convention,
+        "stem_shap_method": shap,
         "notes": [],
     }
     return tables, summary

@@ -15,7 +15,9 @@ or ``placeholder``; from Python also ``StemStudy(readability_math=...)``), and w
 cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or
 ``drop``; from Python ``StemStudy(truncated=...)``), and the bias table's conventions,
 ``COUNTERBENCH_STEM_CONVENTION`` (``counterbench``, the default, or ``paper``: :mod:`.conventions`; from Python
-``StemStudy(convention=...)``), all read when the answers are analysed.
+``StemStudy(convention=...)``), and how ``stem_shap`` attributes, ``COUNTERBENCH_STEM_SHAP`` (``linear``,
+exact, the default, or ``tree``: TreeSHAP with the ``shap`` extra; from Python ``StemStudy(shap=...)``), all
+read when the answers are analysed.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
 letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
@@ -23,6 +25,7 @@ letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` reada
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -30,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.builtin.stem.analysis import SHAP_METHODS
 from counterbench.builtin.stem.conventions import CONVENTIONS
 from counterbench.builtin.stem.design import (
     GENERATION_ANSWER_TYPE,
@@ -51,6 +55,7 @@ JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
 READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
 TRUNCATED_ENV = "COUNTERBENCH_STEM_TRUNCATED"
 CONVENTION_ENV = "COUNTERBENCH_STEM_CONVENTION"
+SHAP_ENV = "COUNTERBENCH_STEM_SHAP"
 #: per-task output-token limits (each prompt's ``requested_max_tokens``; ``--max-tokens`` overrides both)
 TOKEN_ENVS = {"ranking_tokens": "COUNTERBENCH_STEM_RANKING_TOKENS",
               "generation_tokens": "COUNTERBENCH_STEM_GENERATION_TOKENS"}
@@ -100,10 +105,13 @@ class StemStudy:
     languages: Mapping[str, str] = {"en": "English"}
 
     def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None,
-                 truncated: str | None = None, convention: str | None = None) -> None:
+                 truncated: str | None = None, convention: str | None = None, shap: str | None = None) -> None:
         self._readability_math = readability_math
         self._truncated = truncated
         self._convention = convention
+        self._shap = shap
+        if shap is not None:
+            self.shap_method()
         if convention is not None:
             self.convention()
         if readability_math is not None:
@@ -196,6 +204,27 @@ class StemStudy:
                             f"level), got {chosen!r}")
         return chosen
 
+    def shap_method(self) -> str:
+        """How ``stem_shap`` attributes: the constructor's choice, else ``$COUNTERBENCH_STEM_SHAP``, else
+        ``linear`` (exact); ``tree`` (TreeSHAP) needs the ``shap`` extra and says so in one line when missing."""
+        chosen, source = self._shap, "shap"
+        if chosen is None:
+            chosen, source = os.environ.get(SHAP_ENV) or "linear", SHAP_ENV
+        if chosen not in SHAP_METHODS:
+            raise UserError(f"{source} must be one of {', '.join(SHAP_METHODS)} (how SHAP attributes the outcome), "
+                            f"got {chosen!r}")
+        if chosen == "tree":
+            missing = []
+            for name in ("shap", "sklearn"):
+                try:
+                    importlib.import_module(name)
+                except ImportError:
+                    missing.append(name)
+            if missing:
+                raise UserError(f"{source}=tree (TreeSHAP) needs the optional packages shap and scikit-learn "
+                                f"({' and '.join(missing)} missing): pip install 'counterbench[shap]'")
+        return chosen
+
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
         """The study's own analysis (used instead of the generic outcome tables): :mod:`.results`.
@@ -206,7 +235,7 @@ class StemStudy:
         from counterbench.builtin.stem.results import analyze_results
 
         return analyze_results(results, math=self.readability_math(), seed=seed, truncated=self.truncated(),
-                               convention=self.convention())
+                               convention=self.convention(), shap=self.shap_method())
 
     def report_sections(self, ctx: Any) -> list[Any]:
         """The study's report sections, one per table: :mod:`.sections` (the paper's tables, in its order)
