@@ -165,8 +165,8 @@ def shap_section(ctx: ReportContext) -> Section:
                               "attributes; in the strip charts each dot is one response (colour: the attribute's "
                               "level).")
     if str(ctx.data.summary.get("stem_shap_method", "linear")) == "tree":
-        section.blurb = ("TreeSHAP values of a gradient-boosted tree model of the outcome on one-hot profile attributes "
-                         "(the analysis option shap = tree): how much each attribute moves a response away from the "
+        section.blurb = ("TreeSHAP values of a gradient-boosted tree model of the outcome on one-hot profile "
+                         "attributes (the analysis option shap = tree): how much each attribute moves a response away from the "
                          "average, interactions included. Mean |SHAP| ranks the attributes; in the strip charts each "
                          "dot is one response (colour: the attribute's level).")
     refused = show_table(section, ctx, "stem_shap_refused", [
