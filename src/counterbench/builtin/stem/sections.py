@@ -166,9 +166,9 @@ def shap_section(ctx: ReportContext) -> Section:
                               "level).")
     if str(ctx.data.summary.get("stem_shap_method", "linear")) == "tree":
         section.blurb = ("TreeSHAP values of a gradient-boosted tree model of the outcome on one-hot profile "
-                         "attributes (the analysis option shap = tree): how much each attribute moves a response away from the "
-                         "average, interactions included. Mean |SHAP| ranks the attributes; in the strip charts each "
-                         "dot is one response (colour: the attribute's level).")
+                         "attributes (the analysis option shap = tree): how much each attribute moves a response "
+                         "away from the average, interactions included. Mean |SHAP| ranks the attributes; in the "
+                         "strip charts each dot is one response (colour: the attribute's level).")
     refused = show_table(section, ctx, "stem_shap_refused", [
         *CELL_COLS, t.count("n_profiles", "Profiles"), t.count("parameters", "Parameters"),
         t.count("rank", "Design rank"), t.text("reason", "Why no attribution")],
