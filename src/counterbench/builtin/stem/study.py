@@ -75,6 +75,17 @@ def _env_tokens() -> dict[str, int | None]:
     return out
 
 
+def _choice(given: str | None, name: str, env: str, allowed: Sequence[str], what: str) -> str:
+    """An analysis option: ``given`` (the constructor's), else ``$env``, else the first of ``allowed``; a value
+    outside ``allowed`` is a one-line :class:`~counterbench.errors.UserError` naming where it came from."""
+    chosen, source = given, name
+    if chosen is None:
+        chosen, source = os.environ.get(env) or allowed[0], env
+    if chosen not in allowed:
+        raise UserError(f"{source} must be one of {', '.join(allowed)} ({what}), got {chosen!r}")
+    return chosen
+
+
 def coverage_pick(profiles: pd.DataFrame, attributes: Sequence[str], k: int) -> list[str]:
     """``k`` profile ids covering as many (attribute, level) pairs as possible (greedy, ties by id order)."""
     rows = profiles.sort_values("profile_id")
@@ -173,46 +184,25 @@ class StemStudy:
     def readability_math(self) -> str:
         """How generated maths is scored: the constructor's choice, else ``$COUNTERBENCH_STEM_READABILITY_MATH``,
         else ``raw`` (see :mod:`counterbench.outcomes.readability`)."""
-        chosen = self._readability_math
-        source = "readability_math"
-        if chosen is None:
-            chosen, source = os.environ.get(READABILITY_MATH_ENV) or "raw", READABILITY_MATH_ENV
-        if chosen not in MATH_MODES:
-            raise UserError(f"{source} must be one of {', '.join(MATH_MODES)} (how maths is scored for readability), "
-                            f"got {chosen!r}")
-        return chosen
+        return _choice(self._readability_math, "readability_math", READABILITY_MATH_ENV, MATH_MODES,
+                       "how maths is scored for readability")
 
     def truncated(self) -> str:
         """What happens to explanations cut at the token limit: the constructor's choice, else
         ``$COUNTERBENCH_STEM_TRUNCATED``, else ``score`` (scored on the text received, as the paper)."""
-        chosen, source = self._truncated, "truncated"
-        if chosen is None:
-            chosen, source = os.environ.get(TRUNCATED_ENV) or "score", TRUNCATED_ENV
-        if chosen not in TRUNCATED_MODES:
-            raise UserError(f"{source} must be one of {', '.join(TRUNCATED_MODES)} (what happens to explanations cut "
-                            f"at the token limit), got {chosen!r}")
-        return chosen
+        return _choice(self._truncated, "truncated", TRUNCATED_ENV, TRUNCATED_MODES,
+                       "what happens to explanations cut at the token limit")
 
     def convention(self) -> str:
         """The bias table's conventions: the constructor's choice, else ``$COUNTERBENCH_STEM_CONVENTION``, else
         ``counterbench`` (``paper``: z within subject, MAB as Eq. 3, Table 4's extreme group)."""
-        chosen, source = self._convention, "convention"
-        if chosen is None:
-            chosen, source = os.environ.get(CONVENTION_ENV) or "counterbench", CONVENTION_ENV
-        if chosen not in CONVENTIONS:
-            raise UserError(f"{source} must be one of {', '.join(CONVENTIONS)} (the bias table's z, MAB and extreme "
-                            f"level), got {chosen!r}")
-        return chosen
+        return _choice(self._convention, "convention", CONVENTION_ENV, CONVENTIONS,
+                       "the bias table's z, MAB and extreme level")
 
     def shap_method(self) -> str:
         """How ``stem_shap`` attributes: the constructor's choice, else ``$COUNTERBENCH_STEM_SHAP``, else
         ``linear`` (exact); ``tree`` (TreeSHAP) needs the ``shap`` extra and says so in one line when missing."""
-        chosen, source = self._shap, "shap"
-        if chosen is None:
-            chosen, source = os.environ.get(SHAP_ENV) or "linear", SHAP_ENV
-        if chosen not in SHAP_METHODS:
-            raise UserError(f"{source} must be one of {', '.join(SHAP_METHODS)} (how SHAP attributes the outcome), "
-                            f"got {chosen!r}")
+        chosen = _choice(self._shap, "shap", SHAP_ENV, SHAP_METHODS, "how SHAP attributes the outcome")
         if chosen == "tree":
             missing = []
             for name in ("shap", "sklearn"):
@@ -221,6 +211,7 @@ class StemStudy:
                 except ImportError:
                     missing.append(name)
             if missing:
+                source = "shap" if self._shap is not None else SHAP_ENV
                 raise UserError(f"{source}=tree (TreeSHAP) needs the optional packages shap and scikit-learn "
                                 f"({' and '.join(missing)} missing): pip install 'counterbench[shap]'")
         return chosen
