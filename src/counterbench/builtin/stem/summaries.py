@@ -180,13 +180,15 @@ def kappa_average_table(frame: pd.DataFrame, *, seed: int = 0, alpha: float = AL
         null /= len(cells)
         mean = float(cells["kappa_linear"].mean())
         extreme = int(np.count_nonzero(np.nan_to_num(null, nan=-np.inf) >= mean - 1e-12))
+        testable = bool(np.isfinite(mean) and np.isfinite(null).all())  # every cell has answers of both
         out.append({"model_1": m1, "model_2": m2, "n_cells": len(cells), "n": int(cells["n"].sum()),
                     "mean_kappa_linear": mean, "mean_kappa": float(cells["kappa"].mean()),
                     "min_kappa_linear": float(cells["kappa_linear"].min()),
                     "max_kappa_linear": float(cells["kappa_linear"].max()),
-                    "null_mean": float(np.nanmean(null)), "p_value": (1 + extreme) / (1 + n_permutations)})
+                    "null_mean": float(np.nanmean(null)) if np.isfinite(null).any() else np.nan,
+                    "p_value": (1 + extreme) / (1 + n_permutations) if testable else np.nan, "testable": testable})
     table = pd.DataFrame(out)
-    table["testable"] = True
-    table["q_value"], table["significant"] = family_marks(table, p_col="p_value", family=(), alpha=alpha)
+    table["q_value"], table["significant"] = family_marks(table, p_col="p_value", family=(), alpha=alpha,
+                                                          testable=table["testable"])
     return table
 
