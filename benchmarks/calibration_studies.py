@@ -5,9 +5,12 @@ The long version of ``tests/studies/test_studies_calibration.py`` (the simulatio
 
 1. ``stem_quick_null`` — the quick preset (96 prompts), nothing planted, a per-profile random effect
    (sd 0.1 on the log scale): the share of simulated models with at least one mark per table family.
-2. ``stem_paper_null`` — the paper's design (9,471 prompts: main, progressive, ablation, single
-   attribute), the same: pairwise (the paper's response level and the profile-level marks),
-   interaction gaps, position tables.
+2. ``stem_paper_null`` — the paper's design (21,385 prompts with the built-in problems: the main
+   experiment's 7,000 — 100 profiles per context, 7 ranking subjects × 2 roles, 21 generation problems —
+   the progressive experiment and its IIT ablation, the single-attribute replication), the same:
+   pairwise (the paper's response level and the profile-level marks), interaction gaps, position tables.
+   (docs/stem.md's figures for it were measured when the built-in set had 7 generation problems: 9,471
+   prompts.)
 3. ``stem_paper_null_no_profile_effect`` — the same without the profile effect: the single-attribute
    intervals' coverage of 0 (their truth when nothing is planted).
 4. ``stem_paper_planted`` — ``sim:stem``'s effects (Rural, Low income −0.5 level; Disabled −1.5
@@ -23,8 +26,18 @@ The long version of ``tests/studies/test_studies_calibration.py`` (the simulatio
    Comparison, sd 0.05, and of each basket's score, sd 2 points, on top of the per-job shift): the
    share of fair models with a mark on the new unit (occupations resampled and swapped), and in the
    same run the baseline on the old unit (every job independent), which these shared shifts fool.
+9. ``stem_headline_null`` — the paper design, nothing planted, the per-profile effect (200 models): the
+   share of models with a mark in each of the headline tables — ``stem_within_gaps``, ``stem_deciles``,
+   ``stem_progressive_shap``, ``stem_extreme_gap``, ``stem_kappa_average`` (each model paired with the
+   next) — and, for the descriptive ``stem_single_bias``, the share of rows with ``p_wordings`` ≤ 0.05
+   (why it draws no mark: a wording's own effect makes it too frequent). ``..._no_profile_effect``: the
+   same without the profile effect (100 models).
+10. ``stem_headline_planted`` — planted intersectional effects (Hindi/Regional-medium IIT students −2.6
+   grades, English-medium +2, Low-income Disabled ST −3, on top of ``sim:stem``): the share of models
+   whose headline rows for them are marked (50 models).
 
-Usage: ``python benchmarks/calibration_studies.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...]``.
+Usage: ``python benchmarks/calibration_studies.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...]``
+(e.g. ``--only stem_headline_null --scale 0.05`` for a 10-model check; the full 200 models take ~20 min).
 Every simulation is seeded; the figures are reproducible.
 """
 
@@ -67,7 +80,80 @@ def scenarios(scale: float, bootstrap: int) -> dict[str, Any]:
         "hiring_occupation_null": lambda: {
             "occupation": hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110),
             "job_baseline": hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110, by_job=True)},
+        "stem_headline_null": lambda: headline_scenario(max(2, int(200 * scale)), seed=120),
+        "stem_headline_null_no_profile_effect": lambda: headline_scenario(max(2, int(100 * scale)), profile_sd=0.0,
+                                                                          seed=121),
+        "stem_headline_planted": lambda: headline_scenario(max(2, int(50 * scale)), planted=True, seed=122),
     }
+
+
+def _headline_marks(frame: Any, pair_frame: Any) -> dict[str, Any]:
+    """Whether each headline table marks anything for the one model in ``frame`` (see scenario 8)."""
+    from counterbench.builtin.stem import subgroups as G
+    from counterbench.builtin.stem import summaries as S
+    from counterbench.builtin.stem.headline import extreme_gap_table
+
+    out: dict[str, Any] = {}
+    for name, table in (("stem_within_gaps", G.within_gap_table(frame)), ("stem_deciles", G.decile_table(frame)),
+                        ("stem_progressive_shap", S.progressive_shap_table(frame)),
+                        ("stem_extreme_gap", extreme_gap_table(frame)),
+                        ("stem_kappa_average", S.kappa_average_table(pair_frame))):
+        out[name] = bool(table["significant"].fillna(False).astype(bool).any()) if len(table) else False
+    single = S.single_bias_table(frame)
+    out["_single_p"] = (int((single["p_wordings"] <= 0.05).sum()), int(single["p_wordings"].notna().sum()))
+    return out
+
+
+def headline_scenario(n_sims: int, *, profile_sd: float = 0.1, planted: bool = False, seed: int = 0
+                      ) -> dict[str, Any]:
+    """Scenarios 8 and 9: the headline tables over ``n_sims`` simulated models of the paper design."""
+    from dataclasses import replace
+
+    import numpy as np
+    import pandas as pd
+    from tests.studies.calibration_studies_sim import stem_design
+
+    from counterbench.builtin.stem import analysis as A
+    from counterbench.builtin.stem import subgroups as G
+    from counterbench.builtin.stem.headline import extreme_gap_table
+    from counterbench.builtin.stem.simulate import simulate_outcomes
+    from counterbench.models.sim_effects import Effect
+    from counterbench.models.simulated import load_profile
+
+    table = stem_design("paper")
+    base = load_profile("stem")
+    plants = (Effect(match={"use_case": ("generation",), "college_tier": ("IIT",), "medium": ("Hindi/Regional",)},
+                     add=-2.6),
+              Effect(match={"use_case": ("generation",), "medium": ("English",)}, add=2.0),
+              Effect(match={"use_case": ("generation",), "income": ("Low",), "disability": ("Disabled",),
+                            "caste": ("ST",)}, add=-3.0))
+    preset = replace(base, effects=(*base.effects, *plants)) if planted else replace(base, effects=())
+
+    def one(i: int) -> Any:
+        return A.outcome_frame(simulate_outcomes(table, f"sim:m{i}", preset=preset, seed=seed, profile_sd=profile_sd))
+
+    if planted:
+        found = {"iit_medium_gap": [], "bottom_tenth_medium": [], "extreme_gap_progressive": []}
+        for i in range(n_sims):
+            frame = one(i)
+            gaps = G.within_gap_table(frame)
+            medium = gaps[gaps["attribute"].eq("medium") & gaps["task"].eq("generation")]
+            found["iit_medium_gap"].append(bool(medium["significant"].all()) if len(medium) else False)
+            tenth = G.decile_table(frame)
+            bottom = tenth[tenth["attribute"].eq("medium") & tenth["end"].eq("bottom") & tenth["task"].eq("generation")]
+            found["bottom_tenth_medium"].append(bool(bottom["significant"].any()))
+            extreme = extreme_gap_table(frame)
+            found["extreme_gap_progressive"].append(bool(extreme.loc[extreme["experiment"].eq("progressive"),
+                                                                     "significant"].any()))
+        return {"n_sims": n_sims, "planted": True, "marked_share": {k: float(np.mean(v)) for k, v in found.items()}}
+    frames = [one(i) for i in range(n_sims)]
+    runs = [_headline_marks(frames[i], pd.concat([frames[i], frames[(i + 1) % n_sims]], ignore_index=True))
+            for i in range(n_sims)]
+    hits = sum(r["_single_p"][0] for r in runs)
+    rows = sum(r["_single_p"][1] for r in runs)
+    return {"n_sims": n_sims, "prompts": len(table), "profile_sd": profile_sd,
+            "false_star_share": {k: float(np.mean([r[k] for r in runs])) for k in runs[0] if not k.startswith("_")},
+            "single_bias_p_wordings_le_0.05": hits / rows if rows else None}
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ from counterbench.stats.agreement import cohen_kappa, interpret_kappa
 from counterbench.stats.inference import ALPHA, family_marks
 from counterbench.stats.multiple_testing import benjamini_hochberg
 from counterbench.stats.seeding import stable_seed
-from counterbench.stats.shap_linear import linear_shap, one_hot, shap_summary
+from counterbench.stats.shap_linear import linear_shap, one_hot, shap_summary, tree_shap
 from counterbench.stats.swap_test import LabelPermutationTest
 from counterbench.stats.welch import pairwise_welch
 from counterbench.stats.zbias import group_scores, mab_mdb
@@ -248,9 +248,19 @@ def pairwise_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, alpha: floa
     return out
 
 
+#: how ``stem_shap`` attributes: ``linear`` (exact, the default) or ``tree`` (TreeSHAP, the ``shap`` extra)
+SHAP_METHODS = ("linear", "tree")
+
+
 def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: int = 400,
-                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(mean |SHAP| per attribute and level per cell, beeswarm points: a seeded sample of rows per cell)."""
+                seed: int = 0, method: str = "linear") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(mean |SHAP| per attribute and level per cell, beeswarm points: a seeded sample of rows per cell).
+
+    ``method``: ``linear`` — exact SHAP of a linear model; ``tree`` — TreeSHAP of a gradient-boosted tree
+    (:func:`counterbench.stats.shap_linear.tree_shap`, seeded; needs the ``shap`` extra). Either way a cell
+    is attributed only when :func:`shap_identification` allows it; the summary's ``method`` names it."""
+    if method not in SHAP_METHODS:
+        raise ValueError(f"method must be one of {SHAP_METHODS}, got {method!r}")
     rows = _main(frame)
     rows = rows[rows["y"].notna()]
     summaries, points = [], []
@@ -258,8 +268,8 @@ def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: 
         attrs = list(context_attributes(str(part["context"].iloc[0])))
         if shap_identification(part, attrs)["reason"]:
             continue  # refused: :func:`shap_refusals` says why
-        result = linear_shap(part, attrs, "y")
-        summary = shap_summary(result)
+        result = linear_shap(part, attrs, "y") if method == "linear" else tree_shap(part, attrs, "y", seed=seed)
+        summary = shap_summary(result).assign(method=result.method)
         for col, val in zip(cell, key, strict=True):
             summary[col] = str(val)
         summaries.append(summary)

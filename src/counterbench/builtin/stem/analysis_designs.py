@@ -4,7 +4,8 @@ Input is :func:`counterbench.builtin.stem.analysis.outcome_frame`'s frame.
 
 - :func:`progressive_table` — the progressive intersectional experiment (paper §4.3.1, Figures 7–10):
   per model × context × dataset × experiment (``progressive`` / ``ablation``, the latter with college tier
-  fixed, §4.5.2) × step, the MGL's n, mean, SD and variance.
+  fixed, §4.5.2) × step, the MGL's n, mean, SD, variance and quantiles (:data:`QUANTILES`: the per-step
+  distribution), and the profiles' count and the SD of their means.
 - :func:`interaction_tables` — at each experiment's last step, the two-way tables of
   :data:`INTERACTIONS` (income × disability, caste or race × disability, college tier × income; Tables
   12–14): cell means, SDs and n; within each row level, Welch's test of the column attribute's first
@@ -47,6 +48,8 @@ INTERACTIONS = {
 DESIGN_CELL = ("model", "context", "dataset", "experiment")
 #: fewest expected answers per cell of a χ² test before it is tested (Cochran's rule)
 MIN_EXPECTED = 5.0
+#: the per-step quantiles of :func:`progressive_table` (column -> quantile)
+QUANTILES = {"q10": 0.1, "q25": 0.25, "median": 0.5, "q75": 0.75, "q90": 0.9}
 INTERACTION_ATTRIBUTES = tuple(dict.fromkeys(a for pairs in INTERACTIONS.values() for pair in pairs for a in pair))
 
 
@@ -62,6 +65,11 @@ def progressive_table(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     grouped = rows.groupby([*DESIGN_CELL, "step"], sort=True, observed=True)["y"]
     out = grouped.agg(n="count", mean="mean", sd="std", var="var", min="min", max="max").reset_index()
+    for name, q in QUANTILES.items():  # the per-step distribution (the report's box chart, Figures 5–10)
+        out[name] = grouped.quantile(q).to_numpy()
+    profiles = rows.groupby([*DESIGN_CELL, "step", "profile_id"], sort=True, observed=True)["y"].mean()
+    out["n_profiles"] = profiles.groupby(level=list(range(len(DESIGN_CELL) + 1))).count().to_numpy()
+    out["sd_profiles"] = profiles.groupby(level=list(range(len(DESIGN_CELL) + 1))).std().to_numpy()
     return out
 
 

@@ -15,6 +15,8 @@ import pandas as pd
 
 from counterbench.builtin.stem import analysis as A
 from counterbench.builtin.stem import analysis_designs as D
+from counterbench.builtin.stem import subgroups as G
+from counterbench.builtin.stem import summaries as S
 from counterbench.builtin.stem import truncation as T
 from counterbench.builtin.stem.headline import extreme_gap_table
 from counterbench.outcomes.readability import provenance
@@ -39,6 +41,15 @@ TABLES: dict[str, str] = {
     "stem_position_interactions": "Ranking task: letter × attribute χ² tests of independence",
     "stem_extreme_gap": "Full intersectionality: the most privileged vs the most marginalised profile (designated "
                         "before the answers), with a null reference over all pairs of profiles",
+    "stem_within_gaps": "Gaps inside one level of another attribute (e.g. medium of instruction within IIT), tested "
+                        "over profiles",
+    "stem_deciles": "Top and bottom tenth of profiles: each level's share there against its share of all profiles "
+                    "(a random-tenth χ² test per attribute)",
+    "stem_progressive_shap": "SHAP on the progressive experiment: mean |SHAP| per stated attribute and step, with "
+                             "a null reference over profiles",
+    "stem_single_bias": "Single-attribute replication: MAB and MDB per attribute (descriptive: one wording per "
+                        "level)",
+    "stem_kappa_average": "Average linear-weighted κ per model pair, with a null reference (profiles shuffled)",
     "stem_truncation": "Generation task: explanations cut at the token limit, share per attribute level",
     "stem_truncation_sensitivity": "Generation task: the gap per attribute (MDB) with cut explanations scored and "
                                    "dropped",
@@ -57,6 +68,12 @@ WHY_EMPTY: dict[str, str] = {
     "stem_position_interactions": "needs ranking answers that use at least two different letters",
     "stem_extreme_gap": "needs the progressive experiment (the paper preset)",
     "stem_truncation": "no explanation was cut at the token limit",
+    "stem_within_gaps": "needs profiles at both ends of a compared attribute inside the subgroup (e.g. English- and "
+                        "Hindi-medium IIT profiles: the main or paper preset)",
+    "stem_deciles": "needs at least 20 profiles in a cell (the main or paper preset)",
+    "stem_progressive_shap": "needs the progressive experiment (the paper preset)",
+    "stem_single_bias": "needs the single-attribute replication (the paper preset)",
+    "stem_kappa_average": "needs the ranking task answered by at least two models (run with two --model options)",
     "stem_truncation_sensitivity": "no explanation was cut at the token limit",
 }
 
@@ -83,19 +100,20 @@ TRUNCATED_METHODS = {
 
 
 def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, truncated: str = "score",
-                    convention: str = "counterbench") -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+                    convention: str = "counterbench", shap: str = "linear"
+                    ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """(tables, summary) for the STEM study's responses in ``results`` (see module docstring).
 
     ``truncated``: ``score`` (the paper) scores explanations cut at the token limit, ``drop`` leaves them out
     (:mod:`.truncation` shows both either way). ``convention``: the bias table's z, MAB and extreme level,
-    ``counterbench`` or ``paper`` (:mod:`.conventions`)."""
+    ``counterbench`` or ``paper`` (:mod:`.conventions`). ``shap``: ``linear`` (exact) or ``tree`` (TreeSHAP)."""
     from counterbench.analyses.health import parse_health
     from counterbench.version import __version__
 
     scored = A.outcome_frame(results, math=math, truncated="score")
     frame = scored if truncated == "score" else T.dropped(scored)
     scores, bias = A.bias_tables(frame, convention=convention)
-    shap, points = A.shap_tables(frame, seed=seed)
+    shap_table, points = A.shap_tables(frame, seed=seed, method=shap)
     cells, gaps = D.interaction_tables(frame, seed=seed)
     positions, position_tests = D.position_tables(frame)
     responses = results.assign(usable=results["status"].astype(str).eq("ok"),
@@ -105,7 +123,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "stem_group_scores": scores,
         "stem_bias": bias,
         "stem_pairwise": A.pairwise_tables(frame, seed=seed),
-        "stem_shap": shap,
+        "stem_shap": shap_table,
         "stem_shap_points": points,
         "stem_shap_refused": A.shap_refusals(frame),
         "stem_kappa": A.kappa_table(frame),
@@ -117,6 +135,11 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "stem_positions": positions,
         "stem_position_interactions": position_tests,
         "stem_extreme_gap": extreme_gap_table(frame),
+        "stem_within_gaps": G.within_gap_table(frame, seed=seed),
+        "stem_deciles": G.decile_table(frame, seed=seed),
+        "stem_progressive_shap": S.progressive_shap_table(frame, seed=seed),
+        "stem_single_bias": S.single_bias_table(frame, seed=seed),
+        "stem_kappa_average": S.kappa_average_table(frame, seed=seed),
         "stem_truncation": T.truncation_table(scored),
         "stem_truncation_sensitivity": T.sensitivity_table(scored),
         "parse_health": parse_health(responses),
@@ -147,6 +170,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "methods": METHODS.format(truncated=TRUNCATED_METHODS[truncated]),
         "truncated_explanations": truncated,
         "stem_convention": convention,
+        "stem_shap_method": shap,
         "notes": [],
     }
     return tables, summary

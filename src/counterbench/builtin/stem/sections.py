@@ -11,6 +11,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from counterbench.builtin.stem.analysis import MIN_PROFILES
+from counterbench.builtin.stem.progressive_chart import progressive_panels
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
 from counterbench.report.context import ReportContext
@@ -163,6 +164,11 @@ def shap_section(ctx: ReportContext) -> Section:
                               "much each attribute moves a response away from the average. Mean |SHAP| ranks the "
                               "attributes; in the strip charts each dot is one response (colour: the attribute's "
                               "level).")
+    if str(ctx.data.summary.get("stem_shap_method", "linear")) == "tree":
+        section.blurb = ("TreeSHAP values of a gradient-boosted tree model of the outcome on one-hot profile "
+                         "attributes (the analysis option shap = tree): how much each attribute moves a response "
+                         "away from the average, interactions included. Mean |SHAP| ranks the attributes; in the "
+                         "strip charts each dot is one response (colour: the attribute's level).")
     refused = show_table(section, ctx, "stem_shap_refused", [
         *CELL_COLS, t.count("n_profiles", "Profiles"), t.count("parameters", "Parameters"),
         t.count("rank", "Design rank"), t.text("reason", "Why no attribution")],
@@ -209,9 +215,14 @@ def progressive_section(ctx: ReportContext) -> Section:
                               "most privileged cell with the most marginalised one.")
     if frame is None:
         return section
+    section.figures.append(Figure(progressive_panels(frame), caption="Grade level of the explanations per step: box "
+                                  "25th–75th percentile with the median, whiskers 10th–90th, dot the mean (the "
+                                  "paper's Figures 5–10)."))
     show_table(section, ctx, "stem_progressive", [
         t.text("model", "Model"), t.text("context", "Context"), t.text("experiment", "Experiment"),
-        t.count("step", "Step"), t.count("n", "N"), t.num("mean", "MGL"), t.num("sd", "SD"), t.num("var", "Variance")])
+        t.count("step", "Step"), t.count("n", "N"), t.num("mean", "MGL"), t.num("sd", "SD"), t.num("var", "Variance"),
+        t.num("q25", "25%"), t.num("median", "Median"), t.num("q75", "75%"), t.count("n_profiles", "Profiles"),
+        t.num("sd_profiles", "SD of profile means")])
     gaps = show_table(section, ctx, "stem_interaction_gaps", [
         t.text("model", "Model"), t.text("experiment", "Experiment"), t.text("table", "Table"),
         t.text("kind", "Comparison"), t.text("row_level", "Row"), t.text("comparison", "Cells"),

@@ -15,7 +15,9 @@ or ``placeholder``; from Python also ``StemStudy(readability_math=...)``), and w
 cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or
 ``drop``; from Python ``StemStudy(truncated=...)``), and the bias table's conventions,
 ``COUNTERBENCH_STEM_CONVENTION`` (``counterbench``, the default, or ``paper``: :mod:`.conventions`; from Python
-``StemStudy(convention=...)``), all read when the answers are analysed.
+``StemStudy(convention=...)``), and how ``stem_shap`` attributes, ``COUNTERBENCH_STEM_SHAP`` (``linear``,
+exact, the default, or ``tree``: TreeSHAP with the ``shap`` extra; from Python ``StemStudy(shap=...)``), all
+read when the answers are analysed.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
 letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
@@ -23,6 +25,7 @@ letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` reada
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -30,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.builtin.stem.analysis import SHAP_METHODS
 from counterbench.builtin.stem.conventions import CONVENTIONS
 from counterbench.builtin.stem.design import (
     GENERATION_ANSWER_TYPE,
@@ -51,6 +55,7 @@ JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
 READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
 TRUNCATED_ENV = "COUNTERBENCH_STEM_TRUNCATED"
 CONVENTION_ENV = "COUNTERBENCH_STEM_CONVENTION"
+SHAP_ENV = "COUNTERBENCH_STEM_SHAP"
 #: per-task output-token limits (each prompt's ``requested_max_tokens``; ``--max-tokens`` overrides both)
 TOKEN_ENVS = {"ranking_tokens": "COUNTERBENCH_STEM_RANKING_TOKENS",
               "generation_tokens": "COUNTERBENCH_STEM_GENERATION_TOKENS"}
@@ -68,6 +73,17 @@ def _env_tokens() -> dict[str, int | None]:
         except ValueError:
             raise UserError(f"{env} must be a whole number of tokens, got {raw!r}") from None
     return out
+
+
+def _choice(given: str | None, name: str, env: str, allowed: Sequence[str], what: str) -> str:
+    """An analysis option: ``given`` (the constructor's), else ``$env``, else the first of ``allowed``; a value
+    outside ``allowed`` is a one-line :class:`~counterbench.errors.UserError` naming where it came from."""
+    chosen, source = given, name
+    if chosen is None:
+        chosen, source = os.environ.get(env) or allowed[0], env
+    if chosen not in allowed:
+        raise UserError(f"{source} must be one of {', '.join(allowed)} ({what}), got {chosen!r}")
+    return chosen
 
 
 def coverage_pick(profiles: pd.DataFrame, attributes: Sequence[str], k: int) -> list[str]:
@@ -100,10 +116,13 @@ class StemStudy:
     languages: Mapping[str, str] = {"en": "English"}
 
     def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None,
-                 truncated: str | None = None, convention: str | None = None) -> None:
+                 truncated: str | None = None, convention: str | None = None, shap: str | None = None) -> None:
         self._readability_math = readability_math
         self._truncated = truncated
         self._convention = convention
+        self._shap = shap
+        if shap is not None:
+            self.shap_method()
         if convention is not None:
             self.convention()
         if readability_math is not None:
@@ -165,35 +184,36 @@ class StemStudy:
     def readability_math(self) -> str:
         """How generated maths is scored: the constructor's choice, else ``$COUNTERBENCH_STEM_READABILITY_MATH``,
         else ``raw`` (see :mod:`counterbench.outcomes.readability`)."""
-        chosen = self._readability_math
-        source = "readability_math"
-        if chosen is None:
-            chosen, source = os.environ.get(READABILITY_MATH_ENV) or "raw", READABILITY_MATH_ENV
-        if chosen not in MATH_MODES:
-            raise UserError(f"{source} must be one of {', '.join(MATH_MODES)} (how maths is scored for readability), "
-                            f"got {chosen!r}")
-        return chosen
+        return _choice(self._readability_math, "readability_math", READABILITY_MATH_ENV, MATH_MODES,
+                       "how maths is scored for readability")
 
     def truncated(self) -> str:
         """What happens to explanations cut at the token limit: the constructor's choice, else
         ``$COUNTERBENCH_STEM_TRUNCATED``, else ``score`` (scored on the text received, as the paper)."""
-        chosen, source = self._truncated, "truncated"
-        if chosen is None:
-            chosen, source = os.environ.get(TRUNCATED_ENV) or "score", TRUNCATED_ENV
-        if chosen not in TRUNCATED_MODES:
-            raise UserError(f"{source} must be one of {', '.join(TRUNCATED_MODES)} (what happens to explanations cut "
-                            f"at the token limit), got {chosen!r}")
-        return chosen
+        return _choice(self._truncated, "truncated", TRUNCATED_ENV, TRUNCATED_MODES,
+                       "what happens to explanations cut at the token limit")
 
     def convention(self) -> str:
         """The bias table's conventions: the constructor's choice, else ``$COUNTERBENCH_STEM_CONVENTION``, else
         ``counterbench`` (``paper``: z within subject, MAB as Eq. 3, Table 4's extreme group)."""
-        chosen, source = self._convention, "convention"
-        if chosen is None:
-            chosen, source = os.environ.get(CONVENTION_ENV) or "counterbench", CONVENTION_ENV
-        if chosen not in CONVENTIONS:
-            raise UserError(f"{source} must be one of {', '.join(CONVENTIONS)} (the bias table's z, MAB and extreme "
-                            f"level), got {chosen!r}")
+        return _choice(self._convention, "convention", CONVENTION_ENV, CONVENTIONS,
+                       "the bias table's z, MAB and extreme level")
+
+    def shap_method(self) -> str:
+        """How ``stem_shap`` attributes: the constructor's choice, else ``$COUNTERBENCH_STEM_SHAP``, else
+        ``linear`` (exact); ``tree`` (TreeSHAP) needs the ``shap`` extra and says so in one line when missing."""
+        chosen = _choice(self._shap, "shap", SHAP_ENV, SHAP_METHODS, "how SHAP attributes the outcome")
+        if chosen == "tree":
+            missing = []
+            for name in ("shap", "sklearn"):
+                try:
+                    importlib.import_module(name)
+                except ImportError:
+                    missing.append(name)
+            if missing:
+                source = "shap" if self._shap is not None else SHAP_ENV
+                raise UserError(f"{source}=tree (TreeSHAP) needs the optional packages shap and scikit-learn "
+                                f"({' and '.join(missing)} missing): pip install 'counterbench[shap]'")
         return chosen
 
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
@@ -206,12 +226,14 @@ class StemStudy:
         from counterbench.builtin.stem.results import analyze_results
 
         return analyze_results(results, math=self.readability_math(), seed=seed, truncated=self.truncated(),
-                               convention=self.convention())
+                               convention=self.convention(), shap=self.shap_method())
 
     def report_sections(self, ctx: Any) -> list[Any]:
         """The study's report sections, one per table: :mod:`.sections` (the paper's tables, in its order)
-        with :mod:`.sections_extra`: truncation after the descriptive statistics, the interaction grids and
-        the extreme-profile gap after the progressive experiment."""
+        with :mod:`.sections_extra` (truncation after the descriptive statistics, the interaction grids and
+        the extreme-profile gap after the progressive experiment) and :mod:`.sections_headline` (each after
+        the table it extends)."""
+        from counterbench.builtin.stem import sections_headline as H
         from counterbench.builtin.stem.sections import stem_sections
         from counterbench.builtin.stem.sections_extra import (
             extreme_gap_section,
@@ -221,9 +243,14 @@ class StemStudy:
 
         out = stem_sections(ctx)
         out.insert(1, truncation_section(ctx))
-        keys = [s.key for s in out]
-        at = keys.index("stem_progressive") + 1 if "stem_progressive" in keys else len(out)
-        out[at:at] = [interaction_grid_section(ctx), extreme_gap_section(ctx)]
+        after = {"stem_kappa": [H.kappa_average_section],
+                 "stem_progressive": [interaction_grid_section, extreme_gap_section, H.progressive_shap_section,
+                                      H.within_gap_section],
+                 "stem_single_attribute": [H.single_bias_section], "stem_extremes": [H.decile_section]}
+        for key, makers in after.items():
+            keys = [s.key for s in out]
+            at = keys.index(key) + 1 if key in keys else len(out)
+            out[at:at] = [make(ctx) for make in makers]
         return out
 
 
