@@ -38,7 +38,11 @@ def compact_leaderboard(tables: Mapping[str, pd.DataFrame]) -> tuple[str, pd.Dat
     board = tables.get("leaderboard")
     if board is not None and not board.empty:
         keep = [c for c in _LEADERBOARD_COLUMNS if c in board.columns]
-        return "Leaderboard", board[keep].head(LEADERBOARD_ROWS).rename(columns=_LEADERBOARD_COLUMNS)
+        names = dict(_LEADERBOARD_COLUMNS)
+        taus = sorted(set(pd.to_numeric(board.get("tau", pd.Series(dtype=float)), errors="coerce").dropna()))
+        if len(taus) == 1:
+            names["overall_v10"] = f"V@{float(taus[0]):g} %"
+        return "Leaderboard", board[keep].head(LEADERBOARD_ROWS).rename(columns=names)
     gaps = tables.get("outcome_gaps")
     if gaps is not None and not gaps.empty:
         from counterbench.analyses.flags import truthy
