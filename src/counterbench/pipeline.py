@@ -39,8 +39,9 @@ class Audit:
     report: ReportFiles
 
     def _repr_html_(self) -> str:
-        return (f"<p>counterbench audit: {self.run.status}; report at <code>{self.report.html}</code></p>"
-                + self.analysis._repr_html_())
+        """The analysis's notebook view (findings, compact leaderboard, tables folded), with the run's status
+        and where the report is after the leaderboard."""
+        return self.analysis.html_view([f"counterbench audit: {self.run.status}; report at {self.report.html}"])
 
 
 def audit(

@@ -153,9 +153,12 @@ def _difference(t: np.ndarray) -> np.ndarray:
 
 
 def _relative(t: np.ndarray) -> np.ndarray:
-    """100 × (comparison mean / reference mean − 1), the ratio form."""
+    """100 × (comparison mean / reference mean − 1), the ratio form; NaN where the reference mean is 0
+    (a share nobody in the reference gave: no ratio to state, and no warning)."""
     ref = t[:, 2] / t[:, 3]
-    return np.asarray(100 * (t[:, 0] / t[:, 1] - ref) / ref, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 100 * (t[:, 0] / t[:, 1] - ref) / ref
+    return np.asarray(np.where(ref == 0, np.nan, out), dtype=np.float64)
 
 
 #: a kind's gap form (:data:`counterbench.outcomes.base.GAP_FORMS`) -> its statistic of summed columns

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,14 +25,15 @@ class AnalysisResult:
         return self.tables[name]
 
     def _repr_html_(self) -> str:
-        """A notebook view: the study, then the first rows of each non-empty table."""
-        import html
+        """A notebook view: the finding in words, a compact leaderboard, the tables behind ``<details>``
+        (:mod:`counterbench.analyses.html_view`)."""
+        return self.html_view()
 
-        parts = [f"<h3>{html.escape(str(self.summary.get('title') or self.summary.get('study') or 'analysis'))}</h3>"]
-        for name, frame in self.tables.items():
-            if frame is not None and not frame.empty:
-                parts.append(f"<h4>{html.escape(name)}</h4>" + frame.head(10).to_html(index=False, escape=True))
-        return "".join(parts)
+    def html_view(self, lines: Sequence[str] = ()) -> str:
+        """The notebook view with ``lines`` of plain text after the leaderboard (the audit's status)."""
+        from counterbench.analyses.html_view import analysis_html
+
+        return analysis_html(self.tables, self.summary, lines)
 
     def write(self, out_dir: Path | str) -> list[Path]:
         """Write every table as CSV and Parquet plus ``summary.json`` (see :mod:`.io`)."""

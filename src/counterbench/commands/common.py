@@ -32,9 +32,13 @@ VariantOpt = Annotated[
                  "list them); repeatable."),
 ]
 SampleSlotsOpt = Annotated[
-    int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn with --seed.")
+    int | None, typer.Option("--sample-slots", help="Keep N whole slots, drawn at random with --sample-seed.")
 ]
-SeedOpt = Annotated[int, typer.Option("--sample-seed", help="Seed for --sample-slots.")]
+SeedOpt = Annotated[int, typer.Option(
+    "--sample-seed",
+    help="Seed of --sample-slots' draw: N slots drawn without replacement by NumPy's default_rng(SEED), "
+         "from the study's slots in sorted order (the same seed "
+         "keeps the same slots); not the seed sent to the model (--generation-seed).")]
 PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset the study declares, e.g. quick.")]
 FromReleaseOpt = Annotated[
     Path | None, typer.Option("--from-release", help="Use the release's own dataset .jsonl files in DIR.")

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from counterbench.errors import nearest
+
 
 @dataclass(frozen=True)
 class Effect:
@@ -42,9 +44,11 @@ def _mapping(value: Any, key: str) -> Mapping[str, Any]:
 def _effect(value: Any, index: int) -> Effect:
     where = f"effects[{index}]"
     raw = _mapping(value, where)
-    unknown = sorted(set(raw) - {"match", "unless", "multiply", "add"})
+    keys = ("match", "unless", "multiply", "add")
+    unknown = [str(k) for k in raw if k not in keys]
     if unknown:
-        raise ValueError(f"{where}: unknown key '{unknown[0]}' (match, unless, multiply, add)")
+        hint = nearest(unknown[0], keys) or f" ({', '.join(keys)})"
+        raise ValueError(f"{where}: unknown key '{unknown[0]}'{hint}")
 
     def cond(key: str) -> dict[str, tuple[str, ...]]:
         m = _mapping(raw.get(key) or {}, f"{where}.{key}")

@@ -24,7 +24,7 @@ A mistake in a file is a :class:`~counterbench.errors.UserError` naming the file
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from counterbench.errors import UserError
+from counterbench.errors import UserError, nearest
 from counterbench.models.sim_effects import Effect, _effect, _mapping
 from counterbench.registry import Registry
 
@@ -48,6 +48,42 @@ SIM_PRESETS.adapt = lambda name, module: resources.files(module.__name__).joinpa
 for _own in sorted(resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR).iterdir(), key=lambda p: p.name):
     if _own.name.endswith(".yaml"):
         SIM_PRESETS.register(_own.name[: -len(".yaml")], _own)
+
+
+#: the keys a simulation file may have, at the top level and in an answer spec (``default``, a use case's,
+#: an answer type's) and its ``anchor``; an outcome kind's entry has ``default`` only
+TOP_KEYS = ("description", "planted", "noise_sd", "refusal_rate", "malformed_rate", "latency_ms", "refusal_text",
+            "malformed_text", "generic_refusal_text", "generic_malformed_text", "default", "use_cases",
+            "answer_types", "outcomes", "identifier_effects", "identifier_effects_by_use_case",
+            "identifier_effects_studies", "profile_effects", "language_effects", "effects")
+SPEC_KEYS = ("unit", "default", "range", "profiles", "anchor", "round_to", "decimals", "label_from")
+ANCHOR_KEYS = ("columns", "factor", "lpa_below")
+OUTCOME_KEYS = ("default",)
+
+
+def _known_keys(value: Any, valid: tuple[str, ...], where: str) -> None:
+    """An unknown key of the mapping ``value`` (at ``where``) as one line with the nearest valid key."""
+    if not isinstance(value, dict):
+        return  # the value's own check says what it must be
+    for key in value:
+        if str(key) not in valid:
+            hint = nearest(str(key), valid) or f" (valid here: {', '.join(valid)})"
+            raise ValueError(f"{where + ': ' if where else ''}unknown key '{key}'{hint}")
+
+
+def _check_keys(data: dict[str, Any]) -> None:
+    _known_keys(data, TOP_KEYS, "")
+    specs = [("default", data.get("default"))]
+    for group in ("use_cases", "answer_types"):
+        if isinstance(data.get(group), dict):
+            specs += [(f"{group}.{k}", v) for k, v in data[group].items()]
+    for where, spec in specs:
+        _known_keys(spec, SPEC_KEYS, where)
+        if isinstance(spec, dict):
+            _known_keys(spec.get("anchor"), ANCHOR_KEYS, f"{where}.anchor")
+    if isinstance(data.get("outcomes"), dict):
+        for kind, spec in data["outcomes"].items():
+            _known_keys(spec, OUTCOME_KEYS, f"outcomes.{kind}")
 
 
 def _preset_file(name: str) -> Traversable | None:
@@ -97,6 +133,10 @@ class SimProfile:
     planted: str = ""
     generic_refusal_text: str = "I cannot make this judgement based on a person's identity."
     generic_malformed_text: str = "That depends on many factors that the question does not state."
+    #: the file that gave ``effects`` / ``identifier_effects`` itself (not through ``extends``): those are
+    #: checked against the prompts of a run (:mod:`counterbench.models.sim_check`); ``""`` for presets
+    checked_file: str = ""
+    checked_keys: tuple[str, ...] = ()
 
 
 def preset_names() -> list[str]:
@@ -112,6 +152,11 @@ def load_profile(name_or_path: str) -> SimProfile:
             raise UserError(f"sim:{name_or_path}: no such simulation file {str(path)!r}")
         text = path.read_text(encoding="utf-8")
         where = str(path)
+        raw = _load_raw(text, where)
+        own = _own_keys(text)
+        profile = profile_from_dict(raw, where=where)
+        return replace(profile, checked_file=where,
+                       checked_keys=tuple(k for k in ("effects", "identifier_effects") if k in own))
     else:
         resource = _preset_file(name_or_path)
         if resource is None or not resource.is_file():
@@ -122,6 +167,11 @@ def load_profile(name_or_path: str) -> SimProfile:
         text = resource.read_text(encoding="utf-8")
         where = f"preset {name_or_path!r}"
     return profile_from_dict(_load_raw(text, where), where=where)
+
+
+def _own_keys(text: str) -> set[str]:
+    data = yaml.safe_load(text)  # already read once by _load_raw: valid YAML
+    return {str(k) for k in data} if isinstance(data, dict) else set()
 
 
 def _load_raw(text: str, where: str, depth: int = 0) -> dict[str, Any]:
@@ -147,6 +197,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
     if not isinstance(data, dict):
         raise UserError(f"{where}: expected a mapping at the top level")
     try:
+        _check_keys(data)
         rates = {k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
         for key in ("refusal_rate", "malformed_rate"):
             if not 0.0 <= rates[key] <= 1.0:

@@ -55,7 +55,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from counterbench.models.base import ChatRequest, ChatResult
 from counterbench.models.sim_effects import _kind_default
@@ -67,6 +67,9 @@ from counterbench.models.sim_profile import (
     preset_names,
     profile_from_dict,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "SimAnswerSpec",
@@ -105,6 +108,13 @@ class SimulatedBackend:
 
     def __repr__(self) -> str:
         return f"SimulatedBackend(name={self.name!r})"
+
+    def check_prompts(self, table: pd.DataFrame) -> None:
+        """Refuse, before the first request, a simulation file whose effects name a column, identifier or
+        group no prompt of ``table`` has (:func:`counterbench.models.sim_check.check_prompts`)."""
+        from counterbench.models.sim_check import check_prompts
+
+        check_prompts(self.profile, table, self.name)
 
     def _spec_for(self, request: ChatRequest) -> SimAnswerSpec:
         use_case = str(request.metadata.get("use_case") or "")

@@ -73,12 +73,20 @@ def check_keys(raw: Mapping[str, Any], allowed: Sequence[str], fail: Fail) -> No
             raise fail(str(key), f"unknown key for this outcome kind{nearest(str(key), ['kind', *allowed])}")
 
 
+def yaml_boolean(value: bool) -> str:
+    """What to say of a label YAML read as a boolean (``yes``, ``no``, ``on``, ``off``, ``true`` unquoted)."""
+    return (f"YAML reads an unquoted yes/no (or true/false, on/off) as {value}, not as a word: quote yes and no, "
+            'e.g. labels: ["yes", "no"]')
+
+
 def labels_of(raw: Any, key: str, fail: Fail, minimum: int = 2) -> tuple[str, ...]:
     if not isinstance(raw, list) or len(raw) < minimum:
         raise fail(key, f"expected a list of at least {minimum} labels")
     labels = []
     for item in raw:
-        if isinstance(item, bool) or not isinstance(item, str | int | float) or not str(item).strip():
+        if isinstance(item, bool):
+            raise fail(key, yaml_boolean(item))
+        if not isinstance(item, str | int | float) or not str(item).strip():
             raise fail(key, f"labels must be non-empty words, got {item!r}")
         text = str(item).strip()
         if "|" in text or "\n" in text:

@@ -18,7 +18,7 @@ from counterbench.outcomes.base import (
     choices_constraint,
     sentence_text,
 )
-from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label
+from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label, yaml_boolean
 from counterbench.parse.result import ParsedAnswer
 
 
@@ -34,9 +34,11 @@ class LabelKind:
     def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
         check_keys(raw, self.keys, fail)
         if "labels" not in raw:
-            raise fail("labels", "a label outcome needs its labels, e.g. labels: [yes, no]")
+            raise fail("labels", 'a label outcome needs its labels, e.g. labels: ["yes", "no"]')
         labels = labels_of(raw["labels"], "labels", fail)
         pos = raw.get("positive", labels[0])
+        if isinstance(pos, bool):
+            raise fail("positive", yaml_boolean(pos))
         if str(pos) not in labels:
             raise fail("positive", f"'{pos}' is not one of the labels ({', '.join(labels)})")
         # the positive label goes first, so the encoded answer type carries it

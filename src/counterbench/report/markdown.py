@@ -16,6 +16,8 @@ from counterbench.report.tables import TableView
 from counterbench.report.visible import show_controls
 
 MAX_MD_ROWS = 40
+#: rows of a folded table shown in a section that shows no other table
+MD_KEY_ROWS = 5
 _SPECIAL = re.compile(r"([\\|])")
 _LINKISH = re.compile(r"([\[\]])")
 
@@ -55,13 +57,44 @@ def md_table(view: TableView, max_rows: int = MAX_MD_ROWS) -> list[str]:
     return lines
 
 
+def key_rows(view: TableView, most: int = MD_KEY_ROWS) -> list[int]:
+    """The rows a folded table shows in Markdown: its marked rows (a star in a mark column) first, then
+    its first rows, up to ``most``, in table order."""
+    marks = [i for i, label in enumerate(view.columns) if label.startswith(("Mark", "Sig"))]
+    marked = [r for r, row in enumerate(view.rows) if any(row[i].strip().startswith("*") for i in marks)]
+    chosen = set(marked[:most])
+    for r in range(len(view.rows)):
+        if len(chosen) >= most:
+            break
+        chosen.add(r)
+    return sorted(chosen)
+
+
+def md_key_rows(view: TableView) -> list[str]:
+    """A folded table's key rows (:func:`key_rows`) with where the rest are."""
+    picked = key_rows(view)
+    part = TableView(columns=view.columns, numeric=view.numeric, rows=[view.rows[r] for r in picked],
+                     caption=view.caption, total_rows=len(picked))
+    lines = md_table(part)
+    where = f"`{view.source}`" if view.source else "the HTML report"
+    marks = any(label.startswith(("Mark", "Sig")) for label in view.columns)
+    order = "marked rows first, then the first rows" if marks else "the first rows"
+    return [*lines, f"_Key rows: {len(picked):,} of {view.total_rows:,} ({order}); all rows in {where}._", ""]
+
+
 def md_section(section: Section) -> list[str]:
     lines = [f"## {md_escape(section.title)}", "", md_escape(section.blurb), ""]
     if section.unsupported:
         return [*lines, f"> **Not available for this run.** {md_inline(section.unsupported)}", ""]
     if section.figures:
         lines += ["_Charts: see the HTML report._", ""]
+    # a section whose tables are all folded away shows its first table's key rows, not only a file name
+    keyed = any(not view.collapsed for view in section.tables)
     for view in section.tables:
+        if view.collapsed and not keyed and view.rows:
+            lines += md_key_rows(view)
+            keyed = True
+            continue
         if view.collapsed:
             where = f"`{view.source}`" if view.source else "the HTML report"
             lines += [f"_{md_escape(view.caption or 'Full table')}: {view.total_rows:,} rows in {where}._", ""]

@@ -141,12 +141,28 @@ def progress_line(name: str, c: Counters, rate: float, note: str = "") -> str:
     return line + (f" · {note}" if note else "")
 
 
+def widgets_available() -> bool:
+    """Whether ipywidgets can be imported (rich's live display in a notebook needs it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ipywidgets") is not None
+
+
+def notebook_without_widgets() -> bool:
+    """In a Jupyter kernel without ipywidgets, rich's live bar only warns ``install "ipywidgets"`` and shows
+    an empty box: progress is then shown as text lines."""
+    from counterbench.run.sync import in_notebook
+
+    return in_notebook() and not widgets_available()
+
+
 class RunDisplay:
     """Shows progress for a set of named counters; ``mode`` is ``rich``, ``plain`` or ``off``.
 
     ``rich`` (a terminal): one bar per model with the label shortened to :data:`LABEL_WIDTH`, then
     count/total, %, rate and ETA, which keep their width at 80 columns (the status text gives way
     first). ``plain``: one line per model every :data:`PLAIN_EVERY_S` seconds with the same numbers.
+    ``rich`` in a notebook without ipywidgets is ``plain``, with a closing line per model at the end.
     Spend is shown once a priced model has cost something.
     """
 
@@ -155,7 +171,9 @@ class RunDisplay:
         self.stream = stream or sys.stderr
         if mode == "auto":
             mode = "rich" if self.stream.isatty() else "plain"
-        self.mode = mode
+        #: in a notebook without ipywidgets, text lines (and a closing line) instead of rich's live bar
+        self.notebook_text = mode == "rich" and notebook_without_widgets()
+        self.mode = "plain" if self.notebook_text else mode
         self._progress: Any = None
         self._tasks: dict[str, Any] = {}
         self._meters = {name: RateMeter() for name in counters}
@@ -227,6 +245,10 @@ class RunDisplay:
             print(text, file=self.stream, flush=True)
 
     def stop(self) -> None:
+        if self.notebook_text:
+            now = time.monotonic()
+            for name, c in self.counters.items():
+                print(progress_line(name, c, self._rate(name, c, now)), file=self.stream, flush=True)
         if self._progress is not None:
             self.refresh()
             self._progress.stop()

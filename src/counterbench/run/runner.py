@@ -24,6 +24,7 @@ import pandas as pd
 from counterbench.errors import UserError
 from counterbench.models.base import Backend, GenerationConfig, endpoint_of
 from counterbench.models.labels import model_spec
+from counterbench.models.simulated import SimulatedBackend
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.options import RunOptions
 from counterbench.run.checkpoints import WalCheckpointer
@@ -128,6 +129,9 @@ async def arun_prompts(
     owned = kept = False
     try:
         modes = structured_modes(backends, config)  # also rejects a mode a model's family lacks
+        for b in backends:
+            if isinstance(b, SimulatedBackend):
+                b.check_prompts(prompts)  # a sim:FILE.yaml's effects name columns and identities of these prompts
         if opts.max_cost is not None:
             for b in backends:
                 if price_table.lookup(model_spec(b)) is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -42,6 +43,9 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (a kernel has IPython imported already: no import here)."""
+    if "IPython" not in sys.modules:
+        return False
     try:
         from IPython import get_ipython
     except ImportError:

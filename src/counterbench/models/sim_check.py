@@ -1,0 +1,73 @@
+"""A simulation file's effects checked against the prompts of a run, before the first request.
+
+A ``sim:FILE.yaml`` whose rule names a column no prompt has (``grup:`` for ``group:``), or an
+identifier or group no prompt has, would run, plant nothing, and still state its planted bias in the
+report's banner. :func:`check_prompts` refuses it with one line naming the rule and the nearest valid
+name (a :class:`~counterbench.errors.UserError`: exit code 2). Only what the file itself gives is checked
+(presets are written for many studies and runs). Values of other columns (use case, language, a design
+column) may be absent because the run filtered them away, so they are refused only when they look like a
+misspelling of a value that is there.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+from counterbench.errors import UserError, nearest
+from counterbench.models.sim_effects import _meta_text
+from counterbench.models.sim_profile import SimProfile
+
+__all__ = ["IDENTITY_COLUMNS", "check_prompts"]
+
+#: columns whose every value named by a rule must be in the prompts (what the study varies)
+IDENTITY_COLUMNS = ("identifier", "group")
+#: how close an absent value of another column must be to a present one to be taken for a misspelling
+MISSPELLING_CUTOFF = 0.8
+
+
+def _values(table: pd.DataFrame, column: str) -> list[str]:
+    return sorted({_meta_text(v) for v in table[column].dropna().unique()})
+
+
+def _check_value(column: str, value: str, present: list[str], where: str) -> None:
+    if value in present:
+        return
+    if column in IDENTITY_COLUMNS:
+        raise UserError(f"{where}: no prompt of this run has {column} '{value}'{nearest(value, present)}")
+    close = difflib.get_close_matches(value, present, n=1, cutoff=MISSPELLING_CUTOFF)
+    if close:
+        raise UserError(f"{where}: no prompt of this run has {column} '{value}'; did you mean '{close[0]}'?")
+
+
+def _check_rule(conditions: Mapping[str, Iterable[str]], table: pd.DataFrame, columns: list[str], where: str,
+                values_too: bool) -> None:
+    for column, wanted in conditions.items():
+        if column not in columns:
+            hint = nearest(column, columns) or f" (prompt columns: {', '.join(columns)})"
+            raise UserError(f"{where}: no prompt has a column '{column}'{hint}")
+        if values_too:
+            present = _values(table, column)
+            for value in wanted:
+                _check_value(column, value, present, f"{where}.{column}")
+
+
+def check_prompts(profile: SimProfile, table: pd.DataFrame, model: str) -> None:
+    """Refuse (one line) a rule of ``profile``'s own file that names a column, identifier or group the
+    prompt ``table`` lacks; nothing for presets."""
+    if not profile.checked_file or table.empty:
+        return
+    source = profile.checked_file
+    columns = [str(c) for c in table.columns if c not in ("system", "user")]
+    if "effects" in profile.checked_keys:
+        for i, effect in enumerate(profile.effects):
+            _check_rule(effect.match, table, columns, f"{source}: effects[{i}].match", values_too=True)
+            _check_rule(effect.unless, table, columns, f"{source}: effects[{i}].unless", values_too=False)
+    studies = set(profile.identifier_effects_studies)
+    applies = not studies or "study" not in table.columns or bool(studies & set(_values(table, "study")))
+    if "identifier_effects" in profile.checked_keys and applies and "identifier" in columns:
+        present = _values(table, "identifier")
+        for name in profile.identifier_effects:
+            _check_value("identifier", name, present, f"{source}: identifier_effects")
