@@ -48,6 +48,7 @@ from counterbench.analyses import pooled
 from counterbench.analyses.profiles import AnalysisProfile
 from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
 from counterbench.stats.inference import both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
@@ -58,7 +59,6 @@ __all__ = ["identifier_tables", "max_relative_gap", "study_canonical_pairs"]
 
 CELL = ["model", "language", "use_case", "axis"]
 SLOT = ["profile_id", "question_variant"]
-FloatArray = npt.NDArray[np.float64]
 
 
 def study_canonical_pairs(study_names: Iterable[str]) -> dict[str, tuple[str, str]]:

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.inference import (
     both_tests_pvalue,
     earned_marks,
@@ -52,7 +52,6 @@ from counterbench.stats.swap_test import SwapTest
 
 __all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 def mark_rows(frame: pd.DataFrame, p_col: str = "p_value") -> pd.DataFrame:

@@ -33,9 +33,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from counterbench.stats.arrays import FloatArray
+
 __all__ = ["DEFAULT_SWAPS", "EXACT_UP_TO", "LabelPermutationTest", "SwapTest", "attainable_level", "fewest_testable"]
 
-FloatArray = npt.NDArray[np.float64]
 Statistic = Callable[[FloatArray], FloatArray]
 
 #: random arrangements per test when 2ⁿ is too many to enumerate
