@@ -29,8 +29,16 @@
    ``counterbench analyze`` needs. Goal: N = 50 (1,957,500 responses) within 4 GB. Before the
    copies, the same path is timed on the 9 models alone (``nine``; goal: ≤ 30 s).
 
+4. **Against an earlier version** (``--baseline SRC``, with the law source): the full analysis of 1.
+   again, in the same run, with the ``counterbench`` package of another checkout's ``src`` folder
+   (e.g. ``git archive <commit> src | tar -x -C /tmp/base``, then ``--baseline /tmp/base/src``), the
+   same data: its wall and CPU time and the ratios ``baseline / this`` (above 1: this version is faster).
+
+A short run: ``--models 2 --repeat 1`` (the first two simulated models in 1. and 4.).
+
 Usage: ``python benchmarks/analysis_speed.py [--source law|store] [--models N] [--bootstrap 2000]
-[--repeat 3] [--out FILE]``. The machine's load average is reported: the figures are wall times.
+[--repeat 3] [--baseline SRC] [--out FILE]``. The machine's load average is reported: the figures are
+wall times (and CPU times for the full analysis).
 """
 
 from __future__ import annotations
@@ -65,7 +73,7 @@ def _effects(strength: float) -> dict[str, float]:
     return {k: 1.0 + (v - 1.0) * strength for k, v in PLANTED.items()}
 
 
-def _law_results() -> Any:
+def _law_results(n_models: int = len(MODELS)) -> Any:
     import pandas as pd
     from tests.analyses.simlaw import baselines, simulate_results
 
@@ -75,7 +83,7 @@ def _law_results() -> Any:
     base = baselines(table)
     frames = [simulate_results(table, name, effects=_effects(strength), noise_sd=sd, refusal_rate=0.01,
                                malformed_rate=0.01, seed=i, base=base)
-              for i, (name, sd, strength) in enumerate(MODELS)]
+              for i, (name, sd, strength) in enumerate(MODELS[:n_models])]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -151,7 +159,7 @@ def phase_full(args: argparse.Namespace) -> dict[str, Any]:
         results = load_results(args.store)
         out["load_results_s"] = time.perf_counter() - started
     else:
-        results = _law_results()
+        results = _law_results(min(args.models, len(MODELS)))
         out["generate_s"] = time.perf_counter() - started
     out["responses"] = len(results)
     out["models"] = int(results["model"].nunique())
@@ -242,12 +250,19 @@ def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _child(phase: str, args: argparse.Namespace, store: Path | None = None) -> dict[str, Any]:
+def _child(phase: str, args: argparse.Namespace, store: Path | None = None, package: Path | None = None
+           ) -> dict[str, Any]:
+    """Run ``phase`` in a child process; ``package``: the ``src`` folder whose counterbench it imports."""
     cmd = [sys.executable, __file__, "--phase", phase, "--source", args.source, "--bootstrap", str(args.bootstrap),
-           "--repeat", str(args.repeat)]
+           "--repeat", str(args.repeat), "--models", str(args.models)]
     if store is not None:
         cmd += ["--store", str(store)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
+    env = None
+    if package is not None:
+        if not (package / "counterbench" / "__init__.py").is_file():
+            raise SystemExit(f"--baseline {package}: no counterbench package in that folder")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"phase {phase} failed:\n{proc.stderr}")
     result: dict[str, Any] = json.loads(proc.stdout)
@@ -261,7 +276,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--models", type=int, default=len(MODELS),
-                        help="models in the store (more than 9: copies, analysed model by model)")
+                        help="models (fewer than 9: the first N, a short run of the full analysis; more than 9: "
+                        "copies in the store, analysed model by model)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="the src folder of an earlier checkout: its full analysis of the same data, for ratios")
     parser.add_argument("--phase", choices=["build", "full", "compare", "many"], default=None,
                         help=argparse.SUPPRESS)
     parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
@@ -301,6 +319,12 @@ def main() -> None:
             report["full"] = _child("full", args, Path(report["store"]["store"]))
     else:
         report["full"] = _child("full", args)
+        if args.baseline is not None:
+            base = _child("full", args, package=args.baseline.resolve())
+            report["baseline"] = {"package": str(args.baseline), "analyze_s": base["analyze_s"],
+                                  "analyze_cpu_s": base["analyze_cpu_s"], "peak_rss_mb": base["peak_rss_mb"],
+                                  "wall_ratio": base["analyze_s"] / report["full"]["analyze_s"],
+                                  "cpu_ratio": base["analyze_cpu_s"] / report["full"]["analyze_cpu_s"]}
     report["compare"] = _child("compare", args)
     report["load_average_after"] = os.getloadavg()
     report["meets_goals"] = {

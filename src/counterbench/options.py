@@ -73,7 +73,6 @@ class GenerationOptions:
         """The generation config every one of ``models`` gets. Free text records neither structured
         setting, so it shares its fingerprint with plain free text."""
         from counterbench.models.base import GenerationConfig
-        from counterbench.models.structured import check_config
 
         structured, mode = self.structured, self.structured_mode
         if mode == "none":
@@ -94,12 +93,19 @@ class GenerationOptions:
             structured_fallback=self.structured_fallback if on else "free-text",
             logprobs=self.logprobs,
         )
-        check_config(config)
-        if config.max_tokens < 1:
-            raise UserError(f"--max-tokens must be at least 1, got {config.max_tokens}")
-        if not (math.isfinite(config.temperature) and config.temperature >= 0):
-            raise UserError(f"--temperature must be a number, 0 or more, got {config.temperature:g}")
-        return config
+        return checked(config)
+
+
+def checked(config: GenerationConfig) -> GenerationConfig:
+    """``config`` once its structured settings, token limit and temperature are known to be usable."""
+    from counterbench.models.structured import check_config
+
+    check_config(config)
+    if config.max_tokens < 1:
+        raise UserError(f"--max-tokens must be at least 1, got {config.max_tokens}")
+    if not (math.isfinite(config.temperature) and config.temperature >= 0):
+        raise UserError(f"--temperature must be a number, 0 or more, got {config.temperature:g}")
+    return config
 
 
 def prompt_token_limit(requested: int | None, max_tokens: int | None = None) -> int:
@@ -184,15 +190,7 @@ class RunOptions:
         """The generation config of this run (``config`` as given, else built from ``generation``)."""
         if self.config is None:
             return self.generation.config(models)
-        config = self.config
-        from counterbench.models.structured import check_config
-
-        check_config(config)
-        if config.max_tokens < 1:
-            raise UserError(f"--max-tokens must be at least 1, got {config.max_tokens}")
-        if not (math.isfinite(config.temperature) and config.temperature >= 0):
-            raise UserError(f"--temperature must be a number, 0 or more, got {config.temperature:g}")
-        return config
+        return checked(self.config)
 
     def check(self) -> None:
         """Refuse settings no run can use, before anything is sent."""

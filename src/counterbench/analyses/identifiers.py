@@ -48,6 +48,7 @@ from counterbench.analyses import pooled
 from counterbench.analyses.profiles import AnalysisProfile
 from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.gaps import Nonpositive, relative_gap
 from counterbench.stats.identifier_gaps import identifier_deviation
 from counterbench.stats.inference import both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
@@ -58,7 +59,6 @@ __all__ = ["identifier_tables", "max_relative_gap", "study_canonical_pairs"]
 
 CELL = ["model", "language", "use_case", "axis"]
 SLOT = ["profile_id", "question_variant"]
-FloatArray = npt.NDArray[np.float64]
 
 
 def study_canonical_pairs(study_names: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -174,11 +174,13 @@ def _mog_suff(cell: _Cell) -> FloatArray:
 
 
 def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositive: Nonpositive,
-              confidence: float, swaps: SwapTest) -> dict[str, object]:
+              confidence: float) -> dict[str, object]:
     """Signed relative gap of two identifiers' means on their matched slots ``r``, ``c``; ``totals``:
     replicate sums of [r, c] (see :func:`_cpg_suff`). Interval: the slot bootstrap's; p: the larger of
     the swap test's (the two identities swapped slot by slot, :mod:`counterbench.stats.swap_test`) and
-    the interval's t-test's (:func:`counterbench.stats.inference.both_tests_pvalue`)."""
+    the interval's t-test's (:func:`counterbench.stats.inference.both_tests_pvalue`) — the row holds the
+    swap test to run (``_swap``) and the t-test's p (``_p_t``) until :func:`_pair_pvalues` runs the
+    swap tests of every row at once."""
     n = r.size
     gap = float(relative_gap(r.mean(), c.mean(), signed=True, nonpositive=nonpositive)) if n else np.nan
     reps = None if totals is None else relative_gap(totals[:, 0], totals[:, 1], signed=True, nonpositive=nonpositive)
@@ -188,16 +190,23 @@ def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositi
     def gap_of(t: FloatArray) -> FloatArray:
         return relative_gap(t[:, 0], t[:, 1], signed=True, nonpositive=nonpositive)
 
-    p_swap = swaps.pvalue(np.column_stack([r, c]), np.column_stack([c, r]), gap_of) if n else np.nan
     p_t = (float(slot_t_pvalue(gap, reps[None, :], 2, factor=design[0], df=design[1])[0]) if reps is not None
            else np.nan)
-    p = both_tests_pvalue(p_swap, p_t)
-    return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": p, "_reps": reps,
+    return {"gap": gap, "ci_low": low, "ci_high": high, "p_value": np.nan, "_reps": reps, "_p_t": p_t,
+            "_swap": (np.column_stack([r, c]), np.column_stack([c, r]), gap_of),
             "_above": int(np.count_nonzero(r > c)), "_below": int(np.count_nonzero(r < c)),
             "sign_consistency": float(np.count_nonzero(r > c) * 100.0 / n) if n else np.nan,
             "tie_share": float(np.count_nonzero(r == c) * 100.0 / n) if n else np.nan,
             "mean_reference": float(r.mean()) if n else np.nan, "mean_comparison": float(c.mean()) if n else np.nan,
             "n_slots": n, "significant": bool(low > 0 or high < 0)}
+
+
+def _pair_pvalues(rows: list[dict[str, object]], swaps: SwapTest) -> None:
+    """Fill each :func:`_pair_row` row's ``p_value``: its swap test (all rows' in one batch,
+    :meth:`SwapTest.pvalues`) and its t-test together."""
+    tests = [row.pop("_swap") for row in rows]
+    for row, p_swap in zip(rows, swaps.pvalues(tests), strict=True):  # type: ignore[arg-type]
+        row["p_value"] = both_tests_pvalue(p_swap, float(row.pop("_p_t")))  # type: ignore[arg-type]
 
 
 def _mog_row(cell: _Cell, suff: FloatArray) -> dict[str, object]:
@@ -215,9 +224,9 @@ def _mog_row(cell: _Cell, suff: FloatArray) -> dict[str, object]:
 
 
 def _mog_release_row(cell: _Cell, totals: FloatArray | None, top: str, bottom: str,
-                     confidence: float, swaps: SwapTest) -> dict[str, object]:
+                     confidence: float) -> dict[str, object]:
     means = np.nanmean(cell.matrix, axis=0)
-    fixed = _pair_row(*_pair_values(cell, top, bottom), totals, "keep", confidence, swaps)
+    fixed = _pair_row(*_pair_values(cell, top, bottom), totals, "keep", confidence)  # its interval only
     i, j = cell.names.index(top), cell.names.index(bottom)
     gap = float(relative_gap(means[i], means[j], signed=True, nonpositive="keep"))
     return {"max_gap": gap, "top_identifier": top, "bottom_identifier": bottom, "top_mean": float(means[i]),
@@ -294,7 +303,7 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
                     continue
                 part, reps = suff[:, a:b], None if totals is None else totals[:, a:b]
                 if table == "cpg" and cell.cpg is not None:
-                    row = _pair_row(*_pair_values(cell, *cell.cpg), reps, profile.nonpositive, confidence, swaps)
+                    row = _pair_row(*_pair_values(cell, *cell.cpg), reps, profile.nonpositive, confidence)
                     sa, sb = cell.blocks["cpg_slots"]
                     row["_slot_gaps"] = suff[suff[:, sb - 1] > 0, sa]  # the matched slots' signed gaps
                     with np.errstate(divide="ignore", invalid="ignore"):
@@ -310,7 +319,8 @@ def identifier_tables(values: pd.DataFrame, adjusted: pd.DataFrame, profile: Ana
                 elif table == "mog":
                     i, j = cell.blocks["release_pair"]
                     mog_rows.append({**cell.key, **_mog_release_row(cell, reps, cell.names[i], cell.names[j],
-                                                                    confidence, swaps)})
+                                                                    confidence)})
+    _pair_pvalues(cpg_rows, swaps)
     out["cpg"], out["cpg_overall"] = pooled.cpg_tables(cpg_rows, confidence, swaps)
     out["mog"] = pd.DataFrame.from_records(mog_rows)
     deviation = identifier_deviation(adjusted, CELL, average_over=["use_case", "language"])

@@ -41,7 +41,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from counterbench.analyses.pooled import mark_rows
@@ -56,6 +55,7 @@ from counterbench.analyses.resampling import (
 from counterbench.analyses.resampling import percentiles as percentile_interval
 from counterbench.analyses.schema import heavy_axes_column
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
+from counterbench.stats.arrays import FloatArray, IntArray
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps
 from counterbench.stats.inference import both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
@@ -78,8 +78,6 @@ __all__ = [
     "use_case_mean_delta",
 ]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 SLOT_COLUMNS: tuple[str, ...] = ("model", "language", "use_case", "axis", "profile_id", "question_variant")
 STRATUM_COLUMNS: tuple[str, ...] = ("model", "language", "use_case", "axis")
 

@@ -37,11 +37,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Literal
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from counterbench.analyses.profiles import AnalysisProfile
 from counterbench.analyses.resampling import percentiles as percentile_interval
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.comparisons import language_rank_agreement
 from counterbench.stats.concordance import friedman_kendall_w, friedman_kendall_w_stacked
 from counterbench.stats.correlation import pairwise_spearman
@@ -58,7 +58,6 @@ __all__ = [
 ]
 
 CELL = ["model", "language", "use_case", "axis"]
-FloatArray = npt.NDArray[np.float64]
 
 
 def round_significant(values: pd.Series, digits: int = 12) -> pd.Series:

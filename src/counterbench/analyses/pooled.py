@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.inference import (
     both_tests_pvalue,
     earned_marks,
@@ -52,7 +52,6 @@ from counterbench.stats.swap_test import SwapTest
 
 __all__ = ["DeviationSlice", "cpg_tables", "mark_rows", "with_deviation_intervals"]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 def mark_rows(frame: pd.DataFrame, p_col: str = "p_value") -> pd.DataFrame:
@@ -65,7 +64,8 @@ def _overall(rows: list[dict[str, Any]], confidence: float, swaps: SwapTest) -> 
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame.from_records(rows)
-    records = []
+    records: list[dict[str, Any]] = []
+    contributions: list[FloatArray] = []  # per record, what each matched slot adds to its estimate
     for key, part in frame.groupby(["model", "language", "axis", "reference", "comparison"], sort=False):
         part = part[part["_slot_n"] >= 2]  # a use case with one matched slot says nothing about the spread
         if part.empty:
@@ -83,15 +83,16 @@ def _overall(rows: list[dict[str, Any]], confidence: float, swaps: SwapTest) -> 
             low, high = float(lo[0]), float(hi[0])
             p_t = float(slot_t_pvalue(gap, reps, n, len(part), factor=factor, df=df)[0])
         # the estimate is Σ_u mean(g_u) / U: each matched slot adds g / (U n_u), and a swap flips g's sign
-        contributions = np.concatenate([np.asarray(g, dtype=np.float64) / (len(part) * len(g))
-                                        for g in part["_slot_gaps"]])
-        p = both_tests_pvalue(swaps.pvalue_of_sum(contributions), p_t)
+        contributions.append(np.concatenate([np.asarray(g, dtype=np.float64) / (len(part) * len(g))
+                                             for g in part["_slot_gaps"]]))
         model, language, axis, reference, comparison = key
         records.append({"model": model, "language": language, "axis": axis, "reference": reference,
                         "comparison": comparison, "gap": gap, "ci_low": low, "ci_high": high,
                         "sign_consistency": above * 100.0 / n if n else np.nan, "n_slots": n,
-                        "n_use_cases": len(part), "p_value": p,
+                        "n_use_cases": len(part), "p_value": p_t,
                         "n_agree": above if gap > 0 else below if gap < 0 else 0})
+    for record, p_swap in zip(records, swaps.pvalues_of_sums(contributions), strict=True):  # one batch
+        record["p_value"] = both_tests_pvalue(p_swap, record["p_value"])
     return mark_rows(pd.DataFrame.from_records(records))
 
 

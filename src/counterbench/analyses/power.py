@@ -44,7 +44,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats
+from scipy import optimize, special, stats
+from scipy.special._ufuncs import _nct_sf  # what stats.nct.sf evaluates
 
 from counterbench.outcomes.units import GapUnit, gap_unit
 from counterbench.stats.inference import ALPHA, MIN_SLOTS, slot_design
@@ -62,11 +63,24 @@ def gap_power(delta: float, se: float, df: float, alpha: float) -> float:
     estimate has standard error ``se``."""
     if not (se > 0 and df >= 1):
         return float("nan")
-    crit = stats.t.isf(alpha / 2.0, df)
-    nc = abs(delta) / se
-    power = stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc)
+    return _power(abs(delta) / se, _critical(alpha, df), df)
+
+
+def _critical(alpha: float, df: float) -> float:
+    """The two-sided t-test's critical value (``stats.t.isf(alpha / 2, df)``)."""
+    q = alpha / 2.0
+    return float(-special.stdtrit(df, q)) if 0.0 < q < 1.0 else float(stats.t.isf(q, df))
+
+
+def _power(nc: float, crit: float, df: float) -> float:
+    """Power at noncentrality ``nc``: scipy's ``nct.sf(crit) + nct.cdf(-crit)`` through the special
+    functions those call (the same numbers without the distribution objects' argument handling, which
+    took most of the power table's time), with the shifted-t approximation far in the tail."""
+    with np.errstate(over="ignore"):
+        sf = float(np.clip(_nct_sf(crit, df, nc), 0.0, 1.0))
+    power = sf + float(special.nctdtr(df, nc, -crit))
     if not np.isfinite(power):  # far in the tail: the shifted-t approximation
-        power = stats.t.cdf(nc - crit, df) + stats.t.cdf(-nc - crit, df)
+        power = float(special.stdtr(df, nc - crit)) + float(special.stdtr(df, -nc - crit))
     return float(min(max(power, 0.0), 1.0))
 
 
@@ -74,12 +88,13 @@ def detectable_gap(se: float, df: float, alpha: float, power: float = POWER) -> 
     """The gap (same unit as ``se``) found with probability ``power``; NaN when untestable."""
     if not (se > 0 and df >= 1):
         return float("nan")
+    crit = _critical(alpha, df)
     high = se * 10.0
-    while gap_power(high, se, df, alpha) < power:
+    while _power(abs(high) / se, crit, df) < power:
         high *= 4.0
         if high > se * 1e6:
             return float("nan")
-    return float(optimize.brentq(lambda d: gap_power(d, se, df, alpha) - power, 0.0, high, xtol=1e-6 * se))
+    return float(optimize.brentq(lambda d: _power(abs(d) / se, crit, df) - power, 0.0, high, xtol=1e-6 * se))
 
 
 def less_share(gap: float) -> float:
@@ -98,34 +113,56 @@ def _cells(frame: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], 
            ) -> pd.DataFrame:
     """Per cell × canonical pair: matched slots (both identities present), sqrt(Σb²)/Σb factor and the
     answers per identity and slot."""
-    records = []
     crossed = [a for a in canonical_pairs if _pair_column(frame, a) != "identifier"]
     own = frame[frame["axis"].astype(str).isin(list(canonical_pairs))]
-    parts_of = [(own, list(cell_cols))] + [(frame.assign(axis=a), list(cell_cols)) for a in crossed]
-    for rows, cols in parts_of:
-        for key, part in rows.groupby(cols, observed=True, sort=False):
-            parts = dict(zip(cols, key if isinstance(key, tuple) else (key,), strict=True))
-            axis = str(parts["axis"])
-            if axis not in canonical_pairs:
-                continue
-            ref, comp = canonical_pairs[axis]
-            idents = part[_pair_column(part, axis)].astype(str)
-            wide = part.assign(_level_of=idents)[idents.isin([ref, comp])]
-            level = part.groupby(SLOT, observed=True)["_level"].mean()
-            present = wide.groupby(SLOT, observed=True)["_level_of"].nunique()
-            matched = present[present == 2].index
-            sizes = wide.groupby(SLOT, observed=True).size().reindex(matched)
-            per_slot = float(sizes.mean() / 2) if len(matched) else 1.0  # answers per identity and slot
-            b = level.reindex(matched).to_numpy(np.float64)
-            b = b[np.isfinite(b)]
-            n = len(matched)
-            spread = (float(np.sqrt((b * b).sum()) / b.sum()) if b.size and b.sum() > 0
-                      else (1 / np.sqrt(n) if n else np.nan))
-            df = slot_design(b)[1] if b.size >= 2 else np.nan  # the analysis's df for a gap of sums
-            records.append({**{c: str(v) for c, v in parts.items()}, "reference": ref, "comparison": comp,
-                            "n_slots": n, "_spread": spread / np.sqrt(max(per_slot, 1.0)), "_m": max(per_slot, 1.0),
-                            "_df": df if np.isfinite(df) else n - 1})
+    records: list[dict[str, object]] = []
+    for rows in [own] + [frame.assign(axis=a) for a in crossed]:
+        records += _cell_records(rows, canonical_pairs, list(cell_cols))
     return pd.DataFrame.from_records(records)
+
+
+def _cell_records(rows: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], cols: list[str]
+                  ) -> list[dict[str, object]]:
+    """The records of :func:`_cells` for one frame, every cell at once: one grouping by cell × slot
+    (the cells in order of appearance, the slots of a cell sorted, as a grouping per cell gives them)."""
+    if rows.empty:
+        return []
+    keys = [*cols, *SLOT]
+    axis = rows["axis"].astype(str)
+    ident = pd.Series(None, index=rows.index, dtype=object)
+    in_pair = pd.Series(False, index=rows.index)
+    for name in axis.unique():
+        if name not in canonical_pairs:
+            continue
+        on_axis = axis == name
+        levels = rows.loc[on_axis, _pair_column(rows, name)].astype(str)
+        ident[on_axis] = levels
+        in_pair[on_axis] = levels.isin(list(canonical_pairs[name]))
+    wide = rows[in_pair].assign(_level_of=ident[in_pair])
+    slots = rows.groupby(keys, observed=True)["_level"].mean().to_frame("level")
+    slots["present"] = wide.groupby(keys, observed=True)["_level_of"].nunique()
+    slots["size"] = wide.groupby(keys, observed=True).size()
+    matched = slots[slots["present"] == 2]
+    by_cell = matched.groupby(level=list(range(len(cols))), sort=False).indices
+    level, size = matched["level"].to_numpy(np.float64), matched["size"].to_numpy(np.float64)
+    records: list[dict[str, object]] = []
+    for key in rows.groupby(cols, observed=True, sort=False).size().index:
+        parts = dict(zip(cols, key if isinstance(key, tuple) else (key,), strict=True))
+        if str(parts["axis"]) not in canonical_pairs:
+            continue
+        ref, comp = canonical_pairs[str(parts["axis"])]
+        at = by_cell.get(key, np.array([], dtype=np.int64))
+        n = len(at)
+        per_slot = float(size[at].mean() / 2) if n else 1.0  # answers per identity and slot
+        b = level[at]
+        b = b[np.isfinite(b)]
+        spread = (float(np.sqrt((b * b).sum()) / b.sum()) if b.size and b.sum() > 0
+                  else (1 / np.sqrt(n) if n else np.nan))
+        df = slot_design(b)[1] if b.size >= 2 else np.nan  # the analysis's df for a gap of sums
+        records.append({**{c: str(v) for c, v in parts.items()}, "reference": ref, "comparison": comp,
+                        "n_slots": n, "_spread": spread / np.sqrt(max(per_slot, 1.0)), "_m": max(per_slot, 1.0),
+                        "_df": df if np.isfinite(df) else n - 1})
+    return records
 
 
 def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: float, alpha: float,

@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from counterbench.stats.arrays import FloatArray, IntArray
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.inference import slot_interval, slot_proportion_interval
 from counterbench.stats.intervals import percentile_interval, wilson_interval
@@ -61,8 +62,6 @@ __all__ = [
     "summarise_cells",
 ]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 DEFAULT_BINS = 16
 
 

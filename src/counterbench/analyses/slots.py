@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.seeding import stable_seed
 
@@ -32,7 +33,6 @@ __all__ = ["GROUP_COLUMNS", "SLOT_LABELS", "SlotResampler"]
 
 GROUP_COLUMNS = ["model", "language", "use_case"]
 SLOT_LABELS = ["profile_id", "question_variant"]
-FloatArray = npt.NDArray[np.float64]
 
 
 class SlotResampler:

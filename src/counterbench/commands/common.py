@@ -1,9 +1,14 @@
-"""Option types shared by the verbs that select prompts (``prompts``, ``run``, ``audit``)."""
+"""Option types shared by the verbs that select prompts (``prompts``, ``run``, ``audit``), and
+:func:`with_prompt_filters`, which gives a verb all of them as one :class:`PromptFilters`."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -43,6 +48,14 @@ PresetOpt = Annotated[str | None, typer.Option("--preset", help="A named subset 
 FromReleaseOpt = Annotated[
     Path | None, typer.Option("--from-release", help="Use the release's own dataset .jsonl files in DIR.")
 ]
+
+#: every prompt filter flag, in the order ``--help`` lists them: parameter -> option type (default: None,
+#: 0 for the seed)
+FILTER_FLAGS: dict[str, Any] = {
+    "use_case": UseCaseOpt, "language": LanguageOpt, "axis": AxisOpt, "identifier": IdentifierOpt,
+    "profile": ProfileOpt, "question_variant": QuestionVariantOpt, "variant": VariantOpt,
+    "sample_slots": SampleSlotsOpt, "sample_seed": SeedOpt, "preset": PresetOpt,
+}
 
 
 def filters_from_options(
@@ -110,3 +123,28 @@ def resolve_structured(structured: bool | None, models: list[str]) -> bool:
 
     specs = [split_label(m)[1] for m in models]
     return bool(specs) and all(m == "local" or m.startswith("local:") for m in specs)
+
+
+def with_prompt_filters(verb: Callable[..., None]) -> Callable[..., None]:
+    """Give ``verb`` every flag of :data:`FILTER_FLAGS` in place of its ``filters`` parameter, and call it
+    with them as one :class:`PromptFilters` (:func:`filters_from_options`). ``filters`` may be annotated
+    with a name imported for type checking only (the prompts package is not imported to read the flags)."""
+    hints = typing.get_type_hints(verb, localns={"PromptFilters": object}, include_extras=True)
+    own = inspect.signature(verb)
+    parameters: list[inspect.Parameter] = []
+    for p in own.parameters.values():
+        if p.name == "filters":
+            parameters += [inspect.Parameter(name, p.kind, annotation=option,
+                                             default=0 if name == "sample_seed" else None)
+                           for name, option in FILTER_FLAGS.items()]
+        else:
+            parameters.append(p.replace(annotation=hints.get(p.name, p.annotation)))
+    @functools.wraps(verb)
+    def wrapper(**values: Any) -> None:
+        flags = {name: values.pop(name) for name in FILTER_FLAGS}
+        flags["seed"] = flags.pop("sample_seed")
+        return verb(**values, filters=filters_from_options(**flags))
+
+    wrapper.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return wrapper

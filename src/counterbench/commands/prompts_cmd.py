@@ -4,44 +4,26 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from counterbench.commands.common import (
-    STUDY_FILE_OPTIONS,
-    AxisOpt,
-    FromReleaseOpt,
-    IdentifierOpt,
-    LanguageOpt,
-    PresetOpt,
-    ProfileOpt,
-    QuestionVariantOpt,
-    SampleSlotsOpt,
-    SeedOpt,
-    UseCaseOpt,
-    VariantOpt,
-    filters_from_options,
-)
+from counterbench.commands.common import STUDY_FILE_OPTIONS, FromReleaseOpt, with_prompt_filters
 from counterbench.errors import UserError
 
+if TYPE_CHECKING:
+    from counterbench.prompts import PromptFilters
 
+
+@with_prompt_filters
 def prompts_command(
     ctx: typer.Context,
     study: Annotated[str, typer.Argument(help="A built-in study (see `counterbench studies`) or a study .yaml.")],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write the table to .parquet, .csv or .jsonl.")
     ] = None,
-    use_case: UseCaseOpt = None,
-    language: LanguageOpt = None,
-    axis: AxisOpt = None,
-    identifier: IdentifierOpt = None,
-    profile: ProfileOpt = None,
-    question_variant: QuestionVariantOpt = None,
-    variant: VariantOpt = None,
-    sample_slots: SampleSlotsOpt = None,
-    seed: SeedOpt = 0,
-    preset: PresetOpt = None,
+    *,
+    filters: PromptFilters,
     from_release: FromReleaseOpt = None,
 ) -> None:
     """Expand a study into its prompt table and print a summary (prompts per use case and language).
@@ -56,22 +38,9 @@ def prompts_command(
     from counterbench.table_files import write_table
 
     started = time.perf_counter()
-    filters = filters_from_options(
-        use_case=use_case,
-        language=language,
-        axis=axis,
-        identifier=identifier,
-        profile=profile,
-        question_variant=question_variant,
-        variant=variant,
-        sample_slots=sample_slots,
-        seed=seed,
-        preset=preset,
-    )
     from counterbench.studies.files import study_with_files
 
-    the_study = study_with_files(study, list(ctx.args))
-    table = build_prompts(the_study, filters, from_release=from_release)
+    table = build_prompts(study_with_files(study, list(ctx.args)), filters, from_release=from_release)
     if out is not None:
         write_table(table, out)
     console = Console()

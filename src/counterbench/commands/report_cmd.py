@@ -8,21 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from counterbench.commands.check_cmd import FailOnOpt, JunitOpt, gate_after_audit
-from counterbench.commands.common import (
-    STUDY_FILE_OPTIONS,
-    AxisOpt,
-    FromReleaseOpt,
-    IdentifierOpt,
-    LanguageOpt,
-    PresetOpt,
-    ProfileOpt,
-    QuestionVariantOpt,
-    SampleSlotsOpt,
-    SeedOpt,
-    UseCaseOpt,
-    VariantOpt,
-    filters_from_options,
-)
+from counterbench.commands.common import STUDY_FILE_OPTIONS, FromReleaseOpt, with_prompt_filters
 from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
@@ -37,6 +23,7 @@ from counterbench.report.links import viewer_command
 if TYPE_CHECKING:
     import pandas as pd
 
+    from counterbench.prompts import PromptFilters
     from counterbench.report.context import ReportInput
 
 
@@ -170,22 +157,14 @@ def _load_store(store: Path, models: list[str] | None, profile: Any) -> pd.DataF
 
 
 @with_run_options
+@with_prompt_filters
 def audit_command(
     ctx: typer.Context,
     study: Annotated[str, typer.Argument(help="A registered study (`counterbench studies`) or a study .yaml.")],
     model: ModelOpt = None,
-    use_case: UseCaseOpt = None,
-    language: LanguageOpt = None,
-    axis: AxisOpt = None,
-    identifier: IdentifierOpt = None,
-    profile: ProfileOpt = None,
-    question_variant: QuestionVariantOpt = None,
-    variant: VariantOpt = None,
-    sample_slots: SampleSlotsOpt = None,
-    sample_seed: SeedOpt = 0,
-    preset: PresetOpt = None,
-    from_release: FromReleaseOpt = None,
     *,
+    filters: PromptFilters,
+    from_release: FromReleaseOpt = None,
     run_options: RunOptions,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for report.html, report.md and the analysis tables.")
@@ -219,10 +198,6 @@ def audit_command(
         from counterbench.gate import parse_fail_on
 
         parse_fail_on(fail_on)  # a bad threshold is refused before the audit sends anything
-    filters = filters_from_options(
-        use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
-        question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=sample_seed, preset=preset,
-    )
     from counterbench.studies.files import study_with_files
 
     the_study = study_with_files(study, list(ctx.args))

@@ -9,20 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from counterbench.commands.common import (
-    AxisOpt,
-    FromReleaseOpt,
-    IdentifierOpt,
-    LanguageOpt,
-    PresetOpt,
-    ProfileOpt,
-    QuestionVariantOpt,
-    SampleSlotsOpt,
-    SeedOpt,
-    UseCaseOpt,
-    VariantOpt,
-    filters_from_options,
-)
+from counterbench.commands.common import FromReleaseOpt, with_prompt_filters
 from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
@@ -42,6 +29,7 @@ if TYPE_CHECKING:
 
 
 @with_run_options
+@with_prompt_filters
 def run_command(
     study: Annotated[
         str | None, typer.Argument(help="A registered study (`counterbench studies`) or a study .yaml; or --prompts.")
@@ -53,18 +41,9 @@ def run_command(
     prompts_file: Annotated[
         Path | None, typer.Option("--prompts", help="Run a saved prompt table (.parquet/.csv/.jsonl) instead.")
     ] = None,
-    use_case: UseCaseOpt = None,
-    language: LanguageOpt = None,
-    axis: AxisOpt = None,
-    identifier: IdentifierOpt = None,
-    profile: ProfileOpt = None,
-    question_variant: QuestionVariantOpt = None,
-    variant: VariantOpt = None,
-    sample_slots: SampleSlotsOpt = None,
-    seed: SeedOpt = 0,
-    preset: PresetOpt = None,
-    from_release: FromReleaseOpt = None,
     *,
+    filters: PromptFilters,
+    from_release: FromReleaseOpt = None,
     run_options: RunOptions,
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
@@ -73,10 +52,6 @@ def run_command(
     """
     from counterbench.run.runner import format_summary
 
-    filters = filters_from_options(
-        use_case=use_case, language=language, axis=axis, identifier=identifier, profile=profile,
-        question_variant=question_variant, variant=variant, sample_slots=sample_slots, seed=seed, preset=preset,
-    )
     table = _load_table(study, prompts_file, filters, from_release)
     summary = send(table, list(model or []), run_options)
     print(format_summary(summary))

@@ -12,28 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
-from counterbench.outcomes.common import Fail, check_keys
+from counterbench.outcomes.common import DeclaredKind, Fail
 from counterbench.parse.result import ParsedAnswer
 
 ANSWER_TYPES = ("inr_annual", "percent", "inr", "number")
 _UNITS = {"inr_annual": "INR", "inr": "INR", "percent": "%", "number": ""}
 
 
-class AmountKind:
-    name = "amount"
-    keys = ("answer_type",)
-    difference_unit = "percent of the pair's mean"
-    usable_answer = "a usable number"
-
+class AmountKind(DeclaredKind):
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean amount ({spec.unit})" if spec.unit else "mean amount"
 
-    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
-        check_keys(raw, self.keys, fail)
+    def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
         answer_type = str(raw.get("answer_type", "number"))
         if answer_type not in ANSWER_TYPES:
             raise fail("answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)})")
@@ -61,9 +52,6 @@ class AmountKind:
         unit = f" {spec.unit}" if spec.unit else ""
         return f"### {round(latent)}{unit}"
 
-    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
-        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
-
     def comparison(self, spec: OutcomeSpec) -> Comparison:
         """A relative gap: 100 × (comparison / reference − 1) of the mean amounts, in %."""
         unit = f" {spec.unit}" if spec.unit and spec.unit != "%" else (spec.unit or "")
@@ -72,4 +60,4 @@ class AmountKind:
                           ("more", "less"), unit, digits=1)
 
 
-KIND = AmountKind()
+KIND = AmountKind("amount", ("answer_type",), "percent of the pair's mean", "a usable number")

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from counterbench.outcomes.base import response_format
+
 
 @dataclass(frozen=True)
 class AnswerFormat:
@@ -40,19 +42,7 @@ class AnswerFormat:
 
     def json_schema(self) -> dict[str, Any]:
         """An OpenAI-style ``response_format`` of type ``json_schema``."""
-        return {
-            "type": "json_schema",
-            "json_schema": {
-                "name": f"counterbench_{self.answer_type}",
-                "strict": True,
-                "schema": {
-                    "type": "object",
-                    "properties": {"answer": {"type": "string", "pattern": self.regex}},
-                    "required": ["answer"],
-                    "additionalProperties": False,
-                },
-            },
-        }
+        return response_format(self.answer_type, {"answer": {"type": "string", "pattern": self.regex}})
 
 
 def _regex_escape(text: str) -> str:

@@ -75,19 +75,25 @@ class Constraint:
 
     def json_schema(self) -> dict[str, Any]:
         """An OpenAI-style ``response_format`` whose one string field ``answer`` matches :attr:`regex`."""
-        return {
-            "type": "json_schema",
-            "json_schema": {
-                "name": f"counterbench_{re.sub(r'[^A-Za-z0-9_]', '_', self.name)}",
-                "strict": True,
-                "schema": {
-                    "type": "object",
-                    "properties": {"answer": {"type": "string", "pattern": self.regex}},
-                    "required": ["answer"],
-                    "additionalProperties": False,
-                },
+        return response_format(self.name, {"answer": {"type": "string", "pattern": self.regex}})
+
+
+def response_format(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI-style strict ``response_format`` named ``counterbench_<name>``: an object of ``properties``,
+    every one required, in their order."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": f"counterbench_{re.sub(r'[^A-Za-z0-9_]', '_', name)}",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+                "additionalProperties": False,
             },
-        }
+        },
+    }
 
 
 def choices_constraint(name: str, labels: tuple[str, ...]) -> Constraint:
@@ -152,20 +158,8 @@ class RationaleConstraint:
             answer = self.answer.json_schema()["json_schema"]["schema"]["properties"]["answer"]
         except (KeyError, TypeError):
             answer = {"type": "string", "pattern": self.answer.regex}
-        return {
-            "type": "json_schema",
-            "json_schema": {
-                "name": f"counterbench_{re.sub(r'[^A-Za-z0-9_]', '_', self.name)}",
-                "strict": True,
-                "schema": {
-                    "type": "object",
-                    "properties": {"rationale": {"type": "string", "pattern": rf"^[^#\n]{self._free}$"},
-                                   "answer": answer},
-                    "required": ["rationale", "answer"],
-                    "additionalProperties": False,
-                },
-            },
-        }
+        return response_format(self.name, {"rationale": {"type": "string", "pattern": rf"^[^#\n]{self._free}$"},
+                                           "answer": answer})
 
 
 def with_rationale(answer: Any, max_tokens: int) -> Any:

@@ -16,29 +16,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec, choices_constraint
-from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label
-from counterbench.parse.result import ParsedAnswer
+from counterbench.outcomes.base import Comparison, OutcomeSpec
+from counterbench.outcomes.common import Fail, LabelledKind, required_labels
 
 
 def option_column(label: str) -> str:
     return f"option_{label}"
 
 
-class ChoiceKind:
-    name = "choice"
-    keys = ("options",)
-    difference_unit = "percentage points"
-    usable_answer = "one of the offered options"
+class ChoiceKind(LabelledKind):
+    """The measure is the chosen option's index (the analysis maps it through the ``option_*`` columns)."""
 
     def describe(self, spec: OutcomeSpec) -> str:
         return "share chosen when offered (%)"
 
-    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
-        check_keys(raw, self.keys, fail)
-        if "options" not in raw:
-            raise fail("options", "a choice outcome needs its option labels, e.g. options: [A, B]")
-        return OutcomeSpec("choice", labels=labels_of(raw["options"], "options", fail))
+    def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        needs = "a choice outcome needs its option labels, e.g. options: [A, B]"
+        return OutcomeSpec("choice", labels=required_labels(raw, "options", needs, fail))
 
     def decode(self, text: str) -> OutcomeSpec:
         return OutcomeSpec("choice", labels=tuple(text.split(":", 1)[1].split("|")))
@@ -46,12 +40,6 @@ class ChoiceKind:
     def instruction(self, spec: OutcomeSpec) -> str:
         return (f"Choose exactly one option: {', '.join(spec.labels)}. Answer on a single line in this format:\n"
                 "### <OPTION>\nNo explanation.")
-
-    def constraint(self, spec: OutcomeSpec) -> Constraint:
-        return choices_constraint("choice", spec.labels)
-
-    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
-        return match_label(text, spec.labels)
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         """``latent`` is the probability of choosing the first option (the rest share the remainder)."""
@@ -61,10 +49,6 @@ class ChoiceKind:
         rest = spec.labels[1:]
         index = min(int((u - p) / max(1.0 - p, 1e-12) * len(rest)), len(rest) - 1)
         return f"### {rest[index]}"
-
-    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
-        """The chosen option's index (the analysis maps it through the ``option_*`` columns)."""
-        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
 
     def comparison(self, spec: OutcomeSpec) -> Comparison:
         """A difference of the shares chosen when offered, in percentage points."""
@@ -100,4 +84,4 @@ def chosen_rows(spec: OutcomeSpec, values: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-KIND = ChoiceKind()
+KIND = ChoiceKind("choice", ("options",), "percentage points", "one of the offered options")

@@ -1,13 +1,18 @@
-"""Helpers the outcome kinds share: refusal detection, answer-line extraction, spec-key checks."""
+"""Helpers the outcome kinds share: refusal detection, answer-line extraction, spec-key checks, the base classes."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from counterbench.errors import UserError
+from counterbench.outcomes.base import Constraint, OutcomeSpec, choices_constraint
 from counterbench.parse.mentions import normalise, patterns
 from counterbench.parse.result import ParsedAnswer
 
@@ -101,3 +106,44 @@ def number(raw: Any, key: str, fail: Fail) -> float:
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(float(raw)):
         raise fail(key, f"expected a number, got {raw!r}")
     return float(raw)
+
+
+@dataclass(frozen=True)
+class DeclaredKind:
+    """What the built-in outcome kinds share (see :class:`counterbench.outcomes.base.OutcomeKind`): the four
+    declarations, the check of a study file's keys before the kind reads its ``outcome`` mapping
+    (:meth:`read`), and the stored value as the measure."""
+
+    name: str
+    keys: tuple[str, ...]
+    difference_unit: str
+    usable_answer: str
+
+    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        check_keys(raw, self.keys, fail)
+        return self.read(raw, fail)
+
+    def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        """The spec from an ``outcome`` mapping whose keys are known."""
+        raise NotImplementedError(f"outcome kind {self.name} reads no outcome mapping")
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        """The stored value, a number (NaN where the row has none)."""
+        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
+
+
+class LabelledKind(DeclaredKind):
+    """A kind whose answer is one of the spec's labels: ``### <label>``, read by :func:`match_label`."""
+
+    def constraint(self, spec: OutcomeSpec) -> Constraint:
+        return choices_constraint(self.name, spec.labels)
+
+    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
+        return match_label(text, spec.labels)
+
+
+def required_labels(raw: Mapping[str, Any], key: str, needs: str, fail: Fail) -> tuple[str, ...]:
+    """The labels under ``key``, which the outcome must give (``needs``: what to say when it does not)."""
+    if key not in raw:
+        raise fail(key, needs)
+    return labels_of(raw[key], key, fail)

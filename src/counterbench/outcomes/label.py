@@ -11,31 +11,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import (
-    Comparison,
-    Constraint,
-    OutcomeSpec,
-    choices_constraint,
-    sentence_text,
-)
-from counterbench.outcomes.common import Fail, check_keys, labels_of, match_label, yaml_boolean
-from counterbench.parse.result import ParsedAnswer
+from counterbench.outcomes.base import Comparison, OutcomeSpec, sentence_text
+from counterbench.outcomes.common import Fail, LabelledKind, required_labels, yaml_boolean
 
 
-class LabelKind:
-    name = "label"
-    keys = ("labels", "positive")
-    difference_unit = "percentage points"
-    usable_answer = "one of the allowed labels"
-
+class LabelKind(LabelledKind):
     def describe(self, spec: OutcomeSpec) -> str:
         return f"share answering {positive(spec)} (%)"
 
-    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
-        check_keys(raw, self.keys, fail)
-        if "labels" not in raw:
-            raise fail("labels", 'a label outcome needs its labels, e.g. labels: ["yes", "no"]')
-        labels = labels_of(raw["labels"], "labels", fail)
+    def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
+        labels = required_labels(raw, "labels", 'a label outcome needs its labels, e.g. labels: ["yes", "no"]', fail)
         pos = raw.get("positive", labels[0])
         if isinstance(pos, bool):
             raise fail("positive", yaml_boolean(pos))
@@ -53,12 +38,6 @@ class LabelKind:
         options = " or ".join(spec.labels)
         return (f"Answer with exactly one of: {options}. Use a single line in this format:\n### <ANSWER>\n"
                 "No explanation.")
-
-    def constraint(self, spec: OutcomeSpec) -> Constraint:
-        return choices_constraint("label", spec.labels)
-
-    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
-        return match_label(text, spec.labels)
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         """``latent`` is the probability of the positive label (clipped to [0, 1])."""
@@ -83,4 +62,4 @@ def positive(spec: OutcomeSpec) -> str:
     return spec.positive or spec.labels[0]
 
 
-KIND = LabelKind()
+KIND = LabelKind("label", ("labels", "positive"), "percentage points", "one of the allowed labels")

@@ -7,28 +7,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
 from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
-from counterbench.outcomes.common import Fail, check_keys, number
+from counterbench.outcomes.common import DeclaredKind, Fail, number
 from counterbench.parse.result import ParsedAnswer
 
 REGEX = r"^### (0|[1-9][0-9]{0,2})(\.[0-9]{1,2})? %$"
 GBNF = 'root ::= "### " int frac? " %"\nint ::= "0" | [1-9] [0-9]{0,2}\nfrac ::= "." [0-9] [0-9]?\n'
 
 
-class RateKind:
-    name = "rate"
-    keys = ("range", "decimals")
-    difference_unit = "percentage points"
-    usable_answer = "a usable rate"
-
+class RateKind(DeclaredKind):
     def describe(self, spec: OutcomeSpec) -> str:
         return "mean rate (%)"
 
-    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
-        check_keys(raw, self.keys, fail)
+    def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
         low = high = None
         if "range" in raw:
             rng = raw["range"]
@@ -62,9 +53,6 @@ class RateKind:
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         return f"### {max(latent, 0.0):.2f} %"
 
-    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
-        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
-
     def comparison(self, spec: OutcomeSpec) -> Comparison:
         """A difference of mean rates in percentage points."""
         return Comparison("difference", " pp", "percentage points",
@@ -72,4 +60,4 @@ class RateKind:
                           ("higher", "lower"), "%")
 
 
-KIND = RateKind()
+KIND = RateKind("rate", ("range", "decimals"), "percentage points", "a usable rate")

@@ -9,27 +9,20 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
-from counterbench.outcomes.common import Fail, answer_lines, check_keys, number, refused
+from counterbench.outcomes.common import DeclaredKind, Fail, answer_lines, number, refused
 from counterbench.parse.result import ParsedAnswer
 
 _INTEGER = re.compile(r"^\s*(-?\d+)\s*(?:/\s*\d+)?\s*[.!]?\s*$")
 _LEADING = re.compile(r"^\s*(?:score\s*[:=]?\s*)?(-?\d+)\b", re.IGNORECASE)
 
 
-class ScoreKind:
-    name = "score"
-    keys = ("min", "max")
-    difference_unit = "points"
-    usable_answer = "a score on the declared scale"
-
+class ScoreKind(DeclaredKind):
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean score ({_n(spec.low)}–{_n(spec.high)})"
 
-    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
-        check_keys(raw, self.keys, fail)
+    def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
         for key in ("min", "max"):
             if key not in raw:
                 raise fail(key, "a score needs its scale: give min and max (e.g. min: 1, max: 10)")
@@ -83,9 +76,6 @@ class ScoreKind:
         value = base + (1 if u < latent - base else 0)
         return f"### {int(min(max(value, low), high))}"
 
-    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
-        return pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
-
     def comparison(self, spec: OutcomeSpec) -> Comparison:
         """A difference of mean scores in points of the scale."""
         return Comparison("difference", " points", "points",
@@ -97,4 +87,4 @@ def _n(value: float | None) -> str:
     return "?" if value is None else f"{value:g}"
 
 
-KIND = ScoreKind()
+KIND = ScoreKind("score", ("min", "max"), "points", "a score on the declared scale")

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
-from counterbench.outcomes.common import Fail, check_keys, refused
+from counterbench.outcomes.common import DeclaredKind, Fail, refused
 from counterbench.parse.result import ParsedAnswer
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -47,17 +47,11 @@ SIMULATORS: dict[str, Callable[[float], str]] = {"length": _words, "mgl": _prose
 METRIC_UNITS: dict[str, str] = {"length": "words", "mgl": "grade levels"}
 
 
-class TextKind:
-    name = "text"
-    keys = ("metrics",)
-    difference_unit = "units of the metric"
-    usable_answer = "a text answer"
-
+class TextKind(DeclaredKind):
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean {metrics(spec)[0]}"
 
-    def spec(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
-        check_keys(raw, self.keys, fail)
+    def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
         names = raw.get("metrics", ["length"])
         if not isinstance(names, list) or not names:
             raise fail("metrics", "expected a list of metric names")
@@ -112,4 +106,4 @@ def metrics(spec: OutcomeSpec) -> tuple[str, ...]:
     return spec.metrics or ("length",)
 
 
-KIND = TextKind()
+KIND = TextKind("text", ("metrics",), "units of the metric", "a text answer")

@@ -18,7 +18,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from counterbench.report.document import Section
-from counterbench.report.visible import show_controls
+from counterbench.report.visible import show_controls, template_environment
 
 _CODE = re.compile(r"`([^`]+)`")
 
@@ -29,23 +29,9 @@ def inline_code(text: str) -> Markup:
     return Markup("".join(str(escape(p)) if i % 2 == 0 else f"<code>{escape(p)}</code>" for i, p in enumerate(parts)))
 
 
-def _visible(value: Any) -> Any:
-    """Every printed text value (not counterbench's own Markup) with invisible characters made visible."""
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return show_controls(value)
-    return value
-
-
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("counterbench.report", "templates"),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-        finalize=_visible,
-    )
+    env = template_environment("counterbench.report")
     env.filters["inline_code"] = inline_code
     return env
 

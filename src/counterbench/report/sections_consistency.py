@@ -12,8 +12,8 @@ from markupsafe import Markup
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel, stacked_panel
 from counterbench.report.context import ReportContext, language_name, use_case_name
-from counterbench.report.document import Figure, Section, attach_table, lang_color, language_legend
-from counterbench.report.sections_gaps import PAIR_LABEL, by_language, mark_col, mean_ci_cell
+from counterbench.report.document import Figure, Section, attach_table
+from counterbench.report.sections_gaps import PAIR_LABEL, by_language, mark_col, use_case_views
 
 
 def grid_panels(
@@ -176,17 +176,6 @@ def profile_agreement_section(ctx: ReportContext) -> Section:
     return section
 
 
-def _lang_bar_rows(ctx: ReportContext, frame: pd.DataFrame, value: str) -> list[BarRow]:
-    rows = []
-    for model in ctx.model_order(frame):
-        sub = frame[frame["model"].astype(str) == model]
-        bars = [BarValue(language_name(lang), t.as_float(r[value]), lang_color(lang),
-                         t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))
-                for lang in ctx.languages for r in sub[sub["language"] == lang].to_dict("records")]
-        rows.append(BarRow(model, bars))
-    return rows
-
-
 def merit_section(ctx: ReportContext) -> Section:
     section = Section(
         "merit",
@@ -197,19 +186,9 @@ def merit_section(ctx: ReportContext) -> Section:
         group="Consistency",
     )
     frame = attach_table(section, ctx, "merit_sensitivity")
-    if frame is None:
-        return section
-    panels_rows = [(use_case_name(uc), _lang_bar_rows(ctx, part, "mean_delta")) for uc in ctx.use_cases
-                   if not (part := frame[frame["use_case"] == uc]).empty]
-    domain = bar_domain([r for _, rows in panels_rows for r in rows])
-    section.figures.append(Figure(
-        [hbar_panel(name, rows, domain=domain, width=440, x_label="Mean Δ% between profiles")
-         for name, rows in panels_rows], language_legend(ctx.languages), caption="Whiskers: 95% CI."))
-    for lang, part in by_language(frame, ctx):
-        section.tables.append(t.pivot_view(
-            part, index="model", columns="use_case", index_order=ctx.model_order(part),
-            column_order=ctx.use_cases, cell=mean_ci_cell, index_label="Model", rename_column=use_case_name,
-            caption=f"{language_name(lang)}: Mean Δ% between profiles (95% CI)", source="merit_sensitivity.csv"))
+    if frame is not None:
+        use_case_views(section, ctx, frame, "Mean Δ% between profiles", "Mean Δ% between profiles (95% CI)",
+                       "merit_sensitivity.csv")
     return section
 
 

@@ -187,30 +187,38 @@ def use_case_section(ctx: ReportContext) -> Section:
         "panels.",
     )
     frame = attach_table(section, ctx, "use_case_mean_delta")
-    if frame is None:
-        return section
-    panels_rows = []
-    for uc in ctx.use_cases:
-        part = frame[frame["use_case"] == uc]
-        if part.empty:
-            continue
-        rows = []
-        for model in ctx.model_order(part):
-            sub = part[part["model"].astype(str) == model]
-            bars = [BarValue(language_name(lang), t.as_float(r["mean_delta"]), lang_color(lang),
-                             t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))
-                    for lang in ctx.languages for r in sub[sub["language"] == lang].to_dict("records")]
-            rows.append(BarRow(model, bars))
-        panels_rows.append((use_case_name(uc), rows))
+    if frame is not None:
+        use_case_views(section, ctx, frame, "Mean Δ%", "Mean Δ% (95% CI) by use case", "use_case_mean_delta.csv")
+    return section
+
+
+def language_bar_rows(ctx: ReportContext, frame: pd.DataFrame, value: str) -> list[BarRow]:
+    """One bar row per model: ``value`` in each language, with its 95% CI."""
+    rows = []
+    for model in ctx.model_order(frame):
+        sub = frame[frame["model"].astype(str) == model]
+        bars = [BarValue(language_name(lang), t.as_float(r[value]), lang_color(lang),
+                         t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))
+                for lang in ctx.languages for r in sub[sub["language"] == lang].to_dict("records")]
+        rows.append(BarRow(model, bars))
+    return rows
+
+
+def use_case_views(section: Section, ctx: ReportContext, frame: pd.DataFrame, x_label: str, caption: str,
+                   source: str) -> None:
+    """A table of mean Δ% per model, language and use case (with ``ci_low``/``ci_high``) shown as bars per
+    use case, then as one model × use case table per language (``caption`` after the language's name)."""
+    panels_rows = [(use_case_name(uc), language_bar_rows(ctx, part, "mean_delta")) for uc in ctx.use_cases
+                   if not (part := frame[frame["use_case"] == uc]).empty]
     domain = bar_domain([r for _, rows in panels_rows for r in rows])
-    panels = [hbar_panel(name, rows, domain=domain, width=440, x_label="Mean Δ%") for name, rows in panels_rows]
-    section.figures.append(Figure(panels, language_legend(ctx.languages), caption="Whiskers: 95% CI."))
+    section.figures.append(Figure(
+        [hbar_panel(name, rows, domain=domain, width=440, x_label=x_label) for name, rows in panels_rows],
+        language_legend(ctx.languages), caption="Whiskers: 95% CI."))
     for lang, part in by_language(frame, ctx):
         section.tables.append(t.pivot_view(
             part, index="model", columns="use_case", index_order=ctx.model_order(part),
             column_order=ctx.use_cases, cell=mean_ci_cell, index_label="Model", rename_column=use_case_name,
-            caption=f"{language_name(lang)}: Mean Δ% (95% CI) by use case", source="use_case_mean_delta.csv"))
-    return section
+            caption=f"{language_name(lang)}: {caption}", source=source))
 
 
 def grouped_heatmaps(

@@ -10,12 +10,21 @@ non-joiner (U+200C, U+200D) are kept where a script or an emoji sequence uses th
 letter, a combining mark or a symbol, and not next to a digit — and escaped elsewhere (at the start,
 after a space or punctuation, inside a number), where they can only hide. The viewer shows text the
 same way. The store keeps the text exactly as received.
+
+The report and the viewer render their pages from Jinja templates set up alike
+(:func:`template_environment`).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup
+
+if TYPE_CHECKING:
+    import jinja2
 
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (not tab, newline) and C1 controls, DEL
@@ -46,3 +55,19 @@ def show_controls(text: str) -> str:
     if _JOINERS.search(text):  # first: a joiner's neighbours are judged as received
         text = _JOINERS.sub(_joiner, text)
     return _INVISIBLE.sub(_escape, text) if _INVISIBLE.search(text) else text
+
+
+def shown(value: Any) -> Any:
+    """Every printed text value (not counterbench's own Markup) with invisible characters made visible."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return show_controls(value)
+    return value
+
+
+def template_environment(package: str) -> jinja2.Environment:
+    """The Jinja environment of ``package``'s ``templates`` folder: autoescaped, strict about undefined
+    names, every printed value through :func:`shown`."""
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader(package, "templates"), autoescape=True, trim_blocks=True,
+                              lstrip_blocks=True, undefined=jinja2.StrictUndefined, finalize=shown)

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.intervals import check_confidence, percentile_interval
 
 __all__ = [
@@ -56,7 +57,6 @@ __all__ = [
     "pair_replicate_means",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 BLOCK_SIZE = 50
 DEFAULT_MAX_ELEMENTS = 1 << 22
 DEFAULT_TIE_THRESHOLD = 16

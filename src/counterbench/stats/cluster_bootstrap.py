@@ -117,29 +117,20 @@ def cluster_bootstrap(
     n_clusters = suff.shape[0]
     seed_int = int(seed)
     out = np.full(int(n_boot), np.nan)
-    if n_clusters == 0:
-        return _result(
-            float("nan"),
-            out,
-            n_units=0,
-            n_boot=n_boot,
-            confidence=confidence,
-            seed=seed_int,
-            method=method,
-            keep=return_replicates,
-        )
-    budget = max(1, int(max_elements) // n_clusters)
+    estimate = float("nan")  # and NaN replicates when there is no cluster
+    if n_clusters:
+        budget = max(1, int(max_elements) // n_clusters)
 
-    def work(start: int, stop: int, rng: np.random.Generator) -> None:
-        for r in range(start, stop, budget):
-            rows = min(budget, stop - r)
-            totals = cluster_weights(rng, n_clusters, rows) @ suff
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out[r : r + rows] = statistic(totals)
+        def work(start: int, stop: int, rng: np.random.Generator) -> None:
+            for r in range(start, stop, budget):
+                rows = min(budget, stop - r)
+                totals = cluster_weights(rng, n_clusters, rows) @ suff
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    out[r : r + rows] = statistic(totals)
 
-    _run_blocks(_block_plan(int(n_boot), seed), work, workers)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        estimate = float(np.asarray(statistic(suff.sum(axis=0)[None, :]), dtype=np.float64)[0])
+        _run_blocks(_block_plan(int(n_boot), seed), work, workers)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            estimate = float(np.asarray(statistic(suff.sum(axis=0)[None, :]), dtype=np.float64)[0])
     return _result(
         estimate,
         out,

@@ -31,9 +31,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from counterbench.stats.arrays import FloatArray
+
 __all__ = ["FriedmanResult", "friedman_kendall_w", "friedman_kendall_w_stacked", "kendalls_w"]
 
-FloatArray = npt.NDArray[np.float64]
 TiedPolicy = Literal["zero", "drop"]
 
 

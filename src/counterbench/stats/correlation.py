@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from counterbench.stats.arrays import FloatArray
+
 __all__ = ["mean_pairwise_spearman", "min_pairwise_spearman", "pairwise_spearman", "spearman"]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 def _pearson_rows(ranks: FloatArray) -> FloatArray:

@@ -34,6 +34,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from counterbench.stats.arrays import FloatArray, IntArray
+
 __all__ = [
     "PairGaps",
     "mean_gap",
@@ -44,8 +46,6 @@ __all__ = [
     "violation_rate",
 ]
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 Nonpositive = Literal["nan", "keep"]
 
 

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.bootstrap import BootstrapResult
 from counterbench.stats.cluster_bootstrap import cluster_bootstrap
 from counterbench.stats.gaps import relative_gap
@@ -42,7 +43,6 @@ __all__ = [
     "maximum_observed_gap",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.multiple_testing import benjamini_hochberg
 from counterbench.stats.swap_test import fewest_testable
 
@@ -69,7 +70,6 @@ __all__ = [
     "too_few_text",
 ]
 
-FloatArray = npt.NDArray[np.float64]
 ALPHA = 0.05
 #: fewest slots (matched prompts) a comparison needs before it is tested: the fewest whose swap test
 #: can reach p ≤ ALPHA at all (6); see the module docstring

@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from counterbench.stats.arrays import FloatArray
+
 __all__ = ["check_confidence", "percentile_interval", "wilson_interval"]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 def check_confidence(confidence: float) -> float:

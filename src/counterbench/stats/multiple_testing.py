@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from counterbench.stats.arrays import FloatArray
+
 __all__ = ["benjamini_hochberg", "fisher_combine"]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 def _check_pvalues(p: FloatArray) -> None:

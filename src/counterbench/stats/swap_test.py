@@ -28,14 +28,15 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from counterbench.stats.arrays import FloatArray
+
 __all__ = ["DEFAULT_SWAPS", "EXACT_UP_TO", "LabelPermutationTest", "SwapTest", "attainable_level", "fewest_testable"]
 
-FloatArray = npt.NDArray[np.float64]
 Statistic = Callable[[FloatArray], FloatArray]
 
 #: random arrangements per test when 2ⁿ is too many to enumerate
@@ -117,30 +118,49 @@ class SwapTest:
         ``i`` exchanges ``first[i]`` and ``second[i]``. NaN when there is no slot or the observed
         statistic is not finite.
         """
-        a = np.atleast_2d(np.asarray(first, dtype=np.float64))
-        b = np.atleast_2d(np.asarray(second, dtype=np.float64))
-        if a.shape != b.shape:
-            raise ValueError(f"swap test: the two conditions' statistics differ in shape {a.shape} vs {b.shape}")
-        n = a.shape[0]
-        if n == 0:
-            return float("nan")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            observed = float(np.asarray(statistic(a.sum(axis=0)[None, :]), dtype=np.float64).ravel()[0])
-            if not np.isfinite(observed):
-                return float("nan")
-            shift, exact = self._swapped_shift(b - a)
-            values = np.asarray(statistic(a.sum(axis=0)[None, :] + shift), dtype=np.float64).ravel()
-        limit = abs(observed) * (1.0 - 1e-9) - 1e-300
-        extreme = int(np.count_nonzero(np.abs(np.nan_to_num(values, nan=0.0)) >= limit))
-        if exact:
-            return float(min(1.0, extreme / values.size))
-        return float(min(1.0, (1 + extreme) / (1 + values.size)))
+        return self.pvalues([(first, second, statistic)])[0]
+
+    def pvalues(self, tests: Sequence[tuple[npt.ArrayLike, npt.ArrayLike, Statistic]]) -> list[float]:
+        """:meth:`pvalue` of each ``(first, second, statistic)``. The comparisons of the same number of
+        slots share one product with their arrangements (their differences side by side), so many small
+        comparisons cost a few large matrix products instead of one each; every p is the one
+        :meth:`pvalue` gives alone (a product's column does not depend on the columns beside it)."""
+        out = [float("nan")] * len(tests)
+        pending: dict[int, list[tuple[int, FloatArray, FloatArray, Statistic, float]]] = {}
+        for i, (first, second, statistic) in enumerate(tests):
+            a = np.atleast_2d(np.asarray(first, dtype=np.float64))
+            b = np.atleast_2d(np.asarray(second, dtype=np.float64))
+            if a.shape != b.shape:
+                raise ValueError(f"swap test: the two conditions' statistics differ in shape {a.shape} vs {b.shape}")
+            if a.shape[0] == 0:
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):
+                observed = float(np.asarray(statistic(a.sum(axis=0)[None, :]), dtype=np.float64).ravel()[0])
+            if np.isfinite(observed):
+                pending.setdefault(a.shape[0], []).append((i, a, b - a, statistic, observed))
+        for group in pending.values():
+            shift, exact = self._swapped_shift(np.hstack([diff for _, _, diff, _, _ in group]))
+            start = 0
+            for i, a, diff, statistic, observed in group:
+                part = shift[:, start : start + diff.shape[1]]
+                start += diff.shape[1]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    values = np.asarray(statistic(a.sum(axis=0)[None, :] + part), dtype=np.float64).ravel()
+                limit = abs(observed) * (1.0 - 1e-9) - 1e-300
+                extreme = int(np.count_nonzero(np.abs(np.nan_to_num(values, nan=0.0)) >= limit))
+                out[i] = float(min(1.0, extreme / values.size)) if exact else float(
+                    min(1.0, (1 + extreme) / (1 + values.size)))
+        return out
 
     def pvalue_of_sum(self, contributions: npt.ArrayLike) -> float:
         """p of a statistic that is a sum of per-slot contributions which change sign under a swap
         (e.g. a weighted mean of per-slot signed gaps)."""
-        c = np.asarray(contributions, dtype=np.float64).reshape(-1, 1)
-        return self.pvalue(c, -c, _first_column)
+        return self.pvalues_of_sums([contributions])[0]
+
+    def pvalues_of_sums(self, contributions: Sequence[npt.ArrayLike]) -> list[float]:
+        """:meth:`pvalue_of_sum` of each entry, sharing products as :meth:`pvalues` does."""
+        columns = [np.asarray(c, dtype=np.float64).reshape(-1, 1) for c in contributions]
+        return self.pvalues([(c, -c, _first_column) for c in columns])
 
 
 class LabelPermutationTest:

@@ -25,11 +25,11 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
+from counterbench.stats.arrays import FloatArray
 from counterbench.stats.multiple_testing import benjamini_hochberg
 
 __all__ = ["cohens_d", "group_moments", "pairwise_welch", "welch_from_moments", "welch_t"]
 
-FloatArray = npt.NDArray[np.float64]
 
 
 def welch_from_moments(

@@ -16,18 +16,15 @@ after ``hang_s``; in-thread servers stop when their context ends; a server proce
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import hashlib
+import json
 import math
-import os
 import re
-import signal
 import socket
 import struct
 import threading
-import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -174,6 +171,35 @@ class FakeServerBase:
     def routes(self, app: web.Application) -> None:
         raise NotImplementedError
 
+    async def read_payload(self, request: web.Request) -> tuple[bytes, dict[str, Any] | None]:
+        """The raw body and its JSON object, which must hold ``messages`` (``None`` when it is not such a
+        request); the object and the request's headers are kept in :attr:`counters`."""
+        raw = await request.read()
+        try:
+            payload: dict[str, Any] = json.loads(raw)
+            payload["messages"]
+        except (ValueError, KeyError, TypeError):
+            return raw, None
+        self.counters.recent_bodies.append(payload)
+        self.counters.recent_headers.append(dict(request.headers))
+        return raw, payload
+
+    def refused(self, outcome: str) -> None:
+        """Count a request answered with an error before any fault is drawn (``unauthorized``, ``rejected``)."""
+        self.counters.requests += 1
+        self.counters.outcomes[outcome] += 1
+
+    def rejected_field(self, payload: dict[str, Any]) -> str | None:
+        """The first field of ``payload`` that the config refuses (the request counted as ``rejected``)."""
+        config = self.config
+        rejected = next((f for f in config.reject_fields if f in payload), None)
+        response_format = payload.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") in config.reject_response_formats:
+            rejected = "response_format"
+        if rejected is not None:
+            self.refused("rejected")
+        return rejected
+
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}{self.url_suffix}"
@@ -311,66 +337,3 @@ def run_in_thread(server: FakeServerBase) -> Iterator[ThreadedServer]:
         yield threaded
     finally:
         threaded.stop()
-
-
-def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 = a free port (printed on the READY line)")
-    parser.add_argument("--latency-ms", type=float, default=0.0)
-    parser.add_argument("--fault-rate", type=float, default=0.0)
-    parser.add_argument("--faults", default=",".join(DEFAULT_RANDOM_FAULTS), help="comma-separated kinds")
-    parser.add_argument("--force", default=None, help="inject this fault into every request")
-    parser.add_argument("--retry-after", default="0.05")
-    parser.add_argument("--hang-s", type=float, default=30.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--api-key", default=None, help="require this key (401 otherwise)")
-    parser.add_argument("--reject-fields", default="", help="comma-separated request fields refused as invalid")
-    parser.add_argument("--reject-response-formats", default="",
-                        help="comma-separated response_format types refused as invalid (e.g. json_schema)")
-    parser.add_argument("--reject-status", type=int, default=500, help="the status of such a refusal")
-    parser.add_argument("--sample-labels", action="store_true",
-                        help="draw label and choice answers from their probabilities (default: the most probable)")
-    parser.add_argument("--bare-answers", action="store_true", help="answer label and choice prompts without ###")
-    parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long")
-
-
-def config_from_args(args: argparse.Namespace) -> FaultConfig:
-    kinds = tuple(k for k in args.faults.split(",") if k)
-    unknown = set(kinds) - set(FAULT_KINDS)
-    if unknown:
-        raise SystemExit(f"unknown fault kinds: {', '.join(sorted(unknown))} (known: {', '.join(FAULT_KINDS)})")
-    return FaultConfig(
-        latency_ms=args.latency_ms,
-        fault_rate=args.fault_rate,
-        fault_kinds=kinds,
-        force=args.force,
-        retry_after=args.retry_after or None,
-        hang_s=args.hang_s,
-        seed=args.seed,
-        api_key=args.api_key,
-        reject_fields=tuple(f for f in args.reject_fields.split(",") if f),
-        reject_status=args.reject_status,
-        reject_response_formats=tuple(f for f in args.reject_response_formats.split(",") if f),
-        sample_labels=args.sample_labels,
-        bare_answers=args.bare_answers,
-    )
-
-
-async def serve_until_done(server: FakeServerBase, max_seconds: float) -> None:
-    """Serve until SIGTERM/SIGINT, ``max_seconds``, or the parent process exits; print READY first."""
-    parent = os.getppid()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    await server.start()
-    print(f"READY {server.base_url}", flush=True)
-    deadline = time.monotonic() + max_seconds
-    try:
-        while not stop.is_set() and time.monotonic() < deadline and os.getppid() == parent:
-            with suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=0.5)
-    finally:
-        await server.stop()
-        print(f"STOPPED {server.counters.as_dict()}", flush=True)

@@ -10,22 +10,18 @@ Run as a process: ``python -m counterbench.testing.fake_anthropic --port 0``.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import hashlib
 import json
 from typing import Any
 
 from aiohttp import web
 
+from counterbench.testing._fakecli import serve_from_command_line
 from counterbench.testing._fakecore import (
     FakeServerBase,
     FaultConfig,
-    add_cli_arguments,
     answer_text,
-    config_from_args,
     run_in_thread,
-    serve_until_done,
 )
 
 __all__ = ["FakeAnthropicServer", "FaultConfig", "main", "run_in_thread"]
@@ -60,27 +56,20 @@ class FakeAnthropicServer(FakeServerBase):
         app.router.add_post("/v1/messages", self.messages)
 
     async def messages(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
-        try:
-            payload: dict[str, Any] = json.loads(raw)
-            messages = payload["messages"]
-        except (ValueError, KeyError, TypeError):
+        raw, payload = await self.read_payload(request)
+        if payload is None:
             return _error(400, "request body is not a Messages request")
+        messages = payload["messages"]
         system = _text(payload.get("system", ""))
         user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
         prefill = _text(messages[-1].get("content")) if messages and messages[-1].get("role") == "assistant" else ""
-        self.counters.recent_bodies.append(payload)
-        self.counters.recent_headers.append(dict(request.headers))
         auth = request.headers.get("Authorization", "")
         provided = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
         if self.config.api_key is not None and provided != self.config.api_key:
-            self.counters.requests += 1
-            self.counters.outcomes["unauthorized"] += 1
+            self.refused("unauthorized")
             return _error(401, f"invalid x-api-key: {provided}")
-        rejected = next((f for f in self.config.reject_fields if f in payload), None)
+        rejected = self.rejected_field(payload)
         if rejected is not None:  # e.g. a model without tool use or structured outputs
-            self.counters.requests += 1
-            self.counters.outcomes["rejected"] += 1
             return _error(self.config.reject_status, f"{rejected}: Extra inputs are not permitted")
         fault = self.choose_fault(hashlib.sha1(raw, usedforsecurity=False).hexdigest(), user)
         await self.delay()
@@ -130,11 +119,7 @@ class FakeAnthropicServer(FakeServerBase):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="A fake Anthropic Messages server with fault injection")
-    add_cli_arguments(parser)
-    args = parser.parse_args(argv)
-    server = FakeAnthropicServer(config_from_args(args), host=args.host, port=args.port)
-    asyncio.run(serve_until_done(server, args.max_seconds))
+    serve_from_command_line(FakeAnthropicServer, "A fake Anthropic Messages server with fault injection", argv)
 
 
 if __name__ == "__main__":

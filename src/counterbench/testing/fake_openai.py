@@ -39,8 +39,6 @@ as careless servers do, to test redaction), ``hang`` (no answer for ``hang_s``),
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import hashlib
 import json
 import math
@@ -50,16 +48,14 @@ from typing import Any
 from aiohttp import web
 
 from counterbench.outcomes.logprobs import answer_position
+from counterbench.testing._fakecli import serve_from_command_line
 from counterbench.testing._fakecore import (
     FakeServerBase,
     FaultConfig,
     ServerProcess,
-    add_cli_arguments,
     answer_text,
-    config_from_args,
     label_answer,
     run_in_thread,
-    serve_until_done,
 )
 
 __all__ = ["FakeOpenAIServer", "FaultConfig", "ServerProcess", "main", "run_in_thread"]
@@ -110,31 +106,20 @@ class FakeOpenAIServer(FakeServerBase):
         return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()
-        try:
-            payload: dict[str, Any] = json.loads(raw)
-            messages = payload["messages"]
-        except (ValueError, KeyError, TypeError):
+        raw, payload = await self.read_payload(request)
+        if payload is None:
             return _error(400, "request body is not a chat-completions request", "invalid_request_error")
+        messages = payload["messages"]
         system = next((str(m.get("content", "")) for m in messages if m.get("role") == "system"), "")
         user = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
-        counters = self.counters
-        counters.recent_bodies.append(payload)
-        counters.recent_headers.append(dict(request.headers))
         config = self.config
         if config.api_key is not None:
             auth = request.headers.get("Authorization", "")
             if auth != f"Bearer {config.api_key}":
-                counters.requests += 1
-                counters.outcomes["unauthorized"] += 1
+                self.refused("unauthorized")
                 return _error(401, f"Incorrect API key provided: {auth[7:]}", "invalid_request_error")
-        rejected = next((f for f in config.reject_fields if f in payload), None)
-        response_format = payload.get("response_format")
-        if isinstance(response_format, dict) and response_format.get("type") in config.reject_response_formats:
-            rejected = "response_format"
+        rejected = self.rejected_field(payload)
         if rejected is not None:
-            counters.requests += 1
-            counters.outcomes["rejected"] += 1
             return _validation_error(config.reject_status, rejected, payload[rejected])
         fault = self.choose_fault(hashlib.sha1(raw, usedforsecurity=False).hexdigest(), user)
         await self.delay()
@@ -233,11 +218,7 @@ def _token_logprobs(content: str, labels: dict[str, float] | None, top: int) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    add_cli_arguments(parser)
-    args = parser.parse_args(argv)
-    server = FakeOpenAIServer(config_from_args(args), host=args.host, port=args.port)
-    asyncio.run(serve_until_done(server, args.max_seconds))
+    serve_from_command_line(FakeOpenAIServer, __doc__.splitlines()[0] if __doc__ else None, argv)
 
 
 if __name__ == "__main__":

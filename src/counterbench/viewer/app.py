@@ -26,7 +26,6 @@ from importlib import resources
 from typing import Any
 
 import jinja2
-import markupsafe
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -37,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from counterbench.outcomes.units import GapUnit
 from counterbench.report.links import query_string
-from counterbench.report.visible import show_controls
+from counterbench.report.visible import template_environment
 from counterbench.viewer.catalog import FILTERS, PAGE_SIZE, SLOT_KEY, Answer, Catalog
 
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
@@ -76,14 +75,7 @@ class SecurityHeaders:
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("counterbench.viewer", "templates"),
-        autoescape=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-        finalize=shown,
-    )
+    env = template_environment("counterbench.viewer")
     env.filters["num"] = fmt_value
     env.filters["pct"] = fmt_pct
     env.filters["gap"] = fmt_gap
@@ -158,13 +150,6 @@ def page_of(request: Request) -> int | None:
 
 def last_page(count: int) -> int:
     return (count - 1) // PAGE_SIZE if count else 0
-
-
-def shown(value: Any) -> Any:
-    """Every text a page prints, with control, bidi and zero-width characters escaped as in the report."""
-    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
-        return show_controls(value)
-    return value
 
 
 def render(name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
