@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from counterbench.analyses import api
 from counterbench.analyses.amounts import analyze
 from counterbench.errors import UserError
 
@@ -133,14 +132,16 @@ def test_store_is_reparsed_with_the_profiles_parser(monkeypatch: pytest.MonkeyPa
     store = tmp_path / "s.db"
     store.write_bytes(b"")
 
-    def fake_load(path: object, models: object, profile: object) -> pd.DataFrame:
-        seen.update(path=path, models=models, profile=profile)
+    def fake_load(path: object, study: object, model: object, profile: object) -> pd.DataFrame:
+        seen.setdefault("calls", []).append({"path": path, "model": model, "profile": profile})  # type: ignore[union-attr]
         return results_frame([{"identifier": "Hindu", "profile_id": "P1", "value": 1.0},
                               {"identifier": "Muslim", "profile_id": "P1", "value": 1.0}])
 
-    monkeypatch.setattr("counterbench.run.results.load_results", fake_load)
-    api.analyze(store, profile=V1, bootstrap=0, models=["m", "m"])
-    assert seen == {"path": store, "models": ["m"], "profile": V1}
+    monkeypatch.setattr("counterbench.run.study_results.load_model_results", fake_load)
+    from counterbench.pipeline import analyze as analyze_store
+
+    analyze_store(store, profile=V1, bootstrap=0, models=["m", "m"])
+    assert seen == {"calls": [{"path": store, "model": "m", "profile": V1}]}
 
 
 def test_equal_answers_stay_tied_whatever_the_order() -> None:
