@@ -41,7 +41,7 @@ PER_KIND = 2
 @pytest.fixture(scope="module")
 def server() -> Iterator[LlamaCppServer]:
     threads = str(os.cpu_count() or 2)
-    with LlamaCppServer("--n_ctx", "1024", "--n_threads", threads, "--n_threads_batch", threads) as srv:
+    with LlamaCppServer("--n_ctx", "4096", "--n_threads", threads, "--n_threads_batch", threads) as srv:
         yield srv
 
 

@@ -125,6 +125,11 @@ def _model_params(*, use_extra_bufts: bool) -> Iterator[None]:
             low.llama_model_default_params = original
 
 
+#: the embedded model's context window: two one-page resumes and a job (the hiring study's comparisons, about
+#: 1,100 tokens) plus room for the answer; SmolLM2 was trained on 8,192, the cache costs about 90 MB at 4,096
+DEFAULT_CONTEXT_TOKENS = 4096
+
+
 class LlamaCppBackend:
     """The embedded model. Create through :func:`counterbench.models.create_backend`."""
 
@@ -137,7 +142,7 @@ class LlamaCppBackend:
         *,
         name: str = "local",
         model_path: Path | None = None,
-        n_ctx: int = 1024,
+        n_ctx: int = DEFAULT_CONTEXT_TOKENS,
         n_threads: int | None = None,
         reuse_prefix: bool = True,
         extra_buffers: bool = False,

@@ -12,7 +12,7 @@ precautions as counterbench's embedded backend (:mod:`counterbench.models.llamac
 ``--model`` defaults to the embedded SmolLM2 GGUF; every other argument goes to
 ``llama_cpp.server`` unchanged::
 
-    python -m counterbench.testing.llamacpp_server --port 8123 --n_ctx 1024
+    python -m counterbench.testing.llamacpp_server --port 8123 --n_ctx 4096
     counterbench run rupeebias --model llamacpp:http://127.0.0.1:8123/v1:smollm --structured
 
 :class:`LlamaCppServer` starts one on a free port of 127.0.0.1 and waits until it answers (tests).
