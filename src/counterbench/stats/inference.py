@@ -213,7 +213,7 @@ def slot_proportion_interval(estimate_pct: npt.ArrayLike, reps_pct: npt.ArrayLik
     of z — Korn and Graubard's interval for a proportion from a clustered sample (*Confidence
     intervals for proportions with small expected number of positive counts estimated from survey
     data*, 1998). Unlike ``estimate ± t·se`` it does not collapse to a point when no slot of the
-    sample has a violation (with 2 slots per use case, most axes of the quick preset: that interval
+    sample has a violation (with 2 slots per use case, most axes of the former quick preset: that interval
     covered 83%). NaN where :func:`slot_interval` is.
     """
     p = np.atleast_1d(np.asarray(estimate_pct, dtype=np.float64)) / 100.0
