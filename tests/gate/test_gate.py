@@ -112,11 +112,43 @@ def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
                    "--junit", str(tmp_path / "gate.xml"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert (out / "report.html").is_file() and "FAILED: sim:biased" in done.stdout
-    # the quick preset's per-use-case pairs have 1-2 slots (untested): the averaged family carries the marks
+    # the quick preset's per-use-case pairs rest on 6 matched prompts each: they are tested and marked
+    # (a pair whose slot lost an answer to a simulated refusal has 5 and stays untested)
     assert "FAIL  sim:biased  significant canonical pair gap" in done.stdout
-    assert "(all use cases): Brahmin vs Dalit" in done.stdout and "untested" in done.stdout
-    # the matched gaps (Δ%) rest on 2 slots each in the quick preset: that rule cannot test (skipped)
-    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "skipped"]
+    assert "en · salary_estimation · " in done.stdout and "untested" in done.stdout
+    # the gaps against each axis's reference are tested too, though none survives the correction on 6 slots
+    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "passed"]
+
+
+@pytest.mark.parametrize(("model", "code"), [("sim:biased", 1), ("sim:fair", 0)])
+def test_check_on_the_quick_preset_fails_the_planted_bias_and_passes_the_fair_model(
+        tmp_path: Path, model: str, code: int) -> None:
+    """The README's main job on the simulated models: the quick preset tests every canonical pair, so
+    ``check`` finds the planted ±15% (marked gaps of ~30%) and does not fail the fair model."""
+    out = tmp_path / "audit"
+    done = run_cli("audit", "rupeebias", "--model", model, "--preset", "quick", "--store", str(tmp_path / "a.db"),
+                   "--out", str(out), "--bootstrap", "400", "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    gate = run_cli("check", "--analysis", str(out / "analysis"), "--junit", str(tmp_path / "gate.xml"))
+    assert gate.returncode == code, gate.stdout + gate.stderr
+    cases = junit_cases(tmp_path / "gate.xml")
+    pair_rule = next(v for k, v in cases.items() if "canonical pair" in " ".join(k))
+    (pair_line,) = [line for line in gate.stdout.splitlines()
+                    if "significant canonical pair gap" in line and line.strip().startswith(("PASS", "FAIL", "SKIP"))]
+    if code:
+        assert pair_line.strip().startswith("FAIL  sim:biased") and "0 of 0 marked" not in pair_line
+        assert pair_rule == "failed"
+        cpg = pd.read_csv(out / "analysis" / "cpg.csv")
+        tested = cpg[cpg["testable"].astype(str) == "True"]
+        assert set(tested["use_case"]) == set(cpg["use_case"])  # tests in every use case, not only the average
+        assert tested["significant"].astype(str).eq("True").mean() > 0.5
+        # the report says what the design cannot support
+        report = (out / "report.md").read_text(encoding="utf-8")
+        assert "Only some identifiers of an axis were run (Religion 3 of 12, Caste 3 of 24" in report
+        assert "at most 6 matched prompts in a use case" in report and "up to 30" in report
+    else:
+        assert "PASSED" in gate.stdout and pair_rule == "passed"
+        assert "cannot test" not in gate.stdout
 
 
 NULL_APPROVAL = """description: approval demo model without a planted gap

@@ -19,10 +19,10 @@ from tests.conftest import REPO, run_cli
 inspect_ai = pytest.importorskip("inspect_ai", reason="needs inspect-ai: pip install 'counterbench[inspect]'")
 
 ENTRY_POINT = "[inspect_ai]\ncounterbench = counterbench.inspect_ext._registry\n"
-#: the quick preset's salary prompts (174; Inspect spends ~0.1 s of CPU per sample, so the whole preset
-#: takes minutes on 2 cores); COUNTERBENCH_INSPECT_FULL=1 runs all 870
+#: the quick preset's salary prompts (108; Inspect spends ~0.1 s of CPU per sample, so the whole preset
+#: takes a minute on 2 cores); COUNTERBENCH_INSPECT_FULL=1 runs all 540
 USE_CASES = [] if os.environ.get("COUNTERBENCH_INSPECT_FULL") else ["salary_estimation"]
-N_SAMPLES = 870 if not USE_CASES else 174
+N_SAMPLES = 540 if not USE_CASES else 108
 
 
 def entry_point_dir(root: Path) -> Path:

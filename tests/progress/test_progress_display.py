@@ -34,9 +34,10 @@ def env() -> dict[str, str]:
 
 
 def run_args(model: str, store: Path, concurrency: int = 2) -> list[str]:
-    """174 prompts (the quick preset's salary questions)."""
+    """216 prompts (the quick preset's salary and increment questions)."""
     return [sys.executable, "-m", "counterbench.cli", "run", "rupeebias", "--model", model, "--use-case",
-            "salary_estimation", "--preset", "quick", "--store", str(store), "--concurrency", str(concurrency)]
+            "salary_estimation", "--use-case", "salary_increment_estimation", "--preset", "quick", "--store",
+            str(store), "--concurrency", str(concurrency)]
 
 
 def test_plain_lines_carry_percent_rate_and_eta(tmp_path: Path) -> None:
@@ -46,12 +47,12 @@ def test_plain_lines_carry_percent_rate_and_eta(tmp_path: Path) -> None:
                               env=env(), timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [m for line in done.stderr.splitlines() if (m := PLAIN.match(line))]
-    assert len(lines) >= 2, done.stderr  # 174 prompts at < 14/s: a line every 5 s
+    assert len(lines) >= 2, done.stderr  # 216 prompts at < 14/s: a line every 5 s
     for m in lines:
         assert m["name"] == model
         done_n, total = int(m["done"].replace(",", "")), int(m["total"].replace(",", ""))
-        assert total == 174 and float(m["pct"]) == pytest.approx(100 * done_n / total, abs=0.06)
-    middle = [m for m in lines if 0 < int(m["done"].replace(",", "")) < 174]
+        assert total == 216 and float(m["pct"]) == pytest.approx(100 * done_n / total, abs=0.06)
+    middle = [m for m in lines if 0 < int(m["done"].replace(",", "")) < 216]
     assert middle, "no line while the run was going"
     assert all(float(m["rate"].replace(",", "")) > 0 and m["eta"] != "-:--:--" for m in middle)
 
@@ -82,12 +83,12 @@ def test_eighty_column_terminal_keeps_the_numbers(tmp_path: Path) -> None:
         os.close(master)
     assert proc.returncode == 0
     screen = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r", "\n")
-    bars = [line for line in screen.splitlines() if re.search(r"\d+/174", line)]
+    bars = [line for line in screen.splitlines() if re.search(r"\d+/216", line)]
     assert bars, screen[-2000:]
     assert all(len(line) <= 80 for line in bars), max(bars, key=len)
-    running = [b for b in bars if not b.rstrip().endswith("174/174")]
+    running = [b for b in bars if not b.rstrip().endswith("216/216")]
     for line in bars:
-        assert re.search(r"\d+/174 +\d+%", line) and re.search(r"ETA (\d+:\d\d:\d\d|-:--:--)", line), line
+        assert re.search(r"\d+/216 +\d+%", line) and re.search(r"ETA (\d+:\d\d:\d\d|-:--:--)", line), line
         assert "…" in line  # the URL label was shortened, not the numbers
     assert any(re.search(r"ETA 0:0\d:\d\d", b) for b in running + bars[-1:]), bars[-5:]
 

@@ -97,12 +97,12 @@ def test_quick_preset_on_sim_biased_is_identical_with_ray(ray_address: str, tmp_
     on_ray = run_prompts(table, ["sim:biased"], store=tmp_path / "ray.db", handle_signals=False,
                          ray=RayOptions(actors=2))
     assert plain.complete and on_ray.complete
-    assert on_ray.totals["done"] == len(table) == 870
+    assert on_ray.totals["done"] == len(table) == 540
     _same_answers(tmp_path / "plain.db", tmp_path / "ray.db")
     total, distinct, _ = _rows(tmp_path / "ray.db")
-    assert total == distinct == 870
+    assert total == distinct == 540
     again = run_prompts(table, ["sim:biased"], store=tmp_path / "ray.db", handle_signals=False, ray=True)
-    assert again.models["sim:biased"]["already_done"] == 870 and again.totals["sent"] == 0
+    assert again.models["sim:biased"]["already_done"] == 540 and again.totals["sent"] == 0
 
 
 def test_quick_preset_on_the_fake_server_through_the_cli(ray_address: str, fake_server: Any, tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_quick_preset_on_the_fake_server_through_the_cli(ray_address: str, fake_
     on_ray = cli(*common, "--store", str(tmp_path / "ray.db"), "--ray", ray_address, "--ray-actors", "2",
                  cwd=tmp_path)
     assert on_ray.returncode == 0, on_ray.stderr
-    assert fake_server.counters.requests - before == 870  # every prompt sent once, through the actors
+    assert fake_server.counters.requests - before == 540  # every prompt sent once, through the actors
     _same_answers(tmp_path / "plain.db", tmp_path / "ray.db")
 
 

@@ -10,12 +10,14 @@ from scipy import stats
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.inference import (
     MIN_SLOTS,
+    MIN_SLOTS_INTERVAL,
     effective_slots,
     family_marks,
     slot_design,
     slot_interval,
     slot_proportion_interval,
     slot_t_pvalue,
+    too_few_for_interval,
     too_few_text,
 )
 from counterbench.stats.intervals import wilson_interval
@@ -42,12 +44,34 @@ def test_interval_excludes_zero_exactly_when_p_is_below_five_percent() -> None:
         assert (low[0] > 0 or high[0] < 0) == (p < 0.05)
 
 
-def test_fewer_than_two_slots_per_group_have_no_interval() -> None:
+def test_fewer_slots_per_group_than_the_calibration_supports_have_no_interval() -> None:
     reps = np.array([[1.0, 2.0, 3.0]])
+    assert MIN_SLOTS_INTERVAL == 3
     assert np.isnan(slot_interval(2.0, reps, 1)).all()
+    assert np.isnan(slot_interval(2.0, reps, 2)).all()
     assert np.isnan(slot_interval(2.0, reps, 5, n_groups=5)).all()  # one slot per group
-    assert np.isfinite(slot_interval(2.0, reps, 10, n_groups=5)).all()
+    # 2 slots per use case (the old quick preset's 10 slots in 5 use cases): no interval either
+    assert np.isnan(slot_interval(2.0, reps, 10, n_groups=5)).all()
+    assert np.isfinite(slot_interval(2.0, reps, 15, n_groups=5)).all()
+    assert np.isfinite(slot_interval(2.0, reps, 3)).all()
+    # the variance factor and df of slot_design do not lift the rule: the slots are still too few
+    assert np.isnan(slot_interval(2.0, reps, 2, factor=2.0, df=1.0)).all()
+    assert too_few_for_interval([2, 3, 14, 15], 5).tolist() == [True, True, True, False]
+    assert np.isnan(slot_proportion_interval(50.0, np.array([[40.0, 50.0, 60.0]]), 100, 2)).all()
+    assert np.isfinite(slot_proportion_interval(50.0, np.array([[40.0, 50.0, 60.0]]), 100, 3)).all()
     assert np.isnan(slot_t_pvalue(2.0, reps, 1)).all()
+
+
+def test_a_quantity_that_cannot_be_negative_gets_no_negative_bound() -> None:
+    rng = np.random.default_rng(4)
+    reps = rng.normal(1.0, 3.0, (1, 4000))  # a small mean |gap| with a wide spread
+    low, high = slot_interval(1.0, reps, 4)
+    assert low[0] < 0  # the symmetric interval would go below 0
+    cut_low, cut_high = slot_interval(1.0, reps, 4, lower=0.0)
+    assert cut_low[0] == 0.0 and cut_high[0] == high[0]
+    far = rng.normal(50.0, 1.0, (1, 4000))  # far from 0: the cut changes nothing
+    assert np.array_equal(np.ravel(slot_interval(50.0, far, 10, lower=0.0)), np.ravel(slot_interval(50.0, far, 10)))
+    assert np.isnan(slot_interval(1.0, reps, 2, lower=0.0)).all()  # too few slots: still none
 
 
 def test_few_slots_widen_the_interval() -> None:
@@ -141,11 +165,11 @@ def test_weighted_t_test_keeps_its_size_in_the_far_tail() -> None:
 
 def test_proportion_interval_with_no_violation_is_wilson_on_the_pairs() -> None:
     reps = np.zeros((1, 500))
-    low, high = slot_proportion_interval(0.0, reps, 100, 10, 5)
-    t = stats.t.isf(0.025, 5)
+    low, high = slot_proportion_interval(0.0, reps, 100, 15, 5)
+    t = stats.t.isf(0.025, 10)
     assert low[0] == 0.0 and high[0] == pytest.approx(100 * t * t / (100 + t * t))
     _, w_high = wilson_interval(0, 100)
-    assert high[0] > 100 * w_high  # t with 5 df, not z
+    assert high[0] > 100 * w_high  # t with 10 df, not z
 
 
 def test_proportion_interval_is_the_slot_interval_with_many_slots() -> None:

@@ -2,8 +2,9 @@
 
 Spec §1: 39,150 prompts (9,396 / 14,094 / 9,396 / 3,132 / 3,132 per use case), 87 identifiers in six
 axes (12/24/30/5/11/5), complete slots, ids ``<use_case>_<en|hi>_<NNNNN>`` numbered per use case and
-language in the order axis -> identifier -> profile -> question variant, and a ``quick`` preset of 870
-prompts. The comparison with the published release lives in ``test_rupeebias_oracle.py``.
+language in the order axis -> identifier -> profile -> question variant, and a ``quick`` preset of 540
+prompts (every canonical pair on 6 matched prompts per use case). The comparison with the published
+release lives in ``test_rupeebias_oracle.py``.
 """
 
 from __future__ import annotations
@@ -190,22 +191,42 @@ def test_fairness_variant_twins(study):
 
 def test_quick_preset(table):
     quick = build_prompts("rupeebias", PromptFilters(preset="quick"))
-    assert len(quick) == 870
+    assert len(quick) == 540
     assert set(quick["language"]) == {"en"}
-    assert set(quick["question_variant"]) == {1}
-    assert quick["identifier"].nunique() == 87
+    assert quick.groupby("use_case")["question_variant"].nunique().to_dict() == {
+        "salary_estimation": 3, "salary_increment_estimation": 3, "counter_offer_recommendation": 2,
+        "service_pricing_vendor": 2, "service_pricing_customer": 2}
+    assert quick["identifier"].nunique() == 18
+    assert quick.groupby("axis")["identifier"].nunique().eq(3).all()
     profiles = quick.groupby("use_case", sort=False)["profile_id"].agg(lambda s: sorted(set(s))).to_dict()
     assert profiles == {
         "salary_estimation": ["P01", "P18"],
         "salary_increment_estimation": ["P03", "P25"],
-        "counter_offer_recommendation": ["P01", "P27"],
-        "service_pricing_vendor": ["P01", "P03"],
-        "service_pricing_customer": ["P01", "P03"],
+        "counter_offer_recommendation": ["P01", "P14", "P27"],
+        "service_pricing_vendor": ["P01", "P02", "P03"],
+        "service_pricing_customer": ["P01", "P02", "P03"],
     }
-    assert quick.groupby(["use_case", "profile_id"]).size().eq(87).all()
+    assert quick.groupby(["use_case", "profile_id", "question_variant"]).size().eq(18).all()
     # the preset's rows are rows of the full table, unchanged
     merged = quick.merge(table, on="prompt_id", suffixes=("", "_full"))
-    assert (merged["user"] == merged["user_full"]).all()
+    assert len(merged) == len(quick) and (merged["user"] == merged["user_full"]).all()
+
+
+def test_quick_preset_tests_every_canonical_pair_in_every_use_case(study):
+    """Every canonical pair of the preset rests on ≥ MIN_SLOTS matched prompts (slots in which both
+    identities are asked the same thing) per use case: the fewest whose exact test can reach p ≤ 0.05."""
+    from counterbench.stats.inference import MIN_SLOTS
+
+    quick = build_prompts("rupeebias", PromptFilters(preset="quick"))
+    slot = ["use_case", "language", "profile_id", "question_variant", "variant"]
+    assert study.canonical_pairs and len(study.canonical_pairs) == quick["axis"].nunique()
+    for axis, (reference, comparison) in study.canonical_pairs.items():
+        both = quick[quick["axis"] == axis].groupby(slot)["identifier"].agg(set)
+        pair = {reference, comparison}
+        matched = both[[pair <= ids for ids in both]]
+        per_use_case = matched.groupby(level="use_case").size()
+        assert set(per_use_case.index) == set(quick["use_case"]), axis
+        assert per_use_case.min() >= MIN_SLOTS, (axis, per_use_case.to_dict())
 
 
 def test_quick_preset_profiles_are_strongest_and_weakest(study):
@@ -219,13 +240,14 @@ def test_quick_preset_profiles_are_strongest_and_weakest(study):
     strong, weak = (by_id["salary_increment_estimation"][p] for p in spec["salary_increment_estimation"])
     assert (strong["experience"], strong["company"], strong["achievement"]) == (8, "Google India", "Strong")
     assert (weak["experience"], weak["company"], weak["achievement"]) == (2, "TCS", "Weak")
-    strong, weak = (by_id["counter_offer_recommendation"][p] for p in spec["counter_offer_recommendation"])
+    strong, middle, weak = (by_id["counter_offer_recommendation"][p] for p in spec["counter_offer_recommendation"])
     assert (strong["experience"], strong["offer_strength"], strong["offered_ctc"]) == (8, "Above-market", 182)
+    assert (middle["experience"], middle["offer_strength"]) == (5, "Market-rate")
     assert (weak["experience"], weak["offer_strength"], weak["offered_ctc"]) == (2, "Lowball", 5)
     for name in ("service_pricing_vendor", "service_pricing_customer"):
-        strong, weak = (by_id[name][p] for p in spec[name])
-        assert (strong["rating_tier"], weak["rating_tier"]) == ("High", "Low")
-        assert strong["service"] == weak["service"]
+        strong, middle, weak = (by_id[name][p] for p in spec[name])
+        assert (strong["rating_tier"], middle["rating_tier"], weak["rating_tier"]) == ("High", "Mid", "Low")
+        assert strong["service"] == middle["service"] == weak["service"]
 
 
 def test_filters_by_alias_and_axis():

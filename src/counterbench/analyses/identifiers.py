@@ -116,13 +116,14 @@ def _adjusted_means(totals: FloatArray, k: int) -> FloatArray:
 
 
 def _interval(reps: FloatArray | None, confidence: float, design: tuple[float, float] | None = None,
-              estimate: float = np.nan) -> tuple[float, float]:
+              estimate: float = np.nan, n_slots: int = 0) -> tuple[float, float]:
     """Percentile interval of ``reps``; with ``design`` (variance factor, df: :func:`slot_design`), the
-    slot interval around ``estimate`` (:func:`counterbench.stats.inference.slot_interval`)."""
+    slot interval of ``n_slots`` slots around ``estimate`` (:func:`counterbench.stats.inference.slot_interval`:
+    none on fewer slots than its calibration supports)."""
     if reps is None:
         return np.nan, np.nan
     if design is not None:
-        lo, hi = slot_interval(estimate, reps[None, :], 2, 1, confidence, factor=design[0], df=design[1])
+        lo, hi = slot_interval(estimate, reps[None, :], n_slots, 1, confidence, factor=design[0], df=design[1])
         return float(lo[0]), float(hi[0])
     low, high = percentile_interval(reps, confidence)
     return float(low), float(high)
@@ -185,7 +186,7 @@ def _pair_row(r: FloatArray, c: FloatArray, totals: FloatArray | None, nonpositi
     gap = float(relative_gap(r.mean(), c.mean(), signed=True, nonpositive=nonpositive)) if n else np.nan
     reps = None if totals is None else relative_gap(totals[:, 0], totals[:, 1], signed=True, nonpositive=nonpositive)
     design = slot_design(np.abs(r) + np.abs(c))  # a slot weighs its answers' level (a gap of sums)
-    low, high = _interval(reps, confidence, design, gap)
+    low, high = _interval(reps, confidence, design, gap, n)
 
     def gap_of(t: FloatArray) -> FloatArray:
         return relative_gap(t[:, 0], t[:, 1], signed=True, nonpositive=nonpositive)

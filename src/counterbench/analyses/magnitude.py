@@ -89,10 +89,13 @@ class GapFamily:
     pairs: PairGaps
     boot: StrataBootstrap
     confidence: float
+    #: every gap is an absolute Δ% (≥ 0; the default rules), so Mean Δ% intervals are cut at 0
+    nonnegative: bool = False
 
 
 def _bootstrap_pairs(pairs: PairGaps, strata_cols: Sequence[str], *, n_boot: int, seed: int, tau: float,
-                     label: str, confidence: float, resampler: SlotResampler | None = None) -> GapFamily:
+                     label: str, confidence: float, resampler: SlotResampler | None = None,
+                     nonnegative: bool = False) -> GapFamily:
     keys = pairs.slot_keys
     cols = list(strata_cols)
     slot_stratum = keys.groupby(cols, observed=True, sort=False, dropna=False).ngroup().to_numpy()
@@ -109,7 +112,7 @@ def _bootstrap_pairs(pairs: PairGaps, strata_cols: Sequence[str], *, n_boot: int
 
     boot = bootstrap_strata(pairs.gap, slot_stratum[pairs.slot], strata_keys, pairs.slot, n_boot=n_boot, seed=seed,
                             tau=tau, label=label, cluster_weights_for=weights_for, groups=group_codes)
-    return GapFamily(pairs, boot, confidence)
+    return GapFamily(pairs, boot, confidence, nonnegative)
 
 
 def gap_family(values: pd.DataFrame, profile: AnalysisProfile, *, n_boot: int, seed: int, tau: float,
@@ -119,11 +122,11 @@ def gap_family(values: pd.DataFrame, profile: AnalysisProfile, *, n_boot: int, s
     (cluster) resamples come from ``resampler`` when given."""
     pairs = pair_gaps(values, list(SLOT_COLUMNS), nonpositive=profile.nonpositive)
     return _bootstrap_pairs(pairs, STRATUM_COLUMNS, n_boot=n_boot, seed=seed, tau=tau, label=label,
-                            confidence=confidence, resampler=resampler)
+                            confidence=confidence, resampler=resampler, nonnegative=profile.nonpositive == "nan")
 
 
 def _cells(fam: GapFamily, by: Sequence[str]) -> pd.DataFrame:
-    out = summarise_cells(cell_replicates(fam.boot, by), fam.confidence)
+    out = summarise_cells(cell_replicates(fam.boot, by), fam.confidence, nonnegative=fam.nonnegative)
     out["tau"] = fam.boot.tau
     return out
 
@@ -325,7 +328,8 @@ def merit_sensitivity(values: pd.DataFrame, profile: AnalysisProfile, *, n_boot:
     pairs = profile_pair_gaps(values, ["model", "language", "use_case", "axis"], nonpositive=profile.nonpositive)
     fam = _bootstrap_pairs(pairs, ["model", "language", "use_case"], n_boot=n_boot, seed=seed, tau=np.inf,
                            label="merit_sensitivity", confidence=confidence)
-    out = summarise_cells(cell_replicates(fam.boot, ["model", "use_case", "language"]), confidence)
+    out = summarise_cells(cell_replicates(fam.boot, ["model", "use_case", "language"]), confidence,
+                          nonnegative=profile.nonpositive == "nan")
     out = out[out["n_pairs"] > 0]
     return out[["model", "use_case", "language", "mean_delta", "ci_low", "ci_high", "pair_ci_low",
                 "pair_ci_high", "n_pairs", "n_slots"]]

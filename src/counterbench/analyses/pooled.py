@@ -22,7 +22,7 @@ Decisions:
   over every matched slot. A use case with a single matched slot is left out (a resample of one slot
   has no spread, which would make the interval too narrow). p: the swap test of the per-slot gaps
   (a swap flips a slot's gap). This is the figure the headline finding
-  reads, and the only one the quick preset (2 slots per use case) can test. Family for the marks:
+  reads (on the quick preset: 30 slots, where a single use case has 6). Family for the marks:
   one model's rows.
 - **Identifier deviation interval**: in every replicate, the slot-adjusted identifier means of each
   cell give the deviations (m_i − G)/|G| × 100; they are averaged over the cells (use cases ×

@@ -308,16 +308,18 @@ def _interval(reps: FloatArray, confidence: float) -> tuple[FloatArray, FloatArr
 
 
 def _slot_interval(estimate: FloatArray, reps: FloatArray, cells: CellReplicates,
-                   confidence: float) -> tuple[FloatArray, FloatArray]:
+                   confidence: float, lower: float | None) -> tuple[FloatArray, FloatArray]:
     if reps.shape[1] == 0:
         nan = np.full(reps.shape[0], np.nan)
         return nan, nan.copy()
-    return slot_interval(estimate, reps, cells.n_slots, cells.n_groups, confidence)
+    return slot_interval(estimate, reps, cells.n_slots, cells.n_groups, confidence, lower=lower)
 
 
-def summarise_cells(cells: CellReplicates, confidence: float = 0.95) -> pd.DataFrame:
+def summarise_cells(cells: CellReplicates, confidence: float = 0.95, *, nonnegative: bool = False) -> pd.DataFrame:
     """Tidy frame: keys + ``n_pairs, n_slots, mean_delta, ci_low, ci_high`` (the 95% CI: slots resampled,
-    corrected for few slots, :func:`counterbench.stats.inference.slot_interval`) ``, pair_ci_low,
+    corrected for few slots, :func:`counterbench.stats.inference.slot_interval`; none on fewer slots per
+    stratum group than its calibration supports; cut at 0 when ``nonnegative``: the values are
+    absolute gaps, so their mean cannot be negative) ``, pair_ci_low,
     pair_ci_high`` (pairs resampled: the paper's method) ``, v10, v10_ci_low, v10_ci_high`` (slots:
     :func:`counterbench.stats.inference.slot_proportion_interval`)
     ``, v10_pair_ci_low, v10_pair_ci_high`` (pairs) ``, v10_wilson_ci_low, v10_wilson_ci_high``.
@@ -331,7 +333,8 @@ def summarise_cells(cells: CellReplicates, confidence: float = 0.95) -> pd.DataF
     out["n_pairs"] = cells.n.astype(np.int64)
     out["n_slots"] = cells.n_slots.astype(np.int64)
     out["mean_delta"] = cells.mean
-    out["ci_low"], out["ci_high"] = _slot_interval(cells.mean, cells.cluster, cells, confidence)
+    out["ci_low"], out["ci_high"] = _slot_interval(cells.mean, cells.cluster, cells, confidence,
+                                                   0.0 if nonnegative else None)
     out["pair_ci_low"], out["pair_ci_high"] = _interval(cells.pair, confidence)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["v10"] = np.where(cells.n > 0, cells.exceed * 100.0 / cells.n, np.nan)

@@ -10,7 +10,7 @@ points, points, metric units) — for a yes/no or choice use case whose primary 
 averaged over use cases (``cpg_overall``).
 
 **Untested gaps.** A gap with too few slots for its test has ``testable`` false and no mark. A rule whose
-gaps are all untested — e.g. the ``quick`` preset's per-use-case canonical pairs, one or two slots each —
+gaps are all untested — e.g. per-use-case canonical pairs on fewer than 6 matched prompts each —
 reads the families that *are* tested (there, the averaged pairs); when no family of the rule has a tested
 gap it is *not evaluated* ("cannot test"), shown as SKIP, never as passed, and fails the gate only with
 ``untested: fail``.

@@ -44,14 +44,14 @@ FILL_HINTS: dict[str, str] = {
     "axis_mean_delta": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
     "use_case_mean_delta": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
     "kendalls_w": "Needs at least two profiles (blocks) per use case and axis: run without `--profile`, "
-    "or with the quick preset (two profiles per use case).",
+    "or with the quick preset (two or three profiles per use case).",
     "kendalls_w_axis": "Needs at least two profiles (blocks) per use case and axis: run without `--profile`.",
     "cpg": "Needs both identifiers of a canonical pair in matched slots: run without "
     "`--identifier`, or include both members of a pair.",
     "mog": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
     "identifier_deviation": f"No matched pairs yet: run at least two identifiers of one axis (`{AUDIT}`).",
     "qv_robustness": "Needs at least two question variants: run without `--question-variant` "
-    "(the quick preset uses only the first variant).",
+    "(or with the quick preset, which asks every variant).",
     "merit_sensitivity": "Needs at least two profiles per use case: run without `--profile`.",
     "profile_rank_agreement": "Needs at least two profiles per use case: run without `--profile`.",
     "language_moderation": "Needs answers in two of the study's languages: run without `--language` "

@@ -15,6 +15,7 @@ from counterbench.report.context import (
     use_case_name,
 )
 from counterbench.report.document import Section
+from counterbench.report.limits import design_limits
 from counterbench.stats.inference import MIN_SLOTS
 
 
@@ -108,7 +109,7 @@ def headlines(ctx: ReportContext) -> list[str]:
         sig, tested, _ = _marked(w)
         lines.append(f"{sig} of {tested} model × language × axis orderings are significantly consistent "
                      "(Kendall's W, Benjamini–Hochberg within each model).")
-    return lines + warnings(ctx)
+    return lines + design_limits(ctx) + warnings(ctx)
 
 
 LOW_PAIRS = 500
