@@ -125,7 +125,7 @@ def _model_params(*, use_extra_bufts: bool) -> Iterator[None]:
             low.llama_model_default_params = original
 
 
-#: the embedded model's context window: two one-page resumes and a job (the hiring study's comparisons, about
+#: the embedded model's context window: room for long prompts (two one-page resumes and a job are about
 #: 1,100 tokens) plus room for the answer; SmolLM2 was trained on 8,192, the cache costs about 90 MB at 4,096
 DEFAULT_CONTEXT_TOKENS = 4096
 
