@@ -27,7 +27,6 @@ from counterbench.models.labels import model_spec
 from counterbench.models.simulated import SimulatedBackend
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.options import RunOptions
-from counterbench.run.checkpoints import WalCheckpointer
 from counterbench.run.costs import load_price_table
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits
@@ -225,8 +224,7 @@ async def arun_prompts(
             # (no collection first: one took 60-200 ms before the first request)
             gc.freeze()
             try:
-                with WalCheckpointer(store_obj.conn, store_obj.path):
-                    status = await engine.run()
+                status = await engine.run()
             finally:
                 gc.unfreeze()
                 display.stop()
