@@ -3,12 +3,13 @@
 The pipeline, one function per step (each also a CLI verb)::
 
     import counterbench
-    table = counterbench.prompts("rupeebias", preset="quick")             # prompts
+    study = "examples/loan_rate.yaml"                                     # a study file, or a registered name
+    table = counterbench.prompts(study)                                   # prompts
     counterbench.run_prompts(table, ["sim:biased"], store="cb.db")        # run
     results = counterbench.load_results("cb.db")                          # the stored answers
-    analysis = counterbench.analyze("cb.db")                              # analyze -> .tables, .summary
+    analysis = counterbench.analyze("cb.db", study)                       # analyze -> .tables, .summary
     counterbench.write_report(analysis, "report.html")                    # report
-    counterbench.audit("examples/loan_rate.yaml", ["sim:biased"])        # all of it, like `counterbench audit`
+    counterbench.audit(study, ["sim:biased"])                             # all of it, like `counterbench audit`
 
 Heavy parts are imported on first use, so ``import counterbench`` stays cheap.
 """

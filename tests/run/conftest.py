@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -72,3 +73,13 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     return lines[0]
+
+
+def answers_without_prompt(store: Path) -> int:
+    """Stored answers whose prompt row is not stored (the prompt table is committed during a run)."""
+    if not store.exists():
+        return 0
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM responses r LEFT JOIN prompts p "
+                                "ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash "
+                                "WHERE p.prompt_id IS NULL").fetchone()[0])

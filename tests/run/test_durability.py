@@ -25,7 +25,7 @@ from counterbench.errors import UserError
 from counterbench.run.store import open_store
 from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FaultConfig, run_in_thread
-from tests.run.conftest import make_prompts, one_error_line, subprocess_env
+from tests.run.conftest import answers_without_prompt, make_prompts, one_error_line, subprocess_env
 from tests.run.logging_server import LoggingServer, exposure_at, requests_per_user
 
 KILLS = 20
@@ -94,16 +94,6 @@ def _stored(store: Path) -> dict[str, tuple[object, ...]]:
     return {r[0]: tuple(r[1:]) for r in rows}
 
 
-def _answers_without_prompt(store: Path) -> int:
-    """Stored answers whose prompt row is not stored (the prompt table is committed during the run)."""
-    if not store.exists():
-        return 0
-    with sqlite3.connect(store) as conn:
-        return int(conn.execute("SELECT count(*) FROM responses r LEFT JOIN prompts p "
-                                "ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash "
-                                "WHERE p.prompt_id IS NULL").fetchone()[0])
-
-
 def _count(store: Path) -> int:
     try:
         with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
@@ -160,7 +150,7 @@ def test_kill_minus_nine_twenty_times_loses_nothing_and_resends_only_what_was_in
             replies = [e for e in events if e.kind == "sent" and e.at <= killed_at]
             allowance += in_flight + sum(killed_at - e.at <= _allowed(e.at, samples, at_kill) for e in replies)
             now = _stored(store)
-            assert not _answers_without_prompt(store), "a stored answer has no stored prompt"
+            assert not answers_without_prompt(store), "a stored answer has no stored prompt"
             changed = [pid for pid, row in seen.items() if now.get(pid) != row]
             assert not changed, f"answers lost or changed by a kill: {changed[:5]}"
             for event in replies:

@@ -18,16 +18,12 @@ from counterbench.run.store import RESPONSE_COLUMNS, open_store
 from counterbench.run.writer import BatchWriter
 from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
-from tests.run.conftest import make_prompts, subprocess_env
+from tests.run.conftest import answers_without_prompt, make_prompts, subprocess_env
 
 
 def _count(store: Path, sql: str) -> int:
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
         return int(conn.execute(sql).fetchone()[0])
-
-
-_ORPHANS = ("SELECT count(*) FROM responses r LEFT JOIN prompts p ON p.prompt_id = r.prompt_id "
-            "AND p.prompt_hash = r.prompt_hash WHERE p.prompt_id IS NULL")
 
 
 class _PromptCountingServer(FakeOpenAIServer):
@@ -68,7 +64,7 @@ def test_first_request_goes_out_before_the_prompt_table_is_stored_and_a_stop_kee
     assert at_first < n, f"all {n:,} prompt rows were committed before the first request"
     assert _count(store, "SELECT count(*) FROM prompts") == n  # the stop committed the rest
     assert 0 < _count(store, "SELECT count(*) FROM responses") < n
-    assert _count(store, _ORPHANS) == 0
+    assert answers_without_prompt(store) == 0
 
 
 def test_an_answer_commits_its_own_prompt_row_when_its_chunk_has_not_come_yet(tmp_path: Path) -> None:
@@ -93,7 +89,7 @@ def test_an_answer_commits_its_own_prompt_row_when_its_chunk_has_not_come_yet(tm
 
         stored_then = asyncio.run(answer_the_last_prompt_first())
         assert stored_then < len(records)  # the chunks had not reached the last prompt ...
-        assert _count(store.path, _ORPHANS) == 0  # ... but its answer brought it along
+        assert answers_without_prompt(store.path) == 0  # ... but its answer brought it along
         writer.close()
         assert _count(store.path, "SELECT count(*) FROM prompts") == len(records)
         assert writer.failure is None
