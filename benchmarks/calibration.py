@@ -10,7 +10,7 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
 2. ``full_english_null``: 500 simulated models on full English (19,575 prompts, no planted effect):
    coverage of every 95% interval (slots: after; pairs: the paper's, before) and the share of models
    with at least one star per table family (after: counterbench's marks; before: the old rule).
-3. ``quick_null``: the same on the quick preset (870 prompts; 500 models).
+3. ``quick_null``: the same on the quick preset (540 prompts; 500 models).
 4. ``full_english_planted``: a 15% canonical pair gap planted on every pair (500 models): power
    (``quick_planted``: the same on the quick preset).
 5. ``quick_power_check``: one pair (Gender) planted at the gap ``counterbench power rupeebias
