@@ -64,7 +64,9 @@ def variants_section(ctx: ReportContext) -> Section:
         t.num("disparity_change", "Change from standard", 3, signed=True), t.num("deviation", "Deviation", 3),
         t.num("deviation_change", "Change from standard", 3, signed=True),
     ], prepare=lambda f: f.assign(wording=f["variant"], variant=f["rationale"].map(variant_label)))
-    known = variant_descriptions()
+    study = ctx.data.summary.get("hiring")
+    own = study.get("variants") if isinstance(study, dict) else None
+    known = own if isinstance(own, dict) else variant_descriptions()  # the study's own file, else built-in
     for name in dict.fromkeys(frame["variant"].astype(str)):
         if name in known:
             s.notes.append(f"{name}: {known[name]}.")
