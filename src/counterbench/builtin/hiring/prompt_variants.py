@@ -21,8 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from counterbench.builtin.hiring.data import read_yaml
 from counterbench.builtin.hiring.prompting import USE_CASES
 from counterbench.errors import UserError
 
@@ -51,12 +51,7 @@ class PromptVariant:
 def load_variants(path: str | None = None) -> dict[str, PromptVariant]:
     """The prompt variants by name (the built-in file, or ``path`` in the same form)."""
     p = Path(path) if path is not None else VARIANTS_FILE
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UserError(f"cannot read prompt variants {p}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"prompt variants {p}: not valid YAML ({str(err).splitlines()[0]})") from None
+    data = read_yaml(p, f"prompt variants {p}")
     raw = data.get("variants") if isinstance(data, dict) else None
     if not isinstance(raw, dict) or not raw:
         raise UserError(f"prompt variants {p.name}: expected a mapping 'variants:' of named variants")
