@@ -24,8 +24,9 @@ The long version of ``tests/studies/test_studies_calibration.py`` (the simulatio
 8. ``hiring_occupation_null`` — the paper's design (100 jobs = 20 occupations × 5 near-duplicate jobs),
    a fair model whose near-duplicate jobs are answered alike (a per-occupation shift of Direct
    Comparison, sd 0.05, and of each basket's score, sd 2 points, on top of the per-job shift): the
-   share of fair models with a mark on the new unit (occupations resampled and swapped), and in the
-   same run the baseline on the old unit (every job independent), which these shared shifts fool.
+   share of fair models with a mark on the new unit (occupations resampled and swapped), with its exact
+   binomial 95% interval (``false_star_interval``), and in the same run the baseline on the old unit
+   (every job independent), which these shared shifts fool.
 9. ``stem_headline_null`` — the paper design, nothing planted, the per-profile effect (200 models): the
    share of models with a mark in each of the headline tables — ``stem_within_gaps``, ``stem_deciles``,
    ``stem_progressive_shap``, ``stem_extreme_gap``, ``stem_kappa_average`` (each model paired with the
@@ -78,13 +79,28 @@ def scenarios(scale: float, bootstrap: int) -> dict[str, Any]:
                                                          seed=108),
         "hiring_planted": lambda: hiring_scenario(20, n(200), n_boot=bootstrap, plan=planted, seed=109),
         "hiring_occupation_null": lambda: {
-            "occupation": hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110),
-            "job_baseline": hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110, by_job=True)},
+            "occupation": with_intervals(hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110)),
+            "job_baseline": with_intervals(hiring_scenario(100, n(200), n_boot=bootstrap, plan=shared, seed=110,
+                                                           by_job=True))},
         "stem_headline_null": lambda: headline_scenario(max(2, int(200 * scale)), seed=120),
         "stem_headline_null_no_profile_effect": lambda: headline_scenario(max(2, int(100 * scale)), profile_sd=0.0,
                                                                           seed=121),
         "stem_headline_planted": lambda: headline_scenario(max(2, int(50 * scale)), planted=True, seed=122),
     }
+
+
+def with_intervals(result: dict[str, Any]) -> dict[str, Any]:
+    """Add the exact (Clopper-Pearson) 95% interval of each false-star share over the ``n_sims`` models."""
+    from scipy.stats import binomtest
+
+    n_sims = int(result["n_sims"])
+    result["false_star_interval"] = {}
+    for name, share in result["false_star_share"].items():
+        marked = round(share * n_sims)
+        ci = binomtest(marked, n_sims).proportion_ci(confidence_level=0.95, method="exact")
+        result["false_star_interval"][name] = {"marked": marked, "of": n_sims, "low": round(float(ci.low), 4),
+                                               "high": round(float(ci.high), 4)}
+    return result
 
 
 def _headline_marks(frame: Any, pair_frame: Any) -> dict[str, Any]:

@@ -29,7 +29,9 @@ from counterbench.report.svg import (
     tick_label,
 )
 
-MAX_LABEL_CHARS = 30
+#: a panel's own width leaves room for row labels of this many characters; a longer label is shown in
+#: full all the same, the panel widened by what it needs more (the plot keeps its width)
+LABEL_ROOM_CHARS = 30
 
 
 def finite(value: float | None) -> bool:
@@ -73,8 +75,13 @@ def bar_domain(rows: Sequence[BarRow], *, include_zero: bool = True) -> tuple[fl
 
 
 def _label_width(labels: Sequence[str]) -> float:
-    longest = max((len(shorten(s, MAX_LABEL_CHARS)) for s in labels), default=4)
-    return min(max(longest * CHAR_WIDTH + 14, 60.0), MAX_LABEL_CHARS * CHAR_WIDTH + 14)
+    """The left margin: the longest row label in full (never shortened), and the gap before the plot."""
+    return max(max((text_width(s) for s in labels), default=0.0) + 14, 60.0)
+
+
+def _widened(width: float, label_w: float) -> float:
+    """``width`` plus what a margin wider than :data:`LABEL_ROOM_CHARS` characters takes from the plot."""
+    return width + max(0.0, label_w - (LABEL_ROOM_CHARS * CHAR_WIDTH + 14))
 
 
 def hbar_panel(
@@ -90,6 +97,7 @@ def hbar_panel(
     """Horizontal bars (one per series in each row) with interval whiskers and value labels."""
     lo, hi = domain or bar_domain(rows)
     label_w = _label_width([r.label for r in rows])
+    width = _widened(width, label_w)
     # room for the longest value label and its mark ("+0.125*"), so the mark is never cut at the edge
     value_labels = [value_format.format(b.value) + b.mark for r in rows for b in r.bars if finite(b.value)]
     value_w = max(44.0, max((len(v) for v in value_labels), default=0) * CHAR_WIDTH + 10)
@@ -113,8 +121,7 @@ def hbar_panel(
     zero = x_of(0.0) if lo <= 0 <= hi else plot_x0
     for i, row in enumerate(rows):
         y = top + i * per_row + 3
-        svg.text(label_w - 8, y + (per_row - 7) / 2, shorten(row.label, MAX_LABEL_CHARS), anchor="end",
-                 title=row.label)
+        svg.text(label_w - 8, y + (per_row - 7) / 2, row.label, anchor="end", title=row.label)
         for j, bar in enumerate(row.bars):
             by = y + j * (bar_height + 2)
             tip = f"{row.label} · {bar.series}: " + (value_format.format(bar.value) if finite(bar.value) else "—")
@@ -170,15 +177,17 @@ def heatmap_panel(
     groups = list(row_groups) if row_groups is not None else [""] * len(row_labels)
     group_h = 18.0
     label_w = _label_width(row_labels)
-    top = 44.0
-    width = label_w + cell_width * len(col_labels) + 4
+    fit = max(int((cell_width - 2) / 5.5), 3)
+    headers = [_header_lines(col, fit) for col in col_labels]
+    cell_width = max([cell_width, *(text_width(line, 10) + 8 for lines in headers for line in lines)])
+    top = 20.0 + 12 * max([2, *map(len, headers)])
+    width = max([label_w + cell_width * len(col_labels) + 4,
+                 *(text_width(g, 12) + 4 for g in groups if g)])  # a group heading in full
     height = top + cell_height * len(row_labels) + group_h * sum(1 for g in groups if g) + 6
     svg = Svg(width, height, label=title)
     svg.text(0, 10, title, weight="600", size=12)
-    fit = max(int((cell_width - 2) / 5.5), 3)
-    for j, col in enumerate(col_labels):
+    for j, (col, lines) in enumerate(zip(col_labels, headers, strict=True)):
         cx = label_w + j * cell_width + cell_width / 2
-        lines = _header_lines(col, fit)
         for k, line in enumerate(lines):
             svg.text(cx, top - 8 - 12 * (len(lines) - 1 - k), line, anchor="middle", size=10, fill=MUTED, title=col)
     colour = diverging_color if scale == "diverging" else sequential_color
@@ -189,7 +198,7 @@ def heatmap_panel(
                 svg.line(0, y + 3, width, y + 3, stroke="#9aa1ad", width=1)
             svg.text(0, y + group_h / 2 + 3, groups[i], weight="600")
             y += group_h
-        svg.text(label_w - 8, y + cell_height / 2, shorten(label, MAX_LABEL_CHARS), anchor="end", title=label)
+        svg.text(label_w - 8, y + cell_height / 2, label, anchor="end", title=label)
         for j, cell in enumerate(row):
             fill = colour(cell.value, vmax)
             x = label_w + j * cell_width
@@ -202,16 +211,16 @@ def heatmap_panel(
 
 
 def _header_lines(text: str, fit: int) -> list[str]:
-    """A column header on one line, or two when it is too long and can be split at a space or slash."""
-    if len(text) <= fit:
-        return [text]
-    for sep in (" ", "/"):
-        if sep in text:
-            cut = text.rfind(sep, 0, fit + 1)
-            if cut > 0:
-                first = text[: cut + (1 if sep == "/" else 0)].rstrip()
-                return [first, shorten(text[cut + 1 :].lstrip(), fit)]
-    return [shorten(text, fit)]
+    """A column header in full, wrapped into lines of at most ``fit`` characters at spaces and after
+    slashes (a longer word keeps a line of its own; the column is widened for it)."""
+    words = [w for w in text.replace("/", "/ ").split(" ") if w]
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + (0 if lines[-1].endswith("/") else 1) + len(word) <= fit:
+            lines[-1] += word if lines[-1].endswith("/") else " " + word
+        else:
+            lines.append(word)
+    return lines or [text]
 
 
 def radar_panel(
@@ -270,6 +279,7 @@ def stacked_panel(
 ) -> Markup:
     """Horizontal 100% bars: each row is (label, [(part, share 0..1, colour), ...])."""
     label_w = _label_width([r[0] for r in rows])
+    width = _widened(width, label_w)
     top = 24.0
     height = top + len(rows) * (bar_height + 6) + 6
     svg = Svg(width, height, label=title)
@@ -277,7 +287,7 @@ def stacked_panel(
     plot_w = width - label_w - 6
     for i, (label, parts) in enumerate(rows):
         y = top + i * (bar_height + 6)
-        svg.text(label_w - 8, y + bar_height / 2, shorten(label, MAX_LABEL_CHARS), anchor="end", title=label)
+        svg.text(label_w - 8, y + bar_height / 2, label, anchor="end", title=label)
         x = label_w
         for part, share, color in parts:
             if not finite(share) or share <= 0:

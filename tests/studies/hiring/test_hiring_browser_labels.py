@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import counterbench
+import counterbench.builtin.hiring
 from counterbench.builtin.hiring import synthetic as syn
 from counterbench.builtin.hiring.analysis import analyze_hiring
 from counterbench.builtin.hiring.plan import build_prompts, full_plan, plan_from_mapping
@@ -50,9 +52,18 @@ READ_LABELS = r"""
 """
 
 
+#: a group name longer than the 30 characters a chart's own label margin holds (a row label of the bar
+#: charts, of the confusion-matrix heatmaps and a column header of the relative-advantage heatmap)
+LONG = "European-descent Singaporean (example)"
+
+
 def _report(tmp_path) -> str:
-    plan = plan_from_mapping({"jobs": 12, "variations": [1], "language_only": False, "recover_jobs": 2},
-                             base=full_plan())
+    builtin = Path(counterbench.builtin.hiring.__file__).with_name("data") / "baskets.yaml"
+    baskets = tmp_path / "baskets.yaml"
+    baskets.write_text(builtin.read_text(encoding="utf-8").replace("ethnicity: Caucasian", f"ethnicity: {LONG}"),
+                       encoding="utf-8")
+    plan = plan_from_mapping({"jobs": 12, "variations": [1], "language_only": False, "recover_jobs": 2,
+                              "baskets_file": str(baskets)}, base=full_plan())
     design = build_prompts(plan).drop(columns=["system", "user"])
     biased = syn.Planted(compare_effects={"Chinese": 0.35, "Indian Female": -0.3}, score_effects={"Male": 6.0})
     models = {"openai:gpt-4o-mini-2024-07-18": biased, "sim:hiring-fair": syn.Planted()}
@@ -90,5 +101,14 @@ def test_every_mark_and_row_label_reads_in_full_at_1280_px(tmp_path):
         assert t["hidden"] == "", t
     for t in labels:
         assert t["text"] == t["title"], f"row label shortened: {t}"
+    # labels longer than 30 characters: the bar charts' rows, the confusion matrices' rows
+    long_rows = [t for t in labels if str(t["text"]).startswith(LONG)]
+    assert {f"{LONG} Male", f"{LONG} Female", LONG} <= {str(t["text"]) for t in long_rows}
+    assert {"Win rate − 0.5", "Top-Score Rate (%)", "Mean score − model mean"} <= {str(t["chart"]) for t in long_rows}
+    assert any("% of each true class" in str(t["chart"]) for t in long_rows)  # a heatmap row
+    # no chart text is shortened, and a column header is wrapped in full and not cut
+    assert not [t for t in texts if "…" in str(t["text"])]
+    header = [t for t in texts if str(t["chart"]).startswith("Relative advantage") and t["title"] == f"{LONG} Male"]
+    assert " ".join(str(t["text"]) for t in header) == f"{LONG} Male" and all(t["hidden"] == "" for t in header)
     # the group heading of each heatmap block names the model in full
     assert {"openai:gpt-4o-mini-2024-07-18", "sim:hiring-fair"} <= {str(t["text"]) for t in texts}

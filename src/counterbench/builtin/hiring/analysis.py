@@ -19,6 +19,7 @@ from counterbench.builtin.hiring.paper_analyses import PAPER_TABLES, paper_table
 from counterbench.builtin.hiring.prompt_variants import split_variants
 from counterbench.builtin.hiring.recoverability import CANNOT
 from counterbench.builtin.hiring.resumes import cumulative_conditions
+from counterbench.builtin.hiring.stability import primary_run
 from counterbench.models.base import RETRYABLE_STATUSES
 
 #: table name -> one-line description (the report and ``summary.json`` use these)
@@ -121,11 +122,14 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
                    ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
     """Every hiring table by name, and ``unsupported``: table -> why it is empty.
 
-    The main tables hold one prompt variant (``--variant``; ``standard`` when it was run); every variant
-    answered is compared in ``hiring_prompt_variants``.
+    The main tables hold one prompt variant (``--variant``; ``standard`` when it was run) and one run per
+    model × use case (:func:`.stability.primary_run`: the default temperature, the first repeat); every
+    variant answered is compared in ``hiring_prompt_variants``, every repeat and temperature in
+    ``hiring_stability``.
     """
-    every = results
-    results, _ = split_variants(results)
+    every = primary_run(results)
+    repeats = results
+    results, _ = split_variants(every)
     f = frames(results)
     comp, scores, recover = f["comparisons"], f["scores"], f["recover"]
     tables: dict[str, pd.DataFrame] = {}
@@ -215,6 +219,9 @@ def analyze_hiring(results: pd.DataFrame, *, bootstrap: int = 5000, seed: int = 
         if table.empty:
             unsupported[name] = reasons[name]
     every_frames = frames(every) if every is not results else f
+    if repeats is not every:  # the stability table: every run of the main prompt variant's scores
+        scored = repeats[repeats["use_case"].map(SETTING_OF).eq("score")]
+        every_frames = {**every_frames, "repeats": frames(split_variants(scored)[0])["scores"]}
     extra, extra_unsupported = paper_tables(f, tables, known, every_frames)  # the paper's remaining analyses
     tables.update(extra)
     unsupported.update(extra_unsupported)

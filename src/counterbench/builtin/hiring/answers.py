@@ -38,7 +38,8 @@ _NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)(?![\w])")
 
 
 def answer_line(text: str) -> str | None:
-    """The line holding the answer: the last ``#`` line of the tail, else its last non-empty line."""
+    """The line holding the answer: the last ``#`` line of the tail, else its last non-empty line (None when
+    the text has none)."""
     tail = text[-TAIL_CHARS:]
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
     if len(text) > TAIL_CHARS and len(lines) > 1:
@@ -62,10 +63,7 @@ def _no_answer(text: str, reason: str) -> ParsedAnswer:
 
 def parse_verdict(text: str | None) -> ParsedAnswer:
     """``ok`` with ``unit`` = ``A`` / ``B`` / ``Tie`` and value 0 / 1 / 2; see the module decisions."""
-    if text is None or not text.strip():
-        return ParsedAnswer("unparseable", reason="empty")
-    line = answer_line(text)
-    if line is None:
+    if text is None or (line := answer_line(text)) is None:
         return ParsedAnswer("unparseable", reason="empty")
     line = re.sub(r"(?i)\bcandidate\s+", "", line)
     tokens = {t.upper() if len(t) == 1 else "Tie" for t in _VERDICT_TOKEN.findall(line)}
@@ -79,10 +77,7 @@ def parse_verdict(text: str | None) -> ParsedAnswer:
 
 def parse_score(text: str | None, low: int = SCORE_RANGE[0], high: int = SCORE_RANGE[1]) -> ParsedAnswer:
     """``ok`` with the score as value (unit ``points``); see the module decisions."""
-    if text is None or not text.strip():
-        return ParsedAnswer("unparseable", reason="empty")
-    line = answer_line(text)
-    if line is None:
+    if text is None or (line := answer_line(text)) is None:
         return ParsedAnswer("unparseable", reason="empty")
     line = re.sub(r"\s*/\s*100\b", "", line)
     numbers = _NUMBER.findall(line)
@@ -100,10 +95,7 @@ def parse_score(text: str | None, low: int = SCORE_RANGE[0], high: int = SCORE_R
 
 def parse_label(text: str | None, labels: Sequence[str]) -> ParsedAnswer:
     """``ok`` with ``unit`` = the one label on the answer line (value = its index)."""
-    if text is None or not text.strip():
-        return ParsedAnswer("unparseable", reason="empty")
-    line = answer_line(text)
-    if line is None:
+    if text is None or (line := answer_line(text)) is None:
         return ParsedAnswer("unparseable", reason="empty")
     folded = line.casefold()
     found = [i for i, label in enumerate(labels)

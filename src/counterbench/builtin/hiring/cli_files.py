@@ -1,4 +1,4 @@
-"""``counterbench audit hiring --jobs FILE --resumes FILE --baskets FILE --prompts FILE``.
+"""``counterbench audit hiring --jobs FILE --resumes FILE --baskets FILE --prompts FILE --variants FILE``.
 
 The hiring study over a team's own files from the command line (and ``counterbench prompts``): the
 study :func:`~counterbench.builtin.hiring.study.hiring_study` builds in Python; a file left out is the
@@ -27,6 +27,8 @@ STUDY_FILES = StudyFiles(
         "resumes": "one neutral resume per job (JSONL); default: the built-in ones",
         "baskets": "marker baskets (YAML or JSONL), e.g. another country's; default: Singapore",
         "prompts": "the prompt texts (the prompts.yaml format); default: the built-in ones",
+        "variants": "the prompt variants --variant chooses from (the prompt_variants.yaml format); default: the "
+                    "built-in ones",
     },
     aliases={"prompt-texts": "prompts"},
     build=_build,

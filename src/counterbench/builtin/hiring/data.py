@@ -106,6 +106,20 @@ def builtin_path(name: str) -> Path:
     return Path(str(resources.files(DATA_PACKAGE).joinpath("data", name)))
 
 
+def read_yaml(path: Path, what: str | None = None) -> Any:
+    """The YAML document at ``path``; a file that cannot be read, is not UTF-8 or not YAML is one UserError line
+    naming ``what`` (default: the file's name)."""
+    what = what or path.name
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise UserError(f"{what}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
+    except OSError as err:
+        raise UserError(f"cannot read {what}: {err.strerror or err}") from None
+    except yaml.YAMLError as err:
+        raise UserError(f"{what}: not valid YAML ({str(err).splitlines()[0]})") from None
+
+
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -201,14 +215,7 @@ def load_baskets(path: str | Path | None = None) -> BasketSet:
     if p.suffix == ".jsonl":
         entries = [(f"{p.name} line {n}", obj) for n, obj in _read_jsonl(p)]
     else:
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as err:
-            raise UserError(f"{p.name}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
-        except OSError as err:
-            raise UserError(f"cannot read {p}: {err.strerror or err}") from None
-        except yaml.YAMLError as err:
-            raise UserError(f"{p.name}: not valid YAML ({str(err).splitlines()[0]})") from None
+        data = read_yaml(p)
         if not isinstance(data, dict) or not isinstance(data.get("baskets"), list) or not data["baskets"]:
             raise UserError(f"{p.name}: expected a mapping with a non-empty 'baskets' list")
         _check_keys(data, ("name", "country", "label", "baskets"), p.name)

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from counterbench.builtin.hiring.data import Basket, ResumeTemplate, builtin_path
+from counterbench.builtin.hiring.data import Basket, ResumeTemplate, builtin_path, read_yaml
 from counterbench.errors import UserError
 
 
@@ -68,12 +68,7 @@ def load_lint_terms(path: str | Path | None = None, *, mode: str = "extend",
     lists = dict(base.lists)
     if path is not None:
         p = Path(path)
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except OSError as err:
-            raise UserError(f"cannot read {p}: {err.strerror or err}") from None
-        except yaml.YAMLError as err:
-            raise UserError(f"{p.name}: not valid YAML ({str(err).splitlines()[0]})") from None
+        data = read_yaml(p) or {}
         if not isinstance(data, dict):
             raise UserError(f"{p.name}: expected a mapping of {', '.join(LIST_KEYS)} to lists of terms")
         unknown = sorted(set(data) - set(LIST_KEYS))

@@ -52,12 +52,13 @@ def paper_tables(frames: Mapping[str, pd.DataFrame], main: Mapping[str, pd.DataF
     """The tables of :data:`PAPER_TABLES` and, for each empty one, why.
 
     ``frames``: the analysis inputs of :func:`.analysis.frames` (``recover``, ``scores``, ...) of the main
-    prompt variant; ``main``: the tables :func:`.analysis.analyze_hiring` made from them; ``every``: the
-    inputs of every prompt variant answered (default ``frames``).
+    prompt variant's primary run; ``main``: the tables :func:`.analysis.analyze_hiring` made from them;
+    ``every``: the inputs of every prompt variant answered (default ``frames``), and under ``repeats`` the
+    scores of every run of the main variant when there are more than the primary one.
     """
     every = every or frames
     recover, scores = frames["recover"], frames["scores"]
-    tables: dict[str, pd.DataFrame] = {"hiring_stability": stability.stability(scores)}
+    tables: dict[str, pd.DataFrame] = {"hiring_stability": stability.stability(every.get("repeats", scores))}
     summary = main["hiring_bias_summary"]
     many = not summary.empty and summary["model"].nunique() >= 2
     empty = pd.DataFrame()

@@ -53,6 +53,8 @@ class HiringPlan:
     resumes_file: str | None = None
     baskets_file: str | None = None
     prompts_file: str | None = None
+    #: the prompt variants ``--variant`` chooses from (the ``prompt_variants.yaml`` format); None: built-in
+    variants_file: str | None = None
     jobs: int | tuple[str, ...] | None = None
     variations: tuple[int, ...] | None = None
     settings: tuple[str, ...] = SETTINGS
@@ -115,7 +117,7 @@ def plan_from_mapping(raw: Mapping[str, Any], *, where: str = "hiring plan", bas
                       ) -> HiringPlan:
     """A plan from a preset-style mapping (unknown keys and bad values are UserErrors)."""
     allowed = {"description", "jobs", "variations", "settings", "rationale", "language_only", "recover_jobs",
-               "ablation", "jobs_file", "resumes_file", "baskets_file", "prompts_file"}
+               "ablation", "jobs_file", "resumes_file", "baskets_file", "prompts_file", "variants_file"}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise UserError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
@@ -141,7 +143,7 @@ def plan_from_mapping(raw: Mapping[str, Any], *, where: str = "hiring plan", bas
     for key in ("language_only",):
         if key in raw:
             changes[key] = bool(raw[key])
-    for key in ("description", "jobs_file", "resumes_file", "baskets_file", "prompts_file"):
+    for key in ("description", "jobs_file", "resumes_file", "baskets_file", "prompts_file", "variants_file"):
         if key in raw:
             changes[key] = str(raw[key])
     return replace(plan, **changes)

@@ -14,20 +14,22 @@ when it was run, else the first variant found) and says which.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from counterbench.builtin.hiring.data import read_yaml
 from counterbench.builtin.hiring.prompting import USE_CASES
 from counterbench.errors import UserError
 
 STANDARD = "standard"
 VARIANTS_FILE = Path(__file__).with_name("prompt_variants.yaml")
 FIELDS = ("system", "user")
+EDIT_KEYS = ("setting", "field", "old", "new")
 
 
 @dataclass(frozen=True)
@@ -49,23 +51,22 @@ class PromptVariant:
 def load_variants(path: str | None = None) -> dict[str, PromptVariant]:
     """The prompt variants by name (the built-in file, or ``path`` in the same form)."""
     p = Path(path) if path is not None else VARIANTS_FILE
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UserError(f"cannot read prompt variants {p}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"prompt variants {p}: not valid YAML ({str(err).splitlines()[0]})") from None
+    data = read_yaml(p, f"prompt variants {p}")
     raw = data.get("variants") if isinstance(data, dict) else None
     if not isinstance(raw, dict) or not raw:
         raise UserError(f"prompt variants {p.name}: expected a mapping 'variants:' of named variants")
+    _unknown_key(data, ("variants",), f"prompt variants {p.name}")
     out: dict[str, PromptVariant] = {}
     settings = sorted({s for s, _ in USE_CASES.values()})
     for name, spec in raw.items():
         where = f"prompt variants {p.name}, variant '{name}'"
         if str(name) == STANDARD or not isinstance(spec, dict) or not isinstance(spec.get("edits"), list):
             raise UserError(f"{where}: needs a list 'edits' (and cannot be called {STANDARD})")
+        _unknown_key(spec, ("description", "edits"), where)
         edits = []
         for i, edit in enumerate(spec["edits"], start=1):
+            if isinstance(edit, dict):
+                _unknown_key(edit, EDIT_KEYS, f"{where}, edit {i}")
             if not isinstance(edit, dict) or edit.get("setting") not in settings or edit.get("field") not in FIELDS \
                     or not isinstance(edit.get("old"), str) or not edit["old"] or not isinstance(edit.get("new"), str):
                 raise UserError(f"{where}, edit {i}: needs setting ({', '.join(settings)}), field (system or user), "
@@ -73,6 +74,46 @@ def load_variants(path: str | None = None) -> dict[str, PromptVariant]:
             edits.append(Edit(edit["setting"], edit["field"], edit["old"], edit["new"]))
         out[str(name)] = PromptVariant(str(name), str(spec.get("description", "")), tuple(edits))
     return out
+
+
+def _unknown_key(spec: Mapping[object, object], allowed: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(map(str, spec)) - set(allowed))
+    if unknown:
+        raise UserError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(allowed)})")
+
+
+def _placeholders(text: str) -> set[str] | None:
+    """The ``{name}`` placeholders of a prompt text, or ``None`` when its braces do not parse."""
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError:
+        return None
+
+
+def check_variants(variants: Mapping[str, PromptVariant], texts: Mapping[str, Mapping[str, str]],
+                   where: str) -> None:
+    """Refuse, in one line, a variant whose edit cannot apply to the study's prompt texts ``texts``
+    (:func:`.prompting.prompt_texts`): its old text is in no form of the prompt (the user text alone and
+    with each answer-format line), or the edit removes, breaks or adds a ``{placeholder}``."""
+    for variant in variants.values():
+        for i, edit in enumerate(variant.edits, start=1):
+            part = texts[edit.setting]
+            forms = [part[edit.field]]
+            if edit.field == "user" and "rationale" in part:
+                forms = [part["user"] + "\n\n" + part[tail] for tail in ("no_rationale", "rationale")]
+            at = f"{where}, variant '{variant.name}', edit {i}"
+            if not any(edit.old in form for form in forms):
+                raise UserError(f"{at}: the {edit.setting} prompts' {edit.field} text does not contain "
+                                f"'{edit.old.strip()}'")
+            for form in forms:
+                before, after = _placeholders(form), _placeholders(form.replace(edit.old, edit.new))
+                if after is None or (before is not None and after != before):
+                    lost = sorted((before or set()) - (after or set()))
+                    added = sorted((after or set()) - (before or set()))
+                    what = f"removes the placeholder {{{lost[0]}}}" if lost else \
+                        f"adds the placeholder {{{added[0]}}}" if added else "breaks a placeholder's braces"
+                    raise UserError(f"{at}: {what} of the {edit.setting} prompts' {edit.field} text (a variant edits "
+                                    "the wording; the job and resumes stay where they are)")
 
 
 def variant_names(path: str | None = None) -> tuple[str, ...]:

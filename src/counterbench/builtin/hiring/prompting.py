@@ -19,13 +19,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from counterbench.builtin.hiring.answers import VERDICTS
-from counterbench.builtin.hiring.data import BasketSet, Job, ResumeTemplate, builtin_path, pair_jobs_resumes
+from counterbench.builtin.hiring.data import (
+    BasketSet,
+    Job,
+    ResumeTemplate,
+    builtin_path,
+    pair_jobs_resumes,
+    read_yaml,
+)
 from counterbench.builtin.hiring.resumes import (
     cumulative_conditions,
     fill,
@@ -54,13 +61,7 @@ SCORE_ANSWER = "score:1:100"
 def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
     """The prompt texts (``data/prompts.yaml`` or a user file with the same keys)."""
     p = builtin_path("prompts.yaml") if path is None else path
-    try:
-        with open(p, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except OSError as err:
-        raise UserError(f"cannot read prompt file {p}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as err:
-        raise UserError(f"prompt file {p}: not valid YAML text ({str(err).splitlines()[0]})") from None
+    data = read_yaml(Path(p), f"prompt file {p}")
     needed = {"generation": ("system", "user"), "compare": ("system", "user", "no_rationale", "rationale"),
               "score": ("system", "user", "no_rationale", "rationale"), "recover": ("system", "user")}
     if not isinstance(data, dict):
@@ -76,11 +77,7 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
 def token_limits(path: str | None = None) -> dict[str, int]:
     """``max_tokens`` of the prompt file: use case (or ``recover`` / ``generation``) -> output-token limit."""
     p = builtin_path("prompts.yaml") if path is None else path
-    try:
-        with open(p, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise UserError(f"cannot read prompt file {p}: {str(err).splitlines()[0]}") from None
+    data = read_yaml(Path(p), f"prompt file {p}") or {}
     raw = (data.get("max_tokens") or {}) if isinstance(data, dict) else {}
     if not isinstance(raw, dict):
         raise UserError(f"prompt file {p}: max_tokens must map a use case to a number of tokens")
@@ -140,12 +137,27 @@ _DESIGN = ("job_id", "occupation", "gender_dominance", "group", "ethnicity", "ge
            "categories", "resume_chars")
 
 
+def _resume_row(use_case: str, prompt_id: str, rec: Mapping[Any, Any], answer_type: str, system: str, user: str,
+                limit: int | None, **design: Any) -> dict[str, Any]:
+    """A prompt about one resume ``rec``: the base columns, the resume's design columns, ``design`` and the
+    output-token limit it requests."""
+    row = _base(use_case, prompt_id, rec, answer_type, system, user)
+    row.update({k: rec[k] for k in _DESIGN})
+    row.update(design, requested_max_tokens=limit)
+    return row
+
+
+def _texts_and_limits(texts: dict[str, dict[str, str]] | None, limits: Mapping[str, int] | None,
+                      ) -> tuple[dict[str, dict[str, str]], Mapping[str, int]]:
+    """The prompt texts and token limits given, else the built-in ones."""
+    return texts or prompt_texts(), token_limits() if limits is None else limits
+
+
 def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequence[bool] = (False, True),
                     texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
                     ) -> pd.DataFrame:
     """Direct Comparison: every non-neutral resume against its job's neutral one, in both positions."""
-    t = texts or prompt_texts()
-    limits = token_limits() if limits is None else limits
+    t, limits = _texts_and_limits(texts, limits)
     job_text = {j.job_id: j.text for j in jobs}
     neutral = dict(resumes[resumes["group"].eq(NEUTRAL)].set_index("job_id")["text"])
     rows: list[dict[str, Any]] = []
@@ -158,14 +170,11 @@ def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Se
                 base_text = neutral[rec["job_id"]]
                 a, b = (rec["text"], base_text) if position == "A" else (base_text, rec["text"])
                 user = t["compare"]["user"].format(job=job_text[rec["job_id"]], resume_a=a, resume_b=b) + "\n\n" + tail
-                row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}_{position}", rec, COMPARE_ANSWER,
-                            t["compare"]["system"], user)
-                row.update({k: rec[k] for k in _DESIGN})
-                row.update(position=position, rationale=with_reason, setting="compare",
-                           option_A=rec["group"] if position == "A" else NEUTRAL,
-                           option_B=NEUTRAL if position == "A" else rec["group"],
-                           requested_max_tokens=limits.get(use_case))
-                rows.append(row)
+                rows.append(_resume_row(use_case, f"hiring_{use_case}_{rec['resume_id']}_{position}", rec,
+                                        COMPARE_ANSWER, t["compare"]["system"], user, limits.get(use_case),
+                                        position=position, rationale=with_reason, setting="compare",
+                                        option_A=rec["group"] if position == "A" else NEUTRAL,
+                                        option_B=NEUTRAL if position == "A" else rec["group"]))
     return pd.DataFrame(rows)
 
 
@@ -173,8 +182,7 @@ def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequ
                   texts: dict[str, dict[str, str]] | None = None, limits: Mapping[str, int] | None = None,
                   ) -> pd.DataFrame:
     """Score & Shortlist: each resume (neutral included) scored 1–100 against its job on its own."""
-    t = texts or prompt_texts()
-    limits = token_limits() if limits is None else limits
+    t, limits = _texts_and_limits(texts, limits)
     job_text = {j.job_id: j.text for j in jobs}
     rows: list[dict[str, Any]] = []
     for with_reason in rationale:
@@ -182,11 +190,9 @@ def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequ
         tail = t["score"]["rationale" if with_reason else "no_rationale"]
         for rec in resumes.to_dict("records"):
             user = t["score"]["user"].format(job=job_text[rec["job_id"]], resume=rec["text"]) + "\n\n" + tail
-            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, SCORE_ANSWER, t["score"]["system"],
-                        user)
-            row.update({k: rec[k] for k in _DESIGN})
-            row.update(position="", rationale=with_reason, setting="score", requested_max_tokens=limits.get(use_case))
-            rows.append(row)
+            rows.append(_resume_row(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, SCORE_ANSWER,
+                                    t["score"]["system"], user, limits.get(use_case), position="",
+                                    rationale=with_reason, setting="score"))
     return pd.DataFrame(rows)
 
 
@@ -205,8 +211,7 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
     "Cannot determine", whatever the truth (``truth`` is a column of its own: the simulated models read
     it through ``label_from: truth``), so nothing in a request leaks the answer or its position.
     """
-    t = texts or prompt_texts()
-    limits = token_limits() if limits is None else limits
+    t, limits = _texts_and_limits(texts, limits)
     rows: list[dict[str, Any]] = []
     for attribute in ("gender", "ethnicity"):
         labels = recover_labels(baskets, attribute)
@@ -214,21 +219,17 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
         for rec in resumes[~resumes["group"].eq(NEUTRAL)].to_dict("records"):
             truth = rec[attribute]
             user = t["recover"]["user"].format(resume=rec["text"], attribute=attribute, labels=", ".join(labels))
-            row = _base(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, "label:" + "|".join(labels),
-                        t["recover"]["system"], user)
-            row.update({k: rec[k] for k in _DESIGN})
-            row.update(position="", rationale=True, setting="recover", attribute=attribute, truth=truth,
-                       has_languages="languages" in rec["categories"].split("+"),
-                       requested_max_tokens=limits.get("recover"))
-            rows.append(row)
+            rows.append(_resume_row(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec,
+                                    "label:" + "|".join(labels), t["recover"]["system"], user, limits.get("recover"),
+                                    position="", rationale=True, setting="recover", attribute=attribute, truth=truth,
+                                    has_languages="languages" in rec["categories"].split("+")))
     return pd.DataFrame(rows)
 
 
 def generation_prompts(jobs: Sequence[Job], texts: dict[str, dict[str, str]] | None = None,
                        limits: Mapping[str, int] | None = None) -> pd.DataFrame:
     """One resume-generation prompt per job (the answer is the job's neutral resume template)."""
-    t = texts or prompt_texts()
-    limits = token_limits() if limits is None else limits
+    t, limits = _texts_and_limits(texts, limits)
     rows = []
     for job in jobs:
         rec = {"condition": "neutral", "group": NEUTRAL, "job_id": job.job_id, "variation": 0}

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 import pandas as pd
 from markupsafe import Markup
 
-from counterbench.builtin.hiring.sections_common import GROUP, variant_label
+from counterbench.builtin.hiring.sections_common import open_section, variant_label
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, finite, hbar_panel
 from counterbench.report.context import ReportContext
-from counterbench.report.document import Figure, Section, attach_table, series_color, show_table
+from counterbench.report.document import Figure, Section, series_color, show_table
 from counterbench.report.svg import MUTED, TEXT, Svg, nice_ticks, tick_label
 
 SETTINGS = {"compare": "Direct Comparison", "score": "Score & Shortlist"}
@@ -56,16 +56,8 @@ def scatter_panel(title: str, points: Sequence[tuple[str, float, float, str]], *
 
 
 def models_section(ctx: ReportContext) -> Section:
-    s = Section("hiring_across_models", "Across models: disparity, deviation and group ranking",
-                "Each model by its normalised disparity (the gap between its best- and worst-treated group) and its "
-                "normalised deviation from the setting's ideal (0.5 win rate; a 100 % Top-Score Rate): a model can "
-                "have small gaps and still be far from the ideal. The ranking orders models by their disparity "
-                "averaged over both settings and prompt variants (lower is better). \"Ranked first\" counts the "
-                "models whose highest win rate (Direct Comparison) or highest mean score (Score & Shortlist) goes to "
-                "a group; tied groups each count.", group=GROUP)
     summary = ctx.nonempty("hiring_bias_summary")
-    ranking = attach_table(s, ctx, "hiring_model_ranking", "hiring_across_models", "hiring_rank_first",
-                           "hiring_job_fit_models")
+    s, ranking = open_section(ctx, "hiring_across_models")
     if ranking is not None and summary is not None:
         variants = list(dict.fromkeys(summary["rationale"]))
         panels = []

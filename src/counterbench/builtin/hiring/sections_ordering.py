@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from counterbench.builtin.hiring.sections_common import GROUP, variant_label
+from counterbench.builtin.hiring.sections_common import open_section, variant_label
 from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, hbar_panel
 from counterbench.report.context import ReportContext
-from counterbench.report.document import Figure, Section, attach_table, series_color, show_table
+from counterbench.report.document import Figure, Section, series_color, show_table
 
 SETTINGS = {"compare": "Direct Comparison (win rate)", "score": "Score & Shortlist (mean score)"}
 
@@ -38,13 +38,7 @@ def _rank_chart(ranks: pd.DataFrame) -> Figure | None:
 
 
 def ordering_section(ctx: ReportContext) -> Section:
-    s = Section("hiring_group_ordering", "Group ordering across models",
-                "Within each model the groups are ranked (1 = best outcome; ties share the average rank): by win "
-                "rate in Direct Comparison and by mean score in Score & Shortlist. The average rank over models "
-                "shows which groups the models favour; the Friedman test asks whether the groups are ordered alike "
-                "across models, and Kendall's W (0 = no agreement, 1 = complete agreement) says how alike.",
-                group=GROUP)
-    frame = attach_table(s, ctx, "hiring_group_ranks", "hiring_friedman")
+    s, frame = open_section(ctx, "hiring_group_ordering")
     if frame is not None:
         chart = _rank_chart(frame)
         if chart is not None:

@@ -3,21 +3,15 @@
 
 from __future__ import annotations
 
-from counterbench.builtin.hiring.sections_common import GROUP, model_heads, variant_label, with_variant
+from counterbench.builtin.hiring.sections_common import model_heads, open_section, variant_label, with_variant
 from counterbench.report import tables as t
 from counterbench.report.charts import Cell, heatmap_panel
 from counterbench.report.context import ReportContext
-from counterbench.report.document import Figure, Section, attach_table, show_table
+from counterbench.report.document import Figure, Section, show_table
 
 
 def stability_section(ctx: ReportContext) -> Section:
-    s = Section("hiring_stability", "Are the scores stable across repeats and temperatures?",
-                "The same Score & Shortlist prompts answered several times (one repeat per generation seed) at each "
-                "temperature: the mean score over the first n repeats, the mean of repeat n alone, and the average "
-                "over resumes of the variance of a resume's score across the repeats (0: every repeat gave the "
-                "same score). A mean that drifts as repeats are added, or a variance that grows with the "
-                "temperature, is sampling noise the demographic comparisons would carry.", group=GROUP)
-    frame = attach_table(s, ctx, "hiring_stability")
+    s, frame = open_section(ctx, "hiring_stability")
     if frame is None:
         return s
     last = frame.sort_values("repeats").groupby(["model", "rationale", "temperature"], sort=False).tail(1)
@@ -51,11 +45,7 @@ def stability_section(ctx: ReportContext) -> Section:
 def variants_section(ctx: ReportContext) -> Section:
     from counterbench.builtin.hiring.prompt_variants import variant_descriptions
 
-    s = Section("hiring_prompt_variants", "Do the disparities persist under other prompt wordings?",
-                "The same resumes asked with other prompt wordings (`--variant`): each variant's disparity and "
-                "deviation from the ideal, and their change from the standard prompts (positive = more bias). "
-                "The other tables of this report hold the standard prompts only.", group=GROUP)
-    frame = attach_table(s, ctx, "hiring_prompt_variants")
+    s, frame = open_section(ctx, "hiring_prompt_variants")
     if frame is None:
         return s
     show_table(s, ctx, "hiring_prompt_variants", [
@@ -64,7 +54,9 @@ def variants_section(ctx: ReportContext) -> Section:
         t.num("disparity_change", "Change from standard", 3, signed=True), t.num("deviation", "Deviation", 3),
         t.num("deviation_change", "Change from standard", 3, signed=True),
     ], prepare=lambda f: f.assign(wording=f["variant"], variant=f["rationale"].map(variant_label)))
-    known = variant_descriptions()
+    study = ctx.data.summary.get("hiring")
+    own = study.get("variants") if isinstance(study, dict) else None
+    known = own if isinstance(own, dict) else variant_descriptions()  # the study's own file, else built-in
     for name in dict.fromkeys(frame["variant"].astype(str)):
         if name in known:
             s.notes.append(f"{name}: {known[name]}.")

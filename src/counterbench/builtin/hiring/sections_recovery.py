@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 from markupsafe import Markup
 
-from counterbench.builtin.hiring.sections_common import GROUP
+from counterbench.builtin.hiring.sections_common import open_section
 from counterbench.report import tables as t
 from counterbench.report.charts import Cell, heatmap_panel
 from counterbench.report.context import ReportContext
-from counterbench.report.document import Figure, Section, attach_table, show_table
+from counterbench.report.document import Figure, Section, show_table
 
 #: at most this many confusion matrices are drawn (one per model × attribute)
 MAX_MATRICES = 8
@@ -58,12 +58,7 @@ def _trend_panels(classes: pd.DataFrame, ablation: pd.DataFrame | None) -> list[
 
 
 def recovery_classes_section(ctx: ReportContext) -> Section:
-    s = Section("hiring_recovery_classes", "Which groups can the model recognise?",
-                "Per true class (each gender and each ethnicity of the baskets): the share of its resumes the model "
-                "named correctly (recall), the share of the answers naming it that were right (precision), F1, and "
-                "how often the model said \"Cannot determine\". The confusion matrix shows, for each true class, "
-                "what the model answered (rows sum to 100 %).", group=GROUP)
-    classes = attach_table(s, ctx, "hiring_recovery_classes", "hiring_confusion")
+    s, classes = open_section(ctx, "hiring_recovery_classes")
     confusion = ctx.nonempty("hiring_confusion")
     if confusion is not None:
         panels = _confusion_panels(confusion)

@@ -18,6 +18,11 @@ Decisions:
   across those repeats (NaN at n = 1: one repeat has no variance).
 - The table exists only when some model × prompt variant × temperature has two repeats or more, or a
   model was scored at two temperatures.
+
+**The primary run.** Every other hiring table uses one run per model × use case, so that repeats and
+other temperatures are never pooled into them (:func:`primary_run`): the answers at the study's default
+temperature (the run's default, 0; else the lowest temperature answered) and, among those, the first
+repeat in the order above (the answers sent without ``--generation-seed``, else the lowest seed).
 """
 
 from __future__ import annotations
@@ -25,17 +30,42 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from counterbench.models.base import GenerationConfig
+
 NEEDED = ("temperature", "config_fp", "prompt_id")
+#: the temperature of the primary run when it was answered (the run's default)
+PRIMARY_TEMPERATURE = GenerationConfig().temperature
 COLUMNS = ["model", "rationale", "temperature", "repeats", "resume_set", "resumes", "mean_score", "repeat_mean",
            "avg_variance"]
 
 
 def _repeat_order(part: pd.DataFrame) -> list[str]:
+    """The repeats (``config_fp``) in order: without a generation seed first, then by seed, then as found."""
     first = part.drop_duplicates("config_fp")[["config_fp", "seed"]] if "seed" in part.columns else \
         part.drop_duplicates("config_fp")[["config_fp"]].assign(seed=np.nan)
-    seeds = pd.to_numeric(first["seed"], errors="coerce").fillna(np.inf).to_numpy()
+    seeds = pd.to_numeric(first["seed"], errors="coerce").fillna(-np.inf).to_numpy()
     order = np.lexsort((np.arange(len(first)), seeds))
     return [str(first["config_fp"].iloc[i]) for i in order]
+
+
+def primary_run(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each model × use case's primary run (module docstring); ``results`` itself when every
+    row is in it (one run, or no ``temperature`` / ``seed`` columns)."""
+    if results.empty or any(c not in results.columns for c in ("temperature", "seed")):
+        return results
+    frame = pd.DataFrame({"model": results["model"].astype(str).to_numpy(),
+                          "use_case": results["use_case"].astype(str).to_numpy(),
+                          "t": pd.to_numeric(results["temperature"], errors="coerce").to_numpy(np.float64),
+                          "s": pd.to_numeric(results["seed"], errors="coerce").to_numpy(np.float64)})
+    by = [frame["model"], frame["use_case"]]
+    has_default = frame["t"].eq(PRIMARY_TEMPERATURE).groupby(by).transform("any").to_numpy()
+    chosen = np.where(has_default, PRIMARY_TEMPERATURE, frame["t"].groupby(by).transform("min").to_numpy())
+    at = (frame["t"].to_numpy() == chosen) | (np.isnan(chosen) & frame["t"].isna().to_numpy())
+    unseeded = pd.Series(at & frame["s"].isna().to_numpy())
+    any_unseeded = unseeded.groupby(by).transform("any").to_numpy()
+    first_seed = frame["s"].where(at).groupby(by).transform("min").to_numpy()
+    keep = at & np.where(any_unseeded, unseeded.to_numpy(), frame["s"].to_numpy() == first_seed)
+    return results if keep.all() else results[keep]
 
 
 def stability(scores: pd.DataFrame) -> pd.DataFrame:

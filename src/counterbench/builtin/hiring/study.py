@@ -21,7 +21,15 @@ import pandas as pd
 from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring
 from counterbench.builtin.hiring.answers import VERDICTS
 from counterbench.builtin.hiring.plan import HiringPlan, build_prompts, filter_presets, full_plan, load_inputs
-from counterbench.builtin.hiring.prompt_variants import STANDARD, expand_variants, system_text, variant_names
+from counterbench.builtin.hiring.prompt_variants import (
+    STANDARD,
+    check_variants,
+    expand_variants,
+    load_variants,
+    system_text,
+    variant_descriptions,
+    variant_names,
+)
 from counterbench.builtin.hiring.prompting import CANNOT, USE_CASES, prompt_texts
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
@@ -79,8 +87,12 @@ class HiringStudy:
         self.axes: tuple[str, ...] = ("ethnicity", "gender")
         # the generic matched-gap tables do not apply: the study brings its own analysis
         self.facets: tuple[Facet, ...] = ()
-        # prompt variants (``--variant``): standard and those of prompt_variants.yaml (paper App. F)
-        self.variants: tuple[str, ...] = variant_names()
+        # prompt variants (``--variant``): standard and those of prompt_variants.yaml or the plan's own file
+        # (paper App. F), checked against the study's prompt texts
+        variants_file = self.plan.variants_file
+        check_variants(load_variants(variants_file), prompt_texts(self.plan.prompts_file),
+                       f"prompt variants {Path(variants_file).name if variants_file else 'prompt_variants.yaml'}")
+        self.variants: tuple[str, ...] = variant_names(variants_file)
         baskets = self.inputs.baskets
         self.outcomes: dict[str, OutcomeSpec] = {}
         for use_case, (setting, _) in USE_CASES.items():
@@ -98,11 +110,12 @@ class HiringStudy:
         if self._table is None:
             self._table = build_prompts(self.plan, self.inputs)
             self._table["study"] = self.name  # a study declared from files keeps its own name
-        return expand_variants(self._table, list(variants) or [STANDARD])
+        return expand_variants(self._table, list(variants) or [STANDARD], self.plan.variants_file)
 
     def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
         setting = USE_CASES.get(self.canonical_use_case(use_case), ("compare", False))[0]
-        return system_text(prompt_texts(self.plan.prompts_file)[setting]["system"], setting, variant)
+        return system_text(prompt_texts(self.plan.prompts_file)[setting]["system"], setting, variant,
+                           self.plan.variants_file)
 
     def canonical_use_case(self, name: str) -> str:
         return name
@@ -123,7 +136,8 @@ class HiringStudy:
                                     for term, reason in allowed.items())
         summary = {"tables": dict(TABLES), "unsupported": unsupported, "methods": methods, "sections_from": "hiring",
                    "hiring": {"baskets": baskets.label, "country": baskets.country,
-                              "groups": list(baskets.groups), "lint_allowed": allowed}}
+                              "groups": list(baskets.groups), "lint_allowed": allowed,
+                              "variants": dict(variant_descriptions(self.plan.variants_file))}}
         return tables, summary
 
     def from_study_file(self, data: Mapping[str, Any], path: Path) -> HiringStudy:
@@ -142,7 +156,7 @@ class HiringStudy:
 
 
 def hiring_study(*, jobs: str | None = None, resumes: str | None = None, baskets: str | None = None,
-                 prompts: str | None = None, **coverage: Any) -> HiringStudy:
+                 prompts: str | None = None, variants: str | None = None, **coverage: Any) -> HiringStudy:
     """A hiring study over user files (``None``: built-in), e.g. another country's baskets.
 
     ``coverage`` takes the keys of ``full`` in ``data/presets.yaml`` (``jobs``, ``variations``,
@@ -152,11 +166,11 @@ def hiring_study(*, jobs: str | None = None, resumes: str | None = None, baskets
 
     raw: dict[str, Any] = dict(coverage)
     for key, value in (("jobs_file", jobs), ("resumes_file", resumes), ("baskets_file", baskets),
-                       ("prompts_file", prompts)):
+                       ("prompts_file", prompts), ("variants_file", variants)):
         if value is not None:
             raw[key] = value
     plan = plan_from_mapping(raw, where="hiring_study()", base=full_plan())
-    return HiringStudy(plan, source="user files" if any((jobs, resumes, baskets, prompts)) else "built-in")
+    return HiringStudy(plan, source="user files" if any((jobs, resumes, baskets, prompts, variants)) else "built-in")
 
 
 def build_study() -> HiringStudy:

@@ -5,8 +5,9 @@ A study file whose top-level ``study: hiring`` names this study is handed to
 with the method). Its keys (``docs/hiring.md``, "Another country"):
 
 - ``name``, ``title``, ``description`` — the study's own (default: ``hiring_`` + the file's stem);
-- ``jobs``, ``resumes``, ``baskets``, ``prompts`` — the data files, relative to the study file
-  (omitted: the built-in one);
+- ``jobs``, ``resumes``, ``baskets``, ``prompts``, ``variants`` — the data files, relative to the study
+  file (omitted: the built-in one; ``variants``: the prompt variants ``--variant`` chooses from, in the
+  ``prompt_variants.yaml`` format, instead of the built-in ones);
 - ``lint`` — ``terms`` (a file with the keys of ``lint_terms.yaml``), ``mode`` (``extend`` the
   built-in lists, the default, or ``replace`` them) and ``allow`` (a list of ``{term, reason}``:
   words relaxed on purpose, each with its reason);
@@ -27,7 +28,7 @@ from counterbench.builtin.hiring.plan import HiringPlan, full_plan, plan_from_ma
 from counterbench.errors import UserError
 
 FILE_KEYS: dict[str, str] = {"jobs": "jobs_file", "resumes": "resumes_file", "baskets": "baskets_file",
-                             "prompts": "prompts_file"}
+                             "prompts": "prompts_file", "variants": "variants_file"}
 TOP_KEYS: tuple[str, ...] = ("name", "title", "description", *FILE_KEYS, "lint", "coverage")
 COVERAGE_KEYS: tuple[str, ...] = ("jobs", "variations", "settings", "rationale", "language_only", "recover_jobs",
                                   "ablation")
