@@ -32,8 +32,8 @@ chat template is the one stored in the GGUF.
   see :func:`import_engine`.
 
 Measured against llama-cpp-python 0.3.36 on the same 20 prompts of the built-in amount study
-(~190 tokens, 2 threads, interleaved, 2 busy cores): structured 1.97 s vs 4.72 s median per prompt
-(0.42x), free text (32 tokens) 1.78 s vs 1.60 s (1.11x).
+(~190 tokens, 2 threads, interleaved, 2 busy cores, two runs): structured 1.97-2.00 s vs 4.39-4.72 s
+median per prompt (0.42-0.46x), free text (32 tokens) 1.60-1.78 s vs 1.53-1.60 s (1.05-1.11x).
 
 This is a tiny model: its "advice" is meaningless. It is here so the pipeline runs offline.
 """
