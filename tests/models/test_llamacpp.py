@@ -204,3 +204,30 @@ def test_label_logprobs_from_the_embedded_model(local: LlamaCppBackend) -> None:
     plain = ChatRequest("lp2", system, "Should this small-business loan be approved?", answer_type="label:yes|no",
                         config=GenerationConfig(structured=True, max_tokens=16))
     assert run(local.complete(plain)).token_logprobs is None
+
+
+def test_a_prompt_longer_than_the_context_is_a_final_error(local: LlamaCppBackend) -> None:
+    """llama.cpp's server answers with an error object (no exception): it becomes a non-retryable BackendError."""
+    from counterbench.models.base import BackendError
+
+    request = ChatRequest("too_long", "", "word " * 5000, config=GenerationConfig(max_tokens=4))
+    with pytest.raises(BackendError, match="exceeds the available context size") as raised:
+        run(local.complete(request))
+    assert raised.value.retryable is False
+
+
+def test_the_model_listens_on_a_private_unix_socket_only_and_close_removes_it() -> None:
+    import os
+    import stat
+
+    backend = create_backend("local", env={})
+    assert isinstance(backend, LlamaCppBackend)
+    pid, system, user, at, pattern = PROMPTS[2]
+    request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
+    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+    socket_dir = backend._socket_dir
+    assert socket_dir is not None and stat.S_IMODE(os.stat(socket_dir).st_mode) == 0o700
+    assert stat.S_ISSOCK(os.stat(Path(socket_dir) / "server.sock").st_mode)
+    assert backend._server.listening_address == f"unix://{socket_dir}/server.sock"
+    backend.close()
+    assert backend._server is None and not Path(socket_dir).exists()
