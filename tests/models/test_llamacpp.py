@@ -231,3 +231,21 @@ def test_the_model_listens_on_a_private_unix_socket_only_and_close_removes_it() 
     assert backend._server.listening_address == f"unix://{socket_dir}/server.sock"
     backend.close()
     assert backend._server is None and not Path(socket_dir).exists()
+
+
+def test_a_process_that_never_calls_close_leaves_no_socket_directory() -> None:
+    """The CLI exits without ``close()``: the socket's directory goes at interpreter exit all the same."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import asyncio\n"
+              "from counterbench.models import ChatRequest, GenerationConfig, create_backend\n"
+              "backend = create_backend('local', env={})\n"
+              "asyncio.run(backend.complete(ChatRequest('p', '', 'Hello', config=GenerationConfig(max_tokens=2))))\n"
+              "print(backend._socket_dir, flush=True)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    socket_dir = Path(proc.stdout.split()[-1])
+    assert socket_dir.name.startswith("counterbench-llama-") and not socket_dir.exists()

@@ -48,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,8 @@ class LlamaCppBackend:
         #: the loaded model: an ``xllamacpp.Server`` (``None`` until the first call and after :meth:`close`)
         self._server: Any = None
         self._socket_dir: str | None = None
+        #: removes the socket's directory: at close(), or when the backend is collected or the interpreter exits
+        self._remove_socket_dir: weakref.finalize[..., Any] | None = None
         self._thread_lock = threading.Lock()
         self._async_locks: dict[int, asyncio.Lock] = {}
         self._executor: ThreadPoolExecutor | None = None
@@ -187,6 +190,7 @@ class LlamaCppBackend:
                 shutil.rmtree(socket_dir, ignore_errors=True)
                 raise UserError(f"{self.name}: cannot load {str(self.model_path)!r} ({exc})") from None
             self._socket_dir = socket_dir
+            self._remove_socket_dir = weakref.finalize(self, shutil.rmtree, socket_dir, ignore_errors=True)
         return self._server
 
     def structured_mode_for(self, config: GenerationConfig) -> str:
@@ -281,7 +285,7 @@ class LlamaCppBackend:
             executor.shutdown(wait=True)
         with self._thread_lock:
             server, self._server = self._server, None
-            socket_dir, self._socket_dir = self._socket_dir, None
+            remove, self._remove_socket_dir, self._socket_dir = self._remove_socket_dir, None, None
         del server  # the last reference: llama.cpp's server stops its loop and frees the model
-        if socket_dir is not None:
-            shutil.rmtree(socket_dir, ignore_errors=True)
+        if remove is not None:
+            remove()
