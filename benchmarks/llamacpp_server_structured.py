@@ -1,12 +1,12 @@
-"""Free text vs structured output on a real llama-cpp-python server. Prints JSON.
+"""Free text vs structured output on a real llama.cpp server. Prints JSON.
 
-Starts ``python -m llama_cpp.server`` with the embedded SmolLM2-135M GGUF on 127.0.0.1 (through
-:mod:`counterbench.testing.llamacpp_server`, which loads it without llama.cpp's extra buffer types),
+Starts llama.cpp's own HTTP server (from the ``xllamacpp`` wheel) with the embedded SmolLM2-135M GGUF
+on 127.0.0.1 (through :mod:`counterbench.testing.llamacpp_server`, which loads it without llama.cpp's
+extra buffer types),
 then runs the same RupeeBias prompts — ``--per-kind`` salary prompts (``### <NUMBER> INR``) and as
 many hike prompts (``### <NUMBER> %``) from the ``quick`` preset — through ``counterbench``'s engine
 as ``llamacpp:URL:smollm`` in every mode: free text, ``grammar`` and ``json_object``; and as
-``openai-compatible`` (``json_schema``, which this server refuses: one warning, then ``json_object`` with the
-same schema, which it takes).
+``openai-compatible`` (``json_schema``, which llama.cpp's server takes; llama-cpp-python's refused it).
 
 For each: the share of answers in the format, the share the parser accepted (status ``ok``), HTTP
 requests sent, retries, warnings, and seconds per prompt (wall time / prompts, concurrency 2; the
@@ -34,7 +34,7 @@ CASES = (
     ("free_text", "llamacpp", {"structured": False}),
     ("grammar", "llamacpp", {"structured": True}),
     ("json_object", "llamacpp", {"structured": True, "structured_mode": "json_object"}),
-    ("json_schema_refused", "openai-compatible", {"structured": True}),
+    ("json_schema", "openai-compatible", {"structured": True}),
 )
 
 
@@ -51,14 +51,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     missing = server_available()
     if missing:
-        raise SystemExit(f"cannot start llama_cpp.server: {missing}")
+        raise SystemExit(f"cannot start the llama.cpp server: {missing}")
     table = build_prompts("rupeebias", PromptFilters(preset="quick", language=["en"]))
     prompts = table[table["use_case"].isin(["salary_estimation", "salary_increment_estimation"])]
     prompts = prompts.groupby("use_case", group_keys=False).head(args.per_kind).reset_index(drop=True)
     threads = str(os.cpu_count() or 2)
     out: dict[str, Any] = {"prompts": len(prompts), "load_avg_before": os.getloadavg()[0], "cases": {}}
     started = time.perf_counter()
-    with LlamaCppServer("--n_ctx", "1024", "--n_threads", threads, "--n_threads_batch", threads) as server, \
+    with LlamaCppServer("--n_ctx", "1024", "--n_threads", threads) as server, \
             tempfile.TemporaryDirectory() as tmp:
         out["server_start_s"] = round(time.perf_counter() - started, 2)
         for name, kind, config in CASES:

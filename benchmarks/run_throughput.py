@@ -15,14 +15,14 @@ and report wall time, requests per second and client CPU per request (``time.pro
 process only; the server is elsewhere). ``counterbench_noop_s`` is the fixed cost of a resumed run
 that finds everything done (setup + planning), included in the counterbench figures.
 
-Embedded: the first ``--quick-limit`` prompts of ``rupeebias --preset quick`` (870 in all) through
-``counterbench`` with ``--model local`` vs a bare ``llama_cpp.Llama.create_chat_completion`` loop on
+Embedded: the first ``--quick-limit`` prompts of ``rupeebias --preset quick`` (540 in all) through
+``counterbench`` with ``--model local`` vs a bare ``xllamacpp.Server.handle_chat_completions`` loop on
 the same prompts with the same settings (model load excluded from both, measured separately), in
 alternating chunks. ``engine_overhead_ms_per_prompt`` is counterbench's wall time minus the time
 spent inside the backend's llama call: what the engine and store add.
 
 Usage: ``python benchmarks/run_throughput.py [--requests 2000] [--concurrency 16,64,256] [--repeat 3]
-[--quick-limit 40 | --quick-limit 870] [--skip-embedded] [--skip-openai-sdk] [--out FILE]``.
+[--quick-limit 40 | --quick-limit 540] [--skip-embedded] [--skip-openai-sdk] [--out FILE]``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -212,9 +213,9 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
     from counterbench.models.llamacpp import (
         GRAMMAR_MIN_TOKENS,
         LlamaCppBackend,
-        _import_llama_cpp,
-        _model_params,
         default_model_path,
+        import_engine,
+        server_params,
     )
     from counterbench.outcomes.answer_formats import answer_format
     from counterbench.prompts import PromptFilters, build_prompts
@@ -228,33 +229,29 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
     config = GenerationConfig(structured=structured)
     threads = os.cpu_count() or 1
 
-    # import llama_cpp as counterbench does (OpenMP workers sleep between calls), so both loops run
+    # import xllamacpp as counterbench does (OpenMP workers sleep between calls), so both loops run
     # under the same OpenMP wait policy; whoever imports it first decides it for the whole process
-    llama_cpp = _import_llama_cpp()
-    Llama, LlamaGrammar = llama_cpp.Llama, llama_cpp.LlamaGrammar
+    engine_module = import_engine()
+    socket_dir = tempfile.mkdtemp(prefix="bare-llama-")
 
     started = time.perf_counter()
-    with _model_params(use_extra_bufts=False):
-        llm = Llama(model_path=str(gguf), n_ctx=1024, n_threads=threads, n_threads_batch=threads, verbose=False)
+    server = engine_module.Server(server_params(gguf, n_ctx=1024, n_threads=threads,
+                                                host=os.path.join(socket_dir, "server.sock")))
     bare_load = time.perf_counter() - started
     backend = LlamaCppBackend(name="local", model_path=gguf)
     started = time.perf_counter()
     backend._load()
     engine_load = time.perf_counter() - started
 
-    grammars: dict[str, Any] = {}
-
     def bare(part: pd.DataFrame) -> int:
         for system, user, answer_type in zip(part["system"], part["user"], part["answer_type"], strict=True):
-            kwargs: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens}
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            body: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens,
+                                    "messages": messages}
             fmt = answer_format(answer_type) if structured else None
             if fmt is not None:
-                if fmt.answer_type not in grammars:
-                    grammars[fmt.answer_type] = LlamaGrammar.from_string(fmt.gbnf, verbose=False)
-                kwargs.update(grammar=grammars[fmt.answer_type], max_tokens=max(config.max_tokens, GRAMMAR_MIN_TOKENS))
-            llm.create_chat_completion(
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}], **kwargs
-            )
+                body.update(grammar=fmt.gbnf, max_tokens=max(config.max_tokens, GRAMMAR_MIN_TOKENS))
+            server.handle_chat_completions(body)
         return 0
 
     def engine(part: pd.DataFrame) -> int:
@@ -262,17 +259,17 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
                               config=config)
         return int(summary.totals["errors"])
 
-    totals = {"llama_cpp_loop": [0.0, 0.0, 0], "counterbench": [0.0, 0.0, 0]}
+    totals = {"xllamacpp_loop": [0.0, 0.0, 0], "counterbench": [0.0, 0.0, 0]}
     for k, start in enumerate(range(0, n, chunk)):
         part = table.iloc[start : start + chunk]
-        pair = [("llama_cpp_loop", bare), ("counterbench", engine)]
+        pair = [("xllamacpp_loop", bare), ("counterbench", engine)]
         for label, fn in pair if k % 2 == 0 else reversed(pair):
             row = measure(label, lambda fn=fn, part=part: fn(part), len(part))
             totals[label][0] += row["wall_s"]
             totals[label][1] += row["cpu_ms_per_req"] * len(part) / 1000
             totals[label][2] += row["errors"]
-    llm.close()
     backend.close()
+    shutil.rmtree(socket_dir, ignore_errors=True)  # the bare loop's server ends with this function
     from counterbench.run.results import load_results
 
     in_model_s = float(load_results(workdir / "embedded.db")["latency_ms"].sum()) / 1000.0
@@ -286,9 +283,9 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
         "structured": structured,
         "model": gguf.name,
         "threads": threads,
-        "load_s": {"llama_cpp_loop": round(bare_load, 3), "counterbench": round(engine_load, 3)},
+        "load_s": {"xllamacpp_loop": round(bare_load, 3), "counterbench": round(engine_load, 3)},
         "runs": runs,
-        "counterbench_vs_llama_cpp_loop": round(totals["llama_cpp_loop"][0] / totals["counterbench"][0], 3),
+        "counterbench_vs_xllamacpp_loop": round(totals["xllamacpp_loop"][0] / totals["counterbench"][0], 3),
         "s_per_prompt": {label: round(w / n, 4) for label, (w, _c, _e) in totals.items()},
         # wall time of counterbench minus the time spent inside the backend's llama call (its latency_ms)
         "engine_overhead_ms_per_prompt": round((totals["counterbench"][0] - in_model_s) * 1000 / n, 2),
@@ -301,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", default="16,64,256")
     parser.add_argument("--repeat", type=int, default=3, help="measurements per client and concurrency (median)")
-    parser.add_argument("--quick-limit", type=int, default=40, help="embedded: prompts of the quick preset (870 max)")
+    parser.add_argument("--quick-limit", type=int, default=40, help="embedded: prompts of the quick preset (540 max)")
     parser.add_argument("--skip-embedded", action="store_true")
     parser.add_argument("--embedded-free-text", action="store_true",
                         help="embedded: free-text answers (default: grammar-constrained, as `run --model local`)")

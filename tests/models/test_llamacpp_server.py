@@ -1,4 +1,4 @@
-"""A REAL llama-cpp-python server (``python -m llama_cpp.server``, FastAPI + uvicorn) on 127.0.0.1.
+"""A REAL llama.cpp HTTP server (``llama-server``'s code, from the ``xllamacpp`` wheel) on 127.0.0.1.
 
 One server per module, started with the embedded SmolLM2 GGUF through
 :mod:`counterbench.testing.llamacpp_server`, which loads the model without llama.cpp's extra (AMX)
@@ -30,7 +30,7 @@ from tests.models.test_llamacpp_server_lifetime import alive, wait_dead
 
 _missing = server_available()
 if _missing:
-    pytest.skip(f"llama-cpp-python's server cannot start here: {_missing}", allow_module_level=True)
+    pytest.skip(f"llama.cpp's server cannot start here: {_missing}", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +41,7 @@ PER_KIND = 2
 @pytest.fixture(scope="module")
 def server() -> Iterator[LlamaCppServer]:
     threads = str(os.cpu_count() or 2)
-    with LlamaCppServer("--n_ctx", "4096", "--n_threads", threads, "--n_threads_batch", threads) as srv:
+    with LlamaCppServer("--n_ctx", "4096", "--n_threads", threads) as srv:
         yield srv
 
 
@@ -94,7 +94,7 @@ def test_free_text_and_structured_on_a_real_llamacpp_server(
     assert json.loads(blob)["structured_modes"] == {model: "grammar"}  # the store records the mode used
     figures = {"free_text_in_format": _in_format(_answers(tmp_path / "free.db")), "free_text_s_per_prompt": free_s,
                "structured_in_format": _in_format(rows), "structured_s_per_prompt": structured_s}
-    print("llama_cpp.server figures:", json.dumps(figures))
+    print("llama.cpp server figures:", json.dumps(figures))
 
 
 def test_json_object_mode_on_the_real_server(server: LlamaCppServer, prompts: pd.DataFrame, tmp_path: Path) -> None:
@@ -106,17 +106,16 @@ def test_json_object_mode_on_the_real_server(server: LlamaCppServer, prompts: pd
         assert re.fullmatch(FORMATS[kind], text), (kind, text)
 
 
-def test_openai_compatible_json_schema_is_refused_once_then_json_object(
+def test_openai_compatible_json_schema_is_taken_by_llama_server(
     server: LlamaCppServer, prompts: pd.DataFrame, tmp_path: Path
 ) -> None:
-    """The issue's case: ``openai-compatible`` sends json_schema, which this server answers with a 500; the
-    run goes on with json_object and the same schema (which it takes), not in free text."""
+    """``openai-compatible`` sends json_schema; llama.cpp's own server takes it (llama-cpp-python's refused it
+    with a 500, and the run fell back to json_object: that path is tested on a fake server that refuses the
+    same way, tests/models/test_structured.py), so every answer is constrained and no note is needed."""
     model = f"openai-compatible:{server.base_url}:smollm"
     summary, _ = _run(model, prompts, tmp_path / "s.db", structured=True)
     assert summary.totals["retries"] == 0 and summary.totals["errors"] == 0 and summary.totals["sent"] == len(prompts)
-    (note,) = summary.notes
-    assert "refused the json_schema structured-output constraint (HTTP 500: 1 validation error" in note
-    assert "with the json_object constraint instead" in note
+    assert not summary.notes
     rows = _answers(tmp_path / "s.db")
     assert _in_format(rows) == 1.0, rows  # every answer constrained (in free text: 2 of 6 usable)
 
@@ -125,10 +124,10 @@ def test_probe_reports_what_the_server_supports(server: LlamaCppServer) -> None:
     report = probe(f"openai-compatible:{server.base_url}:smollm", env={})
     assert report.server_models == ["smollm"]
     status = {m.mode: m.status for m in report.modes}
-    assert status["json_schema"] == "refused"
+    assert status["json_schema"] == "works"
     assert status["json_object"] == "works" and status["grammar"] == "works"
-    assert status["regex"] in ("ignored", "works")  # llama-cpp-python drops the vLLM field it does not know
-    assert "grammar" in report.supported() and "json_schema" not in report.supported()
+    assert status["regex"] in ("ignored", "works")  # llama.cpp drops the vLLM field it does not know
+    assert {"json_schema", "grammar"} <= set(report.supported())
 
 
 @pytest.mark.parametrize("mode", ["grammar", "json_object"])

@@ -163,7 +163,7 @@ def test_sim_and_errors() -> None:
 
 
 def test_local_path_errors(tmp_path: Path) -> None:
-    if importlib.util.find_spec("llama_cpp") is None:
+    if importlib.util.find_spec("xllamacpp") is None:
         with pytest.raises(UserError, match=r"counterbench\[local\]"):
             create_backend("local", env={})
         return

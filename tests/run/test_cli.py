@@ -137,7 +137,7 @@ def test_ctrl_c_saves_and_prints_the_resume_command(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_embedded_model_answers_a_few_prompts(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     from counterbench.models.llamacpp import default_model_path
 
     if default_model_path() is None:

