@@ -13,7 +13,7 @@ from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel, stacked_panel
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Figure, Section, attach_table
-from counterbench.report.sections_gaps import PAIR_LABEL, by_language, mark_col, use_case_views
+from counterbench.report.sections_gaps import PAIR_LABEL, by_language, mark_col, model_pivots, use_case_views
 
 
 def grid_panels(
@@ -73,12 +73,10 @@ def kendalls_w_section(ctx: ReportContext) -> Section:
             scale="sequential", vmax=1.0), caption="Mean W over use cases (0–1)."))
         wide, columns, extra = with_model_rows(frame, ctx.nonempty("kendalls_w_model"), ctx.axes, "All axes",
                                                {"q_bh": "q_bh_within_axis"})
-        for lang, part in by_language(wide, ctx):
-            section.tables.append(t.pivot_view(
-                part, index="model", columns="axis", index_order=ctx.model_order(part), column_order=columns,
-                cell=lambda r: t.fmt_num(r["mean_w"], 3) + w_mark(r), index_label="Model",
-                extra=[("Mean W", _mean_of("mean_w"))] if extra else [],
-                caption=f"{language_name(lang)}: mean Kendall's W by axis", source="kendalls_w_axis.csv"))
+        model_pivots(section, ctx, wide, columns="axis", column_order=columns,
+                     cell=lambda r: t.fmt_num(r["mean_w"], 3) + w_mark(r),
+                     extra=[("Mean W", _mean_of("mean_w"))] if extra else [],
+                     caption="mean Kendall's W by axis", source="kendalls_w_axis.csv")
         section.tables.append(t.table_view(frame, [
             t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
             t.num("mean_w", "Mean W", 3), t.pvalue("p_fisher", "p (Fisher)"),
@@ -119,6 +117,11 @@ def _mean_of(column: str) -> Callable[[Sequence[t.Row]], str]:
     return mean
 
 
+def _rho_with_mark(r: t.Row) -> str:
+    """Mean min ρ, with ✓ where the axis's ranking holds up."""
+    return t.fmt_num(r["mean_min_rho"], 2) + (" ✓" if t.fmt_flag(r.get("robust")) == "✓" else "")
+
+
 def qv_section(ctx: ReportContext) -> Section:
     section = Section(
         "qv-robustness",
@@ -133,17 +136,13 @@ def qv_section(ctx: ReportContext) -> Section:
         return section
     section.figures.append(Figure(grid_panels(
         ctx, frame, columns="axis", column_order=ctx.axes, value="mean_min_rho",
-        cell_text=lambda r: t.fmt_num(r["mean_min_rho"], 2) + (" ✓" if t.fmt_flag(r.get("robust")) == "✓" else ""),
+        cell_text=_rho_with_mark,
         tip=lambda r: f"{r['model']} · {r['axis']}: mean min ρ {t.fmt_num(r['mean_min_rho'], 3)} "
                       f"(95% CI {t.fmt_ci(r.get('ci_low'), r.get('ci_high'))})",
         scale="diverging", vmax=1.0), caption="Red: rankings agree; blue: they reverse."))
     wide, columns, _ = with_model_rows(frame, ctx.nonempty("qv_robustness_model"), ctx.axes, "All settings", {})
-    for lang, part in by_language(wide, ctx):
-        section.tables.append(t.pivot_view(
-            part, index="model", columns="axis", index_order=ctx.model_order(part), column_order=columns,
-            cell=lambda r: t.fmt_num(r["mean_min_rho"], 2) + (" ✓" if t.fmt_flag(r.get("robust")) == "✓" else ""),
-            index_label="Model", caption=f"{language_name(lang)}: mean minimum ρ across question variants",
-            source="qv_robustness.csv"))
+    model_pivots(section, ctx, wide, columns="axis", column_order=columns, cell=_rho_with_mark,
+                 caption="mean minimum ρ across question variants", source="qv_robustness.csv")
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
         t.num("mean_min_rho", "Mean min ρ", 3), t.ci(), t.flag("robust", "Robust (≥ 0.85)"),
@@ -302,8 +301,7 @@ def parse_section(ctx: ReportContext) -> Section:
     if frame is None:
         return section
     rows = []
-    for model in ctx.model_order(frame):
-        part = frame[frame["model"].astype(str) == model]
+    for model, part in ctx.by_model(frame):
         n = pd.to_numeric(part["n"], errors="coerce").fillna(0)
         total = float(n.sum())
         if total <= 0:

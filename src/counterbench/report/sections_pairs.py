@@ -23,9 +23,9 @@ def pairs_section(ctx: ReportContext) -> Section:
     from counterbench.report.charts import stacked_panel
 
     rows = []
-    for model in ctx.model_order(frame):
-        part = frame[frame["model"].astype(str) == model].set_index("axis")
-        rows.append((model, [(axis, t.as_float(part["share"].get(axis, math.nan)), series_color(k))
+    for model, part in ctx.by_model(frame):
+        shares = part.set_index("axis")["share"]
+        rows.append((model, [(axis, t.as_float(shares.get(axis, math.nan)), series_color(k))
                              for k, axis in enumerate(ctx.axes)]))
     legend = [(axis, series_color(k)) for k, axis in enumerate(ctx.axes)]
     section.figures.append(Figure([stacked_panel("Share of matched pairs by axis", rows, width=760)], legend))
