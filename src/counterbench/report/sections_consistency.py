@@ -300,21 +300,8 @@ def parse_section(ctx: ReportContext) -> Section:
     frame = attach_table(section, ctx, "parse_health")
     if frame is None:
         return section
-    rows = []
-    for model, part in ctx.by_model(frame):
-        n = pd.to_numeric(part["n"], errors="coerce").fillna(0)
-        total = float(n.sum())
-        if total <= 0:
-            continue
-        shares = {k: float((pd.to_numeric(part[c], errors="coerce").fillna(0) * n).sum() / total)
-                  for k, c in (("value", "ok_share"), ("refused", "refused_share"),
-                               ("unparseable", "unparseable_share"), ("unfinished", "unfinished_share"))
-                  if c in part.columns}
-        if "error_share" in part.columns:
-            shares["error"] = float((pd.to_numeric(part["error_share"], errors="coerce").fillna(0) * n).sum() / total)
-        else:
-            shares["error"] = max(0.0, 1.0 - sum(shares.values()))
-        rows.append((model, [(k, v, PARSE_COLORS[k]) for k, v in shares.items()]))
+    rows = [(model, [(k, v, PARSE_COLORS[k]) for k, v in shares.items()])
+            for model, part in ctx.by_model(frame) if (shares := outcome_shares(part))]
     if rows:
         section.figures.append(Figure([stacked_panel("Answers by outcome (all use cases and languages)", rows,
                                                      width=760)], list(PARSE_COLORS.items())))
@@ -329,6 +316,21 @@ def parse_section(ctx: ReportContext) -> Section:
     if unfinished:
         section.notes.append(unfinished)
     return section
+
+
+def outcome_shares(rows: pd.DataFrame) -> dict[str, float]:
+    """The share of a model's answers with each outcome (value, refused, ...), over its parse-health rows
+    weighted by their answer counts; empty when the rows count no answer."""
+    n = pd.to_numeric(rows["n"], errors="coerce").fillna(0)
+    total = float(n.sum())
+    if total <= 0:
+        return {}
+    shares = {k: float((pd.to_numeric(rows[c], errors="coerce").fillna(0) * n).sum() / total)
+              for k, c in (("value", "ok_share"), ("refused", "refused_share"), ("unparseable", "unparseable_share"),
+                           ("unfinished", "unfinished_share"), ("error", "error_share")) if c in rows.columns}
+    if "error" not in shares:
+        shares["error"] = max(0.0, 1.0 - sum(shares.values()))
+    return shares
 
 
 def unfinished_note(frame: pd.DataFrame) -> str | None:
