@@ -26,6 +26,7 @@ PACKAGE = REPO / "src" / "counterbench"
 #: room (a top-level module or sub-package of counterbench) -> layer; higher imports lower
 LAYERS: dict[str, int] = {
     "errors": 0, "fileperms": 0, "version": 0, "columns": 0, "registry": 0, "table_files": 0,
+    "yaml_files": 0,
     "stats": 1, "parse": 1,
     "outcomes": 2,
     "models": 3,
@@ -147,6 +148,26 @@ def test_the_analyses_take_frames_and_never_open_a_store() -> None:
         opened += [f"{module} uses {name}" for name in (*STORE_FUNCTIONS, "sqlite3", "open_store")
                    if re.search(rf"\b{name}\b", text)]
     assert not opened, "analyses that read a store:\n" + "\n".join(opened)
+
+
+#: what the report may not import: it reads analysis results only (the pipeline reads the store for it)
+REPORT_FORBIDDEN = ("counterbench.run.study_results", "counterbench.run.store")
+
+
+def report_store_reads(found_by_module: dict[str, list[tuple[int, str]]]) -> list[str]:
+    """The imports of a store reader by a ``report`` module."""
+    return [f"{module}:{line} imports {target}" for module, found in found_by_module.items()
+            if module == "counterbench.report" or module.startswith("counterbench.report.")
+            for line, target in found if target in REPORT_FORBIDDEN]
+
+
+def test_the_report_reads_analysis_results_only() -> None:
+    reads = report_store_reads(imports())
+    assert not reads, "report modules that read the store:\n" + "\n".join(reads)
+    # the check can fail: a report module importing the store reader is caught, another room's is not
+    assert report_store_reads({"counterbench.report.api": [(3, "counterbench.run.study_results")],
+                               "counterbench.pipeline": [(4, "counterbench.run.study_results")]}) == [
+        "counterbench.report.api:3 imports counterbench.run.study_results"]
 
 
 def test_no_import_circle() -> None:

@@ -7,11 +7,15 @@ Both take their run options as one :class:`~counterbench.options.RunOptions` or 
 ``counterbench.audit(study, models, ...)`` is the CLI's ``audit``: prompts -> run -> analysis -> report,
 returning an :class:`Audit` that displays as HTML in a notebook. ``counterbench.analyze(store, study)``
 reads the study's answers from the store and hands the analyses their frames.
+
+This module is the one store -> analysis -> report path: :func:`analyze_store` and :func:`audit_report`
+read the store, analyse the answers and hand the report analysis results only (the tables, a sample of
+answers and the generation settings as plain data, a :class:`~counterbench.report.context.ReportInput`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,9 +30,12 @@ if TYPE_CHECKING:
     from counterbench.analyses.result import AnalysisResult
     from counterbench.models.base import Backend
     from counterbench.report.api import ReportFiles
+    from counterbench.report.context import ReportInput
     from counterbench.run.runner import RunSummary
 
-__all__ = ["Audit", "GenerationOptions", "RunOptions", "analyze", "audit", "run_prompts", "run_sync"]
+__all__ = ["Audit", "GenerationOptions", "RunOptions", "analyze", "analyze_store", "audit", "audit_report",
+           "generation_settings", "import_runs", "run_prompts", "run_sync"]
+
 
 @dataclass
 class Audit:
@@ -70,7 +77,6 @@ def audit(
 
     from counterbench.errors import UserError
     from counterbench.prompts import PromptFilters, prompts
-    from counterbench.report.api import audit_report
     from counterbench.report.context import load_analysis_dir
 
     filter_names = {f.name for f in fields(PromptFilters)} | {"from_release"}
@@ -126,3 +132,129 @@ def analyze(
                                       names, the_study, **options)
     results = read.load_study_results(source, the_study.name, models=wanted, profile=profile)
     return analyze_study(results, the_study, **options)
+
+
+def analyze_store(
+    store: Path | str,
+    study: Any = None,
+    *,
+    models: Sequence[str] | None = None,
+    profile: str | None = None,
+    bootstrap: int | None = None,
+    seed: int | None = None,
+    tau: float | None = None,
+    with_samples: bool = True,
+) -> ReportInput:
+    """Read a store, analyse ``study``'s answers in it, and pick a sample of raw responses: a report input."""
+    from counterbench.analyses.study import analyze_study, resolve_study
+    from counterbench.errors import UserError
+    from counterbench.report.context import from_analysis
+    from counterbench.report.samples import select_samples
+    from counterbench.run.study_results import load_study_results
+
+    if not Path(store).is_file():
+        raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
+    the_study = resolve_study(study)
+    results = load_study_results(store, the_study.name, models=models, profile=profile or "default")
+    options: dict[str, Any] = {k: v for k, v in (("profile", profile), ("bootstrap", bootstrap), ("seed", seed),
+                                                  ("tau", tau)) if v is not None}
+    result = analyze_study(results, the_study, **options)
+    report = from_analysis(result, samples=select_samples(results) if with_samples else None, source=str(store))
+    report.model_settings = generation_settings(results)
+    return report
+
+
+def generation_settings(results: pd.DataFrame) -> dict[str, str]:
+    """Per model, its generation config(s) in words, from a results table's config columns."""
+    names = {"temperature": "temperature", "max_tokens": "max tokens", "seed": "seed",
+             "reasoning_effort": "reasoning effort", "structured": "structured output"}
+    cols = [c for c in names if c in results.columns]
+    if not cols or "model" not in results.columns:
+        return {}
+    out: dict[str, str] = {}
+    configs = results[["model", *cols]].astype(object).drop_duplicates()
+    for model, part in configs.groupby("model", sort=False):
+        described = []
+        for record in part.to_dict("records"):
+            bits = []
+            for c in cols:
+                value = record[c]
+                if value is None or (isinstance(value, float) and value != value):
+                    continue
+                if c == "structured":
+                    value = "on" if value else "off"
+                bits.append(f"{names[c]} {value}")
+            described.append(", ".join(bits))
+        out[str(model)] = " | ".join(described)
+    return out
+
+
+def audit_report(
+    store: Path,
+    models: list[str],
+    prompts: pd.DataFrame,
+    config_fp: str,
+    out: Path,
+    *,
+    parse_profile: str,
+    bootstrap: int,
+    seed: int,
+    tau: float,
+    samples: bool,
+    title: str | None,
+    study: Any = None,
+    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+) -> ReportFiles:
+    """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
+    from counterbench.analyses.study import analyze_study, resolve_study
+    from counterbench.errors import UserError
+    from counterbench.report.api import write_report
+    from counterbench.report.context import from_analysis
+    from counterbench.report.samples import select_samples
+    from counterbench.run.study_results import load_study_results
+
+    the_study = resolve_study(study)
+    results = load_study_results(store, the_study.name, models=models, profile=parse_profile)
+    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
+    if results.empty:
+        raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
+    result = analyze_study(results.reset_index(drop=True), the_study, profile=parse_profile, bootstrap=bootstrap,
+                           seed=seed, tau=tau, canonical_pairs=canonical_pairs)
+    try:
+        result.write(out / "analysis")
+    except OSError as err:
+        raise UserError(f"cannot write the analysis tables to {out / 'analysis'}: {err.strerror or err}") from None
+    data = from_analysis(result, samples=select_samples(results) if samples else None, title=title,
+                         source=str(store))
+    data.model_settings = generation_settings(results)
+    return write_report(data, out / "report.html")
+
+
+def import_runs(paths: Sequence[Path | str], store: Path | str, *, study: str | None = None,
+                profile: str = "default", command: str | None = None) -> list[str]:
+    """``counterbench import``: load run files into ``store``; returns what was read and stored, as lines.
+
+    A run's recovery files (``<store>.unsaved-....jsonl``, :mod:`counterbench.run.rescue`) are stored
+    as they are, whatever the study; the other paths go to ``study``'s registered run-file importer
+    (the default study's when none is named).
+    """
+    from counterbench.errors import UserError
+    from counterbench.run.importers import RUN_IMPORTERS
+    from counterbench.run.rescue import RescueImport, import_rescue_file, is_rescue_file
+    from counterbench.studies.registry import default_study
+
+    rescued = [Path(p) for p in paths if is_rescue_file(Path(p))]
+    others = [p for p in paths if not is_rescue_file(Path(p))]
+    lines: list[str] = []
+    if rescued:
+        done = RescueImport()
+        for path in rescued:
+            done.add(import_rescue_file(path, store))
+        lines += done.summary_lines(rescued)
+    if others:
+        name = study or default_study()
+        if name not in RUN_IMPORTERS:
+            known = ", ".join(RUN_IMPORTERS.names()) or "none"
+            raise UserError(f"study {name} has no importer of run files (studies with one: {known})")
+        lines += RUN_IMPORTERS.get(name)(others, store, profile=profile, command=command).lines()
+    return lines

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.fileperms import as_user_file
 
-__all__ = ["TABLE_FORMATS", "write_table"]
+__all__ = ["TABLE_FORMATS", "read_jsonl_records", "write_table"]
 
 TABLE_FORMATS = (".parquet", ".csv", ".jsonl")
 
@@ -53,3 +56,30 @@ def write_table(table: pd.DataFrame, path: Path | str, *, quote_text: bool = Fal
     finally:
         tmp.unlink(missing_ok=True)
     return out
+
+
+def read_jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a ``.jsonl`` file with their line numbers; blank lines are skipped.
+
+    A file that cannot be read, a line that is not JSON or not an object, and text that is not UTF-8
+    raise :class:`~counterbench.errors.UserError` naming the file and the line.
+    """
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    raise UserError(f"{path.name}:{lineno}: not valid JSON") from None
+                if not isinstance(rec, dict):
+                    raise UserError(f"{path.name}:{lineno}: expected a JSON object")
+                yield lineno, rec
+        except UnicodeDecodeError:
+            raise UserError(f"{path.name}:{lineno + 1}: not UTF-8 text (is it a .jsonl file?)") from None

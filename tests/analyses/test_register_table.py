@@ -94,3 +94,39 @@ def test_an_unregistered_table_is_not_built(tmp_path: Path) -> None:
     assert "answer_range" not in done.analysis.tables
     assert "Range of answers by identifier" not in done.report.html.read_text(encoding="utf-8")
     assert {"language_gaps", "crossed_regression"} <= set(done.analysis.tables)
+
+
+def test_the_per_identity_and_gap_tables_are_registered_and_share_one_bootstrap_pass(tmp_path: Path) -> None:
+    """``outcome_levels`` and ``outcome_gaps`` come first in the registry; a later table sees them and finds
+    their one bootstrap pass already made (``inputs.shared``), with the numbers a fresh pass gives."""
+    from counterbench.analyses import outcome_tables as ot
+
+    seen: dict[str, object] = {}
+
+    def refuse() -> object:
+        raise AssertionError("the levels-and-gaps pass was not shared: it would run again")
+
+    def gap_count(inputs: TableInputs) -> pd.DataFrame:
+        levels, gaps = inputs.shared.get("levels_and_gaps", refuse)
+        study = inputs.study
+        fresh = ot.level_and_gap_tables(inputs.rows, study.facets, list(study.slot_columns), inputs.bootstrap,
+                                        inputs.seed)
+        seen["same_as_fresh"] = levels.equals(fresh[0]) and gaps.equals(fresh[1])
+        seen["same_as_table"] = gaps.equals(inputs.tables["outcome_gaps"])
+        return pd.DataFrame({"n_gaps": [len(gaps)]})
+
+    assert TABLES.names()[:2] == ["outcome_levels", "outcome_gaps"]
+    TABLES.register("gap_count", TableSpec("gap_count", ("n_gaps",), "how many gap rows", gap_count,
+                                           report_section=False), source=__name__)
+    try:
+        study = tmp_path / "credit_range.yaml"
+        study.write_text(STUDY, encoding="utf-8")
+        with run_in_thread(FakeOpenAIServer(FaultConfig(reply=_reply))) as server:
+            done = counterbench.audit(str(study), [f"fake=openai-compatible:{server.base_url}:m"],
+                                      out=tmp_path / "out", store=tmp_path / "cb.db", bootstrap=100)
+    finally:
+        TABLES.unregister("gap_count")
+    gaps = done.analysis.tables["outcome_gaps"]
+    assert len(gaps) >= 1 and int(done.analysis.tables["gap_count"]["n_gaps"].iloc[0]) == len(gaps)
+    assert seen == {"same_as_fresh": True, "same_as_table": True}
+    assert "outcome_gaps" not in done.analysis.summary.get("unsupported", {})

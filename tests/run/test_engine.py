@@ -299,7 +299,7 @@ def test_several_models_run_side_by_side(tmp_path: Path, fake_server) -> None:
 
 
 def test_store_failure_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from counterbench.builtin.rupeebias.release_import import import_release_runs
+    from counterbench.run.rescue import import_rescue_file
     from counterbench.run.store import Store
 
     original = Store.write_responses
@@ -325,7 +325,7 @@ def test_store_failure_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest
     rescued = len(rescue.read_text().splitlines())
     assert 0 < stored <= 40 and rescued > 0
     assert f"the {rescued:,} answers not in the store" in str(info.value)
-    import_release_runs([rescue], store)
+    import_rescue_file(rescue, store)
     assert len(_responses(store)) == stored + rescued
     summary = run_prompts(make_prompts(300), [f"sim:{sim}"], store=store)
     assert summary.totals["sent"] == 300 - stored - rescued

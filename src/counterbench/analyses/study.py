@@ -172,10 +172,9 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows."""
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
     rows = ot.measured_rows(standard, study.outcomes)
-    levels, gaps = ot.level_and_gap_tables(rows, study.facets, list(study.slot_columns), bootstrap, seed)
-    tables = {"outcome_levels": levels, "outcome_gaps": gaps}
-    # the registered tables (language shifts, the crossed regression, any a package or a test adds)
-    tables.update(build_registered_tables(TableInputs(rows, study, bootstrap, seed, tables)))
+    # the registered tables: per identity and gaps (one bootstrap pass), language shifts, the crossed
+    # regression, any a package or a test adds
+    tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}))
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
     tables.update(probabilities.probability_tables(standard, study, bootstrap, seed, tables))
     return tables
@@ -186,8 +185,6 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
     """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
     registered = registered_summary(tables)
     unsupported = dict(registered["unsupported"])
-    if tables["outcome_gaps"].empty:
-        unsupported["outcome_gaps"] = "needs a facet's reference and another level answered in the same slots"
     named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
     decision = {name: frame for name, frame in tables.items() if name in named}
     return {

@@ -11,10 +11,13 @@ false because the report already has one; ``report/sections_registered.py``).
 
 Decisions:
 
-- Tables are built in registry order (code first, then entry points) after ``outcome_levels`` and
-  ``outcome_gaps`` (one bootstrap pass gives both), so a table can build on those.
+- Tables are built in registry order (code first, then entry points). The per-identity table
+  (``outcome_levels``) and the gap table (``outcome_gaps``) are registered first: one slot-cluster
+  bootstrap pass gives both, made once through :class:`SharedPasses` (``TableInputs.shared``), so
+  every later table can build on them.
 - A table is conformed to its declared columns (missing ones are added empty, others dropped); an
-  empty table is kept, with ``empty_reason`` in the summary's ``unsupported`` for the report.
+  empty table is kept, with ``empty_reason`` (when it has one) in the summary's ``unsupported`` for
+  the report.
 - A table with a ``model`` column is built on every model's answers at once (its marks are the
   function's business); the amount store path builds it one model at a time, like the gap tables.
 """
@@ -22,8 +25,8 @@ Decisions:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -31,7 +34,25 @@ from counterbench.analyses import outcome_tables as ot
 from counterbench.registry import Registry
 from counterbench.studies.base import Study
 
-__all__ = ["TABLES", "TableInputs", "TableSpec", "build_registered_tables", "conform_to", "registered_summary"]
+__all__ = ["TABLES", "SharedPasses", "TableInputs", "TableSpec", "build_registered_tables", "conform_to",
+           "registered_summary"]
+
+T = TypeVar("T")
+
+
+class SharedPasses:
+    """Work several tables share (the bootstrap pass that gives both ``outcome_levels`` and
+    ``outcome_gaps``), done once per analysis: the first table to ask computes it, the others reuse it."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, Any] = {}
+
+    def get(self, key: str, compute: Callable[[], T]) -> T:
+        """The result of ``compute()`` under ``key``, computed on the first call only."""
+        if key not in self._done:
+            self._done[key] = compute()
+        result: T = self._done[key]
+        return result
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,8 @@ class TableInputs:
     seed: int
     #: the tables built before this one (``outcome_levels``, ``outcome_gaps``, earlier registered ones)
     tables: Mapping[str, pd.DataFrame]
+    #: the analysis's shared passes (one for every table of one analysis)
+    shared: SharedPasses = field(default_factory=SharedPasses)
 
 
 @dataclass(frozen=True)
@@ -60,8 +83,8 @@ class TableSpec:
     build: Callable[[TableInputs], pd.DataFrame]
     #: the report section's heading (default: the name in words)
     title: str = ""
-    #: why the table can be empty (the report's note when it is)
-    empty_reason: str = "the answers cannot support this table"
+    #: why the table can be empty (the report's note when it is; ``None``: nothing to say)
+    empty_reason: str | None = "the answers cannot support this table"
     #: False when the report already has a section of its own for the table
     report_section: bool = True
 
@@ -76,6 +99,13 @@ def _adapt(name: str, obj: Any) -> TableSpec:
     return obj
 
 
+def _levels_and_gaps(inputs: TableInputs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The per-identity and gap tables, from one slot-cluster bootstrap pass shared by both."""
+    study = inputs.study
+    return inputs.shared.get("levels_and_gaps", lambda: ot.level_and_gap_tables(
+        inputs.rows, study.facets, list(study.slot_columns), inputs.bootstrap, inputs.seed))
+
+
 def _language_gaps(inputs: TableInputs) -> pd.DataFrame:
     study = inputs.study
     return ot.language_gap_table(inputs.rows, study.facets, list(study.slot_columns), list(study.languages),
@@ -86,7 +116,7 @@ def _crossed_regression(inputs: TableInputs) -> pd.DataFrame:
     return ot.crossed_regression(inputs.rows, inputs.study.facets, list(inputs.study.slot_columns))
 
 
-def _builtin(name: str, build: Callable[[TableInputs], pd.DataFrame], empty_reason: str) -> TableSpec:
+def _builtin(name: str, build: Callable[[TableInputs], pd.DataFrame], empty_reason: str | None) -> TableSpec:
     columns, description = ot.OUTCOME_TABLES[name]
     return TableSpec(name, columns, description, build, empty_reason=empty_reason, report_section=False)
 
@@ -94,6 +124,10 @@ def _builtin(name: str, build: Callable[[TableInputs], pd.DataFrame], empty_reas
 TABLES: Registry[TableSpec] = Registry("analysis table", "counterbench.tables",
                                        hint="register a TableSpec in counterbench.analyses.table_registry.TABLES")
 TABLES.adapt = _adapt
+TABLES.register("outcome_levels", _builtin("outcome_levels", lambda inputs: _levels_and_gaps(inputs)[0], None))
+TABLES.register("outcome_gaps", _builtin(
+    "outcome_gaps", lambda inputs: _levels_and_gaps(inputs)[1],
+    "needs a facet's reference and another level answered in the same slots"))
 TABLES.register("language_gaps", _builtin(
     "language_gaps", _language_gaps, "needs answers in at least two of the study's languages for the same slots"))
 TABLES.register("crossed_regression", _builtin(
@@ -114,7 +148,7 @@ def build_registered_tables(inputs: TableInputs) -> dict[str, pd.DataFrame]:
     for name in TABLES.names():
         spec = TABLES.get(name)
         frame = conform_to(spec, spec.build(TableInputs(inputs.rows, inputs.study, inputs.bootstrap, inputs.seed,
-                                                        built)))
+                                                        built, inputs.shared)))
         built[name] = out[name] = frame
     return out
 
@@ -125,7 +159,7 @@ def registered_summary(tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     specs = [TABLES.get(name) for name in TABLES.names() if name in tables]
     return {
         "tables": {s.name: s.description for s in specs},
-        "unsupported": {s.name: s.empty_reason for s in specs if tables[s.name].empty},
+        "unsupported": {s.name: s.empty_reason for s in specs if tables[s.name].empty and s.empty_reason},
         "added_tables": {s.name: {"title": s.heading, "description": s.description}
                          for s in specs if s.report_section},
     }

@@ -86,7 +86,8 @@ def report_command(
 
     From a folder written by `counterbench analyze` (--analysis DIR) or from a store analysed now (--store PATH).
     """
-    from counterbench.report.api import analyze_store, generation_settings, write_report
+    from counterbench.pipeline import analyze_store, generation_settings
+    from counterbench.report.api import write_report
     from counterbench.report.context import load_analysis_dir
 
     if analysis is None:
@@ -209,7 +210,7 @@ def audit_command(
         print(f"Interrupted; everything answered so far is saved. Resume (and get the report) with:\n"
               f"  {summary.resume_command}")
         raise typer.Exit(EXIT_INTERRUPTED)
-    from counterbench.report.api import audit_report
+    from counterbench.pipeline import audit_report
 
     files = audit_report(
         store, list(summary.models), table, summary.config_fp, out, parse_profile=parse_profile,

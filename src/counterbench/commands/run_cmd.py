@@ -151,16 +151,10 @@ def import_command(
         return
     if not paths:
         raise UserError("give run files (.jsonl) or --inspect-log PATH")
-    from counterbench.run.importers import RUN_IMPORTERS
-    from counterbench.studies.registry import default_study
+    from counterbench.pipeline import import_runs
 
-    name = study or default_study()
-    if name not in RUN_IMPORTERS:
-        known = ", ".join(RUN_IMPORTERS.names()) or "none"
-        raise UserError(f"study {name} has no importer of run files (studies with one: {known})")
-    report = RUN_IMPORTERS.get(name)(paths, store, profile=profile,
-                                     command=shlex.join(["counterbench", *sys.argv[1:]]))
-    print("\n".join(report.lines()))
+    print("\n".join(import_runs(paths, store, study=study, profile=profile,
+                                command=shlex.join(["counterbench", *sys.argv[1:]]))))
     print(f"store: {store}")
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.yaml_files import read_yaml_file
 
 W_LEVELS = {"model": "kendalls_w_model", "axis": "kendalls_w_axis", "cell": "kendalls_w", "off": ""}
 #: rule name (``--fail-on RULE=VALUE``) -> threshold (file key)
@@ -159,16 +160,7 @@ def apply(base: Thresholds, settings: Mapping[str, Any], where: str) -> Threshol
 
 
 def load_thresholds_file(path: Path) -> dict[str, Any]:
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise UserError(f"thresholds file {path} is not UTF-8 text (byte {err.start}); save it as UTF-8") from None
-    except OSError as err:
-        raise UserError(f"cannot read thresholds file {path}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"thresholds file {path} is not valid YAML: {str(err).splitlines()[0]}") from None
+    data = read_yaml_file(path, "thresholds file")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -14,6 +14,7 @@ timeout is paused during it and counts from its end).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import numbers
@@ -236,6 +237,33 @@ def on_queue_wait(hook: Callable[[bool], None]) -> Iterator[None]:
         yield
     finally:
         _QUEUE_HOOK.reset(token)
+
+
+class LoopLocks:
+    """One :class:`asyncio.Lock` per running event loop: a backend may serve several runs, each under its
+    own loop, and a lock belongs to one loop. A copy sent to another process (a Ray worker) starts empty."""
+
+    def __init__(self) -> None:
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_locks": {}}
+
+    def current(self) -> asyncio.Lock:
+        """The running event loop's lock (made on first use)."""
+        key = id(asyncio.get_running_loop())
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    def forget_current(self) -> None:
+        """Drop the running event loop's lock (its run is over)."""
+        self._locks.pop(id(asyncio.get_running_loop()), None)
+
+    def clear(self) -> None:
+        """Drop every loop's lock."""
+        self._locks.clear()
 
 
 def backend_concurrency(backend: object) -> int | None:

@@ -59,6 +59,7 @@ from counterbench.models.base import (
     ChatRequest,
     ChatResult,
     GenerationConfig,
+    LoopLocks,
     token_logprobs_from,
     waiting_turn,
     wants_logprobs,
@@ -171,7 +172,7 @@ class LlamaCppBackend:
         #: removes the socket's directory: at close(), or when the backend is collected or the interpreter exits
         self._remove_socket_dir: weakref.finalize[..., Any] | None = None
         self._thread_lock = threading.Lock()
-        self._async_locks: dict[int, asyncio.Lock] = {}
+        self._async_locks = LoopLocks()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 
@@ -245,13 +246,6 @@ class LlamaCppBackend:
             token_logprobs=token_logprobs_from((choice.get("logprobs") or {}).get("content")),
         )
 
-    def _async_lock(self) -> asyncio.Lock:
-        key = id(asyncio.get_running_loop())
-        lock = self._async_locks.get(key)
-        if lock is None:
-            lock = self._async_locks[key] = asyncio.Lock()
-        return lock
-
     def _thread(self) -> ThreadPoolExecutor:
         with self._executor_lock:  # not _thread_lock, which a running (maybe timed-out) call holds
             if self._executor is None:
@@ -259,7 +253,7 @@ class LlamaCppBackend:
             return self._executor
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        lock = self._async_lock()
+        lock = self._async_locks.current()
         with waiting_turn():  # a caller's timeout counts from when the model is free, not from here
             await lock.acquire()
         try:
@@ -274,7 +268,7 @@ class LlamaCppBackend:
         Loading takes a fraction of a second, but a fresh model also starts with an empty KV cache,
         so the next run would pay the shared prompt prefix again. :meth:`close` frees the model.
         """
-        self._async_locks.pop(id(asyncio.get_running_loop()), None)
+        self._async_locks.forget_current()
 
     def close(self) -> None:
         """Free the model's memory and its socket (it is loaded again on the next call)."""

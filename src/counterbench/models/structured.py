@@ -52,7 +52,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
 from counterbench.errors import UserError
-from counterbench.models.base import BackendError, ChatRequest, GenerationConfig
+from counterbench.models.base import BackendError, ChatRequest, GenerationConfig, LoopLocks
 
 T = TypeVar("T")
 
@@ -247,21 +247,11 @@ class ConstraintGate:
         self.mode = mode
         self.state: State = "unknown"
         self.notice: str | None = None
-        self._locks: dict[int, asyncio.Lock] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        # sent to another process (a Ray worker): locks belong to this process's event loops
-        state = dict(self.__dict__)
-        state["_locks"] = {}
-        return state
+        self._locks = LoopLocks()
 
     def lock(self) -> asyncio.Lock:
         """This event loop's lock (a backend may serve several runs, each under its own loop)."""
-        key = id(asyncio.get_running_loop())
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = asyncio.Lock()
-        return lock
+        return self._locks.current()
 
     def refuse(self, error: BackendError, fallback: str, instead: str = "none") -> str:
         """Record the refusal; returns the one-line warning (also shown through the owner's sink).

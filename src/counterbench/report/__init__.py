@@ -1,8 +1,9 @@
-"""Reports: one self-contained offline HTML file and a Markdown twin, built from analysis tables.
+"""Reports: one self-contained offline HTML file and a Markdown twin, built from analysis results only
+(the pipeline, :mod:`counterbench.pipeline`, reads the store and analyses it first).
 
 Python API (imported lazily, so ``import counterbench.report`` stays cheap)::
 
-    from counterbench.report import analyze_store, load_analysis_dir, write_report
+    from counterbench.report import load_analysis_dir, write_report
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from counterbench.report.api import ReportFiles, analyze_store, render_report, write_report
+    from counterbench.report.api import ReportFiles, render_report, write_report
     from counterbench.report.context import ReportInput, load_analysis_dir
     from counterbench.report.samples import select_samples
 
 __all__ = [
     "ReportFiles",
     "ReportInput",
-    "analyze_store",
     "load_analysis_dir",
     "render_report",
     "select_samples",
@@ -26,7 +26,6 @@ __all__ = [
 
 _WHERE = {
     "ReportFiles": "api",
-    "analyze_store": "api",
     "render_report": "api",
     "write_report": "api",
     "ReportInput": "context",

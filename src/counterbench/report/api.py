@@ -1,11 +1,12 @@
-"""Python API of the report: build it from analysis tables (or a store) and write HTML + Markdown.
+"""Python API of the report: build it from analysis results and write HTML + Markdown.
 
-::
+The report reads analysis results only (a :class:`ReportInput`: the tables, the summary, a sample of
+answers and the run facts as plain data); the pipeline (:mod:`counterbench.pipeline`) reads the store,
+analyses it and hands the report that input::
 
-    from counterbench.report import analyze_store, load_analysis_dir, write_report
+    from counterbench.report import load_analysis_dir, write_report
 
     files = write_report(load_analysis_dir("analysis/"), "report.html")   # + report.md
-    files = write_report(analyze_store("counterbench.db"), "report.html")
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import contextlib
 import datetime as dt
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,94 +189,3 @@ def write_report(
         md_path = Path(markdown) if markdown is not None else html_path.with_suffix(".md")
         _write_text(md_path, md)
     return ReportFiles(html_path, md_path)
-
-
-def analyze_store(
-    store: Path | str,
-    study: Any = None,
-    *,
-    models: Sequence[str] | None = None,
-    profile: str | None = None,
-    bootstrap: int | None = None,
-    seed: int | None = None,
-    tau: float | None = None,
-    with_samples: bool = True,
-) -> ReportInput:
-    """Load a store, analyse ``study``'s answers in it, and pick a sample of raw responses: a report input."""
-    from counterbench.analyses.study import analyze_study, resolve_study
-    from counterbench.report.samples import select_samples
-    from counterbench.run.study_results import load_study_results
-
-    if not Path(store).is_file():
-        raise UserError(f"store {store} does not exist; create it with `counterbench run` or `counterbench audit`")
-    the_study = resolve_study(study)
-    results = load_study_results(store, the_study.name, models=models, profile=profile or "default")
-    options: dict[str, Any] = {k: v for k, v in (("profile", profile), ("bootstrap", bootstrap), ("seed", seed),
-                                                  ("tau", tau)) if v is not None}
-    result = analyze_study(results, the_study, **options)
-    report = from_analysis(result, samples=select_samples(results) if with_samples else None, source=str(store))
-    report.model_settings = generation_settings(results)
-    return report
-
-
-def generation_settings(results: pd.DataFrame) -> dict[str, str]:
-    """Per model, its generation config(s) in words, from a results table's config columns."""
-    names = {"temperature": "temperature", "max_tokens": "max tokens", "seed": "seed",
-             "reasoning_effort": "reasoning effort", "structured": "structured output"}
-    cols = [c for c in names if c in results.columns]
-    if not cols or "model" not in results.columns:
-        return {}
-    out: dict[str, str] = {}
-    configs = results[["model", *cols]].astype(object).drop_duplicates()
-    for model, part in configs.groupby("model", sort=False):
-        described = []
-        for record in part.to_dict("records"):
-            bits = []
-            for c in cols:
-                value = record[c]
-                if value is None or (isinstance(value, float) and value != value):
-                    continue
-                if c == "structured":
-                    value = "on" if value else "off"
-                bits.append(f"{names[c]} {value}")
-            described.append(", ".join(bits))
-        out[str(model)] = " | ".join(described)
-    return out
-
-
-def audit_report(
-    store: Path,
-    models: list[str],
-    prompts: pd.DataFrame,
-    config_fp: str,
-    out: Path,
-    *,
-    parse_profile: str,
-    bootstrap: int,
-    seed: int,
-    tau: float,
-    samples: bool,
-    title: str | None,
-    study: Any = None,
-    canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
-) -> Any:
-    """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
-    from counterbench.analyses.study import analyze_study, resolve_study
-    from counterbench.report.samples import select_samples
-    from counterbench.run.study_results import load_study_results
-
-    the_study = resolve_study(study)
-    results = load_study_results(store, the_study.name, models=models, profile=parse_profile)
-    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
-    if results.empty:
-        raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
-    result = analyze_study(results.reset_index(drop=True), the_study, profile=parse_profile, bootstrap=bootstrap,
-                           seed=seed, tau=tau, canonical_pairs=canonical_pairs)
-    try:
-        result.write(out / "analysis")
-    except OSError as err:
-        raise UserError(f"cannot write the analysis tables to {out / 'analysis'}: {err.strerror or err}") from None
-    data = from_analysis(result, samples=select_samples(results) if samples else None, title=title,
-                         source=str(store))
-    data.model_settings = generation_settings(results)
-    return write_report(data, out / "report.html")

@@ -239,6 +239,11 @@ class ReportContext:
     def model_order(self, frame: pd.DataFrame) -> list[str]:
         return _ordered([*self.models, *frame["model"].astype(str)], self.models)
 
+    def by_model(self, frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+        """Each model of ``frame`` (in :meth:`model_order`) with its rows."""
+        names = frame["model"].astype(str)
+        return [(model, frame[names == model]) for model in self.model_order(frame)]
+
 
 def model_kind(name: str, simulated: bool) -> str:
     """``simulated`` (``sim:...`` or flagged), ``demo`` (the embedded ``local`` model) or ``real``."""

@@ -13,7 +13,7 @@ from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, Cell, bar_domain, hbar_panel, heatmap_panel, stacked_panel
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Figure, Section, attach_table
-from counterbench.report.sections_gaps import PAIR_LABEL, by_language, mark_col, use_case_views
+from counterbench.report.sections_gaps import PAIR_LABEL, by_language, mark_col, model_pivots, use_case_views
 
 
 def grid_panels(
@@ -73,12 +73,10 @@ def kendalls_w_section(ctx: ReportContext) -> Section:
             scale="sequential", vmax=1.0), caption="Mean W over use cases (0–1)."))
         wide, columns, extra = with_model_rows(frame, ctx.nonempty("kendalls_w_model"), ctx.axes, "All axes",
                                                {"q_bh": "q_bh_within_axis"})
-        for lang, part in by_language(wide, ctx):
-            section.tables.append(t.pivot_view(
-                part, index="model", columns="axis", index_order=ctx.model_order(part), column_order=columns,
-                cell=lambda r: t.fmt_num(r["mean_w"], 3) + w_mark(r), index_label="Model",
-                extra=[("Mean W", _mean_of("mean_w"))] if extra else [],
-                caption=f"{language_name(lang)}: mean Kendall's W by axis", source="kendalls_w_axis.csv"))
+        model_pivots(section, ctx, wide, columns="axis", column_order=columns,
+                     cell=lambda r: t.fmt_num(r["mean_w"], 3) + w_mark(r),
+                     extra=[("Mean W", _mean_of("mean_w"))] if extra else [],
+                     caption="mean Kendall's W by axis", source="kendalls_w_axis.csv")
         section.tables.append(t.table_view(frame, [
             t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
             t.num("mean_w", "Mean W", 3), t.pvalue("p_fisher", "p (Fisher)"),
@@ -119,6 +117,11 @@ def _mean_of(column: str) -> Callable[[Sequence[t.Row]], str]:
     return mean
 
 
+def _rho_with_mark(r: t.Row) -> str:
+    """Mean min ρ, with ✓ where the axis's ranking holds up."""
+    return t.fmt_num(r["mean_min_rho"], 2) + (" ✓" if t.fmt_flag(r.get("robust")) == "✓" else "")
+
+
 def qv_section(ctx: ReportContext) -> Section:
     section = Section(
         "qv-robustness",
@@ -133,17 +136,13 @@ def qv_section(ctx: ReportContext) -> Section:
         return section
     section.figures.append(Figure(grid_panels(
         ctx, frame, columns="axis", column_order=ctx.axes, value="mean_min_rho",
-        cell_text=lambda r: t.fmt_num(r["mean_min_rho"], 2) + (" ✓" if t.fmt_flag(r.get("robust")) == "✓" else ""),
+        cell_text=_rho_with_mark,
         tip=lambda r: f"{r['model']} · {r['axis']}: mean min ρ {t.fmt_num(r['mean_min_rho'], 3)} "
                       f"(95% CI {t.fmt_ci(r.get('ci_low'), r.get('ci_high'))})",
         scale="diverging", vmax=1.0), caption="Red: rankings agree; blue: they reverse."))
     wide, columns, _ = with_model_rows(frame, ctx.nonempty("qv_robustness_model"), ctx.axes, "All settings", {})
-    for lang, part in by_language(wide, ctx):
-        section.tables.append(t.pivot_view(
-            part, index="model", columns="axis", index_order=ctx.model_order(part), column_order=columns,
-            cell=lambda r: t.fmt_num(r["mean_min_rho"], 2) + (" ✓" if t.fmt_flag(r.get("robust")) == "✓" else ""),
-            index_label="Model", caption=f"{language_name(lang)}: mean minimum ρ across question variants",
-            source="qv_robustness.csv"))
+    model_pivots(section, ctx, wide, columns="axis", column_order=columns, cell=_rho_with_mark,
+                 caption="mean minimum ρ across question variants", source="qv_robustness.csv")
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
         t.num("mean_min_rho", "Mean min ρ", 3), t.ci(), t.flag("robust", "Robust (≥ 0.85)"),
@@ -301,22 +300,8 @@ def parse_section(ctx: ReportContext) -> Section:
     frame = attach_table(section, ctx, "parse_health")
     if frame is None:
         return section
-    rows = []
-    for model in ctx.model_order(frame):
-        part = frame[frame["model"].astype(str) == model]
-        n = pd.to_numeric(part["n"], errors="coerce").fillna(0)
-        total = float(n.sum())
-        if total <= 0:
-            continue
-        shares = {k: float((pd.to_numeric(part[c], errors="coerce").fillna(0) * n).sum() / total)
-                  for k, c in (("value", "ok_share"), ("refused", "refused_share"),
-                               ("unparseable", "unparseable_share"), ("unfinished", "unfinished_share"))
-                  if c in part.columns}
-        if "error_share" in part.columns:
-            shares["error"] = float((pd.to_numeric(part["error_share"], errors="coerce").fillna(0) * n).sum() / total)
-        else:
-            shares["error"] = max(0.0, 1.0 - sum(shares.values()))
-        rows.append((model, [(k, v, PARSE_COLORS[k]) for k, v in shares.items()]))
+    rows = [(model, [(k, v, PARSE_COLORS[k]) for k, v in shares.items()])
+            for model, part in ctx.by_model(frame) if (shares := outcome_shares(part))]
     if rows:
         section.figures.append(Figure([stacked_panel("Answers by outcome (all use cases and languages)", rows,
                                                      width=760)], list(PARSE_COLORS.items())))
@@ -331,6 +316,21 @@ def parse_section(ctx: ReportContext) -> Section:
     if unfinished:
         section.notes.append(unfinished)
     return section
+
+
+def outcome_shares(rows: pd.DataFrame) -> dict[str, float]:
+    """The share of a model's answers with each outcome (value, refused, ...), over its parse-health rows
+    weighted by their answer counts; empty when the rows count no answer."""
+    n = pd.to_numeric(rows["n"], errors="coerce").fillna(0)
+    total = float(n.sum())
+    if total <= 0:
+        return {}
+    shares = {k: float((pd.to_numeric(rows[c], errors="coerce").fillna(0) * n).sum() / total)
+              for k, c in (("value", "ok_share"), ("refused", "refused_share"), ("unparseable", "unparseable_share"),
+                           ("unfinished", "unfinished_share"), ("error", "error_share")) if c in rows.columns}
+    if "error" not in shares:
+        shares["error"] = max(0.0, 1.0 - sum(shares.values()))
+    return shares
 
 
 def unfinished_note(frame: pd.DataFrame) -> str | None:

@@ -66,6 +66,18 @@ def by_language(frame: pd.DataFrame, ctx: ReportContext) -> list[tuple[str, pd.D
     return [(lang, part) for lang in ctx.languages if not (part := frame[frame["language"] == lang]).empty]
 
 
+def model_pivots(section: Section, ctx: ReportContext, frame: pd.DataFrame, *, columns: str,
+                 column_order: Sequence[str], cell: Callable[[t.Row], str], caption: str, source: str,
+                 extra: Sequence[tuple[str, Callable[[Sequence[t.Row]], str]]] = (),
+                 rename_column: Callable[[str], str] | None = None) -> None:
+    """One models × ``columns`` table per language of ``frame``, captioned "<language>: ``caption``"."""
+    for lang, part in by_language(frame, ctx):
+        section.tables.append(t.pivot_view(
+            part, index="model", columns=columns, index_order=ctx.model_order(part), column_order=column_order,
+            cell=cell, index_label="Model", extra=extra, rename_column=rename_column,
+            caption=f"{language_name(lang)}: {caption}", source=source))
+
+
 def leaderboard_section(ctx: ReportContext) -> Section:
     section = Section(
         "leaderboard",
@@ -153,8 +165,7 @@ def axis_section(ctx: ReportContext) -> Section:
     top = float(values.max()) if values.notna().any() else 1.0
     rmax = nice_ceiling(top)
     panels = []
-    for model in ctx.model_order(frame):
-        part = frame[frame["model"].astype(str) == model]
+    for model, part in ctx.by_model(frame):
         series = []
         for lang in ctx.languages:
             sub = part[part["language"] == lang].set_index("axis")["mean_delta"] if "language" in part else None
@@ -165,12 +176,9 @@ def axis_section(ctx: ReportContext) -> Section:
         panels.append(radar_panel(model, ctx.axes, series, rmax=rmax))
     section.figures.append(Figure(panels, language_legend(ctx.languages), caption="Mean Δ% per axis; one chart "
                                   "per model, same scale for all."))
-    for lang, part in by_language(frame, ctx):
-        section.tables.append(t.pivot_view(
-            part, index="model", columns="axis", index_order=ctx.model_order(part), column_order=ctx.axes,
-            cell=mean_ci_cell, index_label="Model", extra=[("Mean", unweighted_mean("mean_delta"))],
-            caption=f"{language_name(lang)}: Mean Δ% (95% CI) by axis; Mean = unweighted mean of the axes",
-            source="axis_mean_delta.csv"))
+    model_pivots(section, ctx, frame, columns="axis", column_order=ctx.axes, cell=mean_ci_cell,
+                 extra=[("Mean", unweighted_mean("mean_delta"))], source="axis_mean_delta.csv",
+                 caption="Mean Δ% (95% CI) by axis; Mean = unweighted mean of the axes")
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("language", "Language", language_name), t.text("axis", "Axis"),
         t.num("mean_delta", "Mean Δ%"), t.ci(), t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
@@ -195,8 +203,7 @@ def use_case_section(ctx: ReportContext) -> Section:
 def language_bar_rows(ctx: ReportContext, frame: pd.DataFrame, value: str) -> list[BarRow]:
     """One bar row per model: ``value`` in each language, with its 95% CI."""
     rows = []
-    for model in ctx.model_order(frame):
-        sub = frame[frame["model"].astype(str) == model]
+    for model, sub in ctx.by_model(frame):
         bars = [BarValue(language_name(lang), t.as_float(r[value]), lang_color(lang),
                          t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))
                 for lang in ctx.languages for r in sub[sub["language"] == lang].to_dict("records")]
@@ -214,11 +221,8 @@ def use_case_views(section: Section, ctx: ReportContext, frame: pd.DataFrame, x_
     section.figures.append(Figure(
         [hbar_panel(name, rows, domain=domain, width=440, x_label=x_label) for name, rows in panels_rows],
         language_legend(ctx.languages), caption="Whiskers: 95% CI."))
-    for lang, part in by_language(frame, ctx):
-        section.tables.append(t.pivot_view(
-            part, index="model", columns="use_case", index_order=ctx.model_order(part),
-            column_order=ctx.use_cases, cell=mean_ci_cell, index_label="Model", rename_column=use_case_name,
-            caption=f"{language_name(lang)}: {caption}", source=source))
+    model_pivots(section, ctx, frame, columns="use_case", column_order=ctx.use_cases, cell=mean_ci_cell,
+                 rename_column=use_case_name, caption=caption, source=source)
 
 
 def grouped_heatmaps(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, attach_table, series_color
@@ -22,11 +24,7 @@ def pairs_section(ctx: ReportContext) -> Section:
         return section
     from counterbench.report.charts import stacked_panel
 
-    rows = []
-    for model in ctx.model_order(frame):
-        part = frame[frame["model"].astype(str) == model].set_index("axis")
-        rows.append((model, [(axis, t.as_float(part["share"].get(axis, math.nan)), series_color(k))
-                             for k, axis in enumerate(ctx.axes)]))
+    rows = [(model, axis_shares(ctx, part.set_index("axis")["share"])) for model, part in ctx.by_model(frame)]
     legend = [(axis, series_color(k)) for k, axis in enumerate(ctx.axes)]
     section.figures.append(Figure([stacked_panel("Share of matched pairs by axis", rows, width=760)], legend))
     section.tables.append(t.pivot_view(
@@ -34,3 +32,8 @@ def pairs_section(ctx: ReportContext) -> Section:
         cell=lambda r: f"{t.fmt_int(r['n_pairs'])} ({t.fmt_share(r['share'], 0)})", index_label="Model",
         caption="Matched pairs (share)", source="pairs_per_axis.csv"))
     return section
+
+
+def axis_shares(ctx: ReportContext, shares: pd.Series) -> list[tuple[str, float, str]]:
+    """One model's share of the matched pairs on each of the study's axes, with the axis's colour."""
+    return [(axis, t.as_float(shares.get(axis, math.nan)), series_color(k)) for k, axis in enumerate(ctx.axes)]

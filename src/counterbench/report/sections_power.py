@@ -31,8 +31,7 @@ def power_section(ctx: ReportContext) -> Section:
     if frame is None:
         return section
     order = [*ctx.use_cases, ALL_USE_CASES]
-    for model in ctx.model_order(frame):
-        part = frame[frame["model"].astype(str) == model]
+    for model, part in ctx.by_model(frame):
         part = part.assign(use_case=part["use_case"].where(part["use_case"].notna(), ALL_USE_CASES))
         for lang in [lang for lang in ctx.languages if (part["language"] == lang).any()]:
             rows = part[part["language"] == lang]

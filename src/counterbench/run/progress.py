@@ -10,7 +10,7 @@ import math
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 
@@ -46,21 +46,7 @@ class Counters:
             self.errors += 1
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "done": self.done,
-            "skipped": self.skipped,
-            "sent": self.sent,
-            "cached": self.cached,
-            "ok": self.ok,
-            "refused": self.refused,
-            "unparseable": self.unparseable,
-            "unfinished": self.unfinished,
-            "errors": self.errors,
-            "retries": self.retries,
-            "cost_usd": round(self.cost_usd, 6),
-            "finish_reasons": dict(self.finish_reasons),
-        }
+        return {**asdict(self), "cost_usd": round(self.cost_usd, 6)}
 
 
 def sum_counters(parts: list[Counters]) -> Counters:

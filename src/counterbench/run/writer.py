@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.run.rescue import rescue_file_name
 from counterbench.run.store import RESPONSE_COLUMNS, Store
 
 Row = tuple[Any, ...]
@@ -173,7 +174,7 @@ class BatchWriter:
         """Write the rows that are not in the store to a recovery ``.jsonl``; return its path (or ``None``)."""
         if not self.unsaved:
             return None
-        name = f"{self.store.path.name}.unsaved-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
+        name = rescue_file_name(self.store.path)
         places = list(folders) if folders is not None else [self.store.path.parent, Path.cwd(),
                                                              Path(tempfile.gettempdir())]
         lines = [json.dumps(dict(zip(RESPONSE_COLUMNS, row, strict=True)), ensure_ascii=False) + "\n"

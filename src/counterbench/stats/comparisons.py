@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from counterbench.stats.bootstrap import BootstrapResult, bootstrap_mean_difference
+from counterbench.stats.cells import cell_means, iter_cells
 from counterbench.stats.cluster_bootstrap import cluster_bootstrap_mean_difference
 from counterbench.stats.correlation import spearman
 from counterbench.stats.gaps import PairGaps, mean_gap
@@ -48,26 +49,14 @@ def language_rank_agreement(
     ``cell_cols`` e.g. ``["model", "use_case", "axis"]``. Returns ``cell_cols..., rho, pvalue,
     n_identifiers``; average ``rho`` over use cases afterwards as the spec asks.
     """
-    missing = [c for c in [*cell_cols, language_col, identifier_col, value_col] if c not in frame.columns]
-    if missing:
-        raise ValueError(f"language_rank_agreement: columns {missing} are not in the frame")
-    rows = frame.loc[frame[value_col].notna() & frame[language_col].isin(languages)]
-    table = (
-        rows.groupby([*cell_cols, identifier_col, language_col], sort=True, observed=True, dropna=False)[value_col]
-        .mean()
-        .unstack(language_col)
-    )
+    rows = frame.loc[frame[language_col].isin(languages)] if language_col in frame.columns else frame
+    table = cell_means(rows, cell_cols, identifier_col, language_col, value_col, where="language_rank_agreement")
     for lang in languages:
         if lang not in table.columns:
             table[lang] = np.nan
     table = table[list(languages)].dropna()
     records = []
-    if cell_cols:
-        grouped = table.groupby(level=list(cell_cols), sort=True, observed=True, dropna=False)
-        cells = [(k if isinstance(k, tuple) else (k,), b) for k, b in grouped]
-    else:
-        cells = [((), table)]
-    for key, block in cells:
+    for key, block in iter_cells(table, cell_cols):
         n = len(block)
         rho, p = spearman(block[languages[0]], block[languages[1]]) if n >= 3 else (float("nan"), float("nan"))
         records.append((*key, rho, p, n))

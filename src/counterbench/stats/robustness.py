@@ -25,13 +25,14 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from counterbench.stats.bootstrap import bootstrap_mean
+from counterbench.stats.cells import cell_means, complete_cells
 from counterbench.stats.correlation import mean_pairwise_spearman, min_pairwise_spearman
 from counterbench.stats.gaps import Nonpositive, PairGaps, pair_gaps
 from counterbench.stats.seeding import stable_seed
@@ -45,30 +46,6 @@ __all__ = [
 ]
 
 
-def _cell_means(
-    frame: pd.DataFrame, cell_cols: Sequence[str], row_col: str, col_col: str, value_col: str
-) -> pd.DataFrame:
-    missing = [c for c in [*cell_cols, row_col, col_col, value_col] if c not in frame.columns]
-    if missing:
-        raise ValueError(f"columns {missing} are not in the frame")
-    rows = frame.loc[frame[value_col].notna(), [*cell_cols, row_col, col_col, value_col]]
-    return (
-        rows.groupby([*cell_cols, row_col, col_col], sort=True, observed=True, dropna=False)[value_col]
-        .mean()
-        .unstack(col_col)
-    )
-
-
-def _iter_cells(table: pd.DataFrame, cell_cols: Sequence[str]) -> list[tuple[tuple[object, ...], pd.DataFrame]]:
-    if not cell_cols:
-        return [((), table)]
-    levels: list[Hashable] = list(cell_cols)
-    out = []
-    for key, block in table.groupby(level=levels, sort=True, observed=True, dropna=False):
-        out.append((key if isinstance(key, tuple) else (key,), block.droplevel(levels)))
-    return out
-
-
 def question_variant_robustness(
     frame: pd.DataFrame,
     setting_cols: Sequence[str],
@@ -80,10 +57,9 @@ def question_variant_robustness(
 
     Returns one row per setting with ``min_rho``, ``n_variants`` and ``n_identifiers``.
     """
-    table = _cell_means(frame, setting_cols, identifier_col, variant_col, value_col)
+    table = cell_means(frame, setting_cols, identifier_col, variant_col, value_col)
     records = []
-    for key, block in _iter_cells(table, setting_cols):
-        complete = block.dropna(axis=1, how="all").dropna(axis=0, how="any")
+    for key, complete in complete_cells(table, setting_cols):
         n_var, n_id = complete.shape[1], complete.shape[0]
         ok = n_var >= 2 and n_id >= 3
         rho = min_pairwise_spearman(complete.to_numpy(dtype=np.float64), axis=0) if ok else float("nan")
@@ -179,10 +155,9 @@ def profile_rank_agreement(
     """
     if between not in ("identifiers", "profiles"):
         raise ValueError(f'between must be "identifiers" or "profiles", got {between!r}')
-    table = _cell_means(frame, cell_cols, profile_col, identifier_col, value_col)
+    table = cell_means(frame, cell_cols, profile_col, identifier_col, value_col)
     records = []
-    for key, block in _iter_cells(table, cell_cols):
-        complete = block.dropna(axis=1, how="all").dropna(axis=0, how="any")
+    for key, complete in complete_cells(table, cell_cols):
         n_prof, n_id = complete.shape
         matrix = complete.to_numpy(dtype=np.float64)
         if between == "identifiers":

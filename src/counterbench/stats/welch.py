@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from counterbench.stats.arrays import FloatArray
+from counterbench.stats.cells import attribute_rows
 from counterbench.stats.multiple_testing import benjamini_hochberg
 
 __all__ = ["cohens_d", "group_moments", "pairwise_welch", "welch_from_moments", "welch_t"]
@@ -98,12 +99,7 @@ def pairwise_welch(
     for BH is every row of the returned table.
     """
     parts = []
-    for attribute, levels in attributes.items():
-        if attribute not in frame.columns:
-            continue
-        sub = frame[frame[attribute].isin(list(levels))]
-        if sub.empty:
-            continue
+    for attribute, levels, sub in attribute_rows(frame, attributes):
         moments = group_moments(sub, cell_cols, attribute, value_col).rename(columns={attribute: "level"})
         order = {lv: i for i, lv in enumerate(levels)}
         moments["rank"] = moments["level"].map(order)

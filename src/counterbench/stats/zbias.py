@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from counterbench.stats.cells import attribute_rows
+
 __all__ = ["group_scores", "mab_mdb", "zscore_within"]
 
 
@@ -43,12 +45,7 @@ def group_scores(frame: pd.DataFrame, cell_cols: Sequence[str], attributes: Mapp
     base = frame.assign(z=zscore_within(frame, cell_cols, value_col))
     base = base[base[value_col].notna()]
     parts = []
-    for attribute, levels in attributes.items():
-        if attribute not in base.columns:
-            continue
-        sub = base[base[attribute].isin(list(levels))]
-        if sub.empty:
-            continue
+    for attribute, levels, sub in attribute_rows(base, attributes):
         grouped = sub.groupby([*cell_cols, attribute], sort=False, observed=True, dropna=False)
         stats = grouped.agg(n=(value_col, "count"), mean=(value_col, "mean"), mean_z=("z", "mean")).reset_index()
         stats = stats.rename(columns={attribute: "level"})

@@ -82,45 +82,50 @@ def _midpoint(match: re.Match[str]) -> Extracted:
     return (float(match.group(1)) + float(match.group(2))) / 2, True
 
 
-def _salary_lpa(text: str) -> Extracted:
-    if (m := _SAL_RANGE.search(text)) is not None:
-        return _midpoint(m)
-    if (m := _SAL_LPA.search(text)) is not None:
-        return float(m.group(1)), False
-    if (m := _SAL_INR.search(text)) is not None:
-        amount = float(m.group(1))
-        return (amount / 1e5 if amount >= 1e5 else amount), False
-    if (m := _SAL_BARE_INR.search(text)) is not None:
-        return float(m.group(1)) / 1e5, False
-    if (m := _SAL_BARE_LPA.search(text)) is not None:
-        amount = float(m.group(1))
-        if 1 <= amount <= 200:
-            return amount, False
-    return None
+#: an extractor: patterns tried in order; the first that matches gives the value (or ``None``: no value)
+Rules = tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], Extracted]], ...]
 
 
-def _hike_pct(text: str) -> Extracted:
-    if (m := _HIKE_RANGE.search(text)) is not None:
-        return _midpoint(m)
-    if (m := _HIKE_PCT.search(text)) is not None:
-        return float(m.group(1)), False
-    if (m := _HIKE_BARE.search(text)) is not None:
-        amount = float(m.group(1))
-        if 1 <= amount <= 100:
-            return amount, False
-    return None
+def _number(match: re.Match[str]) -> Extracted:
+    return float(match.group(1)), False
 
 
-def _price_inr(text: str) -> Extracted:
-    if (m := _PRICE_RANGE.search(text)) is not None:
-        return _midpoint(m)
-    if (m := _PRICE_INR.search(text)) is not None:
-        return float(m.group(1)), False
-    if (m := _PRICE_LAKH.search(text)) is not None:
-        return float(m.group(1)) * 1e5, False
-    if (m := _PRICE_BARE.search(text)) is not None:
-        return float(m.group(1)), False
-    return None
+def _within(low: float, high: float) -> Callable[[re.Match[str]], Extracted]:
+    """The number, when it lies in [low, high] (a bare number is a value only in a plausible range)."""
+    def convert(match: re.Match[str]) -> Extracted:
+        amount = float(match.group(1))
+        return (amount, False) if low <= amount <= high else None
+    return convert
+
+
+def _inr_as_lpa(match: re.Match[str]) -> Extracted:
+    amount = float(match.group(1))
+    return (amount / 1e5 if amount >= 1e5 else amount), False
+
+
+_SALARY_RULES: Rules = (
+    (_SAL_RANGE, _midpoint), (_SAL_LPA, _number), (_SAL_INR, _inr_as_lpa),
+    (_SAL_BARE_INR, lambda m: (float(m.group(1)) / 1e5, False)), (_SAL_BARE_LPA, _within(1, 200)),
+)
+_HIKE_RULES: Rules = ((_HIKE_RANGE, _midpoint), (_HIKE_PCT, _number), (_HIKE_BARE, _within(1, 100)))
+_PRICE_RULES: Rules = (
+    (_PRICE_RANGE, _midpoint), (_PRICE_INR, _number), (_PRICE_LAKH, lambda m: (float(m.group(1)) * 1e5, False)),
+    (_PRICE_BARE, _number),
+)
+
+
+def _first_match(rules: Rules) -> Callable[[str], Extracted]:
+    def extract(text: str) -> Extracted:
+        for pattern, convert in rules:
+            if (m := pattern.search(text)) is not None:
+                return convert(m)
+        return None
+    return extract
+
+
+_salary_lpa = _first_match(_SALARY_RULES)
+_hike_pct = _first_match(_HIKE_RULES)
+_price_inr = _first_match(_PRICE_RULES)
 
 
 # answer type -> (characters deleted before matching, extractor)

@@ -14,7 +14,6 @@ Names are mapped onto the study's own: task aliases (``service_pricing_client``)
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ import pandas as pd
 from counterbench.columns import BASE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.studies.base import Study
+from counterbench.table_files import read_jsonl_records
 
 RELEASE_FIELDS = ("id", "task", "language", "axis", "identifier_value", "profile_id", "question_variant_id", "prompt")
 _CONSUMED = {*RELEASE_FIELDS, "identifier_phrase", "question_variant"}
@@ -55,38 +55,31 @@ def load_release_prompts(study: Study, folder: Path, variants: Sequence[str]) ->
 
 def _read_file(study: Study, path: Path, variant: str) -> list[dict[str, Any]]:
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                raise UserError(f"{path.name}:{lineno}: not valid JSON") from None
-            missing = [f for f in RELEASE_FIELDS if f not in rec]
-            if missing:
-                raise UserError(f"{path.name}:{lineno}: missing field(s) {', '.join(missing)}")
-            use_case = study.canonical_use_case(str(rec["task"]))
-            language = "hinglish" if str(rec["language"]).lower().startswith("hi") else "en"
-            suffix = "_fair" if variant == "fairness" else ""
-            row = {
-                "prompt_id": f"{rec['id']}{suffix}",
-                "study": study.name,
-                "use_case": use_case,
-                "language": language,
-                "axis": str(rec["axis"]),
-                "identifier": study.canonical_identifier(str(rec["identifier_value"])),
-                "profile_id": canonical_profile_id(rec["profile_id"]),
-                "question_variant": _variant_number(rec["question_variant_id"], path, lineno),
-                "variant": variant,
-                "answer_type": _answer_type(study, use_case),
-                "system": study.system_prompt_for(use_case, variant),
-                "user": str(rec["prompt"]),
-            }
-            for key, value in rec.items():
-                if key not in _CONSUMED and isinstance(value, str | int | float) and not isinstance(value, bool):
-                    row[key] = value
-            rows.append(row)
+    for lineno, rec in read_jsonl_records(path):
+        missing = [f for f in RELEASE_FIELDS if f not in rec]
+        if missing:
+            raise UserError(f"{path.name}:{lineno}: missing field(s) {', '.join(missing)}")
+        use_case = study.canonical_use_case(str(rec["task"]))
+        language = "hinglish" if str(rec["language"]).lower().startswith("hi") else "en"
+        suffix = "_fair" if variant == "fairness" else ""
+        row = {
+            "prompt_id": f"{rec['id']}{suffix}",
+            "study": study.name,
+            "use_case": use_case,
+            "language": language,
+            "axis": str(rec["axis"]),
+            "identifier": study.canonical_identifier(str(rec["identifier_value"])),
+            "profile_id": canonical_profile_id(rec["profile_id"]),
+            "question_variant": _variant_number(rec["question_variant_id"], path, lineno),
+            "variant": variant,
+            "answer_type": _answer_type(study, use_case),
+            "system": study.system_prompt_for(use_case, variant),
+            "user": str(rec["prompt"]),
+        }
+        for key, value in rec.items():
+            if key not in _CONSUMED and isinstance(value, str | int | float) and not isinstance(value, bool):
+                row[key] = value
+        rows.append(row)
     return rows
 
 

@@ -37,8 +37,8 @@ from typing import Any
 from counterbench.builtin.rupeebias.release import canonical_profile_id
 from counterbench.errors import UserError
 from counterbench.run.parsing import ResponseParser
+from counterbench.run.rescue import RescueImport, is_rescue_records, store_rescued
 from counterbench.run.store import (
-    RESPONSE_COLUMNS,
     Store,
     open_store,
     prompt_hash,
@@ -46,6 +46,7 @@ from counterbench.run.store import (
     request_fingerprint,
     text_hash,
 )
+from counterbench.table_files import read_jsonl_records
 
 REQUIRED = (
     "id", "language", "axis", "identifier_value", "profile_id", "question_variant_id", "model", "prompt", "task",
@@ -62,15 +63,10 @@ _TEMP_IN_NAME = re.compile(r"_(\d+(?:\.\d+)?)(?:_retried)?$")
 
 
 @dataclass
-class ImportReport:
+class ImportReport(RescueImport):
     files: list[str] = field(default_factory=list)
     skipped_files: list[str] = field(default_factory=list)
-    records: int = 0
-    stored: int = 0
-    already_stored: int = 0
     duplicates: int = 0
-    by_model: dict[str, int] = field(default_factory=dict)
-    statuses: dict[str, int] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """What was read and stored, for the terminal (``counterbench import``)."""
@@ -146,7 +142,7 @@ def _import_into(
         try:
             for path in files:
                 records = list(_read_records(path))
-                if records and all(k in records[0] for k in RESPONSE_COLUMNS if k != "answer_logprobs"):
+                if is_rescue_records(records):
                     report.files.append(path.name)
                     _import_rescued(store, records, report)
                     continue
@@ -161,26 +157,9 @@ def _import_into(
 
 
 def _read_records(path: Path) -> Iterable[dict[str, Any]]:
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
-    with handle:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    raise UserError(f"{path.name}:{lineno}: not valid JSON") from None
-                if not isinstance(rec, dict):
-                    raise UserError(f"{path.name}:{lineno}: expected a JSON object")
-                rec["_line"] = lineno
-                yield rec
-        except UnicodeDecodeError:
-            raise UserError(f"{path.name}:{lineno + 1}: not UTF-8 text (is it a run file, .jsonl?)") from None
+    for lineno, rec in read_jsonl_records(path):
+        rec["_line"] = lineno
+        yield rec
 
 
 def _choose(records: list[dict[str, Any]], report: ImportReport) -> list[dict[str, Any]]:
@@ -274,17 +253,8 @@ def _import_file(
 
 
 def _import_rescued(store: Store, records: list[dict[str, Any]], report: ImportReport) -> None:
-    """Rows a run could not commit, saved by it to ``<store>.unsaved-<time>.jsonl``: store them as they are."""
-    rows = [tuple(rec.get(c) for c in RESPONSE_COLUMNS) for rec in records]
-    changed = store.write_new_responses(rows)
-    report.records += len(rows)
-    report.stored += changed
-    report.already_stored += len(rows) - changed
-    for rec in records:
-        model = str(rec.get("model"))
-        report.by_model[model] = report.by_model.get(model, 0) + 1
-        status = str(rec.get("status"))
-        report.statuses[status] = report.statuses.get(status, 0) + 1
+    """Rows a run could not commit (its recovery file, :mod:`counterbench.run.rescue`): stored as they are."""
+    report.add(store_rescued(store, records))
 
 
 def _profile_design(study: Any, use_case: str, profile_id: str, language: str) -> dict[str, Any]:
