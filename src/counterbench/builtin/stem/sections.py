@@ -55,9 +55,10 @@ BIAS_BLURB = {
           "largest |z|, with its signed z (the paper's Table 4).",
 }
 BIAS_CONVENTION = {
-    False: "Convention: counterbench's (the default). Set COUNTERBENCH_STEM_CONVENTION=paper for the paper's (z within "
-           "subject, MAB as Eq. 3, Table 4's extreme group); the STEM documentation sets them side by side.",
-    True: "Convention: the paper's (COUNTERBENCH_STEM_CONVENTION=paper); the default is counterbench's (z within the "
+    False: "Convention: counterbench's (the default). Give --convention paper (after the study's name) for the "
+           "paper's (z within subject, MAB as Eq. 3, Table 4's extreme group); the STEM documentation sets them "
+           "side by side.",
+    True: "Convention: the paper's (--convention paper); the default is counterbench's (z within the "
           "cell, MAB around the unweighted mean of the levels); the STEM documentation sets them side by side.",
 }
 

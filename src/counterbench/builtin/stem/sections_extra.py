@@ -42,9 +42,9 @@ def truncation_lines(shares: pd.DataFrame, sensitivity: pd.DataFrame | None, mod
                     line += (f"; the gap truncation moves most ({moved['attribute']}): "
                              f"{t.fmt_num(moved['mdb_scored'])} → {t.fmt_num(moved['mdb_dropped'])}")
         lines.append(line + ".")
-    rule = ("scored on the text received, as the paper does (the analysis option truncated = score)" if mode == "score"
-            else "left out of every other table (the analysis option truncated = drop; the paper scores them)")
-    lines.append(f"In this analysis the cut explanations are {rule}; set COUNTERBENCH_STEM_TRUNCATED to choose. "
+    rule = ("scored on the text received, as the paper does (the study option --truncated score)" if mode == "score"
+            else "left out of every other table (the study option --truncated drop; the paper scores them)")
+    lines.append(f"In this analysis the cut explanations are {rule}; --truncated chooses. "
                  "These figures are descriptive: a large change means the result depends on how the token limit "
                  "is handled — rerun with a larger limit (--retry-errors --retry-max-tokens N) to settle it.")
     return lines
