@@ -72,9 +72,9 @@ def bar_domain(rows: Sequence[BarRow], *, include_zero: bool = True) -> tuple[fl
     return (lo - pad if lo < 0 else lo), hi + pad
 
 
-def _label_width(labels: Sequence[str]) -> float:
-    longest = max((len(shorten(s, MAX_LABEL_CHARS)) for s in labels), default=4)
-    return min(max(longest * CHAR_WIDTH + 14, 60.0), MAX_LABEL_CHARS * CHAR_WIDTH + 14)
+def _label_width(labels: Sequence[str], max_chars: int = MAX_LABEL_CHARS) -> float:
+    longest = max((len(shorten(s, max_chars)) for s in labels), default=4)
+    return min(max(longest * CHAR_WIDTH + 14, 60.0), max_chars * CHAR_WIDTH + 14)
 
 
 def hbar_panel(
@@ -86,10 +86,12 @@ def hbar_panel(
     x_label: str = "",
     bar_height: float = 11,
     value_format: str = "{:.1f}",
+    max_label_chars: int = MAX_LABEL_CHARS,
 ) -> Markup:
-    """Horizontal bars (one per series in each row) with interval whiskers and value labels."""
+    """Horizontal bars (one per series in each row) with interval whiskers and value labels; a row label
+    longer than ``max_label_chars`` is shortened (its full text in the tooltip)."""
     lo, hi = domain or bar_domain(rows)
-    label_w = _label_width([r.label for r in rows])
+    label_w = _label_width([r.label for r in rows], max_label_chars)
     # room for the longest value label and its mark ("+0.125*"), so the mark is never cut at the edge
     value_labels = [value_format.format(b.value) + b.mark for r in rows for b in r.bars if finite(b.value)]
     value_w = max(44.0, max((len(v) for v in value_labels), default=0) * CHAR_WIDTH + 10)
@@ -113,7 +115,7 @@ def hbar_panel(
     zero = x_of(0.0) if lo <= 0 <= hi else plot_x0
     for i, row in enumerate(rows):
         y = top + i * per_row + 3
-        svg.text(label_w - 8, y + (per_row - 7) / 2, shorten(row.label, MAX_LABEL_CHARS), anchor="end",
+        svg.text(label_w - 8, y + (per_row - 7) / 2, shorten(row.label, max_label_chars), anchor="end",
                  title=row.label)
         for j, bar in enumerate(row.bars):
             by = y + j * (bar_height + 2)
