@@ -91,17 +91,20 @@ def report_command(
     from counterbench.report.api import analyze_store, generation_settings, write_report
     from counterbench.report.context import load_analysis_dir
 
+    args = list(ctx.args)
+    if study is not None and study.startswith("--"):  # a study option where the (optional) study name would be
+        args, study = [study, *args], None
     if analysis is None:
         if store is None:
             raise UserError("give --analysis DIR (written by `counterbench analyze`) or --store PATH (analysed now)")
         from counterbench.studies.options import study_with_options
 
-        the_study = study_with_options(study or _only_study(store), list(ctx.args))
+        the_study = study_with_options(study or _only_study(store), args)
         data = analyze_store(store, the_study, models=model, profile=profile, bootstrap=bootstrap,
                              seed=seed, tau=tau, with_samples=samples)
     else:
-        if ctx.args:
-            raise UserError(f"{ctx.args[0]} applies when analysing a store; the --analysis folder is analysed already")
+        if args:
+            raise UserError(f"{args[0]} applies when analysing a store; the --analysis folder is analysed already")
         given = [name for name, v in (("--parse-profile", profile), ("--bootstrap", bootstrap),
                                       ("--bootstrap-seed", seed), ("--tau", tau), ("--model", model)) if v]
         if given:

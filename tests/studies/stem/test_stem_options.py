@@ -29,6 +29,16 @@ def test_audit_takes_the_options_after_the_study(tmp_path: Path) -> None:
     assert "max_abs_z" in pd.read_csv(out / "analysis" / "stem_bias.csv").columns  # the paper's Table 4 column
     html = (out / "report.html").read_text()
     assert "Convention: the paper&#39;s (--convention paper)" in html
+    # report --store takes the options too (the store holds the answers, not how they were analysed) ...
+    for named in (["stem"], []):  # the study named, or the store's only study
+        again = run_cli("report", *named, "--store", str(tmp_path / "s.db"), "--convention", "paper",
+                        "-o", str(tmp_path / "r.html"), cwd=tmp_path, env=SOURCES)
+        assert again.returncode == 0, again.stderr
+        assert "Convention: the paper&#39;s" in (tmp_path / "r.html").read_text()
+        (tmp_path / "r.html").unlink()
+    # ... and an analysed folder refuses them
+    analysed = run_cli("report", "--analysis", str(out / "analysis"), "--shap", "tree", cwd=tmp_path, env=SOURCES)
+    assert analysed.returncode == 2 and "--shap applies when analysing a store" in analysed.stderr
     prompts = tmp_path / "p.parquet"
     listed = run_cli("prompts", "stem", "--preset", "quick", "--max-tokens-ranking", "64", "--max-tokens-generation",
                      "300", "-o", str(prompts), cwd=tmp_path, env=SOURCES)
