@@ -94,6 +94,7 @@ def _print_leaderboard(console: Any, result: AnalysisResult) -> None:
 
 
 def analyze_command(
+    ctx: typer.Context,
     study: Annotated[str, typer.Argument(help="The study to analyse: a registered name (`counterbench studies`) or a "
                                               "study .yaml. Only its answers in the store are used.")],
     store: Annotated[Path, typer.Option("--store", help="The SQLite store written by `counterbench run`.")],
@@ -112,8 +113,12 @@ def analyze_command(
     ] = "0",
     tau: Annotated[str, typer.Option("--tau", metavar="T", help="Violation@τ threshold in percent (amounts).")] = "10",
 ) -> None:
-    """Compute every table of the study's analysis and write them to --out (CSV + Parquet + summary.json)."""
+    """Compute every table of the study's analysis and write them to --out (CSV + Parquet + summary.json).
+
+    A study may take its own options after its name (e.g. a convention): `counterbench studies` lists them.
+    """
     from counterbench.pipeline import analyze
+    from counterbench.studies.options import study_with_options
 
     started = time.perf_counter()
     n_boot = _whole(bootstrap, "--bootstrap", 0)
@@ -123,11 +128,14 @@ def analyze_command(
         raise UserError(
             f"store {store} does not exist; run some prompts first (`counterbench run ... --store {store}`)"
         )
-    result = analyze(store, study, models=model or None, profile=parse_profile, bootstrap=n_boot, seed=base_seed,
+    the_study = study_with_options(study, list(ctx.args))
+    result = analyze(store, the_study, models=model or None, profile=parse_profile, bootstrap=n_boot, seed=base_seed,
                      tau=threshold)
     written = result.write(out)
     _print_result(result, out, len(written), time.perf_counter() - started)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("analyze")(analyze_command)
+    from counterbench.commands.common import STUDY_OPTION_SETTINGS
+
+    app.command("analyze", context_settings=STUDY_OPTION_SETTINGS)(analyze_command)

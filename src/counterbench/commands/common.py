@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from counterbench.prompts import PromptFilters
 
 #: ``audit`` and ``prompts`` pass the options they do not know to the study (its file options, e.g. ``--jobs``)
-STUDY_FILE_OPTIONS = {"allow_extra_args": True, "ignore_unknown_options": True}
+STUDY_OPTION_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 UseCaseOpt = Annotated[list[str] | None, typer.Option("--use-case", help="Keep this use case (repeatable).")]
 LanguageOpt = Annotated[
     list[str] | None, typer.Option("--language", help="Keep this language (a code the study declares, e.g. en).")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from counterbench.commands.common import STUDY_FILE_OPTIONS, FromReleaseOpt, with_prompt_filters
+from counterbench.commands.common import STUDY_OPTION_SETTINGS, FromReleaseOpt, with_prompt_filters
 from counterbench.errors import UserError
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def prompts_command(
 ) -> None:
     """Expand a study into its prompt table and print a summary (prompts per use case and language).
 
-    A study may take its own files as options after its name (e.g. `--jobs FILE`): `counterbench studies`
+    A study may take its own options after its name (e.g. `--jobs FILE`): `counterbench studies`
     lists them.
     """
     from rich.console import Console
@@ -38,9 +38,9 @@ def prompts_command(
     from counterbench.table_files import write_table
 
     started = time.perf_counter()
-    from counterbench.studies.files import study_with_files
+    from counterbench.studies.options import study_with_options
 
-    table = build_prompts(study_with_files(study, list(ctx.args)), filters, from_release=from_release)
+    table = build_prompts(study_with_options(study, list(ctx.args)), filters, from_release=from_release)
     if out is not None:
         write_table(table, out)
     console = Console()
@@ -51,12 +51,15 @@ def prompts_command(
 
 def studies_command() -> None:
     """List the registered studies (built-in, and those installed packages add through the entry-point group
-    counterbench.studies) with their outcome kinds and sizes. Any study .yaml can be given by path instead."""
+    counterbench.studies) with their outcome kinds and sizes, and each study's own options. Any study .yaml can be
+    given by path instead."""
     from rich.console import Console
     from rich.table import Table
 
+    from counterbench.studies.options import declared_options
     from counterbench.studies.registry import load_study, registered_studies
 
+    options: dict[str, list[str]] = {}
     table = Table(title="Studies (or give a path to a study .yaml)")
     for col in ("study", "title", "outcomes", "use cases", "languages", "axes", "identifiers", "prompts", "source"):
         table.add_column(col, overflow="fold")
@@ -67,6 +70,9 @@ def studies_command() -> None:
         except UserError as err:
             table.add_row(name, f"(cannot be loaded: {err})", *[""] * 6, entry.source)
             continue
+        declared = declared_options(study)
+        if declared is not None:
+            options[name] = declared.describe()
         table.add_row(
             name,
             study.title,
@@ -78,9 +84,15 @@ def studies_command() -> None:
             f"{len(frame):,}",
             entry.source,
         )
-    Console(width=160).print(table)
+    console = Console(width=160)
+    console.print(table)
+    for name, lines in options.items():
+        console.print(f"\nOptions of {name} (after its name: `counterbench audit {name} --OPTION VALUE`; the same "
+                      f"names in a study file with `study: {name}`):", markup=False, highlight=False)
+        for line in lines:
+            console.print(f"  {line}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("prompts", context_settings=STUDY_FILE_OPTIONS)(prompts_command)
+    app.command("prompts", context_settings=STUDY_OPTION_SETTINGS)(prompts_command)
     app.command("studies")(studies_command)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from counterbench.commands.check_cmd import FailOnOpt, JunitOpt, gate_after_audit
-from counterbench.commands.common import STUDY_FILE_OPTIONS, FromReleaseOpt, with_prompt_filters
+from counterbench.commands.common import STUDY_OPTION_SETTINGS, FromReleaseOpt, with_prompt_filters
 from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
@@ -58,6 +58,7 @@ def _findings_lines(summary_file: Path) -> list[str]:
 
 
 def report_command(
+    ctx: typer.Context,
     study: Annotated[str | None, typer.Argument(
         help="With --store: the study to report (a registered name or a study .yaml); default: the store's only study.",
     )] = None,
@@ -84,18 +85,27 @@ def report_command(
 ) -> None:
     """Write one self-contained HTML report (works offline) and a Markdown twin.
 
-    From a folder written by `counterbench analyze` (--analysis DIR) or from a store analysed now (--store PATH).
+    From a folder written by `counterbench analyze` (--analysis DIR) or from a store analysed now (--store PATH);
+    a study's own options (`counterbench studies` lists them) follow its name, with --store.
     """
     from counterbench.pipeline import analyze_store, generation_settings
     from counterbench.report.api import write_report
     from counterbench.report.context import load_analysis_dir
 
+    args = list(ctx.args)
+    if study is not None and study.startswith("--"):  # a study option where the (optional) study name would be
+        args, study = [study, *args], None
     if analysis is None:
         if store is None:
             raise UserError("give --analysis DIR (written by `counterbench analyze`) or --store PATH (analysed now)")
-        data = analyze_store(store, study or _only_study(store), models=model, profile=profile, bootstrap=bootstrap,
+        from counterbench.studies.options import study_with_options
+
+        the_study = study_with_options(study or _only_study(store), args)
+        data = analyze_store(store, the_study, models=model, profile=profile, bootstrap=bootstrap,
                              seed=seed, tau=tau, with_samples=samples)
     else:
+        if args:
+            raise UserError(f"{args[0]} applies when analysing a store; the --analysis folder is analysed already")
         given = [name for name, v in (("--parse-profile", profile), ("--bootstrap", bootstrap),
                                       ("--bootstrap-seed", seed), ("--tau", tau), ("--model", model)) if v]
         if given:
@@ -182,7 +192,7 @@ def audit_command(
 ) -> None:
     """Run a study on models, analyse the answers and write the report, in one go; rerun to resume.
 
-    A study may take its own files as options after its name (e.g. `--jobs FILE`): `counterbench studies`
+    A study may take its own options after its name (e.g. `--jobs FILE`): `counterbench studies`
     lists them.
 
     Writes OUT/report.html, OUT/report.md and the analysis tables (CSV + Parquet) in OUT/analysis.
@@ -199,9 +209,9 @@ def audit_command(
         from counterbench.gate import parse_fail_on
 
         parse_fail_on(fail_on)  # a bad threshold is refused before the audit sends anything
-    from counterbench.studies.files import study_with_files
+    from counterbench.studies.options import study_with_options
 
-    the_study = study_with_files(study, list(ctx.args))
+    the_study = study_with_options(study, list(ctx.args))
     table = build_prompts(the_study, filters, from_release=from_release)
     summary = send(table, list(model or []), run_options)
     store, parse_profile = Path(run_options.store), run_options.parse_profile
@@ -229,5 +239,5 @@ def audit_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report_command)
-    app.command("audit", context_settings=STUDY_FILE_OPTIONS)(audit_command)
+    app.command("report", context_settings=STUDY_OPTION_SETTINGS)(report_command)
+    app.command("audit", context_settings=STUDY_OPTION_SETTINGS)(audit_command)

@@ -94,7 +94,8 @@ def hbar_panel(
     bar_height: float = 11,
     value_format: str = "{:.1f}",
 ) -> Markup:
-    """Horizontal bars (one per series in each row) with interval whiskers and value labels."""
+    """Horizontal bars (one per series in each row) with interval whiskers and value labels; row labels in
+    full (the margin fits the longest)."""
     lo, hi = domain or bar_domain(rows)
     label_w = _label_width([r.label for r in rows])
     width = _widened(width, label_w)

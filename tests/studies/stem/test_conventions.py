@@ -1,4 +1,4 @@
-"""The paper's conventions (COUNTERBENCH_STEM_CONVENTION=paper): MAB/MDB equal Eq. 3–4 computed independently."""
+"""The paper's conventions (``--convention paper``): MAB/MDB equal Eq. 3–4 computed independently."""
 
 from __future__ import annotations
 
@@ -70,11 +70,10 @@ def test_the_conventions_differ_where_the_paper_says(frame: pd.DataFrame) -> Non
     assert set(planted.groupby("context").head(1)["attribute"]) == {"disability"}  # planted: on top either way
 
 
-def test_the_option_reaches_the_summary_and_the_report(frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_option_reaches_the_summary_and_the_report(frame: pd.DataFrame) -> None:
     assert StemStudy(convention="paper").convention() == "paper"
-    monkeypatch.setenv("COUNTERBENCH_STEM_CONVENTION", "mine")
-    with pytest.raises(UserError, match="COUNTERBENCH_STEM_CONVENTION must be one of counterbench, paper"):
-        StemStudy().convention()
+    with pytest.raises(UserError, match=r"^convention must be one of counterbench, paper"):
+        StemStudy(convention="mine")
     table = build_prompt_table(StemDesign.paper(contexts=("india",), profiles=30, progressive=(), single_attribute=(),
                                                 tasks=("generation",)))
     tables, summary = analyze_results(simulate_outcomes(table, "sim:stem"), convention="paper")

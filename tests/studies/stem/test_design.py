@@ -92,19 +92,18 @@ def test_paper_design_has_every_experiment() -> None:
     assert baseline["user"].startswith("You are teaching a student about")
 
 
-def test_per_task_token_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_per_task_token_limits() -> None:
     from counterbench.builtin.stem.study import StemStudy
 
     design = StemDesign.paper(contexts=("india",), profiles=4, progressive=(), single_attribute=(), ranking_tokens=2048,
                               generation_tokens=4096)
     limits = build_prompt_table(design).groupby("task")["requested_max_tokens"].unique().to_dict()
     assert [list(limits["ranking"]), list(limits["generation"])] == [[2048], [4096]]
-    monkeypatch.setenv("COUNTERBENCH_STEM_RANKING_TOKENS", "1024")
-    study = StemStudy()
+    study = StemStudy(max_tokens_ranking=1024)
     assert (study.design.ranking_tokens, study.design.generation_tokens) == (1024, 512)
-    monkeypatch.setenv("COUNTERBENCH_STEM_GENERATION_TOKENS", "lots")
-    with pytest.raises(UserError, match="COUNTERBENCH_STEM_GENERATION_TOKENS must be a whole number"):
-        StemStudy()
+    assert StemStudy(design, max_tokens_generation=300).design.ranking_tokens == 2048  # the design's, one changed
+    with pytest.raises(UserError, match=r"^max-tokens-generation must be a whole number ≥ 1"):
+        StemStudy(max_tokens_generation="lots")  # type: ignore[arg-type]
     with pytest.raises(UserError, match="ranking_tokens must be at least 1"):
         StemDesign.paper(ranking_tokens=0)
 

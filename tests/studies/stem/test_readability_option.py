@@ -1,4 +1,4 @@
-"""The readability maths handling chosen from the command line (``COUNTERBENCH_STEM_READABILITY_MATH``)."""
+"""The readability maths handling chosen from the command line (``--readability-math``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import counterbench
-from counterbench.builtin.stem.study import READABILITY_MATH_ENV, StemStudy
+from counterbench.builtin.stem.study import StemStudy
 from counterbench.errors import UserError
 from counterbench.models.base import ChatRequest, ChatResult
 from counterbench.outcomes.readability import score_texts
@@ -45,8 +45,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _analyse(store: Path, out: Path, math: str | None) -> tuple[pd.DataFrame, dict[str, object]]:
-    env = {READABILITY_MATH_ENV: math} if math is not None else {}
-    done = run_cli("analyze", "stem", "--store", str(store), "-o", str(out), env=env, cwd=out.parent)
+    option = ["--readability-math", math] if math is not None else []
+    done = run_cli("analyze", "stem", *option, "--store", str(store), "-o", str(out), cwd=out.parent)
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(out / "stem_descriptive.csv")
     return table[table["task"].eq("generation")], json.loads((out / "summary.json").read_text())
@@ -69,14 +69,14 @@ def test_placeholder_maths_from_the_command_line(store: Path, tmp_path: Path) ->
 
 
 def test_a_bad_maths_handling_is_one_line(store: Path, tmp_path: Path) -> None:
-    done = run_cli("analyze", "stem", "--store", str(store), "-o", str(tmp_path / "o"),
-                   env={READABILITY_MATH_ENV: "latex"}, cwd=tmp_path)
+    done = run_cli("analyze", "stem", "--store", str(store), "-o", str(tmp_path / "o"), "--readability-math=latex",
+                   cwd=tmp_path)
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and f"{READABILITY_MATH_ENV} must be one of raw, placeholder" in lines[0]
+    assert len(lines) == 1 and "--readability-math must be one of raw, placeholder" in lines[0]
 
 
 def test_the_python_option() -> None:
     assert StemStudy(readability_math="placeholder").readability_math() == "placeholder"
-    with pytest.raises(UserError, match="readability_math must be one of raw, placeholder"):
+    with pytest.raises(UserError, match=r"^readability-math must be one of raw, placeholder"):
         StemStudy(readability_math="latex")

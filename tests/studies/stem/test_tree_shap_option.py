@@ -1,4 +1,4 @@
-"""TreeSHAP chosen for ``stem_shap`` (``COUNTERBENCH_STEM_SHAP=tree`` or ``StemStudy(shap="tree")``), and the
+"""TreeSHAP chosen for ``stem_shap`` (``--shap tree`` or ``StemStudy(shap="tree")``), and the
 one-line error when the ``shap`` extra is missing."""
 
 from __future__ import annotations
@@ -34,12 +34,11 @@ def test_tree_shap_attributes_the_planted_attribute_first() -> None:
 
 def test_a_missing_shap_package_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "shap", None)  # as if the extra were not installed
-    with pytest.raises(UserError, match=r"^shap=tree \(TreeSHAP\) needs the optional packages shap and "
+    with pytest.raises(UserError, match=r"^shap tree \(TreeSHAP\) needs the optional packages shap and "
                                         r"scikit-learn \(shap missing\): pip install 'counterbench\[shap\]'$"):
         StemStudy(shap="tree")
-    monkeypatch.setenv("COUNTERBENCH_STEM_SHAP", "forest")
-    with pytest.raises(UserError, match="COUNTERBENCH_STEM_SHAP must be one of linear, tree"):
-        StemStudy().shap_method()
+    with pytest.raises(UserError, match=r"^shap must be one of linear, tree"):
+        StemStudy(shap="forest")
 
 
 def test_the_cli_reads_the_shap_option(tmp_path: Path) -> None:
@@ -47,12 +46,12 @@ def test_the_cli_reads_the_shap_option(tmp_path: Path) -> None:
     out = run_cli("run", "stem", "--model", "sim:stem", "--preset", "quick", "--store", str(store), cwd=tmp_path,
                   env=SOURCES)
     assert out.returncode == 0, out.stderr
-    bad = run_cli("analyze", "stem", "--store", str(store), "-o", str(tmp_path / "a"), cwd=tmp_path,
-                  env={**SOURCES, "COUNTERBENCH_STEM_SHAP": "forest"})
-    assert bad.returncode == 2 and "COUNTERBENCH_STEM_SHAP must be one of linear, tree" in bad.stderr
+    bad = run_cli("analyze", "stem", "--shap", "forest", "--store", str(store), "-o", str(tmp_path / "a"),
+                  cwd=tmp_path, env=SOURCES)
+    assert bad.returncode == 2 and "--shap must be one of linear, tree" in bad.stderr
     assert "Traceback" not in bad.stderr
     pytest.importorskip("shap")
-    good = run_cli("analyze", "stem", "--store", str(store), "-o", str(tmp_path / "a"), cwd=tmp_path,
-                   env={**SOURCES, "COUNTERBENCH_STEM_SHAP": "tree"})
+    good = run_cli("analyze", "stem", "--store", str(store), "-o", str(tmp_path / "a"), "--shap", "tree",
+                   cwd=tmp_path, env=SOURCES)
     assert good.returncode == 0, good.stderr
     assert '"stem_shap_method": "tree"' in (tmp_path / "a" / "summary.json").read_text()

@@ -20,6 +20,7 @@ import pandas as pd
 
 from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring
 from counterbench.builtin.hiring.answers import VERDICTS
+from counterbench.builtin.hiring.cli_files import ALIASES, FILE_OPTIONS
 from counterbench.builtin.hiring.plan import HiringPlan, build_prompts, filter_presets, full_plan, load_inputs
 from counterbench.builtin.hiring.prompt_variants import (
     STANDARD,
@@ -33,6 +34,7 @@ from counterbench.builtin.hiring.prompt_variants import (
 from counterbench.builtin.hiring.prompting import CANNOT, USE_CASES, prompt_texts
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
+from counterbench.studies.options import StudyOptions
 
 TITLE = "Hiring markers"
 DESCRIPTION = (
@@ -139,6 +141,13 @@ class HiringStudy:
                               "groups": list(baskets.groups), "lint_allowed": allowed,
                               "variants": dict(variant_descriptions(self.plan.variants_file))}}
         return tables, summary
+
+    @property
+    def study_options(self) -> StudyOptions:
+        """The study's files as options (``audit hiring --jobs FILE``; :mod:`.cli_files`), a file left out the
+        built-in one."""
+        return StudyOptions(options=FILE_OPTIONS, aliases=ALIASES,
+                            build=lambda paths: hiring_study(**{name: str(path) for name, path in paths.items()}))
 
     def from_study_file(self, data: Mapping[str, Any], path: Path) -> HiringStudy:
         """The hiring study a study file (``study: hiring``) declares from data files (:mod:`.study_file`)."""

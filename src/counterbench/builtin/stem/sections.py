@@ -6,6 +6,8 @@ autoescaping templates, charts through :class:`counterbench.report.svg.Svg`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import pandas as pd
 from markupsafe import Markup
@@ -31,17 +33,31 @@ def _section(ctx: ReportContext, key: str, name: str, title: str, blurb: str) ->
     return section, frame
 
 
+def table_section(ctx: ReportContext, name: str, title: str, blurb: str, columns: Sequence[t.Col], note: str = "",
+                  *, key: str | None = None,
+                  figures: Callable[[pd.DataFrame], Sequence[Figure]] | None = None) -> Section:
+    """A section of one table ``name`` (its key too, unless ``key``): the blurb, the ``figures`` drawn from the
+    table, its ``columns`` and the ``note``; the reason instead when the table is empty."""
+    section, frame = _section(ctx, key or name, name, title, blurb)
+    if frame is None:
+        return section
+    if figures is not None:
+        section.figures.extend(figures(frame))
+    show_table(section, ctx, name, columns)
+    if note:
+        section.notes.append(note)
+    return section
+
+
 def descriptive_section(ctx: ReportContext) -> Section:
-    section = _section(ctx, "stem_descriptive", "stem_descriptive", "Chosen level and grade level",
-                              "MCV is the mean level (1 = most elementary, 5 = most advanced) of the explanation the "
-                              "model chose; MGL the mean readability grade of the explanations it wrote (mean of "
-                              "Flesch–Kincaid, Gunning Fog and Coleman–Liau). One row per model × task × context × "
-                              "dataset × role, main experiment.")[0]
-    show_table(section, ctx, "stem_descriptive", [
-        *CELL_COLS, t.text("metric", "Metric"), t.count("N", "N"), t.num("mean", "Mean"), t.num("std", "SD"),
+    return table_section(ctx, "stem_descriptive", "Chosen level and grade level",
+        "MCV is the mean level (1 = most elementary, 5 = most advanced) of the explanation the "
+        "model chose; MGL the mean readability grade of the explanations it wrote (mean of "
+        "Flesch–Kincaid, Gunning Fog and Coleman–Liau). One row per model × task × context × "
+        "dataset × role, main experiment.",
+        [*CELL_COLS, t.text("metric", "Metric"), t.count("N", "N"), t.num("mean", "Mean"), t.num("std", "SD"),
         t.num("min", "Min"), t.num("median", "Median"), t.num("max", "Max"), t.num("iqr", "IQR"),
         t.text("scored_by", "Scored by")])
-    return section
 
 
 BIAS_BLURB = {
@@ -55,11 +71,14 @@ BIAS_BLURB = {
           "largest |z|, with its signed z (the paper's Table 4).",
 }
 BIAS_CONVENTION = {
-    False: "Convention: counterbench's (the default). Set COUNTERBENCH_STEM_CONVENTION=paper for the paper's (z within "
-           "subject, MAB as Eq. 3, Table 4's extreme group); the STEM documentation sets them side by side.",
-    True: "Convention: the paper's (COUNTERBENCH_STEM_CONVENTION=paper); the default is counterbench's (z within the "
+    False: "Convention: counterbench's (the default). Give --convention paper (after the study's name) for the "
+           "paper's (z within subject, MAB as Eq. 3, Table 4's extreme group); the STEM documentation sets them "
+           "side by side.",
+    True: "Convention: the paper's (--convention paper); the default is counterbench's (z within the "
           "cell, MAB around the unweighted mean of the levels); the STEM documentation sets them side by side.",
 }
+
+
 
 
 def bias_section(ctx: ReportContext) -> Section:
@@ -68,14 +87,18 @@ def bias_section(ctx: ReportContext) -> Section:
     section.notes.append(BIAS_CONVENTION[paper])
     if frame is None:
         return section
-    rows = []
-    for r in frame.head(24).to_dict("records"):
-        role = f" {r['role']}" if r["task"] == "ranking" else ""
-        label = f"{r['attribute']}: {r['model']} {r['task']} {r['context']}{role}"
-        rows.append(BarRow(label, [BarValue("MAB (z)", t.as_float(r["mab_z"]), SERIES_COLORS[0])]))
-    section.figures.append(Figure([hbar_panel("Largest MAB (z units)", rows, domain=bar_domain(rows), width=640,
-                                              x_label="MAB (z)", value_format="{:.2f}")],
-                                  caption="The 24 largest attribute biases across cells."))
+    panels = []
+    ranked = frame.assign(_mab=pd.to_numeric(frame["mab_z"], errors="coerce")).sort_values("_mab", ascending=False)
+    for (model, task), part in ranked.groupby(["model", "task"], sort=False):  # the most biased model's first
+        rows = []
+        for r in part.head(12).to_dict("records"):
+            role = f" {r['role']}" if task == "ranking" else ""
+            rows.append(BarRow(f"{r['attribute']}: {r['context']}{role}",
+                               [BarValue("MAB (z)", t.as_float(r["mab_z"]), SERIES_COLORS[0])]))
+        panels.append(hbar_panel(f"Largest MAB (z units): {model} · {task}", rows, domain=bar_domain(rows),
+                                 width=640, x_label="MAB (z)", value_format="{:.2f}"))
+    section.figures.append(Figure(panels[:8], caption="The 12 largest attribute biases of each model and task, the "
+                                  "largest first (at most 8 panels; the table has every cell)."))
     show_table(section, ctx, "stem_bias", [
         *CELL_COLS, t.text("attribute", "Attribute"), t.num("mab_z", "MAB (z)", 3), t.num("mdb_z", "MDB (z)", 3),
         t.num("mab", "MAB (raw)", 3), t.num("mdb", "MDB (raw)", 3), t.text("extreme_level", "Extreme level"),
@@ -166,7 +189,7 @@ def shap_section(ctx: ReportContext) -> Section:
                               "level).")
     if str(ctx.data.summary.get("stem_shap_method", "linear")) == "tree":
         section.blurb = ("TreeSHAP values of a gradient-boosted tree model of the outcome on one-hot profile "
-                         "attributes (the analysis option shap = tree): how much each attribute moves a response "
+                         "attributes (the study option --shap tree): how much each attribute moves a response "
                          "away from the average, interactions included. Mean |SHAP| ranks the attributes; in the "
                          "strip charts each dot is one response (colour: the attribute's level).")
     refused = show_table(section, ctx, "stem_shap_refused", [
@@ -266,12 +289,10 @@ def single_section(ctx: ReportContext) -> Section:
 
 
 def extremes_section(ctx: ReportContext) -> Section:
-    section = _section(ctx, "stem_extremes", "stem_extremes", "Top and bottom profiles",
-                              "The profiles with the highest and lowest mean z in each cell (main experiment).")[0]
-    show_table(section, ctx, "stem_extremes", [
-        *CELL_COLS, t.text("end", "End"), t.count("rank", "Rank"), t.text("characteristic", "Profile"),
+    return table_section(ctx, "stem_extremes", "Top and bottom profiles",
+        "The profiles with the highest and lowest mean z in each cell (main experiment).",
+        [*CELL_COLS, t.text("end", "End"), t.count("rank", "Rank"), t.text("characteristic", "Profile"),
         t.num("score", "Score"), t.num("z", "Mean z", signed=True)])
-    return section
 
 
 def position_section(ctx: ReportContext) -> Section:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from counterbench.builtin.stem.sections import CELL_COLS, _section
+from counterbench.builtin.stem.sections import CELL_COLS, _section, table_section
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Section, show_table
@@ -42,9 +42,9 @@ def truncation_lines(shares: pd.DataFrame, sensitivity: pd.DataFrame | None, mod
                     line += (f"; the gap truncation moves most ({moved['attribute']}): "
                              f"{t.fmt_num(moved['mdb_scored'])} → {t.fmt_num(moved['mdb_dropped'])}")
         lines.append(line + ".")
-    rule = ("scored on the text received, as the paper does (the analysis option truncated = score)" if mode == "score"
-            else "left out of every other table (the analysis option truncated = drop; the paper scores them)")
-    lines.append(f"In this analysis the cut explanations are {rule}; set COUNTERBENCH_STEM_TRUNCATED to choose. "
+    rule = ("scored on the text received, as the paper does (the study option --truncated score)" if mode == "score"
+            else "left out of every other table (the study option --truncated drop; the paper scores them)")
+    lines.append(f"In this analysis the cut explanations are {rule}; --truncated chooses. "
                  "These figures are descriptive: a large change means the result depends on how the token limit "
                  "is handled — rerun with a larger limit (--retry-errors --retry-max-tokens N) to settle it.")
     return lines
@@ -72,28 +72,24 @@ def truncation_section(ctx: ReportContext) -> Section:
 
 
 def extreme_gap_section(ctx: ReportContext) -> Section:
-    section, frame = _section(ctx, "stem_extreme_gap", "stem_extreme_gap",
-                              "Full intersectionality: the most privileged vs the most marginalised profile",
-                              "At the last step of the progressive experiment every combination of the stated "
-                              "attributes is one profile. The two ends are fixed in advance — every attribute at its "
-                              "first (privileged) level, and every attribute at its last — and their gap in grade "
-                              "levels is the paper's headline number.")
-    if frame is None:
-        return section
-    show_table(section, ctx, "stem_extreme_gap", [
-        t.text("model", "Model"), t.text("context", "Context"), t.text("experiment", "Experiment"),
+    return table_section(ctx, "stem_extreme_gap",
+        "Full intersectionality: the most privileged vs the most marginalised profile",
+        "At the last step of the progressive experiment every combination of the stated "
+        "attributes is one profile. The two ends are fixed in advance — every attribute at its "
+        "first (privileged) level, and every attribute at its last — and their gap in grade "
+        "levels is the paper's headline number.",
+        [t.text("model", "Model"), t.text("context", "Context"), t.text("experiment", "Experiment"),
         t.text("privileged", "Privileged end"), t.num("mean_privileged", "MGL"),
         t.text("marginalised", "Marginalised end"), t.num("mean_marginalised", "MGL"),
         t.num("gap", "Gap", signed=True), t.pvalue("p", "p (Welch, paper's)"), t.count("n_pairs", "Pairs (null)"),
         t.pvalue("p_value", "p (null reference)"), t.pvalue("q_value", "q"),
         t.mark("Mark (BH within model)", n="n_pairs", unit="pairs of profiles"),
-        t.num("spread", "Max − min profile (descriptive)")])
-    section.notes.append("Mark: the null reference over profiles — with nothing planted every profile is "
-                         "exchangeable, so the designated pair's gap ranks anywhere among the gaps of all pairs of "
-                         "profiles at that step; p is the share of pairs with a gap at least as large, "
-                         "Benjamini–Hochberg within each model. The max − min spread picks its two profiles after "
-                         "seeing the answers and is descriptive only: by chance alone it is several grade levels.")
-    return section
+        t.num("spread", "Max − min profile (descriptive)")],
+        "Mark: the null reference over profiles — with nothing planted every profile is "
+        "exchangeable, so the designated pair's gap ranks anywhere among the gaps of all pairs of "
+        "profiles at that step; p is the share of pairs with a gap at least as large, "
+        "Benjamini–Hochberg within each model. The max − min spread picks its two profiles after "
+        "seeing the answers and is descriptive only: by chance alone it is several grade levels.")
 
 
 def interaction_grid_section(ctx: ReportContext) -> Section:

@@ -5,19 +5,11 @@ subsets of that table (``presets.yaml``): ``quick`` keeps 8 sampled profiles per
 as many attribute levels as possible, 2 subjects and 2 generation problems; ``main`` the main experiment's
 100 profiles per context; ``paper`` keeps everything.
 
-A user's MATH copy and JEEBench ``dataset.json`` are given through the environment, since a registered
-study is built without arguments: ``COUNTERBENCH_STEM_MATH`` (the MATH directory or a JSONL file) and
-``COUNTERBENCH_STEM_JEEBENCH`` (``dataset.json``); see ``docs/stem.md``. So are the per-task output-token
-limits each prompt asks for, ``COUNTERBENCH_STEM_RANKING_TOKENS`` (16) and
-``COUNTERBENCH_STEM_GENERATION_TOKENS`` (512, the paper's); ``--max-tokens`` overrides both at once. So is
-the readability maths handling of the analysis, ``COUNTERBENCH_STEM_READABILITY_MATH`` (``raw``, the default,
-or ``placeholder``; from Python also ``StemStudy(readability_math=...)``), and what happens to explanations
-cut at the token limit, ``COUNTERBENCH_STEM_TRUNCATED`` (``score``, the default and the paper's rule, or
-``drop``; from Python ``StemStudy(truncated=...)``), and the bias table's conventions,
-``COUNTERBENCH_STEM_CONVENTION`` (``counterbench``, the default, or ``paper``: :mod:`.conventions`; from Python
-``StemStudy(convention=...)``), and how ``stem_shap`` attributes, ``COUNTERBENCH_STEM_SHAP`` (``linear``,
-exact, the default, or ``tree``: TreeSHAP with the ``shap`` extra; from Python ``StemStudy(shap=...)``), all
-read when the answers are analysed.
+The study's options (:mod:`.options`: the bias table's convention, what happens to explanations cut at
+the token limit, how SHAP attributes, how maths is scored, the per-task output-token limits, a user's
+MATH copy and JEEBench file) are keyword arguments here, ``--NAME VALUE`` after the study's name on the
+command line and keys of a study file (``study: stem``); ``--max-tokens`` (a run option) overrides both
+token limits at once.
 
 Use cases: ``ranking`` (outcome ``choice`` over A–E; the prompt table's ``option_<L>`` columns give each
 letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` readability metric).
@@ -26,64 +18,37 @@ letter's level) and ``generation`` (outcome ``text`` scored by the ``mgl`` reada
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from counterbench.builtin.stem.analysis import SHAP_METHODS
-from counterbench.builtin.stem.conventions import CONVENTIONS
 from counterbench.builtin.stem.design import (
     GENERATION_ANSWER_TYPE,
     LETTERS,
-    TRUNCATED_MODES,
     StemDesign,
     build_prompt_table,
     presets,
     prompt_texts,
 )
+from counterbench.builtin.stem.options import OPTIONS
 from counterbench.builtin.stem.profiles import get_context
 from counterbench.errors import UserError
 from counterbench.outcomes.base import OutcomeSpec
-from counterbench.outcomes.readability import MATH_MODES
 from counterbench.studies.base import Facet
-
-MATH_ENV = "COUNTERBENCH_STEM_MATH"
-JEEBENCH_ENV = "COUNTERBENCH_STEM_JEEBENCH"
-READABILITY_MATH_ENV = "COUNTERBENCH_STEM_READABILITY_MATH"
-TRUNCATED_ENV = "COUNTERBENCH_STEM_TRUNCATED"
-CONVENTION_ENV = "COUNTERBENCH_STEM_CONVENTION"
-SHAP_ENV = "COUNTERBENCH_STEM_SHAP"
-#: per-task output-token limits (each prompt's ``requested_max_tokens``; ``--max-tokens`` overrides both)
-TOKEN_ENVS = {"ranking_tokens": "COUNTERBENCH_STEM_RANKING_TOKENS",
-              "generation_tokens": "COUNTERBENCH_STEM_GENERATION_TOKENS"}
+from counterbench.studies.options import StudyOptions
 
 
-def _env_tokens() -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for name, env in TOKEN_ENVS.items():
-        raw = (os.environ.get(env) or "").strip()
-        if not raw:
-            out[name] = None
-            continue
-        try:
-            out[name] = int(raw)
-        except ValueError:
-            raise UserError(f"{env} must be a whole number of tokens, got {raw!r}") from None
-    return out
+def _build(values: dict[str, Any], label: str = "--") -> StemStudy:
+    """The study with these options (by option name); ``label`` starts a message about a value."""
+    return StemStudy(**{name.replace("-", "_"): value for name, value in values.items()}, label=label)
 
 
-def _choice(given: str | None, name: str, env: str, allowed: Sequence[str], what: str) -> str:
-    """An analysis option: ``given`` (the constructor's), else ``$env``, else the first of ``allowed``; a value
-    outside ``allowed`` is a one-line :class:`~counterbench.errors.UserError` naming where it came from."""
-    chosen, source = given, name
-    if chosen is None:
-        chosen, source = os.environ.get(env) or allowed[0], env
-    if chosen not in allowed:
-        raise UserError(f"{source} must be one of {', '.join(allowed)} ({what}), got {chosen!r}")
-    return chosen
+#: the study's options (:mod:`.options`), read by ``audit``/``prompts``/``analyze``/``report``
+STUDY_OPTIONS = StudyOptions(options=OPTIONS, build=_build)
 
 
 def coverage_pick(profiles: pd.DataFrame, attributes: Sequence[str], k: int) -> list[str]:
@@ -115,22 +80,31 @@ class StemStudy:
     canonical_pairs: Mapping[str, tuple[str, str]] = {}
     languages: Mapping[str, str] = {"en": "English"}
 
-    def __init__(self, design: StemDesign | None = None, *, readability_math: str | None = None,
-                 truncated: str | None = None, convention: str | None = None, shap: str | None = None) -> None:
-        self._readability_math = readability_math
-        self._truncated = truncated
-        self._convention = convention
-        self._shap = shap
-        if shap is not None:
-            self.shap_method()
-        if convention is not None:
-            self.convention()
-        if readability_math is not None:
-            self.readability_math()  # a bad value fails here, not at analysis time
-        if truncated is not None:
-            self.truncated()
-        self.design = design or StemDesign.paper(math_path=os.environ.get(MATH_ENV) or None,
-                                                 jeebench_path=os.environ.get(JEEBENCH_ENV) or None, **_env_tokens())
+    study_options = STUDY_OPTIONS
+
+    def __init__(self, design: StemDesign | None = None, *, convention: str | None = None,
+                 truncated: str | None = None, shap: str | None = None, readability_math: str | None = None,
+                 max_tokens_ranking: int | None = None, max_tokens_generation: int | None = None,
+                 math: str | Path | None = None, jeebench: str | Path | None = None, label: str = "") -> None:
+        """Options left at ``None`` keep their default (:mod:`.options`); a bad value is a one-line
+        :class:`~counterbench.errors.UserError` naming the valid ones (``label`` starts it: ``--`` on the command
+        line). The token limits and problem files change ``design`` (default: the paper's)."""
+        given = {"convention": convention, "truncated": truncated, "shap": shap, "readability-math": readability_math,
+                 "max-tokens-ranking": max_tokens_ranking, "max-tokens-generation": max_tokens_generation,
+                 "math": math, "jeebench": jeebench}
+        chosen = STUDY_OPTIONS.values({k: v for k, v in given.items() if v is not None}, study="stem", prefix=label)
+        self.chosen: dict[str, Any] = {name: chosen.get(name, option.default)
+                                        for name, option in STUDY_OPTIONS.options.items()}
+        if self.chosen["shap"] == "tree":
+            _tree_shap_available(f"{label}shap")
+        inputs: dict[str, Any] = {"ranking_tokens": chosen.get("max-tokens-ranking"),
+                  "generation_tokens": chosen.get("max-tokens-generation"),
+                  "math_path": str(chosen["math"]) if "math" in chosen else None,
+                  "jeebench_path": str(chosen["jeebench"]) if "jeebench" in chosen else None}
+        if design is None:
+            self.design = StemDesign.paper(**inputs)
+        else:
+            self.design = replace(design, **{k: v for k, v in inputs.items() if v is not None}).validated()
         names: dict[str, None] = {}
         for ctx in self.design.contexts:
             for attr in get_context(ctx).attributes:
@@ -182,39 +156,30 @@ class StemStudy:
         return name
 
     def readability_math(self) -> str:
-        """How generated maths is scored: the constructor's choice, else ``$COUNTERBENCH_STEM_READABILITY_MATH``,
-        else ``raw`` (see :mod:`counterbench.outcomes.readability`)."""
-        return _choice(self._readability_math, "readability_math", READABILITY_MATH_ENV, MATH_MODES,
-                       "how maths is scored for readability")
+        """How generated maths is scored (``raw``, the default, or ``placeholder``; see
+        :mod:`counterbench.outcomes.readability`)."""
+        return str(self.chosen["readability-math"])
 
     def truncated(self) -> str:
-        """What happens to explanations cut at the token limit: the constructor's choice, else
-        ``$COUNTERBENCH_STEM_TRUNCATED``, else ``score`` (scored on the text received, as the paper)."""
-        return _choice(self._truncated, "truncated", TRUNCATED_ENV, TRUNCATED_MODES,
-                       "what happens to explanations cut at the token limit")
+        """What happens to explanations cut at the token limit (``score``, the default and the paper's rule)."""
+        return str(self.chosen["truncated"])
 
     def convention(self) -> str:
-        """The bias table's conventions: the constructor's choice, else ``$COUNTERBENCH_STEM_CONVENTION``, else
-        ``counterbench`` (``paper``: z within subject, MAB as Eq. 3, Table 4's extreme group)."""
-        return _choice(self._convention, "convention", CONVENTION_ENV, CONVENTIONS,
-                       "the bias table's z, MAB and extreme level")
+        """The bias table's conventions (``counterbench``, the default; ``paper``: z within subject, MAB as Eq. 3,
+        Table 4's extreme group)."""
+        return str(self.chosen["convention"])
 
     def shap_method(self) -> str:
-        """How ``stem_shap`` attributes: the constructor's choice, else ``$COUNTERBENCH_STEM_SHAP``, else
-        ``linear`` (exact); ``tree`` (TreeSHAP) needs the ``shap`` extra and says so in one line when missing."""
-        chosen = _choice(self._shap, "shap", SHAP_ENV, SHAP_METHODS, "how SHAP attributes the outcome")
-        if chosen == "tree":
-            missing = []
-            for name in ("shap", "sklearn"):
-                try:
-                    importlib.import_module(name)
-                except ImportError:
-                    missing.append(name)
-            if missing:
-                source = "shap" if self._shap is not None else SHAP_ENV
-                raise UserError(f"{source}=tree (TreeSHAP) needs the optional packages shap and scikit-learn "
-                                f"({' and '.join(missing)} missing): pip install 'counterbench[shap]'")
-        return chosen
+        """How ``stem_shap`` attributes (``linear``, exact, the default; ``tree``: TreeSHAP, the ``shap`` extra)."""
+        return str(self.chosen["shap"])
+
+    def from_study_file(self, data: Mapping[str, Any], path: Path) -> StemStudy:
+        """A study file ``study: stem`` whose other keys are the study's options (paths relative to the file)."""
+        try:
+            chosen = STUDY_OPTIONS.values(data, study="stem", prefix="", base=path.parent)
+        except UserError as err:
+            raise UserError(f"{path.name}: {err}") from None
+        return _build(chosen, label="")
 
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -252,6 +217,19 @@ class StemStudy:
             at = keys.index(key) + 1 if key in keys else len(out)
             out[at:at] = [make(ctx) for make in makers]
         return out
+
+
+def _tree_shap_available(label: str) -> None:
+    """TreeSHAP needs the optional packages shap and scikit-learn: a one-line mistake when they are missing."""
+    missing = []
+    for name in ("shap", "sklearn"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise UserError(f"{label} tree (TreeSHAP) needs the optional packages shap and scikit-learn "
+                        f"({' and '.join(missing)} missing): pip install 'counterbench[shap]'")
 
 
 def create_study() -> StemStudy:
