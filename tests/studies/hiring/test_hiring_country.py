@@ -63,7 +63,7 @@ def test_study_file_mistakes_are_one_line(tmp_path):
     with pytest.raises(UserError, match="'nostudy' is not a registered study"):
         load_study(_study_file(tmp_path, "study: nostudy\n"))
     with pytest.raises(UserError, match="cannot be declared from a study file"):
-        load_study(_study_file(tmp_path, "study: stem\n"))
+        load_study(_study_file(tmp_path, "study: rupeebias\n"))
     # the example's resumes mention "Kenya" (a diploma's name): without the allowance the lint refuses them
     body = ("study: hiring\njobs: DIR/jobs.jsonl\nresumes: DIR/resumes.jsonl\nbaskets: DIR/baskets.yaml\n"
             "lint: {terms: DIR/lint_terms.yaml}\n")
