@@ -66,6 +66,13 @@ def local() -> Iterator[LlamaCppBackend]:
     backend.close()
 
 
+def _answers_in_format(backend: LlamaCppBackend, index: int) -> None:
+    """The structured prompt ``PROMPTS[index]`` is answered in its format."""
+    pid, system, user, at, pattern = PROMPTS[index]
+    request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
+    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+
+
 def _ask(backend: LlamaCppBackend, structured: bool) -> list[ChatResult]:
     config = GenerationConfig(structured=structured, max_tokens=24)
     requests = [ChatRequest(pid, system, user, config=config, answer_type=at) for pid, system, user, at, _ in PROMPTS]
@@ -144,12 +151,10 @@ def test_model_outlives_a_run_and_every_call_runs_on_one_thread(local: LlamaCppB
 def test_close_frees_the_model_and_it_loads_again() -> None:
     backend = create_backend("local", env={})
     assert isinstance(backend, LlamaCppBackend)
-    pid, system, user, at, pattern = PROMPTS[0]
-    request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
-    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+    _answers_in_format(backend, 0)
     backend.close()
     assert backend._server is None
-    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+    _answers_in_format(backend, 0)
     backend.close()
 
 
@@ -222,9 +227,7 @@ def test_the_model_listens_on_a_private_unix_socket_only_and_close_removes_it() 
 
     backend = create_backend("local", env={})
     assert isinstance(backend, LlamaCppBackend)
-    pid, system, user, at, pattern = PROMPTS[2]
-    request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
-    assert re.fullmatch(pattern, run(backend.complete(request)).text or "")
+    _answers_in_format(backend, 2)
     socket_dir = backend._socket_dir
     assert socket_dir is not None and stat.S_IMODE(os.stat(socket_dir).st_mode) == 0o700
     assert stat.S_ISSOCK(os.stat(Path(socket_dir) / "server.sock").st_mode)

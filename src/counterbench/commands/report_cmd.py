@@ -111,7 +111,7 @@ def report_command(
         if given:
             raise UserError(f"{given[0]} applies when analysing a store; the --analysis folder is analysed already")
         data = load_analysis_dir(analysis)
-        if study is not None and str(data.summary.get("study")) not in (study, Path(study).stem):
+        if study is not None and str(data.summary.get("study")) not in (study, Path(study).with_suffix("").name):
             raise UserError(f"the --analysis folder holds study {data.summary.get('study')}, not {study}")
         if store is not None:
             results = _load_store(store, _models_of(data), data.summary.get("profile"))

@@ -160,7 +160,7 @@ def apply(base: Thresholds, settings: Mapping[str, Any], where: str) -> Threshol
 
 
 def load_thresholds_file(path: Path) -> dict[str, Any]:
-    data = read_yaml_file(path, "thresholds file")
+    data = read_yaml_file(path, f"thresholds file {path}")
     if data is None:
         return {}
     if not isinstance(data, dict):

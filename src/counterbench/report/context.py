@@ -145,7 +145,7 @@ def load_analysis_dir(directory: Path | str) -> ReportInput:
         raise UserError(f"cannot read {summary_file}: {err}") from None
     if not isinstance(summary, dict):
         raise UserError(f"{summary_file} is not a JSON object")
-    names = sorted({f.stem for f in path.iterdir() if f.suffix in (".parquet", ".csv") and f.is_file()})
+    names = sorted({f.with_suffix("").name for f in path.iterdir() if f.suffix in (".parquet", ".csv") and f.is_file()})
     tables = {name: t for name in names if (t := _read_table(path, name)) is not None}
     return ReportInput(tables, summary, source=str(path))
 

@@ -28,9 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from counterbench.errors import UserError
+from counterbench.yaml_files import read_yaml_file
 
 #: marker categories in template order, with their placeholders
 CATEGORIES: tuple[str, ...] = ("languages", "activities", "volunteering", "hobbies")
@@ -104,20 +103,6 @@ class BasketSet:
 def builtin_path(name: str) -> Path:
     """Path of a built-in data file (``jobs.jsonl``, ``resumes.jsonl``, ``baskets.yaml``, ...)."""
     return Path(str(resources.files(DATA_PACKAGE).joinpath("data", name)))
-
-
-def read_yaml(path: Path, what: str | None = None) -> Any:
-    """The YAML document at ``path``; a file that cannot be read, is not UTF-8 or not YAML is one UserError line
-    naming ``what`` (default: the file's name)."""
-    what = what or path.name
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise UserError(f"{what}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
-    except OSError as err:
-        raise UserError(f"cannot read {what}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"{what}: not valid YAML ({str(err).splitlines()[0]})") from None
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -215,7 +200,7 @@ def load_baskets(path: str | Path | None = None) -> BasketSet:
     if p.suffix == ".jsonl":
         entries = [(f"{p.name} line {n}", obj) for n, obj in _read_jsonl(p)]
     else:
-        data = read_yaml(p)
+        data = read_yaml_file(p)
         if not isinstance(data, dict) or not isinstance(data.get("baskets"), list) or not data["baskets"]:
             raise UserError(f"{p.name}: expected a mapping with a non-empty 'baskets' list")
         _check_keys(data, ("name", "country", "label", "baskets"), p.name)

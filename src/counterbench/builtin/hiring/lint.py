@@ -29,8 +29,9 @@ from typing import Any
 
 import yaml
 
-from counterbench.builtin.hiring.data import Basket, ResumeTemplate, builtin_path, read_yaml
+from counterbench.builtin.hiring.data import Basket, ResumeTemplate, builtin_path
 from counterbench.errors import UserError
+from counterbench.yaml_files import read_yaml_file
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def load_lint_terms(path: str | Path | None = None, *, mode: str = "extend",
     lists = dict(base.lists)
     if path is not None:
         p = Path(path)
-        data = read_yaml(p) or {}
+        data = read_yaml_file(p) or {}
         if not isinstance(data, dict):
             raise UserError(f"{p.name}: expected a mapping of {', '.join(LIST_KEYS)} to lists of terms")
         unknown = sorted(set(data) - set(LIST_KEYS))

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from counterbench.builtin.hiring.data import read_yaml
 from counterbench.builtin.hiring.prompting import USE_CASES
 from counterbench.errors import UserError
+from counterbench.yaml_files import read_yaml_file
 
 STANDARD = "standard"
 VARIANTS_FILE = Path(__file__).with_name("prompt_variants.yaml")
@@ -51,7 +51,7 @@ class PromptVariant:
 def load_variants(path: str | None = None) -> dict[str, PromptVariant]:
     """The prompt variants by name (the built-in file, or ``path`` in the same form)."""
     p = Path(path) if path is not None else VARIANTS_FILE
-    data = read_yaml(p, f"prompt variants {p}")
+    data = read_yaml_file(p, f"prompt variants {p}")
     raw = data.get("variants") if isinstance(data, dict) else None
     if not isinstance(raw, dict) or not raw:
         raise UserError(f"prompt variants {p.name}: expected a mapping 'variants:' of named variants")

@@ -31,7 +31,6 @@ from counterbench.builtin.hiring.data import (
     ResumeTemplate,
     builtin_path,
     pair_jobs_resumes,
-    read_yaml,
 )
 from counterbench.builtin.hiring.resumes import (
     cumulative_conditions,
@@ -40,6 +39,7 @@ from counterbench.builtin.hiring.resumes import (
     single_conditions,
 )
 from counterbench.errors import UserError
+from counterbench.yaml_files import read_yaml_file
 
 STUDY = "hiring"
 NEUTRAL = "neutral"
@@ -61,7 +61,7 @@ SCORE_ANSWER = "score:1:100"
 def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
     """The prompt texts (``data/prompts.yaml`` or a user file with the same keys)."""
     p = builtin_path("prompts.yaml") if path is None else path
-    data = read_yaml(Path(p), f"prompt file {p}")
+    data = read_yaml_file(Path(p), f"prompt file {p}")
     needed = {"generation": ("system", "user"), "compare": ("system", "user", "no_rationale", "rationale"),
               "score": ("system", "user", "no_rationale", "rationale"), "recover": ("system", "user")}
     if not isinstance(data, dict):
@@ -77,7 +77,7 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
 def token_limits(path: str | None = None) -> dict[str, int]:
     """``max_tokens`` of the prompt file: use case (or ``recover`` / ``generation``) -> output-token limit."""
     p = builtin_path("prompts.yaml") if path is None else path
-    data = read_yaml(Path(p), f"prompt file {p}") or {}
+    data = read_yaml_file(Path(p), f"prompt file {p}") or {}
     raw = (data.get("max_tokens") or {}) if isinstance(data, dict) else {}
     if not isinstance(raw, dict):
         raise UserError(f"prompt file {p}: max_tokens must map a use case to a number of tokens")
