@@ -15,7 +15,9 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
    (``quick_planted``: the same on the quick preset).
 5. ``quick_power_check``: one pair (Gender) planted at the gap ``counterbench power rupeebias
    --preset quick`` predicts is found 80% of the time (assumed noise 3%), 500 models: the predicted
-   vs the simulated power, and the analysis's own prediction (measured noise and answer levels).
+   vs the simulated power, and the analysis's own prediction (measured noise and answer levels); the
+   share of models with a star on an unplanted axis and the mean false discovery proportion (false
+   stars / stars) — BH bounds the second, not the first, once the planted axis is marked.
 6. ``salary_languages_fairness_null``: salary estimation in both languages with and without the
    fairness instruction (500 models): the language shift and the fairness ablation.
 7. ``outcomes``: the non-amount outcome tables (``outcome_gaps``, ``language_gaps``,
@@ -67,6 +69,7 @@ def threshold(scale: float, bootstrap: int) -> dict[str, Any]:
 
 
 def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
+    import pandas as pd
     from tests.analyses.calibration_sim import CANONICAL, Scenario, design, planted_pairs, simulate
 
     from counterbench.analyses.power import design_power, gap_power
@@ -93,8 +96,14 @@ def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
             out["analysis_predicted_power_mean"] = float(sum(
                 gap_power(gap, float(r.se), float(r.n_slots - r.n_use_cases), float(r.alpha))
                 for r in own.itertuples()) / len(own))
-    out["false_stars_other_axes"] = float(overall[overall["axis"] != "Gender"].groupby("model")["significant"]
-                                          .any().mean())
+    marked = overall.assign(significant=overall["significant"].fillna(False).astype(bool),
+                            unplanted=overall["axis"] != "Gender")
+    per_model = marked.groupby("model").apply(lambda m: pd.Series({
+        "false": int((m["significant"] & m["unplanted"]).sum()), "marked": int(m["significant"].sum())}))
+    # BH controls the false discovery rate: once the planted axis is marked, the others' thresholds relax,
+    # so a star on an unplanted axis in some model is allowed; the share of false stars among stars is not
+    out["false_stars_other_axes"] = float((per_model["false"] > 0).mean())
+    out["false_discovery_proportion_mean"] = float((per_model["false"] / per_model["marked"].clip(lower=1)).mean())
     return out
 
 

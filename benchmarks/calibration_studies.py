@@ -38,7 +38,7 @@ The long version of ``tests/studies/test_studies_calibration.py`` (the simulatio
    whose headline rows for them are marked (50 models).
 
 Usage: ``python benchmarks/calibration_studies.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...]``
-(e.g. ``--only stem_headline_null --scale 0.05`` for a 10-model check; the full 200 models take ~20 min).
+(e.g. ``--only stem_headline_null --scale 0.05`` for a 10-model check; the full 200 models take ~12 min).
 Every simulation is seeded; the figures are reproducible.
 """
 

@@ -132,6 +132,22 @@ def test_the_average_kappa_and_its_null(india: pd.DataFrame) -> None:
     assert table["significant"].mean() <= 0.2
 
 
+def test_the_average_kappa_shuffles_a_profile_once_for_every_cell() -> None:
+    """The profile is the independent unit: when both models answer each profile the same in both roles,
+    the two cells are one cell counted twice, so the mean over them must have the one cell's null (a shuffle
+    per cell would halve the null's variance and mark chance agreement)."""
+    ranking = build_prompt_table(StemDesign.paper(contexts=("india",), progressive=(), single_attribute=(),
+                                                  tasks=("ranking",)))
+    models = pd.concat([_outcomes(ranking, f"sim:null{i}", (), seed=i, profile_sd=0.3) for i in range(2)],
+                       ignore_index=True)
+    teacher = models[models["role"].astype(str).eq("teacher")]
+    twice = pd.concat([teacher, teacher.assign(role="student")], ignore_index=True)
+    once, both = S.kappa_average_table(teacher), S.kappa_average_table(twice)
+    assert both["n_cells"].iloc[0] == 2 and once["n_cells"].iloc[0] == 1
+    assert abs(both["mean_kappa_linear"].iloc[0] - once["mean_kappa_linear"].iloc[0]) < 1e-12
+    assert both["p_value"].iloc[0] == once["p_value"].iloc[0]
+
+
 def _null_models(table: pd.DataFrame, n: int) -> pd.DataFrame:
     return pd.concat([_outcomes(table, f"sim:null{i}", (), seed=11, profile_sd=0.1) for i in range(n)],
                      ignore_index=True)

@@ -21,12 +21,15 @@ Input is :func:`counterbench.builtin.stem.analysis.outcome_frame`'s frame.
 - :func:`kappa_average_table` — per model pair, the mean over context × role × dataset of the
   linear-weighted κ of :func:`~counterbench.builtin.stem.analysis.kappa_table` (the paper's Table 9
   footer). The null reference is "the two models answer independently": the second model's profiles are
-  shuffled within each cell (a profile's answers to the subjects stay together, so a model's consistency
-  for one student is not counted as agreement), ``p_value`` the share of shufflings whose mean κ_w is
-  at least the observed; marks BH over all pairs.
+  shuffled — whole profiles, one shuffle per context shared by its roles and datasets (a profile's
+  answers stay together, so a model's consistency for one student is not counted as agreement, and the
+  profile stays the independent unit across cells) — ``p_value`` the share of shufflings whose mean κ_w
+  is at least the observed; marks BH over all pairs.
 """
 
 from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -158,7 +161,12 @@ def _linear_kappa(a: np.ndarray, b: np.ndarray, categories: tuple[int, ...] = LE
 
 def kappa_average_table(frame: pd.DataFrame, *, seed: int = 0, alpha: float = ALPHA,
                         n_permutations: int = N_PERMUTATIONS) -> pd.DataFrame:
-    """Mean linear-weighted κ per model pair over context × role × dataset, with its null reference."""
+    """Mean linear-weighted κ per model pair over context × role × dataset, with its null reference.
+
+    The shuffle is of whole profiles of the second model, one shuffle per context shared by every role and
+    dataset of it: the profile is the independent unit (a model that answers one student's wording
+    consistently does so in both roles and every dataset), so shuffling each cell on its own would break
+    that consistency in the null but not in the observed, and understate the null's spread."""
     per_cell = kappa_table(frame)
     if per_cell.empty:
         return pd.DataFrame()
@@ -168,15 +176,12 @@ def kappa_average_table(frame: pd.DataFrame, *, seed: int = 0, alpha: float = AL
         m1, m2 = (str(m) for m in pair)
         rng = np.random.default_rng(stable_seed("stem-kappa-average", m1, m2, base_seed=seed))
         null = np.zeros(n_permutations)
-        for cell in cells.to_dict("records"):
-            part = rows[rows["context"].astype(str).eq(str(cell["context"])) & rows["role"].astype(str).eq(
-                str(cell["role"])) & rows["dataset"].astype(str).eq(str(cell["dataset"]))]
-            grids = [part[part["model"].astype(str).eq(m)].pivot_table(
-                index="profile_id", columns="subject", values="y", aggfunc="first") for m in (m1, m2)]
-            first, second = grids[0].align(grids[1], join="inner")
-            order = np.argsort(rng.random((n_permutations, len(second))), axis=1)
-            shuffled = second.to_numpy(np.float64)[order].reshape(n_permutations, -1)
-            null += _linear_kappa(first.to_numpy(np.float64).ravel(), shuffled)
+        for context, context_cells in cells.groupby("context", sort=True):
+            part = rows[rows["context"].astype(str).eq(str(context))]
+            profiles = np.sort(part["profile_id"].astype(str).unique())
+            order = np.argsort(rng.random((n_permutations, len(profiles))), axis=1)
+            for cell in context_cells.to_dict("records"):
+                null += _cell_null(part, cell, (m1, m2), profiles, order)
         null /= len(cells)
         mean = float(cells["kappa_linear"].mean())
         extreme = int(np.count_nonzero(np.nan_to_num(null, nan=-np.inf) >= mean - 1e-12))
@@ -192,3 +197,14 @@ def kappa_average_table(frame: pd.DataFrame, *, seed: int = 0, alpha: float = AL
                                                           testable=table["testable"])
     return table
 
+
+def _cell_null(part: pd.DataFrame, cell: Mapping[Hashable, object], models: tuple[str, str], profiles: np.ndarray,
+               order: np.ndarray) -> np.ndarray:
+    """κ_w of one role × dataset cell with the second model's profiles taken in each row of ``order``
+    (indices into ``profiles``, the context's profiles; a profile a model did not answer counts as missing)."""
+    here = part[part["role"].astype(str).eq(str(cell["role"])) & part["dataset"].astype(str).eq(str(cell["dataset"]))]
+    grids = [here[here["model"].astype(str).eq(m)].pivot_table(index="profile_id", columns="subject", values="y",
+                                                              aggfunc="first") for m in models]
+    subjects = grids[0].columns.intersection(grids[1].columns)
+    first, second = (g.reindex(index=profiles, columns=subjects).to_numpy(np.float64) for g in grids)
+    return _linear_kappa(first.ravel(), second[order].reshape(len(order), -1))
