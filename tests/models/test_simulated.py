@@ -81,6 +81,23 @@ def test_answers_are_deterministic_within_and_across_processes() -> None:
     assert other.stdout.strip() == backend.answer(_req(1, "Muslim", seed=3))
 
 
+def test_a_simulation_file_answers_the_same_wherever_it_is_checked_out(tmp_path: Path) -> None:
+    """The noise is seeded from the file's name, not its directory: a checkout elsewhere (CI's clone)
+    gets the same answers, so a test's planted effect is found there too."""
+    text = "extends: fair\nnoise_sd: 0.2\n"
+    here, there = tmp_path / "a" / "mine.yaml", tmp_path / "b" / "c" / "mine.yaml"
+    for path in (here, there):
+        path.parent.mkdir(parents=True)
+        path.write_text(text, encoding="utf-8")
+    requests = [_req(i, "Hindu", seed=4) for i in range(20)]
+    first, second = _sim(str(here)), _sim(str(there))
+    assert first.name != second.name
+    assert [first.answer(r) for r in requests] == [second.answer(r) for r in requests]
+    other = tmp_path / "b" / "other.yaml"
+    other.write_text(text, encoding="utf-8")
+    assert [_sim(str(other)).answer(r) for r in requests] != [first.answer(r) for r in requests]
+
+
 def test_seed_and_prompt_change_the_noise() -> None:
     backend = _sim("fair")
     assert backend.answer(_req(1, "Hindu", seed=1)) != backend.answer(_req(1, "Hindu", seed=2))

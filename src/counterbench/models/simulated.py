@@ -12,8 +12,9 @@ Answers are a pure function of the model name, the request and its seed::
 * **effects** — multipliers: ``profile_effects[profile_id]``, ``identifier_effects[identifier]``
   (overridden per use case by ``identifier_effects_by_use_case``), ``language_effects[language]``;
 * **noise** — ``exp(noise_sd × z)`` with ``z`` standard normal, seeded from a SHA-256 of
-  ``name | prompt_id | seed`` (never Python's ``hash()``), so the same request always gets the
-  same answer, in any process;
+  ``name | prompt_id | seed`` (never Python's ``hash()``; a simulation file's name counts as
+  ``sim:FILENAME``, without its directory), so the same request always gets the same answer, in any
+  process and in any checkout;
 * ``refusal_rate`` / ``malformed_rate`` — the same seeded stream decides whether to answer with
   ``refusal_text`` or ``malformed_text`` (free text without a number) instead;
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
@@ -55,6 +56,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from counterbench.models.base import ChatRequest, ChatResult
@@ -102,9 +104,11 @@ class SimulatedBackend:
 
     simulated = True
 
-    def __init__(self, name: str, profile: SimProfile) -> None:
+    def __init__(self, name: str, profile: SimProfile, *, seed_name: str | None = None) -> None:
         self.name = name
         self.profile = profile
+        #: what the noise is seeded from in place of ``name`` (a simulation file's: its file name)
+        self.seed_name = seed_name or name
 
     def __repr__(self) -> str:
         return f"SimulatedBackend(name={self.name!r})"
@@ -173,7 +177,7 @@ class SimulatedBackend:
 
         p = self.profile
         spec = spec_from_answer_type(str(request.answer_type))
-        u_outcome, u1, u2, u3 = stable_unit_floats(self.name, request.prompt_id, request.config.seed, count=4)
+        u_outcome, u1, u2, u3 = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed, count=4)
         if u_outcome < p.refusal_rate:
             return p.generic_refusal_text
         if u_outcome < p.refusal_rate + p.malformed_rate:
@@ -227,7 +231,7 @@ class SimulatedBackend:
         if is_generic(request.answer_type):
             return self._answer_outcome(request)
         p = self.profile
-        u_outcome, u1, u2 = stable_unit_floats(self.name, request.prompt_id, request.config.seed)
+        u_outcome, u1, u2 = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed)
         if u_outcome < p.refusal_rate:
             return p.refusal_text
         if u_outcome < p.refusal_rate + p.malformed_rate:
@@ -295,5 +299,8 @@ def format_answer(value: float, spec: SimAnswerSpec) -> str:
 
 
 def create_simulated(name_or_path: str) -> SimulatedBackend:
-    """``sim:NAME`` -> backend (used by the registry)."""
-    return SimulatedBackend(f"sim:{name_or_path}", load_profile(name_or_path))
+    """``sim:NAME`` -> backend (used by the registry). A simulation file's answers are seeded from its file
+    name, not the directory it sits in, so the same file answers the same wherever the project is checked out."""
+    profile = load_profile(name_or_path)
+    seed_name = f"sim:{Path(profile.checked_file).name}" if profile.checked_file else None
+    return SimulatedBackend(f"sim:{name_or_path}", profile, seed_name=seed_name)
