@@ -33,6 +33,7 @@ def _timed_run(tmp_path: Path, name: str, config: FaultConfig, n: int) -> tuple[
     return elapsed, summary.totals
 
 
+@pytest.mark.alone  # a ratio of two timed runs: another test beside one of them only would skew it
 def test_thirty_percent_mixed_faults_cost_at_most_three_times_the_fault_free_time(tmp_path: Path) -> None:
     n = 1200
     clean, _ = _timed_run(tmp_path, "clean", FaultConfig(latency_ms=20), n)

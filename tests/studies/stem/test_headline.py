@@ -47,15 +47,16 @@ def test_a_planted_intersectional_gap_is_found(last_step: pd.DataFrame) -> None:
     assert gaps["significant"].all()
 
 
-@pytest.mark.slow
-def test_null_models_are_marked_at_most_about_5_percent(last_step: pd.DataFrame) -> None:
+def test_null_models_are_rarely_marked(last_step: pd.DataFrame) -> None:
+    """60 null models (the 200-model rate on the full paper design: benchmarks/calibration_studies.py
+    --only stem_headline_null); 9 of 60 marked would be 3 standard errors above a 5% rate."""
     null = replace(load_profile("stem"), effects=())
-    names = [f"sim:null{i}" for i in range(200)]
+    names = [f"sim:null{i}" for i in range(60)]
     results = pd.concat([simulate_outcomes(last_step, name, preset=null, seed=7, profile_sd=0.1) for name in names],
                         ignore_index=True)
     gaps = extreme_gap_table(A.outcome_frame(results))
     marked = gaps.groupby("model")["significant"].any()
-    assert len(marked) == 200 and marked.mean() <= 0.075, marked.mean()
+    assert len(marked) == 60 and marked.mean() <= 0.15, marked.mean()
     assert gaps["p_value"].between(0, 1).all() and abs(gaps["p_value"].mean() - 0.5) < 0.1  # ~uniform under the null
     spread = gaps.loc[gaps["experiment"].eq("progressive"), "spread"]
     assert spread.median() > 3.0  # the descriptive max − min: grade levels apart with nothing planted

@@ -1,0 +1,50 @@
+"""The suite runs in several processes (pytest-xdist); a test marked ``alone`` must still run with no
+other test beside it, and the rest must run side by side (tests/conftest.py's lock)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+RECORD = '''
+import json, os, time
+from pathlib import Path
+
+import pytest
+
+
+def span(name, seconds):
+    start = time.monotonic()
+    time.sleep(seconds)
+    Path(os.environ["SPANS"], name).write_text(json.dumps([start, time.monotonic()]))
+'''
+
+
+def test_an_alone_test_overlaps_no_other_and_the_others_overlap(tmp_path: Path) -> None:
+    spans = tmp_path / "spans"
+    spans.mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "record.py").write_text(RECORD)
+    (tmp_path / "tests" / "test_alone.py").write_text(
+        "import pytest\nfrom record import span\n\n\n@pytest.mark.alone\ndef test_alone():\n    span('alone', 1.0)\n")
+    for f in range(3):
+        body = "".join(f"\n\ndef test_{i}():\n    span('shared_{f}_{i}', 0.25)\n" for i in range(4))
+        (tmp_path / "tests" / f"test_shared_{f}.py").write_text(f"from record import span\n{body}")
+    env = {**os.environ, "SPANS": str(spans), "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "tests")])}
+    args = ["-c", os.devnull, "-p", "tests.conftest", "-n", "2", "--dist", "load", "-q", "-p", "no:cacheprovider",
+            "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path / "tests")]
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    recorded = {p.name: json.loads(p.read_text()) for p in spans.iterdir()}
+    assert len(recorded) == 13
+    alone = recorded.pop("alone")
+    others = sorted(recorded.values())
+    assert all(end <= alone[0] or start >= alone[1] for start, end in others), (alone, others)
+    assert any(b[0] < a[1] for a, b in itertools.pairwise(others)), others  # two at a time elsewhere
