@@ -69,7 +69,6 @@ def threshold(scale: float, bootstrap: int) -> dict[str, Any]:
 
 
 def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
-    import pandas as pd
     from tests.analyses.calibration_sim import CANONICAL, Scenario, design, planted_pairs, simulate
 
     from counterbench.analyses.power import design_power, gap_power
@@ -96,14 +95,13 @@ def power_check(scale: float, bootstrap: int) -> dict[str, Any]:
             out["analysis_predicted_power_mean"] = float(sum(
                 gap_power(gap, float(r.se), float(r.n_slots - r.n_use_cases), float(r.alpha))
                 for r in own.itertuples()) / len(own))
-    marked = overall.assign(significant=overall["significant"].fillna(False).astype(bool),
-                            unplanted=overall["axis"] != "Gender")
-    per_model = marked.groupby("model").apply(lambda m: pd.Series({
-        "false": int((m["significant"] & m["unplanted"]).sum()), "marked": int(m["significant"].sum())}))
     # BH controls the false discovery rate: once the planted axis is marked, the others' thresholds relax,
     # so a star on an unplanted axis in some model is allowed; the share of false stars among stars is not
-    out["false_stars_other_axes"] = float((per_model["false"] > 0).mean())
-    out["false_discovery_proportion_mean"] = float((per_model["false"] / per_model["marked"].clip(lower=1)).mean())
+    starred = overall["significant"].fillna(False).astype(bool)
+    false = (starred & (overall["axis"] != "Gender")).groupby(overall["model"]).sum()
+    stars = starred.groupby(overall["model"]).sum()
+    out["false_stars_other_axes"] = float((false > 0).mean())
+    out["false_discovery_proportion_mean"] = float((false / stars.clip(lower=1)).mean())
     return out
 
 
