@@ -114,3 +114,68 @@ def test_live_run_of_another_process_blocks_a_second_one(tmp_path: Path) -> None
     with open_store(tmp_path / "s.db") as store:  # a dead run is marked killed, a new one starts
         run_id = store.start_run("run", "x", {}, "0")
         assert dict(store.query("SELECT run_id, status FROM runs")) == {1: "killed", run_id: "running"}
+
+
+class _WatchedStatements(tuple):  # type: ignore[type-arg]
+    """The schema statements; after each one has run, ``watch`` looks at the file from another connection."""
+
+    watch: object = None
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for statement in tuple.__iter__(self):
+            yield statement
+            self.watch()  # type: ignore[operator]
+
+
+def test_another_process_never_sees_a_half_created_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creating a store is one transaction: tables without the counterbench mark are never visible.
+
+    (A second run opening the same new file at the same instant used to find tables but no mark yet,
+    and refused the file as "not a counterbench store".)
+    """
+    import counterbench.run.store as store_module
+    from counterbench.run.store_schema import APPLICATION_ID, SCHEMA_STATEMENTS
+
+    path = tmp_path / "s.db"
+    seen: list[tuple[int, int]] = []
+
+    def watch() -> None:
+        other = sqlite3.connect(str(path), timeout=0)
+        try:
+            tables = other.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+            seen.append((tables, other.execute("PRAGMA application_id").fetchone()[0]))
+        finally:
+            other.close()
+
+    statements = _WatchedStatements(SCHEMA_STATEMENTS)
+    statements.watch = watch
+    monkeypatch.setattr(store_module, "SCHEMA_STATEMENTS", statements)
+    open_store(path).close()
+    assert len(seen) == len(SCHEMA_STATEMENTS) >= 4
+    assert all(tables == 0 or app_id == APPLICATION_ID for tables, app_id in seen), seen
+    watch()
+    assert seen[-1] == (5, APPLICATION_ID)  # runs, configs, prompts, responses, sqlite_sequence — once committed
+
+
+def _open_at_the_same_instant(path: str, barrier: object, results: object) -> None:
+    barrier.wait()  # type: ignore[attr-defined]
+    try:
+        open_store(path).close()
+        results.put("ok")  # type: ignore[attr-defined]
+    except UserError as err:
+        results.put(f"refused: {err}")  # type: ignore[attr-defined]
+
+
+def test_processes_creating_one_store_at_the_same_instant_all_open_it(tmp_path: Path) -> None:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(8):
+        path = str(tmp_path / f"s{trial}.db")
+        barrier, results = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_open_at_the_same_instant, args=(path, barrier, results)) for _ in range(4)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(timeout=60)
+        assert [results.get(timeout=5) for _ in procs] == ["ok"] * 4

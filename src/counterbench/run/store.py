@@ -15,7 +15,9 @@ Layout (schema version 1, ``PRAGMA application_id`` marks the file as a counterb
 
 A run takes the store with one ``BEGIN IMMEDIATE`` transaction that checks for a live run and
 records its own (:meth:`Store.start_run`), so two runs started at the same instant cannot both
-pass. Each run records the endpoint (base URL, never a key) of every model in its settings.
+pass. Creating a store is one transaction too (tables and the file's mark together), so two runs
+creating the same new file at once both open it and one of them gets it. Each run records the
+endpoint (base URL, never a key) of every model in its settings.
 
 The file is opened in WAL mode with ``synchronous=NORMAL``: a committed transaction survives a
 killed process. A file that is not a SQLite database, or not a counterbench store, raises
@@ -39,8 +41,7 @@ from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, USAGE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.models.base import FINISHED_STATUSES, RETRYABLE_STATUSES
 from counterbench.run.sidecars import sidecars_removed_on_failure
-from counterbench.run.store_schema import APPLICATION_ID, SCHEMA_VERSION
-from counterbench.run.store_schema import SCHEMA as _SCHEMA
+from counterbench.run.store_schema import APPLICATION_ID, SCHEMA_STATEMENTS, SCHEMA_VERSION
 
 DEFAULT_STORE = "counterbench.db"
 
@@ -283,12 +284,14 @@ def open_store(path: Path | str | None = None, *, create: bool = True, check: bo
         _check_header(store_path)
     with sidecars_removed_on_failure(store_path):  # a refused store gets no -wal/-shm beside it
         try:
-            conn = sqlite3.connect(str(store_path), timeout=30.0, isolation_level="DEFERRED", check_same_thread=False)
+            conn = sqlite3.connect(
+                str(store_path), timeout=BUSY_WAIT_S, isolation_level="DEFERRED", check_same_thread=False
+            )
         except sqlite3.Error as err:
             raise _store_error(store_path, err) from None
         store = Store(store_path, conn)
         try:
-            _prepare(store, check=create if check is None else check, write=create)
+            _prepare_when_free(store, check=create if check is None else check, write=create)
         except sqlite3.Error as err:
             store.close()
             raise _store_error(store_path, err) from None
@@ -311,22 +314,42 @@ def _check_header(path: Path) -> None:
         )
 
 
+#: how long opening a store waits for another process that holds it (SQLite's busy timeout too)
+BUSY_WAIT_S = 30.0
+
+
+def _prepare_when_free(store: Store, *, check: bool, write: bool) -> None:
+    """:func:`_prepare`, tried again while another process holds the file.
+
+    SQLite answers some lock conflicts at once instead of waiting out its busy timeout — switching a
+    file to WAL while another process is creating it is one — so two runs creating the same new store
+    at the same instant would see "database is locked" without this.
+    """
+    deadline = time.monotonic() + BUSY_WAIT_S
+    pause = 0.005
+    while True:
+        try:
+            _prepare(store, check=check, write=write)
+            return
+        except sqlite3.OperationalError as err:
+            if not _is_busy(err) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
+def _is_busy(err: sqlite3.Error) -> bool:
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None:
+        return int(code) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(err).lower() or "busy" in str(err).lower()
+
+
 def _prepare(store: Store, *, check: bool, write: bool = True) -> None:
     """Check and configure a store; a reader (``write`` off) of a current store writes nothing."""
     conn = store.conn
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    has_tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
-    if has_tables and app_id != APPLICATION_ID:
-        raise UserError(
-            f"{store.path} is a SQLite database but not a counterbench store; it was left untouched — "
-            "choose another --store"
-        )
-    if version > SCHEMA_VERSION:
-        raise UserError(
-            f"store {store.path} was written by a newer counterbench (schema {version}); upgrade counterbench"
-        )
-    conn.execute("PRAGMA busy_timeout = 30000")
+    has_tables, version = _identity(store)
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_WAIT_S * 1000)}")
     conn.execute("PRAGMA cache_size = -65536")
     if has_tables and check:  # before WAL mode: a refused file is not changed
         verdict = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
@@ -342,12 +365,42 @@ def _prepare(store: Store, *, check: bool, write: bool = True) -> None:
     conn.execute("PRAGMA wal_autocheckpoint = 4000")
     if not write and has_tables and version == SCHEMA_VERSION:
         return
-    with conn:
+    # One write transaction creates (or migrates) the tables and stamps the file's identity, so a
+    # process opening the same new file at the same instant sees either nothing or a whole store.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        has_tables, version = _identity(store)  # again, under the write lock: another process may have won
         if has_tables and version < SCHEMA_VERSION:
             _migrate(conn)
-        conn.executescript(_SCHEMA)
+        for statement in SCHEMA_STATEMENTS:
+            conn.execute(statement)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+
+
+def _identity(store: Store) -> tuple[bool, int]:
+    """``(has tables, schema version)`` of the open file; refuses a foreign or a newer file."""
+    conn = store.conn
+    # Tables first: a store's tables and its mark are committed together, so once tables are seen the
+    # mark read next is the committed one (read the other way round, a store created between the two
+    # reads would look like tables without a mark).
+    has_tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if has_tables and app_id != APPLICATION_ID:
+        raise UserError(
+            f"{store.path} is a SQLite database but not a counterbench store; it was left untouched — "
+            "choose another --store"
+        )
+    if version > SCHEMA_VERSION:
+        raise UserError(
+            f"store {store.path} was written by a newer counterbench (schema {version}); upgrade counterbench"
+        )
+    return has_tables, version
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -57,3 +57,8 @@ CREATE TABLE IF NOT EXISTS responses (
 );
 CREATE INDEX IF NOT EXISTS responses_request_fp ON responses (request_fp);
 """
+
+#: :data:`SCHEMA` as single statements, run one by one inside the transaction that creates a store
+#: (``executescript`` would commit each ``CREATE`` on its own, so another process could see tables
+#: before the file carries :data:`APPLICATION_ID`)
+SCHEMA_STATEMENTS: tuple[str, ...] = tuple(stmt.strip() for stmt in SCHEMA.split(";") if stmt.strip())
