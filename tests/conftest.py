@@ -59,6 +59,39 @@ def cli():
     return run_cli
 
 
+def run_cli_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``counterbench ARGS`` in this test's process: :func:`counterbench.cli.main` with its streams and
+    exit status caught, from ``cwd`` (the repository by default).
+
+    For checks of one command's answer — an error's single line and exit code — where a fresh
+    interpreter (some 3–5 s of imports each) adds nothing; what only a real process shows (signals,
+    exit handlers, the installed entry point) stays with :func:`run_cli`."""
+    import contextlib
+    import io
+
+    from counterbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, saved_cwd = sys.argv, Path.cwd()
+    sys.argv = ["counterbench", *args]
+    code = 0
+    try:
+        os.chdir(cwd or REPO)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+    return subprocess.CompletedProcess(["counterbench", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli_here():
+    return run_cli_here
+
+
 @pytest.fixture
 def reference_dir() -> Path:
     path = SHARED_REFERENCE / "rupeebias"

@@ -15,7 +15,8 @@ import pytest
 import counterbench
 from counterbench.outcomes.logprobs import allowed_answers, answer_logprobs, answer_position, answer_probabilities
 from counterbench.run.results import load_results
-from counterbench.run.store import SCHEMA_VERSION, open_store
+from counterbench.run.store import open_store
+from counterbench.run.store_schema import SCHEMA_VERSION
 from counterbench.testing._fakecore import label_probabilities
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.conftest import REPO

@@ -133,7 +133,7 @@ def test_another_process_never_sees_a_half_created_store(tmp_path: Path, monkeyp
     (A second run opening the same new file at the same instant used to find tables but no mark yet,
     and refused the file as "not a counterbench store".)
     """
-    import counterbench.run.store as store_module
+    import counterbench.run.store_file as store_file
     from counterbench.run.store_schema import APPLICATION_ID, SCHEMA_STATEMENTS
 
     path = tmp_path / "s.db"
@@ -149,7 +149,7 @@ def test_another_process_never_sees_a_half_created_store(tmp_path: Path, monkeyp
 
     statements = _WatchedStatements(SCHEMA_STATEMENTS)
     statements.watch = watch
-    monkeypatch.setattr(store_module, "SCHEMA_STATEMENTS", statements)
+    monkeypatch.setattr(store_file, "SCHEMA_STATEMENTS", statements)
     open_store(path).close()
     assert len(seen) == len(SCHEMA_STATEMENTS) >= 4
     assert all(tables == 0 or app_id == APPLICATION_ID for tables, app_id in seen), seen

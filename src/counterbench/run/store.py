@@ -41,7 +41,7 @@ from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, USAGE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.models.base import FINISHED_STATUSES, RETRYABLE_STATUSES
 from counterbench.run.sidecars import sidecars_removed_on_failure
-from counterbench.run.store_schema import APPLICATION_ID, SCHEMA_STATEMENTS, SCHEMA_VERSION
+from counterbench.run.store_file import BUSY_WAIT_S, check_header, prepare_when_free
 
 DEFAULT_STORE = "counterbench.db"
 
@@ -281,7 +281,7 @@ def open_store(path: Path | str | None = None, *, create: bool = True, check: bo
         except OSError as err:
             raise UserError(f"cannot create store {store_path}: {err.strerror or err}") from None
     elif exists and store_path.stat().st_size > 0:
-        _check_header(store_path)
+        check_header(store_path)
     with sidecars_removed_on_failure(store_path):  # a refused store gets no -wal/-shm beside it
         try:
             conn = sqlite3.connect(
@@ -291,7 +291,7 @@ def open_store(path: Path | str | None = None, *, create: bool = True, check: bo
             raise _store_error(store_path, err) from None
         store = Store(store_path, conn)
         try:
-            _prepare_when_free(store, check=create if check is None else check, write=create)
+            prepare_when_free(conn, store_path, check=create if check is None else check, write=create)
         except sqlite3.Error as err:
             store.close()
             raise _store_error(store_path, err) from None
@@ -299,115 +299,6 @@ def open_store(path: Path | str | None = None, *, create: bool = True, check: bo
             store.close()
             raise
     return store
-
-
-def _check_header(path: Path) -> None:
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(16)
-    except OSError as err:
-        raise UserError(f"cannot read store {path}: {err.strerror or err}") from None
-    if header != b"SQLite format 3\x00":
-        raise UserError(
-            f"store {path} is not a SQLite database (corrupted, or another kind of file); "
-            "it was left untouched — move it aside or choose another --store"
-        )
-
-
-#: how long opening a store waits for another process that holds it (SQLite's busy timeout too)
-BUSY_WAIT_S = 30.0
-
-
-def _prepare_when_free(store: Store, *, check: bool, write: bool) -> None:
-    """:func:`_prepare`, tried again while another process holds the file.
-
-    SQLite answers some lock conflicts at once instead of waiting out its busy timeout — switching a
-    file to WAL while another process is creating it is one — so two runs creating the same new store
-    at the same instant would see "database is locked" without this.
-    """
-    deadline = time.monotonic() + BUSY_WAIT_S
-    pause = 0.005
-    while True:
-        try:
-            _prepare(store, check=check, write=write)
-            return
-        except sqlite3.OperationalError as err:
-            if not _is_busy(err) or time.monotonic() + pause > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.25)
-
-
-def _is_busy(err: sqlite3.Error) -> bool:
-    code = getattr(err, "sqlite_errorcode", None)
-    if code is not None:
-        return int(code) & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(err).lower() or "busy" in str(err).lower()
-
-
-def _prepare(store: Store, *, check: bool, write: bool = True) -> None:
-    """Check and configure a store; a reader (``write`` off) of a current store writes nothing."""
-    conn = store.conn
-    has_tables, version = _identity(store)
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_WAIT_S * 1000)}")
-    conn.execute("PRAGMA cache_size = -65536")
-    if has_tables and check:  # before WAL mode: a refused file is not changed
-        verdict = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-        if verdict != "ok":
-            raise UserError(
-                f"store {store.path} is corrupted ({verdict}); it was left untouched — restore a copy, "
-                "try `sqlite3 FILE .recover`, or choose another --store"
-            )
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise UserError(f"store {store.path}: cannot switch to WAL mode (is the folder on a network drive?)")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA wal_autocheckpoint = 4000")
-    if not write and has_tables and version == SCHEMA_VERSION:
-        return
-    # One write transaction creates (or migrates) the tables and stamps the file's identity, so a
-    # process opening the same new file at the same instant sees either nothing or a whole store.
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        has_tables, version = _identity(store)  # again, under the write lock: another process may have won
-        if has_tables and version < SCHEMA_VERSION:
-            _migrate(conn)
-        for statement in SCHEMA_STATEMENTS:
-            conn.execute(statement)
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.commit()
-    except BaseException:
-        conn.rollback()
-        raise
-
-
-def _identity(store: Store) -> tuple[bool, int]:
-    """``(has tables, schema version)`` of the open file; refuses a foreign or a newer file."""
-    conn = store.conn
-    # Tables first: a store's tables and its mark are committed together, so once tables are seen the
-    # mark read next is the committed one (read the other way round, a store created between the two
-    # reads would look like tables without a mark).
-    has_tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0] > 0
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if has_tables and app_id != APPLICATION_ID:
-        raise UserError(
-            f"{store.path} is a SQLite database but not a counterbench store; it was left untouched — "
-            "choose another --store"
-        )
-    if version > SCHEMA_VERSION:
-        raise UserError(
-            f"store {store.path} was written by a newer counterbench (schema {version}); upgrade counterbench"
-        )
-    return has_tables, version
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Bring an older store's tables up to :data:`SCHEMA_VERSION` (columns added; nothing rewritten)."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
-    if columns and "answer_logprobs" not in columns:  # version 1 -> 2
-        conn.execute("ALTER TABLE responses ADD COLUMN answer_logprobs TEXT")
 
 
 def _store_error(path: Path, err: sqlite3.Error) -> UserError:

@@ -11,7 +11,7 @@ KENYA = REPO / "examples" / "kenya_hiring"
 PROMPTS = REPO / "src" / "counterbench" / "builtin" / "hiring" / "data" / "prompts.yaml"
 
 
-def test_the_study_files_variants_are_the_ones_audit_runs_and_reports(tmp_path, cli):
+def test_the_study_files_variants_are_the_ones_audit_runs_and_reports(tmp_path, cli, cli_here):
     out = tmp_path / "out"
     proc = cli("audit", "examples/kenya_hiring.yaml", "--model", "sim:examples/sim/kenya_hiring.yaml",
                "--preset", "quick", "--use-case", "compare", "--use-case", "score", "--variant", "standard",
@@ -23,16 +23,16 @@ def test_the_study_files_variants_are_the_ones_audit_runs_and_reports(tmp_path, 
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "nairobi-recruiter: the recruiter is placed in Nairobi (both settings)." in html
     # the built-in variants are not the study file's
-    proc = cli("prompts", "examples/kenya_hiring.yaml", "--preset", "quick", "--variant", "neutral-role",
+    proc = cli_here("prompts", "examples/kenya_hiring.yaml", "--preset", "quick", "--variant", "neutral-role",
                "--out", str(tmp_path / "x.parquet"))
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("counterbench: error: unknown variant 'neutral-role' (one of: standard, "
                                    "nairobi-recruiter, no-full-range)")
 
 
-def test_variants_option_on_the_command_line(tmp_path, cli):
+def test_variants_option_on_the_command_line(tmp_path, cli_here):
     out = tmp_path / "p.parquet"
-    proc = cli("prompts", "hiring", "--variants", str(KENYA / "prompt_variants.yaml"), "--preset", "quick",
+    proc = cli_here("prompts", "hiring", "--variants", str(KENYA / "prompt_variants.yaml"), "--preset", "quick",
                "--use-case", "compare", "--variant", "nairobi-recruiter", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     table = pd.read_parquet(out)
@@ -62,17 +62,18 @@ GOOD_EDIT = '{setting: score, field: user, old: " Use the full range of the scal
          "variant 'v', edit 1: the score prompts' system text does not contain 'You are a pirate'"),
     ],
 )
-def test_a_bad_variants_file_is_one_line_and_exit_2(tmp_path, cli, body, message):
+def test_a_bad_variants_file_is_one_line_and_exit_2(tmp_path, cli_here, body, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text(body, encoding="utf-8")
-    proc = cli("prompts", "hiring", "--variants", str(bad), "--preset", "quick", "--out", str(tmp_path / "x.parquet"))
+    proc = cli_here("prompts", "hiring", "--variants", str(bad), "--preset", "quick",
+                    "--out", str(tmp_path / "x.parquet"))
     assert proc.returncode == 2, proc.stdout
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr
     # the same file named by a study file
     study = tmp_path / "country.yaml"
     study.write_text(f"study: hiring\nvariants: {bad.name}\n", encoding="utf-8")
-    proc = cli("prompts", str(study), "--preset", "quick", "--out", str(tmp_path / "y.parquet"))
+    proc = cli_here("prompts", str(study), "--preset", "quick", "--out", str(tmp_path / "y.parquet"))
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
