@@ -113,6 +113,31 @@ def test_samples_are_deterministic_and_cover_outcomes() -> None:
     assert select_samples(pd.DataFrame()).empty
 
 
+def test_a_choice_sample_shows_the_option_read_and_what_it_stands_for() -> None:
+    from counterbench.report.api import report_title
+    from counterbench.report.context import ReportInput
+    from counterbench.report.methods import samples_section
+
+    results = pd.DataFrame({
+        "model": ["m", "m", "m"], "prompt_id": ["p1", "p2", "p3"], "use_case": ["rank", "rank", "pay"],
+        "language": ["en"] * 3, "identifier": ["s1", "s2", "s3"], "status": ["ok"] * 3,
+        "value": [4.0, 0.0, 1200.0], "unit": ["E", "A", "INR"], "parse_reason": [None] * 3,
+        "response": ["### E", "### A", "### 1200 INR"],
+        "option_A": ["2", "Emily", None], "option_E": ["3", None, None],
+    })
+    picked = select_samples(results).set_index("prompt_id")
+    assert picked.loc["p1", "stands_for"] == "3" and picked.loc["p2", "stands_for"] == "Emily"
+    assert pd.isna(picked.loc["p3", "stands_for"])
+    ctx = build_context(ReportInput(tables={}, summary={}, samples=select_samples(results)))
+    section = samples_section(ctx)
+    assert section is not None
+    cells = [row[5] for row in section.tables[0].rows]  # the Parsed column
+    assert sorted(cells) == ["1,200 INR", "A → Emily", "E → 3"]
+    assert report_title("Loan rates") == "Loan rates audit report"
+    assert report_title("STEM explanations audit: student profiles") == "STEM explanations audit: student profiles"
+    assert report_title("Auditory tests") == "Auditory tests audit report"
+
+
 def test_load_analysis_dir_reads_parquet_or_csv(tmp_path: Path) -> None:
     tables, summary = make_tables(), make_summary()
     folder = write_analysis_dir(tmp_path / "a", tables, summary)

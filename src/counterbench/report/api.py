@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,7 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
     if sample is not None:
         sections.append(sample)
     sections.append(methods_section(ctx, __version__, when))
-    title = data.title or f"{study_title(data.summary)} audit report"
+    title = data.title or report_title(study_title(data.summary))
     return {
         "intro": intro(ctx),
         "title": title,
@@ -95,6 +96,11 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
         "version": __version__,
         "generated_at": when,
     }
+
+
+def report_title(study: str) -> str:
+    """``<study> audit report``, or the study's title alone when it already says "audit"."""
+    return study if re.search(r"\baudit\b", study, re.IGNORECASE) else f"{study} audit report"
 
 
 def study_title(summary: dict[str, Any]) -> str:

@@ -153,6 +153,8 @@ def samples_section(ctx: ReportContext) -> Section | None:
     )
 
     def value(r: t.Row) -> str:
+        if not t.is_missing(r.get("stands_for")):  # a choice: the option read and what it stands for
+            return f"{r.get('unit')} → {r.get('stands_for')}"
         number = t.as_float(r.get("value"))
         if not math.isfinite(number):
             return t.DASH

@@ -12,13 +12,30 @@ import hashlib
 
 import pandas as pd
 
+from counterbench.outcomes.choice import option_column
+
 SAMPLE_COLUMNS = ("model", "prompt_id", "use_case", "language", "axis", "identifier", "status", "value", "unit",
-                  "parse_reason", "response")
+                  "parse_reason", "response", "stands_for")
 DEFAULT_PER_STATUS = {"ok": 4, "refused": 1, "unparseable": 1, "error": 1}
 
 
 def _stable_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def chosen_option_meaning(results: pd.DataFrame) -> pd.Series:
+    """What a choice answer's option stands for: the prompt's ``option_<LABEL>`` value (a level, a
+    person) for the option read (``unit`` holds its label); missing for every other answer."""
+    meaning = pd.Series(pd.NA, index=results.index, dtype=object)
+    if "unit" not in results.columns:
+        return meaning
+    units = results["unit"]
+    for label in units.dropna().astype(str).unique():
+        column = option_column(label)
+        if column in results.columns:
+            rows = units.astype(str).eq(label) & results[column].notna()
+            meaning[rows] = results.loc[rows, column].astype(str)
+    return meaning
 
 
 def select_samples(
@@ -33,6 +50,7 @@ def select_samples(
     if results.empty or "model" not in results.columns:
         return pd.DataFrame(columns=list(SAMPLE_COLUMNS))
     frame = results[[c for c in SAMPLE_COLUMNS if c in results.columns]].copy()
+    frame["stands_for"] = chosen_option_meaning(results)
     if "response" not in frame.columns:
         return pd.DataFrame(columns=list(SAMPLE_COLUMNS))
     if "error" in results.columns:
