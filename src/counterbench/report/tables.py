@@ -104,6 +104,8 @@ class Col:
     needs: tuple[str, ...]
     render: Callable[[Row], str]
     numeric: bool = True
+    #: kept in view at the table's right edge while a wide table scrolls sideways (the marks)
+    pinned: bool = False
 
 
 def text(name: str, label: str | None = None, rename: Callable[[str], str] | None = None) -> Col:
@@ -147,7 +149,7 @@ def mark(label: str, *, significant: str = "significant", testable: str = "testa
             return too_few_text(as_float(r.get(n)), unit)
         return "*" if fmt_flag(r[significant]) == "✓" else ""
 
-    return Col(label, (significant,), render, numeric=False)
+    return Col(label, (significant,), render, numeric=False, pinned=True)
 
 
 def star_col(name: str, label: str = "Sig.") -> Col:
@@ -170,6 +172,8 @@ class TableView:
     #: per row, a URL for the cell in column ``link_column`` (the answer viewer's page behind it)
     links: list[str] = field(default_factory=list)
     link_column: int = -1
+    #: per column, whether it stays in view when the table scrolls sideways (see :attr:`Col.pinned`)
+    pinned: list[bool] = field(default_factory=list)
 
 
 def table_view(
@@ -182,8 +186,11 @@ def table_view(
     max_rows: int | None = None,
     css: str = "",
 ) -> TableView:
-    """Render ``frame`` with ``cols`` (skipping specs whose columns are missing); ``css`` classes the table."""
+    """Render ``frame`` with ``cols`` (skipping specs whose columns are missing); ``css`` classes the table.
+
+    Pinned columns (the marks) come last, and stay in view at the right edge in the HTML."""
     usable = [c for c in cols if all(n in frame.columns for n in c.needs)]
+    usable = [c for c in usable if not c.pinned] + [c for c in usable if c.pinned]  # a mark is the last column
     records = frame.to_dict("records")
     shown = records if max_rows is None else records[:max_rows]
     rows = [[c.render(r) for c in usable] for r in shown]
@@ -196,6 +203,7 @@ def table_view(
         total_rows=len(records),
         source=source,
         css=css,
+        pinned=[c.pinned for c in usable],
     )
     if max_rows is not None and len(records) > max_rows:
         view.notes.append(f"Showing {max_rows:,} of {len(records):,} rows; the full table is {source}.")

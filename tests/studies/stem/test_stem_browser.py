@@ -1,6 +1,7 @@
 """The STEM report (paper preset, 3 simulated models) in headless Chromium at 1280 px: the progressive chart
-and the interaction grids (the paper's Tables 12–14) are on screen, and every chart label reads in full —
-not shortened, not cut by its chart's edge, not overlapping another label of the same chart."""
+and the interaction grids (the paper's Tables 12–14) are on screen, every table's Mark column is within the
+page, and every chart label reads in full — not shortened, not cut by its chart's edge, not overlapping
+another label of the same chart."""
 
 from __future__ import annotations
 
@@ -44,7 +45,13 @@ READ_BOXES = r"""
     .map(t => { const r = t.getBoundingClientRect();
                 return {caption: t.caption.textContent.trim(), width: r.width, height: r.height, right: r.right,
                         cells: t.querySelectorAll('tbody td').length}; });
-  return JSON.stringify({texts, grids, width: document.documentElement.clientWidth});
+  const marks = [...document.querySelectorAll('th')].filter(th => /^Mark/.test(th.textContent.trim()))
+    .map(th => { const r = th.getBoundingClientRect();
+                 const section = th.closest('section');
+                 const heading = section ? section.querySelector('h2, h3') : null;
+                 return {text: th.textContent.trim(), right: r.right, width: r.width,
+                         section: heading ? heading.textContent.trim() : ''}; });
+  return JSON.stringify({texts, grids, marks, width: document.documentElement.clientWidth});
 })()
 """
 
@@ -96,6 +103,10 @@ def test_the_progressive_chart_grids_and_labels_read_at_1280_px(tmp_path: Path) 
         assert any(c.startswith(f"{model} · progressive · ") for c in captions), (model, captions)
     for grid in grids:
         assert grid["height"] > 0 and grid["cells"] >= 4 and grid["right"] <= boxes["width"] + 0.5, grid
+    # every table's Mark column is on screen at 1280 px (the pairwise table's used to sit past the edge)
+    assert len(boxes["marks"]) >= 3
+    off = [mark for mark in boxes["marks"] if not (mark["width"] > 0 and mark["right"] <= boxes["width"] + 0.5)]
+    assert not off, off
     # every chart label: not hidden or cut, not shortened (a label with a tooltip reads as its tooltip)
     assert len(labels) > 200
     for text in labels:

@@ -18,7 +18,7 @@ from counterbench.report import tables as t
 from counterbench.report.charts import BarRow, BarValue, bar_domain, hbar_panel
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, series_color, show_table
-from counterbench.report.svg import MUTED, SERIES_COLORS, Svg, nice_ticks, tick_label
+from counterbench.report.svg import MUTED, SERIES_COLORS, Svg, nice_ticks, text_width, tick_label
 
 CELL_COLS = [t.text("model", "Model"), t.text("task", "Task"), t.text("context", "Context"),
              t.text("dataset", "Dataset"), t.text("role", "Role")]
@@ -130,12 +130,18 @@ def pairwise_section(ctx: ReportContext) -> Section:
                          f"level ({n - int(tested.sum())} of {n} have too few profiles to test); the paper's "
                          f"response-level rule would mark {int(resp.sum())} of {n}.")
     section.notes.append(PAIRWISE_FAMILY.format(min=MIN_PROFILES))
-    cols = [*CELL_COLS, t.text("attribute", "Attribute"), t.text("level_a", "a"), t.text("level_b", "b"),
+    # the profile-level numbers behind the mark first, then the paper's response-level ones; the Mark
+    # column (pinned) stays in view at the right edge while the table scrolls sideways
+    cols = [*CELL_COLS, t.text("attribute", "Attribute"),
+            t.Col("a vs b", ("level_a", "level_b"),
+                  lambda r: f"{t.fmt_text(r['level_a'])} vs {t.fmt_text(r['level_b'])}", numeric=False),
             t.num("mean_a_response", "Mean a"), t.num("mean_b_response", "Mean b"),
-            t.num("t_response", "t (resp.)"), t.num("d_response", "d (resp.)", signed=True),
-            t.pvalue("p_fdr_response", "q (resp., paper's)"), t.num("d_profile", "d (prof.)", signed=True),
-            t.count("n_a_profile", "Profiles a"), t.count("n_b_profile", "Profiles b"),
+            t.num("d_profile", "d (prof.)", signed=True),
+            t.Col("Profiles a / b", ("n_a_profile", "n_b_profile"),
+                  lambda r: f"{t.fmt_int(r['n_a_profile'])} / {t.fmt_int(r['n_b_profile'])}"),
             t.pvalue("p_fdr_profile", "q (prof.)"),
+            t.num("t_response", "t (resp.)"), t.num("d_response", "d (resp.)", signed=True),
+            t.pvalue("p_fdr_response", "q (resp., paper's)"),
             t.mark("Mark (prof., BH within model)", significant="significant_profile", testable="testable_profile",
                    n="n_min_profile", unit="profiles")]
     show_table(section, ctx, "stem_pairwise", cols, caption="Comparisons marked at the profile level or significant "
@@ -156,29 +162,56 @@ def _truthy(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def beeswarm_panel(points: pd.DataFrame, title: str, width: float = 640) -> Markup:
-    """A beeswarm-style strip per attribute: each dot one response's SHAP value, colour = level."""
+    """A beeswarm-style strip per attribute: each dot one response's SHAP value, colour = level, with a
+    legend of the attribute's levels under its strip."""
     attrs = list(points.groupby("attribute")["shap"].apply(lambda s: s.abs().mean()).sort_values(
         ascending=False).index)
     lo, hi = float(points["shap"].min()), float(points["shap"].max())
     span = max(hi - lo, 1e-9)
-    left, right, row_h = 130.0, 20.0, 26.0
-    svg = Svg(width, 40 + row_h * len(attrs), label=title)
+    left, right, strip_h, legend_h = 130.0, 20.0, 26.0, 13.0
+    levels_of = {attr: list(dict.fromkeys(points.loc[points["attribute"].eq(attr), "level"].astype(str)))
+                 for attr in attrs}
+    legends = {attr: _legend_lines(levels, width - left - right) for attr, levels in levels_of.items()}
+    tops, y = [], 30.0
+    for attr in attrs:
+        tops.append(y)
+        y += strip_h + legend_h * len(legends[attr]) + 4
+    svg = Svg(width, y + 16, label=title)
     svg.text(left, 12, title, weight="600")
     x = lambda v: left + (v - lo) / span * (width - left - right)  # noqa: E731
     for tick in nice_ticks(lo, hi):
         if lo <= tick <= hi:
-            svg.line(x(tick), 22, x(tick), 30 + row_h * len(attrs))
-            svg.text(x(tick), 34 + row_h * len(attrs), tick_label(tick), anchor="middle", size=9, fill=MUTED)
+            svg.line(x(tick), 22, x(tick), y)
+            svg.text(x(tick), y + 10, tick_label(tick), anchor="middle", size=9, fill=MUTED)
     rng = np.random.default_rng(0)
-    for i, attr in enumerate(attrs):
-        y0 = 30 + row_h * i + row_h / 2
+    for top, attr in zip(tops, attrs, strict=True):
+        y0 = top + strip_h / 2
         svg.text(left - 6, y0, attr, anchor="end")
         part = points[points["attribute"].eq(attr)]
-        levels = list(dict.fromkeys(part["level"].astype(str)))
+        levels = levels_of[attr]
         for v, level in zip(part["shap"].to_numpy(dtype=float), part["level"].astype(str), strict=True):
             color = SERIES_COLORS[levels.index(level) % len(SERIES_COLORS)]
-            svg.circle(x(v), y0 + rng.uniform(-row_h / 3, row_h / 3), 2.0, fill=color, title=f"{attr}={level}")
+            svg.circle(x(v), y0 + rng.uniform(-strip_h / 3, strip_h / 3), 2.0, fill=color, title=f"{attr}={level}")
+        for n, line in enumerate(legends[attr]):
+            ly = top + strip_h + legend_h * n + 6
+            for offset, level in line:
+                svg.circle(left + offset + 4, ly - 3, 3.5, fill=SERIES_COLORS[levels.index(level) % len(SERIES_COLORS)])
+                svg.text(left + offset + 11, ly, level, size=9, fill=MUTED)
     return svg.render()
+
+
+def _legend_lines(levels: list[str], room: float) -> list[list[tuple[float, str]]]:
+    """The levels laid out as legend entries (dot + name), wrapped onto as many lines as the width needs."""
+    lines: list[list[tuple[float, str]]] = [[]]
+    offset = 0.0
+    for level in levels:
+        entry = 11 + text_width(level, 9) + 12
+        if lines[-1] and offset + entry > room:
+            lines.append([])
+            offset = 0.0
+        lines[-1].append((offset, level))
+        offset += entry
+    return lines
 
 
 def shap_section(ctx: ReportContext) -> Section:
@@ -207,11 +240,15 @@ def shap_section(ctx: ReportContext) -> Section:
         return section
     points = ctx.nonempty("stem_shap_points")
     if points is not None:
-        panels: list[Markup] = []
-        for (model, task, context, role), part in points.groupby(["model", "task", "context", "role"], sort=True):
-            if len(panels) < 8:
-                panels.append(beeswarm_panel(part, f"{model} · {task} · {context} · {role}"))
-        section.figures.append(Figure(panels, caption="SHAP values per response (a seeded sample per cell)."))
+        cells = ["model", "task", "context", "role"]
+        strongest = points.assign(_abs=points["shap"].abs()).groupby([*cells, "attribute"])["_abs"].mean() \
+            .groupby(level=cells).max().sort_values(ascending=False, kind="stable")
+        by_cell = dict(iter(points.groupby(cells, sort=False)))
+        panels = [beeswarm_panel(by_cell[cell], " · ".join(map(str, cell))) for cell in list(strongest.index)[:8]]
+        shown = f"the {len(panels)} of {len(strongest)} cells" if len(strongest) > len(panels) else "every cell"
+        section.figures.append(Figure(panels, caption=f"SHAP values per response (a seeded sample per cell): {shown} "
+                                      "with the largest mean |SHAP| of an attribute first; the legend under each strip "
+                                      "names the levels' colours."))
     show_table(section, ctx, "stem_shap", [*CELL_COLS, t.text("attribute", "Attribute"),
                                            t.num("mean_abs", "Mean |SHAP|", 3)],
                prepare=lambda f: f[f["kind"].eq("attribute")])
