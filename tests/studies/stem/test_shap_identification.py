@@ -68,3 +68,7 @@ def test_the_report_says_why_and_draws_no_chart(quick: pd.DataFrame) -> None:
     html, _ = render_report(ReportInput(tables, {**summary, "study": "stem"}))
     assert "Why no attribution" in html and "not identified: the one-hot design has rank" in html
     assert "SHAP values per response" not in html
+    # nor is MAB drawn on this design without saying it is mostly noise
+    start = html.index('<section id="stem_bias"')
+    bias = html[start:html.index("</section>", start)]
+    assert "attribute levels rest on fewer than 10 answers" in bias and "smoke test, not a finding" in bias

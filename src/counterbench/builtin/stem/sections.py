@@ -99,11 +99,33 @@ def bias_section(ctx: ReportContext) -> Section:
                                  width=640, x_label="MAB (z)", value_format="{:.2f}"))
     section.figures.append(Figure(panels[:8], caption="The 12 largest attribute biases of each model and task, the "
                                   "largest first (at most 8 panels; the table has every cell)."))
+    few = _few_answers_note(ctx.nonempty("stem_group_scores"))
+    if few:
+        section.notes.insert(0, few)
     show_table(section, ctx, "stem_bias", [
         *CELL_COLS, t.text("attribute", "Attribute"), t.num("mab_z", "MAB (z)", 3), t.num("mdb_z", "MDB (z)", 3),
         t.num("mab", "MAB (raw)", 3), t.num("mdb", "MDB (raw)", 3), t.text("extreme_level", "Extreme level"),
         t.num("extreme_dev_z", "Its deviation (z)", 3, signed=True)])
     return section
+
+
+#: a level mean over fewer answers than this is called mostly noise in the bias section's warning
+FEW_ANSWERS = 10
+
+
+def _few_answers_note(levels: pd.DataFrame | None) -> str:
+    """A warning when some attribute levels rest on few answers (MAB and MDB have no null reference and grow
+    with the levels' noise), else ''."""
+    if levels is None or "n" not in levels.columns:
+        return ""
+    n = pd.to_numeric(levels["n"], errors="coerce")
+    few = int((n < FEW_ANSWERS).sum())
+    if not few:
+        return ""
+    return (f"Warning: {few} of {len(n)} attribute levels rest on fewer than {FEW_ANSWERS} answers (the fewest: "
+            f"{int(n.min())}). MAB and MDB are descriptive, with no null reference, and grow with the noise of "
+            "small levels — a model with no bias gets large values here too. On a design this small they are a "
+            "smoke test, not a finding; the paper's design has 100 profiles per context.")
 
 
 PAIRWISE_FAMILY = ("Marks: profile level (each profile's mean over its problems is one unit), a studentized "
