@@ -265,3 +265,32 @@ def test_label_from_names_the_label_the_probability_is_for() -> None:
     assert isinstance(fair, SimulatedBackend)
     plain = ChatRequest("r", "sys", "resume", answer_type=labels, metadata={"use_case": "recover_ethnicity"})
     assert fair.answer(plain).startswith("### ")  # no truth column: the first label's probability, no crash
+
+
+@pytest.mark.parametrize(("study", "reaches"), [
+    ("stem", {"sim:biased": False, "sim:stem": True}),  # sim:biased's rules need level_index: STEM has none
+    ("hiring", {"sim:biased": False}),
+    ("rupeebias", {"sim:biased": True}),
+    ("examples/loan_rate.yaml", {"sim:biased": True}),  # one attribute
+    ("examples/names_groups.yaml", {"sim:biased": True}),  # names grouped into groups
+    ("examples/approval_crossed.yaml", {"sim:biased": True}),  # crossed attributes
+])
+def test_planted_reach_says_whether_a_models_effects_touch_the_prompts(study: str, reaches: dict[str, bool]) -> None:
+    import pandas as pd
+
+    from counterbench.models.simulated import planted_reach
+    from counterbench.prompts import prompts
+    from tests.conftest import REPO
+
+    table = prompts(str(REPO / study)) if study.endswith(".yaml") else prompts(study, preset="quick")
+    results = pd.concat([table.assign(model=model) for model in [*reaches, "sim:fair", "openai:gpt-4o"]])
+    assert planted_reach(results) == reaches  # sim:fair has no effects, a real model is not simulated
+
+
+def test_the_banner_says_when_the_planted_bias_does_not_reach_the_study() -> None:
+    from counterbench.report.methods import planted_note
+
+    note = planted_note(["sim:biased", "sim:stem"], {"sim:biased": False, "sim:stem": True})
+    assert "here sim:biased plants nothing" in note and "here sim:stem plants nothing" not in note
+    assert "plants nothing" not in planted_note(["sim:biased"], {"sim:biased": True})
+    assert "plants nothing" not in planted_note(["sim:biased"])  # an older summary: no claim either way

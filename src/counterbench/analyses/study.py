@@ -26,6 +26,7 @@ from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
 from counterbench.errors import UserError
+from counterbench.models.simulated import planted_reach
 from counterbench.outcomes import kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study
@@ -282,4 +283,6 @@ def _study_summary(study: Study, results: pd.DataFrame) -> dict[str, Any]:
         "canonical_pairs": {axis: list(pair) for axis, pair in study.canonical_pairs.items()},
         "facets": [{"name": f.name, "kind": f.kind, "reference": f.reference, "levels": list(f.levels)}
                    for f in study.facets],
+        #: per simulated model with effects: whether any of them reaches this study's prompts
+        "planted_here": planted_reach(results),
     }

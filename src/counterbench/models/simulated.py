@@ -59,6 +59,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from counterbench.errors import UserError
 from counterbench.models.base import ChatRequest, ChatResult
 from counterbench.models.sim_effects import _kind_default
 from counterbench.models.sim_profile import (
@@ -81,6 +82,7 @@ __all__ = [
     "format_answer",
     "load_profile",
     "planted_description",
+    "planted_reach",
     "preset_names",
     "profile_from_dict",
     "stable_unit_floats",
@@ -304,3 +306,34 @@ def create_simulated(name_or_path: str) -> SimulatedBackend:
     profile = load_profile(name_or_path)
     seed_name = f"sim:{Path(profile.checked_file).name}" if profile.checked_file else None
     return SimulatedBackend(f"sim:{name_or_path}", profile, seed_name=seed_name)
+
+
+#: prompt columns every simulated model's effects may read (besides the columns its rules name)
+_EFFECT_COLUMNS = ("profile_id", "identifier", "use_case", "language", "study")
+
+
+def planted_reach(results: pd.DataFrame) -> dict[str, bool]:
+    """Per ``sim:`` model of ``results`` that has effects: whether any of them changes the expected answer of
+    at least one of its prompts. ``False`` means that on these prompts it plants nothing, whatever its
+    ``planted`` sentence says (``sim:biased``'s rules name a column this study's prompts lack, say)."""
+    out: dict[str, bool] = {}
+    if results.empty or "model" not in results.columns:
+        return out
+    for model, part in results.groupby("model", sort=False):
+        name = str(model)
+        if not name.startswith("sim:"):
+            continue
+        try:
+            profile = load_profile(name[len("sim:"):])
+        except UserError:  # a file moved since the run: say nothing rather than fail the analysis
+            continue
+        if not (profile.effects or profile.identifier_effects or profile.profile_effects
+                or profile.language_effects or profile.identifier_effects_by_use_case):
+            continue
+        named = {k for effect in profile.effects for k in (*effect.match, *effect.unless)}
+        columns = sorted(c for c in {*_EFFECT_COLUMNS, *named} if c in part.columns)
+        backend = SimulatedBackend(name, profile)
+        rows = part[columns].astype(object).where(part[columns].notna(), None).drop_duplicates()
+        records: list[dict[str, Any]] = [{str(k): v for k, v in row.items()} for row in rows.to_dict("records")]
+        out[name] = any(abs(backend._with_effects(1.0, row) - 1.0) > 1e-12 for row in records)
+    return out
