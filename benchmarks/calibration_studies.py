@@ -37,6 +37,12 @@ The long version of ``tests/studies/test_studies_calibration.py`` (the simulatio
    grades, English-medium +2, Low-income Disabled ST −3, on top of ``sim:stem``): the share of models
    whose headline rows for them are marked (50 models).
 
+11. ``stem_bias_null`` — the bias table's MAB marks (levels shuffled over profiles, BH within model): the
+   share of null models (per-profile effect) with a mark, on the main experiment (7,000 prompts, 200
+   models, both conventions) and on the quick preset (96 prompts, 1,000 models); ``stem_bias_planted`` —
+   ``sim:stem``'s effects (50 models): the share of the 10 planted rows (Rural and Low-income in the ranking
+   task, Disabled in generation) marked, and the share of the other rows marked.
+
 Usage: ``python benchmarks/calibration_studies.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...]``
 (e.g. ``--only stem_headline_null --scale 0.05`` for a 10-model check; the full 200 models take ~12 min).
 Every simulation is seeded; the figures are reproducible.
@@ -86,7 +92,56 @@ def scenarios(scale: float, bootstrap: int) -> dict[str, Any]:
         "stem_headline_null_no_profile_effect": lambda: headline_scenario(max(2, int(100 * scale)), profile_sd=0.0,
                                                                           seed=121),
         "stem_headline_planted": lambda: headline_scenario(max(2, int(50 * scale)), planted=True, seed=122),
+        "stem_bias_null": lambda: {
+            "main": bias_scenario("main", max(2, int(200 * scale)), seed=130),
+            "quick": bias_scenario("quick", max(2, int(1000 * scale)), seed=131)},
+        "stem_bias_planted": lambda: bias_scenario("main", max(2, int(50 * scale)), planted=True, seed=132),
     }
+
+
+def bias_scenario(design: str, n_sims: int, *, planted: bool = False, profile_sd: float = 0.1, seed: int = 0
+                  ) -> dict[str, Any]:
+    """Scenario 11: the bias table's MAB marks over ``n_sims`` simulated models (``main``: the main
+    experiment of the paper design; ``quick``: the quick preset)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from counterbench.builtin.stem import analysis as A
+    from counterbench.builtin.stem.design import StemDesign, build_prompt_table
+    from counterbench.builtin.stem.simulate import simulate_outcomes
+    from counterbench.models.simulated import load_profile
+    from counterbench.prompts import prompts
+
+    table = (build_prompt_table(StemDesign.paper(progressive=(), single_attribute=())) if design == "main"
+             else prompts("stem", preset="quick"))
+    base = load_profile("stem")
+    preset = base if planted else replace(base, effects=())
+    conventions = ("counterbench",) if planted else ("counterbench", "paper")
+    marked: dict[str, list[bool]] = {c: [] for c in conventions}
+    planted_rows: list[float] = []
+    other_rows: list[float] = []
+    testable: list[float] = []
+    for i in range(n_sims):
+        frame = A.outcome_frame(simulate_outcomes(table, f"sim:m{i}", preset=preset, seed=seed + i,
+                                                  profile_sd=profile_sd))
+        for convention in conventions:
+            _, bias = A.bias_tables(frame, convention=convention, seed=seed + i)
+            marked[convention].append(bool(bias["significant"].any()))
+            testable.append(float(bias["testable"].mean()))
+            if planted:
+                truth = ((bias["task"].eq("ranking") & bias["attribute"].isin(["location", "income"]))
+                         | (bias["task"].eq("generation") & bias["attribute"].eq("disability")))
+                planted_rows.append(float(bias.loc[truth, "significant"].mean()))
+                other_rows.append(float(bias.loc[~truth, "significant"].mean()))
+    out: dict[str, Any] = {"n_sims": n_sims, "design": design, "prompts": len(table), "profile_sd": profile_sd,
+                           "testable_share": float(np.mean(testable))}
+    if planted:
+        out["planted_rows_marked"] = float(np.mean(planted_rows))
+        out["other_rows_marked"] = float(np.mean(other_rows))
+        return out
+    out["false_star_share"] = {f"stem_bias ({c})": float(np.mean(v)) for c, v in marked.items()}
+    return with_intervals(out)
 
 
 def with_intervals(result: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from counterbench.builtin.stem.bias_null import with_null
 from counterbench.builtin.stem.conventions import CONVENTIONS, paper_bias, paper_group_scores
 from counterbench.builtin.stem.design import LETTERS, TRUNCATED_MODES
 from counterbench.builtin.stem.profiles import attribute_columns, get_context
@@ -143,12 +144,14 @@ def _by_context(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame, dict[str, 
     return out
 
 
-def bias_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, convention: str = "counterbench"
-                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def bias_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, convention: str = "counterbench", *,
+                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(group scores per level, MAB/MDB per attribute), sorted by MAB (z) descending (Table 4).
 
     ``convention``: ``counterbench`` (z within the cell, MAB around the unweighted mean of the levels) or
-    ``paper`` (z within cell × subject, Eq. 3–4, Table 4's extreme group): :mod:`.conventions`."""
+    ``paper`` (z within cell × subject, Eq. 3–4, Table 4's extreme group): :mod:`.conventions`. Each row
+    also gets its null reference — MAB with the levels shuffled over profiles, its p and mark
+    (:mod:`.bias_null`)."""
     if convention not in CONVENTIONS:
         raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
     rows = _main(frame)
@@ -165,7 +168,8 @@ def bias_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, convention: str
     if not scores:
         return pd.DataFrame(), pd.DataFrame()
     table = pd.concat(bias, ignore_index=True).sort_values("mab_z", ascending=False, kind="mergesort")
-    return pd.concat(scores, ignore_index=True), table.reset_index(drop=True)
+    table = with_null(rows, table.reset_index(drop=True), cell, context_attributes, convention=convention, seed=seed)
+    return pd.concat(scores, ignore_index=True), table
 
 
 def profile_means(frame: pd.DataFrame, cell: Sequence[str] = CELL) -> pd.DataFrame:

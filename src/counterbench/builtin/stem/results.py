@@ -112,7 +112,7 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
 
     scored = A.outcome_frame(results, math=math, truncated="score")
     frame = scored if truncated == "score" else T.dropped(scored)
-    scores, bias = A.bias_tables(frame, convention=convention)
+    scores, bias = A.bias_tables(frame, convention=convention, seed=seed)
     shap_table, points = A.shap_tables(frame, seed=seed, method=shap)
     cells, gaps = D.interaction_tables(frame, seed=seed)
     positions, position_tests = D.position_tables(frame)
@@ -159,7 +159,8 @@ def analyze_results(results: pd.DataFrame, *, math: str = "raw", seed: int = 0, 
         "models": models,
         "simulated": {m: info["simulated"] for m, info in models.items()},
         "bootstrap": {"replicates": 0, "seed": seed},
-        "ci_methods": {"stem": "marks: profile-level studentized permutation tests of pairs of levels, exact swap "
+        "ci_methods": {"stem": "marks: profile-level studentized permutation tests of pairs of levels, MAB "
+                               "against its levels shuffled over profiles, exact swap "
                                "tests of interaction gaps over matched profiles, χ² position tests (expected "
                                "count ≥ 5), Benjamini–Hochberg within each model per table; the paper's "
                                "response-level Welch tests with BH over the whole table as labelled columns; 95% "

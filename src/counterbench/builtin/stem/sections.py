@@ -102,11 +102,21 @@ def bias_section(ctx: ReportContext) -> Section:
     few = _few_answers_note(ctx.nonempty("stem_group_scores"))
     if few:
         section.notes.insert(0, few)
-    show_table(section, ctx, "stem_bias", [
-        *CELL_COLS, t.text("attribute", "Attribute"), t.num("mab_z", "MAB (z)", 3), t.num("mdb_z", "MDB (z)", 3),
+    shown = show_table(section, ctx, "stem_bias", [
+        *CELL_COLS, t.text("attribute", "Attribute"), t.num("mab_z", "MAB (z)", 3),
+        t.num("mab_null", "MAB with no bias (z)", 3), t.num("mdb_z", "MDB (z)", 3),
         t.num("mab", "MAB (raw)", 3), t.num("mdb", "MDB (raw)", 3), t.text("extreme_level", "Extreme level"),
-        t.num("extreme_dev_z", "Its deviation (z)", 3, signed=True)])
+        t.num("extreme_dev_z", "Its deviation (z)", 3, signed=True), t.pvalue("p_value", "p (levels shuffled)"),
+        t.pvalue("q_value", "q"), t.mark("Mark (BH within model)", n="n_profiles", unit="profiles")])
+    if shown is not None and "mab_null" in frame.columns:
+        section.notes.append(BIAS_NULL)
     return section
+
+
+BIAS_NULL = ("MAB with no bias: the mean MAB of the same answers with the attribute's levels shuffled over whole "
+             "profiles (999 times) — what noise alone gives on this design. Marks: p is the share of shuffles with "
+             "an MAB at least the observed; Benjamini–Hochberg within each model over its attributes, tasks, "
+             "contexts and roles; a row whose profiles allow fewer than 40 arrangements is not tested.")
 
 
 #: a level mean over fewer answers than this is called mostly noise in the bias section's warning
@@ -114,8 +124,8 @@ FEW_ANSWERS = 10
 
 
 def _few_answers_note(levels: pd.DataFrame | None) -> str:
-    """A warning when some attribute levels rest on few answers (MAB and MDB have no null reference and grow
-    with the levels' noise), else ''."""
+    """A warning when some attribute levels rest on few answers (MAB and MDB grow with the levels' noise),
+    else ''."""
     if levels is None or "n" not in levels.columns:
         return ""
     n = pd.to_numeric(levels["n"], errors="coerce")
@@ -123,9 +133,9 @@ def _few_answers_note(levels: pd.DataFrame | None) -> str:
     if not few:
         return ""
     return (f"Warning: {few} of {len(n)} attribute levels rest on fewer than {FEW_ANSWERS} answers (the fewest: "
-            f"{int(n.min())}). MAB and MDB are descriptive, with no null reference, and grow with the noise of "
-            "small levels — a model with no bias gets large values here too. On a design this small they are a "
-            "smoke test, not a finding; the paper's design has 100 profiles per context.")
+            f"{int(n.min())}). MAB and MDB grow with the noise of small levels — a model with no bias gets large "
+            "values here too (compare the column MAB with no bias), and the tests have little power. On a design "
+            "this small they are a smoke test, not a finding; the paper's design has 100 profiles per context.")
 
 
 PAIRWISE_FAMILY = ("Marks: profile level (each profile's mean over its problems is one unit), a studentized "
