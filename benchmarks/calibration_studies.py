@@ -41,7 +41,8 @@ The long version of ``tests/studies/test_studies_calibration.py`` (the simulatio
    share of null models (per-profile effect) with a mark, on the main experiment (7,000 prompts, 200
    models, both conventions) and on the quick preset (96 prompts, 1,000 models); ``stem_bias_planted`` —
    ``sim:stem``'s effects (50 models): the share of the 10 planted rows (Rural and Low-income in the ranking
-   task, Disabled in generation) marked, and the share of the other rows marked.
+   task, Disabled in generation) marked, and the share of the other rows marked; ``stem_bias_null_more`` —
+   300 more null models of the main experiment (other seeds).
 
 Usage: ``python benchmarks/calibration_studies.py [--scale 1.0] [--bootstrap 1000] [--only NAME ...]``
 (e.g. ``--only stem_headline_null --scale 0.05`` for a 10-model check; the full 200 models take ~12 min).
@@ -96,11 +97,12 @@ def scenarios(scale: float, bootstrap: int) -> dict[str, Any]:
             "main": bias_scenario("main", max(2, int(200 * scale)), seed=130),
             "quick": bias_scenario("quick", max(2, int(1000 * scale)), seed=131)},
         "stem_bias_planted": lambda: bias_scenario("main", max(2, int(50 * scale)), planted=True, seed=132),
+        "stem_bias_null_more": lambda: bias_scenario("main", max(2, int(300 * scale)), seed=5000, prefix="n"),
     }
 
 
-def bias_scenario(design: str, n_sims: int, *, planted: bool = False, profile_sd: float = 0.1, seed: int = 0
-                  ) -> dict[str, Any]:
+def bias_scenario(design: str, n_sims: int, *, planted: bool = False, profile_sd: float = 0.1, seed: int = 0,
+                  prefix: str = "m") -> dict[str, Any]:
     """Scenario 11: the bias table's MAB marks over ``n_sims`` simulated models (``main``: the main
     experiment of the paper design; ``quick``: the quick preset)."""
     from dataclasses import replace
@@ -123,7 +125,7 @@ def bias_scenario(design: str, n_sims: int, *, planted: bool = False, profile_sd
     other_rows: list[float] = []
     testable: list[float] = []
     for i in range(n_sims):
-        frame = A.outcome_frame(simulate_outcomes(table, f"sim:m{i}", preset=preset, seed=seed + i,
+        frame = A.outcome_frame(simulate_outcomes(table, f"sim:{prefix}{i}", preset=preset, seed=seed + i,
                                                   profile_sd=profile_sd))
         for convention in conventions:
             _, bias = A.bias_tables(frame, convention=convention, seed=seed + i)
