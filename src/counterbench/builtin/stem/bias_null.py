@@ -22,7 +22,7 @@ an attribute correlated with it by the sampling can pick some of that up.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -39,12 +39,12 @@ MIN_ARRANGEMENTS = round(2 / ALPHA)
 NULL_COLUMNS = ("n_profiles", "mab_null", "p_value", "q_value", "testable", "significant")
 
 
-def with_null(frame: pd.DataFrame, bias: pd.DataFrame, cell: Sequence[str], attributes_of_context: object,
-              *, convention: str = "counterbench", seed: int = 0, shuffles: int = NULL_SHUFFLES) -> pd.DataFrame:
+def with_null(frame: pd.DataFrame, bias: pd.DataFrame, cell: Sequence[str],
+              attributes_of_context: Callable[[str], Mapping[str, Sequence[str]]], *, convention: str = "counterbench",
+              seed: int = 0, shuffles: int = NULL_SHUFFLES) -> pd.DataFrame:
     """``bias`` (the ``stem_bias`` table) with :data:`NULL_COLUMNS` added, from the main experiment's
-    response rows ``frame`` (columns ``y``, ``profile_id``, the cell and the attributes).
-
-    ``attributes_of_context``: a callable ``context -> {attribute: levels}``."""
+    response rows ``frame`` (columns ``y``, ``profile_id``, the cell and the attributes);
+    ``attributes_of_context`` gives a context's attributes and their levels."""
     if bias.empty:
         return bias.assign(**{c: pd.Series(dtype=object) for c in NULL_COLUMNS})
     cell = list(cell)
@@ -57,7 +57,7 @@ def with_null(frame: pd.DataFrame, bias: pd.DataFrame, cell: Sequence[str], attr
         key = key if isinstance(key, tuple) else (key,)
         context = str(part["context"].iloc[0])
         orders: dict[int, np.ndarray] = {}  # one set of shuffles per number of profiles, shared by the attributes
-        for attribute, levels in attributes_of_context(context).items():  # type: ignore[operator]
+        for attribute, levels in attributes_of_context(context).items():
             if attribute not in part.columns:
                 continue
             sub = part[part[attribute].isin(list(levels))]
