@@ -88,17 +88,23 @@ def bias_section(ctx: ReportContext) -> Section:
     if frame is None:
         return section
     panels = []
+    with_null = "mab_null" in frame.columns
     ranked = frame.assign(_mab=pd.to_numeric(frame["mab_z"], errors="coerce")).sort_values("_mab", ascending=False)
     for (model, task), part in ranked.groupby(["model", "task"], sort=False):  # the most biased model's first
         rows = []
         for r in part.head(12).to_dict("records"):
             role = f" {r['role']}" if task == "ranking" else ""
-            rows.append(BarRow(f"{r['attribute']}: {r['context']}{role}",
-                               [BarValue("MAB (z)", t.as_float(r["mab_z"]), SERIES_COLORS[0])]))
+            mark = "*" if with_null and t.fmt_flag(r.get("significant")) == "✓" else ""
+            bars = [BarValue("MAB (z)", t.as_float(r["mab_z"]), SERIES_COLORS[0], mark=mark)]
+            if with_null:
+                bars.append(BarValue(NO_BIAS, t.as_float(r["mab_null"]), NO_BIAS_COLOR))
+            rows.append(BarRow(f"{r['attribute']}: {r['context']}{role}", bars))
         panels.append(hbar_panel(f"Largest MAB (z units): {model} · {task}", rows, domain=bar_domain(rows),
                                  width=640, x_label="MAB (z)", value_format="{:.2f}"))
-    section.figures.append(Figure(panels[:8], caption="The 12 largest attribute biases of each model and task, the "
-                                  "largest first (at most 8 panels; the table has every cell)."))
+    legend = [("MAB (z)", SERIES_COLORS[0]), (NO_BIAS, NO_BIAS_COLOR)] if with_null else []
+    section.figures.append(Figure(panels[:8], legend=legend, caption="The 12 largest attribute biases of each model "
+                                  "and task, the largest first (at most 8 panels; the table has every cell)"
+                                  + ("; * marked (BH within model)." if with_null else ".")))
     few = _few_answers_note(ctx.nonempty("stem_group_scores"))
     if few:
         section.notes.insert(0, few)
@@ -118,6 +124,9 @@ BIAS_NULL = ("MAB with no bias: the mean MAB of the same answers with the attrib
              "an MAB at least the observed; Benjamini–Hochberg within each model over its attributes, tasks, "
              "contexts and roles; a row whose profiles allow fewer than 40 arrangements is not tested.")
 
+
+NO_BIAS = "MAB with no bias (levels shuffled)"
+NO_BIAS_COLOR = "#b8bfca"
 
 #: a level mean over fewer answers than this is called mostly noise in the bias section's warning
 FEW_ANSWERS = 10
