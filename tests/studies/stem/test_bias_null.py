@@ -57,6 +57,8 @@ def test_planted_attributes_are_marked_and_nothing_else(main_design: pd.DataFram
     assert truth.sum() == 10
     assert bias.loc[truth, "significant"].sum() >= 8 and not bias.loc[~truth, "significant"].any()
     assert (bias.loc[truth, "mab_z"] > 2 * bias.loc[truth, "mab_null"]).all()
+    assert (bias.loc[truth, "mdb_z"] > 2 * bias.loc[truth, "mdb_null"]).all()
+    assert (bias["mdb_null"] >= bias["mab_null"]).all()  # the spread of the levels is at least their mean distance
 
 
 def test_a_null_model_gets_no_mark(main_design: pd.DataFrame) -> None:
@@ -70,3 +72,4 @@ def test_on_the_quick_preset_a_fair_models_mab_is_what_no_bias_gives() -> None:
     _, bias = A.bias_tables(frame)
     assert bias["mab_z"].max() > 0.5  # large, with nothing planted
     assert bias["mab_null"].median() > 0.25 and not bias["significant"].any()
+    assert bias["mdb_null"].median() > 0.5

@@ -72,4 +72,4 @@ def test_the_report_says_why_and_draws_no_chart(quick: pd.DataFrame) -> None:
     start = html.index('<section id="stem_bias"')
     bias = html[start:html.index("</section>", start)]
     assert "attribute levels rest on fewer than 10 answers" in bias and "smoke test, not a finding" in bias
-    assert "MAB with no bias (z)" in bias and "levels shuffled over whole profiles" in bias
+    assert "MAB with no bias (z)" in bias and "MDB with no bias (z)" in bias and "shuffled over whole profiles" in bias

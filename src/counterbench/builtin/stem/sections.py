@@ -111,6 +111,7 @@ def bias_section(ctx: ReportContext) -> Section:
     shown = show_table(section, ctx, "stem_bias", [
         *CELL_COLS, t.text("attribute", "Attribute"), t.num("mab_z", "MAB (z)", 3),
         t.num("mab_null", "MAB with no bias (z)", 3), t.num("mdb_z", "MDB (z)", 3),
+        t.num("mdb_null", "MDB with no bias (z)", 3),
         t.num("mab", "MAB (raw)", 3), t.num("mdb", "MDB (raw)", 3), t.text("extreme_level", "Extreme level"),
         t.num("extreme_dev_z", "Its deviation (z)", 3, signed=True), t.pvalue("p_value", "p (levels shuffled)"),
         t.pvalue("q_value", "q"), t.mark("Mark (BH within model)", n="n_profiles", unit="profiles")])
@@ -119,10 +120,11 @@ def bias_section(ctx: ReportContext) -> Section:
     return section
 
 
-BIAS_NULL = ("MAB with no bias: the mean MAB of the same answers with the attribute's levels shuffled over whole "
-             "profiles (999 times) — what noise alone gives on this design. Marks: p is the share of shuffles with "
-             "an MAB at least the observed; Benjamini–Hochberg within each model over its attributes, tasks, "
-             "contexts and roles; a row whose profiles allow fewer than 40 arrangements is not tested.")
+BIAS_NULL = ("MAB (MDB) with no bias: the mean MAB (MDB) of the same answers with the attribute's levels shuffled "
+             "over whole profiles (999 times) — what noise alone gives on this design. Marks (on MAB): p is the "
+             "share of shuffles with an MAB at least the observed; Benjamini–Hochberg within each model over its "
+             "attributes, tasks, contexts and roles; a row whose profiles allow fewer than 40 arrangements is not "
+             "tested.")
 
 
 NO_BIAS = "MAB with no bias (levels shuffled)"
