@@ -50,7 +50,7 @@ def select_samples(
     if results.empty or "model" not in results.columns:
         return pd.DataFrame(columns=list(SAMPLE_COLUMNS))
     frame = results[[c for c in SAMPLE_COLUMNS if c in results.columns]].copy()
-    frame["stands_for"] = chosen_option_meaning(results)
+    frame["_pos"] = range(len(frame))  # the row of ``results``, for what a picked choice stands for
     if "response" not in frame.columns:
         return pd.DataFrame(columns=list(SAMPLE_COLUMNS))
     if "error" in results.columns:
@@ -74,5 +74,6 @@ def select_samples(
     if not picked:
         return pd.DataFrame(columns=list(SAMPLE_COLUMNS))
     out = pd.concat(picked, ignore_index=True)
+    out["stands_for"] = chosen_option_meaning(results.iloc[out["_pos"].to_numpy()]).to_numpy()
     out["response"] = [s if len(s) <= max_chars else s[: max_chars - 1] + "…" for s in out["response"]]
-    return out.drop(columns=[c for c in ("_key", "_rank") if c in out.columns])
+    return out.drop(columns=[c for c in ("_key", "_rank", "_pos") if c in out.columns])

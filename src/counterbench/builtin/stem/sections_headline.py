@@ -30,7 +30,7 @@ def within_gap_section(ctx: ReportContext) -> Section:
         t.num("mean_a", "Mean a"), t.num("mean_b", "Mean b"), t.num("gap", "Gap", signed=True),
         t.pvalue("p", "p (Welch over answers, paper's)"), t.text("test", "Test (profiles)"),
         t.count("n_units", "Profiles / pairs"), t.pvalue("q_value", "q"),
-        t.text("paper", "Paper"), t.mark("Mark (BH within model)", n="n_units", unit="profiles")],
+        t.mark("Mark (BH within model)", n="n_units", unit="profiles"), t.text("paper", "Paper")],
         "Marks: each profile's answers are averaged over its problems and the profile is the unit — "
         "in the main experiment a studentized permutation test of the two levels' profiles (at least "
         "3 a side), at a designed experiment's last step an exact swap test of matched profiles "
