@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+# the suite tests counterbench itself: packages installed beside it register no plug-ins here (one test,
+# tests/test_plugin_package.py, installs a plug-in package of its own and lifts this for it)
+os.environ["COUNTERBENCH_PLUGINS"] = "builtin"
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO.parent / "shared" / "reference"
 

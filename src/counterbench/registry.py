@@ -11,11 +11,15 @@ Decisions:
 - Entries registered in code come first; an entry point never shadows a name already taken.
 - Loading is lazy: a reference is imported the first time its name is asked for, then cached.
 - An unknown name is a :class:`~counterbench.errors.UserError` listing the known names.
+- ``COUNTERBENCH_PLUGINS=builtin`` in the environment keeps only counterbench's own entry points (its
+  built-in studies), so a run — or the project's own test suite — is not changed by whatever other
+  packages happen to be installed; unset (the default), every installed plug-in is found.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
@@ -23,7 +27,11 @@ from typing import Any, Generic, TypeVar
 
 from counterbench.errors import UserError
 
-__all__ = ["Entry", "Registry", "load_reference"]
+__all__ = ["PLUGINS_ENV", "Entry", "Registry", "load_reference"]
+
+#: the environment variable that restricts entry points to counterbench's own (value ``builtin``)
+PLUGINS_ENV = "COUNTERBENCH_PLUGINS"
+OWN_DISTRIBUTION = "counterbench"
 
 T = TypeVar("T")
 
@@ -79,10 +87,13 @@ class Registry(Generic[T]):
             self._scanned = True
             return
         self._scanned = True
+        builtin_only = os.environ.get(PLUGINS_ENV, "").strip().lower() == "builtin"
         for ep in sorted(metadata.entry_points(group=self.group), key=lambda e: e.name):
             if ep.name in self._entries:
                 continue
             dist = getattr(ep, "dist", None)
+            if builtin_only and (dist is None or dist.name != OWN_DISTRIBUTION):
+                continue
             source = f"entry point {ep.value}" + (f" ({dist.name})" if dist is not None else "")
             self._entries[ep.name] = Entry(ep.name, source, ep.value)
 

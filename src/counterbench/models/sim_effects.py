@@ -64,13 +64,15 @@ def _effect(value: Any, index: int) -> Effect:
 
 
 def _kind_default(spec: Any) -> float:
-    if spec.kind == "score":
-        low, high = spec.low or 0.0, spec.high or 0.0
-        return low + 0.6 * (high - low)
-    if spec.kind == "label":
-        return 0.5
-    if spec.kind == "choice":
-        return 1.0 / max(len(spec.labels), 1)
-    if spec.kind == "text":
-        return 11.0 if spec.metrics[:1] == ("mgl",) else 150.0  # a grade level, or a word count
+    """The latent value where a simulation file gives none: the kind's ``sim_default(spec)``; for a kind
+    without one, 60% of the way up its ``low``–``high`` scale, an even chance between its labels, or 8."""
+    from counterbench.outcomes import KINDS
+
+    own = getattr(KINDS.get(spec.kind), "sim_default", None) if spec.kind in KINDS else None
+    if callable(own):
+        return float(own(spec))
+    if spec.low is not None and spec.high is not None:
+        return float(spec.low + 0.6 * (spec.high - spec.low))
+    if spec.labels:
+        return 1.0 / len(spec.labels)
     return 8.0

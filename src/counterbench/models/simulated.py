@@ -188,12 +188,13 @@ class SimulatedBackend:
         if ordinal:
             return self._answer_ordinal(request, ordinal, u1, u2)
         latent = self.expected_outcome(request)
-        if spec.kind == "label":
+        kind = get_kind(spec.kind)
+        if getattr(kind, "sim_target_first", False):
             spec = self._target_first(spec, request)
-        if spec.kind in ("rate", "score", "text"):
+        if getattr(kind, "sim_noise", True):  # a plug-in kind's value is noisy unless it says otherwise
             z = standard_normal(u1, u2)
             latent *= math.exp(p.noise_sd * z)
-        return get_kind(spec.kind).simulate(spec, latent, u3)
+        return kind.simulate(spec, latent, u3)
 
     def _target_first(self, spec: Any, request: ChatRequest) -> Any:
         """The label named by the use case's ``label_from`` column first (the rest in declared order).

@@ -76,6 +76,10 @@ def spec_from_answer_type(answer_type: str) -> OutcomeSpec:
     kind = kind_of_answer_type(answer_type)
     if kind is None:
         raise UserError(f"unknown answer type '{answer_type}'")
+    from counterbench.outcomes.base import decode_generic, is_generic_encoding
+
+    if is_generic_encoding(answer_type):  # a kind's parameters written by encode_generic
+        return decode_generic(answer_type)
     return get_kind(kind).decode(answer_type)
 
 

@@ -30,6 +30,9 @@ class AmountKind(DeclaredKind):
             raise fail("answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)})")
         return OutcomeSpec("amount", answer_type=answer_type, unit=_UNITS[answer_type])
 
+    def encode(self, spec: OutcomeSpec) -> str:
+        return spec.answer_type or "number"
+
     def decode(self, text: str) -> OutcomeSpec:
         return OutcomeSpec("amount", answer_type=text, unit=_UNITS.get(text, ""))
 

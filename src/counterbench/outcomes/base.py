@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Protocol
 
 import numpy as np
@@ -48,18 +48,61 @@ class OutcomeSpec:
 
 
 def encode(spec: OutcomeSpec) -> str:
-    if spec.kind == "amount":
-        return spec.answer_type or "number"
-    if spec.kind in ("label", "choice"):
-        return f"{spec.kind}:{SEPARATOR.join(spec.labels)}"
-    if spec.kind == "score":
-        return f"score:{_num(spec.low)}:{_num(spec.high)}"
-    if spec.kind == "text":
-        return "text:" + ",".join(spec.metrics) if spec.metrics else "text"
-    return spec.kind
+    """``spec`` as an ``answer_type`` string: the kind's own ``encode(spec)`` where it defines one (the built-in
+    kinds' compact forms, ``score:1:10``, ``label:yes|no``), else :func:`encode_generic`."""
+    from counterbench.outcomes import KINDS
+
+    own = getattr(KINDS.get(spec.kind), "encode", None) if spec.kind in KINDS else None
+    return str(own(spec)) if callable(own) else encode_generic(spec)
 
 
-def _num(value: float | None) -> str:
+def encode_generic(spec: OutcomeSpec) -> str:
+    """The kind's name, then ``:`` and its parameters as compact JSON (only those that differ from
+    :class:`OutcomeSpec`'s defaults; the bare name when none does) — so any kind's parameters survive the
+    prompt table, the store and every verb; :func:`decode_generic` reads it back."""
+    params: dict[str, Any] = {}
+    for item in fields(spec):
+        value = getattr(spec, item.name)
+        if item.name == "kind" or value == _default(item):
+            continue
+        params[item.name] = dict(value) if item.name == "extra" else list(value) if isinstance(value, tuple) else value
+    if not params:
+        return spec.kind
+    return f"{spec.kind}:" + json.dumps(params, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def decode_generic(text: str) -> OutcomeSpec:
+    """The spec :func:`encode_generic` wrote as ``text``."""
+    kind, _, body = text.partition(":")
+    params: dict[str, Any] = json.loads(body) if body else {}
+    known = {item.name for item in fields(OutcomeSpec)} - {"kind"}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ValueError(f"answer type {text!r}: unknown parameters {unknown}")
+    for name in ("labels", "metrics"):
+        if name in params:
+            params[name] = tuple(str(v) for v in params[name])
+    if "extra" in params:
+        params["extra"] = tuple((str(k), _frozen(v)) for k, v in params["extra"].items())
+    return OutcomeSpec(kind, **params)
+
+
+def is_generic_encoding(text: str) -> bool:
+    """True when ``text`` is an :func:`encode_generic` string with parameters (``NAME:{...}``)."""
+    return text.partition(":")[2].startswith("{")
+
+
+def _default(item: Any) -> Any:
+    return item.default_factory() if item.default is MISSING else item.default
+
+
+def _frozen(value: Any) -> Any:
+    """JSON lists back as tuples (an :class:`OutcomeSpec` stays hashable)."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def number_text(value: float | None) -> str:
+    """A parameter in an answer type: ``1`` for 1.0, ``2.5`` for 2.5, empty for ``None``."""
     if value is None:
         return ""
     return str(int(value)) if float(value).is_integer() else repr(float(value))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Comparison, OutcomeSpec
+from counterbench.outcomes.base import SEPARATOR, Comparison, OutcomeSpec
 from counterbench.outcomes.common import Fail, LabelledKind, required_labels
 
 
@@ -26,6 +26,8 @@ def option_column(label: str) -> str:
 
 class ChoiceKind(LabelledKind):
     """The measure is the chosen option's index (the analysis maps it through the ``option_*`` columns)."""
+    #: whether the simulated model's latent value gets its multiplicative noise
+    sim_noise = False
 
     def describe(self, spec: OutcomeSpec) -> str:
         return "share chosen when offered (%)"
@@ -34,12 +36,19 @@ class ChoiceKind(LabelledKind):
         needs = "a choice outcome needs its option labels, e.g. options: [A, B]"
         return OutcomeSpec("choice", labels=required_labels(raw, "options", needs, fail))
 
+    def encode(self, spec: OutcomeSpec) -> str:
+        return "choice:" + SEPARATOR.join(spec.labels)
+
     def decode(self, text: str) -> OutcomeSpec:
         return OutcomeSpec("choice", labels=tuple(text.split(":", 1)[1].split("|")))
 
     def instruction(self, spec: OutcomeSpec) -> str:
         return (f"Choose exactly one option: {', '.join(spec.labels)}. Answer on a single line in this format:\n"
                 "### <OPTION>\nNo explanation.")
+
+    def sim_default(self, spec: OutcomeSpec) -> float:
+        """The simulated model's probability of the first option where its file gives none: uniform."""
+        return 1.0 / max(len(spec.labels), 1)
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         """``latent`` is the probability of choosing the first option (the rest share the remainder)."""

@@ -11,11 +11,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import Comparison, OutcomeSpec, sentence_text
+from counterbench.outcomes.base import SEPARATOR, Comparison, OutcomeSpec, sentence_text
 from counterbench.outcomes.common import Fail, LabelledKind, required_labels, yaml_boolean
 
 
 class LabelKind(LabelledKind):
+    #: whether the simulated model's latent value gets its multiplicative noise
+    sim_noise = False
+    #: the simulated model's probability is of the label named by the use case's ``label_from`` column
+    sim_target_first = True
+
     def describe(self, spec: OutcomeSpec) -> str:
         return f"share answering {positive(spec)} (%)"
 
@@ -30,6 +35,9 @@ class LabelKind(LabelledKind):
         ordered = (str(pos), *(lbl for lbl in labels if lbl != str(pos)))
         return OutcomeSpec("label", labels=ordered, positive=str(pos))
 
+    def encode(self, spec: OutcomeSpec) -> str:
+        return "label:" + SEPARATOR.join(spec.labels)
+
     def decode(self, text: str) -> OutcomeSpec:
         labels = tuple(text.split(":", 1)[1].split("|"))
         return OutcomeSpec("label", labels=labels, positive=labels[0])
@@ -38,6 +46,10 @@ class LabelKind(LabelledKind):
         options = " or ".join(spec.labels)
         return (f"Answer with exactly one of: {options}. Use a single line in this format:\n### <ANSWER>\n"
                 "No explanation.")
+
+    def sim_default(self, spec: OutcomeSpec) -> float:
+        """The simulated model's probability of the first label where its file gives none."""
+        return 0.5
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         """``latent`` is the probability of the positive label (clipped to [0, 1])."""

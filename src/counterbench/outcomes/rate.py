@@ -16,6 +16,9 @@ GBNF = 'root ::= "### " int frac? " %"\nint ::= "0" | [1-9] [0-9]{0,2}\nfrac ::=
 
 
 class RateKind(DeclaredKind):
+    #: whether the simulated model's latent value gets its multiplicative noise
+    sim_noise = True
+
     def describe(self, spec: OutcomeSpec) -> str:
         return "mean rate (%)"
 
@@ -30,6 +33,9 @@ class RateKind(DeclaredKind):
                 raise fail("range", f"the lowest value must be below the highest, got [{low:g}, {high:g}]")
         decimals = int(number(raw.get("decimals", 2), "decimals", fail))
         return OutcomeSpec("rate", low=low, high=high, extra=(("decimals", decimals),))
+
+    def encode(self, spec: OutcomeSpec) -> str:
+        return "rate"
 
     def decode(self, text: str) -> OutcomeSpec:
         return OutcomeSpec("rate", extra=(("decimals", 2),))
@@ -49,6 +55,10 @@ class RateKind(DeclaredKind):
             out = not (spec.low <= answer.value <= spec.high)
             return ParsedAnswer("ok", answer.value, "%", answer.is_range, out, answer.reason)
         return answer
+
+    def sim_default(self, spec: OutcomeSpec) -> float:
+        """The simulated model's rate (%) where neither its file nor its preset gives one."""
+        return 8.0
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         return f"### {max(latent, 0.0):.2f} %"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec
+from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec, number_text
 from counterbench.outcomes.common import DeclaredKind, Fail, answer_lines, number, refused
 from counterbench.parse.result import ParsedAnswer
 
@@ -19,6 +19,9 @@ _LEADING = re.compile(r"^\s*(?:score\s*[:=]?\s*)?(-?\d+)\b", re.IGNORECASE)
 
 
 class ScoreKind(DeclaredKind):
+    #: whether the simulated model's latent value gets its multiplicative noise
+    sim_noise = True
+
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean score ({_n(spec.low)}–{_n(spec.high)})"
 
@@ -32,6 +35,9 @@ class ScoreKind(DeclaredKind):
         if low >= high:
             raise fail("max", f"the scale is reversed or empty: min {low:g} must be below max {high:g}")
         return OutcomeSpec("score", low=low, high=high)
+
+    def encode(self, spec: OutcomeSpec) -> str:
+        return f"score:{number_text(spec.low)}:{number_text(spec.high)}"
 
     def decode(self, text: str) -> OutcomeSpec:
         _, low, high = text.split(":")
@@ -68,6 +74,11 @@ class ScoreKind(DeclaredKind):
         if not low <= found <= high:
             return ParsedAnswer("unparseable", value=None, reason="out_of_scale")
         return ParsedAnswer("ok", value=float(found), unit="points")
+
+    def sim_default(self, spec: OutcomeSpec) -> float:
+        """The simulated model's score where its file gives none: 60% of the way up the scale."""
+        low, high = spec.low or 0.0, spec.high or 0.0
+        return low + 0.6 * (high - low)
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         low, high = spec.low or 0.0, spec.high or 0.0

@@ -48,6 +48,9 @@ METRIC_UNITS: dict[str, str] = {"length": "words", "mgl": "grade levels"}
 
 
 class TextKind(DeclaredKind):
+    #: whether the simulated model's latent value gets its multiplicative noise
+    sim_noise = True
+
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean {metrics(spec)[0]}"
 
@@ -59,6 +62,9 @@ class TextKind(DeclaredKind):
             if str(name) not in METRICS:
                 raise fail("metrics", f"unknown text metric '{name}' (known: {', '.join(METRICS)})")
         return OutcomeSpec("text", metrics=tuple(str(n) for n in names))
+
+    def encode(self, spec: OutcomeSpec) -> str:
+        return "text:" + ",".join(spec.metrics) if spec.metrics else "text"
 
     def decode(self, text: str) -> OutcomeSpec:
         names = tuple(text.split(":", 1)[1].split(",")) if ":" in text else ("length",)
@@ -80,6 +86,10 @@ class TextKind(DeclaredKind):
         if value != value:  # NaN: the metric cannot score this text (e.g. over readability's size limit)
             return ParsedAnswer("unparseable", reason="not_scored")
         return ParsedAnswer("ok", value=value, unit=name, reason="free_text")
+
+    def sim_default(self, spec: OutcomeSpec) -> float:
+        """The simulated model's expected metric where its file gives none: a grade level or a word count."""
+        return 11.0 if spec.metrics[:1] == ("mgl",) else 150.0
 
     def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
         """Text whose first metric is about ``latent`` (``length``: that many words; ``mgl``: prose at that grade)."""
