@@ -12,28 +12,15 @@ defining ``KIND``, or the kind object itself), code with ``KINDS.register(name, 
 from __future__ import annotations
 
 import functools
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from counterbench.errors import UserError
-from counterbench.registry import Registry
+from counterbench.outcomes.kinds import KINDS
 
 if TYPE_CHECKING:
     from counterbench.outcomes.base import Constraint, OutcomeKind, OutcomeSpec
     from counterbench.parse.result import ParsedAnswer
 
-#: every outcome kind by name
-KINDS: Registry[OutcomeKind] = Registry("outcome kind", "counterbench.outcomes")
-
-
-def _kind_of(_name: str, loaded: Any) -> Any:
-    """What a reference names: a module's ``KIND``, or the kind object itself."""
-    return loaded.KIND if isinstance(loaded, ModuleType) else loaded
-
-
-KINDS.adapt = _kind_of
-for _name in ("amount", "rate", "score", "label", "choice", "text"):
-    KINDS.register(_name, reference=f"counterbench.outcomes.{_name}")
 #: answer types of the ``amount`` kind (the parser's rules.yaml types)
 AMOUNT_ANSWER_TYPES = ("inr_annual", "percent", "inr", "number")
 

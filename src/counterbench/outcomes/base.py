@@ -50,7 +50,7 @@ class OutcomeSpec:
 def encode(spec: OutcomeSpec) -> str:
     """``spec`` as an ``answer_type`` string: the kind's own ``encode(spec)`` where it defines one (the built-in
     kinds' compact forms, ``score:1:10``, ``label:yes|no``), else :func:`encode_generic`."""
-    from counterbench.outcomes import KINDS
+    from counterbench.outcomes.kinds import KINDS
 
     own = getattr(KINDS.get(spec.kind), "encode", None) if spec.kind in KINDS else None
     return str(own(spec)) if callable(own) else encode_generic(spec)
