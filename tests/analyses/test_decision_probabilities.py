@@ -131,7 +131,8 @@ def test_findings_name_the_measure_and_the_primary_one_first(
     findings = result.summary["findings"]
     planted, null = _model(result, "planted"), _model(result, "null")
     mine = [line for line in findings if line.startswith(planted)]
-    assert "p(yes) is the primary measure for approval (720 of 720 answers have log-probabilities)" in mine[0]
+    assert ("p(yes) is the primary measure for approval (720 of 720 answers have a complete p(yes) from their "
+            "log-probabilities; the allowed answers hold a median 1 of the model's probability)") in mine[0]
     assert mine[1].startswith(f"{planted} (p(yes) from log-probabilities): Black gets")
     assert any(line.startswith(f"{planted} (sampled answers): ") for line in mine[2:])
     assert any(line.startswith(f"{null} (p(yes) from log-probabilities): no gap beyond noise") for line in findings)
@@ -166,7 +167,8 @@ def test_the_report_shows_both_measures_the_primary_first(
 
 def test_a_choice_gets_p_of_each_offered_option() -> None:
     """Choice rows: one per offered option, y = 100 × p(that option); rows without log-probabilities,
-    not usable or not standard are left out; an option missing from the listed tokens counts as 0."""
+    not usable or not standard are left out; an option missing from the listed tokens counts as 0 only
+    where the reading was complete (the missing option provably negligible), else the answer has no p."""
     import json
 
     from counterbench.analyses.probabilities import probability_rows
@@ -178,8 +180,10 @@ def test_a_choice_gets_p_of_each_offered_option() -> None:
         "option_A": ["Emily", "Lakisha", "Emily", "Emily"], "option_B": ["Lakisha", "Emily", "Lakisha", "Lakisha"],
         "answer_logprobs": [json.dumps({"A": -0.5, "B": -1.5}), json.dumps({"B": -0.1}), None,
                             json.dumps({"A": -0.1, "B": -2.0})],
-        "model": "m", "language": "en",
+        "answer_complete": [1, 1, None, 1], "model": "m", "language": "en",
     })
+    incomplete = probability_rows(frame.drop(columns="answer_complete"), {"pick": spec})
+    assert len(incomplete) == 2 and set(incomplete["identifier"]) == {"Emily", "Lakisha"}  # the 2nd answer: no p
     rows = probability_rows(frame, {"pick": spec})
     assert len(rows) == 4 and set(rows["kind"]) == {"choice"}
     got = {(r["identifier"], r["position"]): r["y"] for r in rows.to_dict("records")}
@@ -203,7 +207,9 @@ def test_below_90_percent_with_probabilities_the_sampled_answer_is_primary(
     measures = again.tables["decision_measures"].iloc[0]
     assert measures["coverage"] == pytest.approx(0.8) and measures["primary"] == "sampled"
     findings = again.summary["findings"]
-    assert "the sampled answer is the primary measure for approval (576 of 720 answers" in findings[0]
+    assert ("the sampled answer is the primary measure for approval: only 576 of 720 answers (80.0%) have a "
+            "complete p(yes) — every allowed answer among the returned log-probabilities — where p(yes) needs 90%"
+            in findings[0])
     assert findings[1].startswith(f"{planted} (sampled answers): ")
     assert findings[2].startswith(f"{planted} (p(yes) from log-probabilities): Black gets")
     from counterbench.report.api import render_report

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from counterbench.models import ChatRequest, ChatResult, GenerationConfig, create_backend
-from counterbench.models.llamacpp import LlamaCppBackend, default_model_path
+from counterbench.models.llamacpp import ANSWER_TOP_LOGPROBS, LlamaCppBackend, default_model_path
 from tests.models.conftest import run
 
 # find_spec, not importorskip: importing xllamacpp here would load OpenMP before the backend sets it up
@@ -193,7 +193,8 @@ def test_a_rationale_prompt_gets_its_rationale_and_the_final_line(local: LlamaCp
 
 def test_label_logprobs_from_the_embedded_model(local: LlamaCppBackend) -> None:
     """With ``logprobs`` a label answer brings its tokens' log-probabilities (before the grammar), and both
-    labels get one at the answer position; without it, none."""
+    labels get one at the answer position; without it too (the embedded model reads at least 200
+    alternatives of a label or choice answer by itself), and never for an amount."""
     import math
 
     from counterbench.outcomes.logprobs import answer_logprobs
@@ -208,7 +209,13 @@ def test_label_logprobs_from_the_embedded_model(local: LlamaCppBackend) -> None:
     assert all(-30 < v <= 0 for v in found.values()) and sum(math.exp(v) for v in found.values()) <= 1 + 1e-6
     plain = ChatRequest("lp2", system, "Should this small-business loan be approved?", answer_type="label:yes|no",
                         config=GenerationConfig(structured=True, max_tokens=16))
-    assert run(local.complete(plain)).token_logprobs is None
+    assert "logprobs" not in plain.config.as_dict()  # the request's fingerprint is unchanged
+    tokens = run(local.complete(plain)).token_logprobs
+    assert tokens is not None and all(len(top) == ANSWER_TOP_LOGPROBS for _, _, top in tokens)
+    assert local.request_body(asked)["top_logprobs"] == ANSWER_TOP_LOGPROBS  # asking for fewer gets 200 all the same
+    pid, salary, user, at, _ = PROMPTS[0]
+    amount = ChatRequest(pid, salary, user, answer_type=at, config=GenerationConfig(structured=True, logprobs=5))
+    assert "logprobs" not in local.request_body(amount)
 
 
 def test_a_prompt_longer_than_the_context_is_a_final_error(local: LlamaCppBackend) -> None:

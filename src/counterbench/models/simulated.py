@@ -45,6 +45,12 @@ value is that number (baseline ``use_cases[USE_CASE].default``, else the middle 
 it gets the multiplicative noise and the answer is the option nearest to it, rounded. A ``text`` outcome
 is written to its first metric (``length``: words; ``mgl``: prose at that grade level).
 
+With ``--logprobs N``, a label or choice answer comes with tokens and log-probabilities as a real
+backend's would: at the answer, the ``N`` most likely of the allowed answers' planted probabilities
+(:meth:`SimulatedBackend.planted_probabilities`), optionally split across spellings and sharing the
+probability with a token that starts no answer (the file's ``logprobs: {variants, mass}``; see
+:mod:`counterbench.models.sim_logprobs`), so p(yes) can be shown and tested offline.
+
 It reads only ``request.metadata`` and ``request.answer_type``: nothing study-specific lives in this
 code (the presets' identifier names are data).
 """
@@ -60,7 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from counterbench.errors import UserError
-from counterbench.models.base import ChatRequest, ChatResult
+from counterbench.models.base import ChatRequest, ChatResult, wants_logprobs
 from counterbench.models.sim_effects import _kind_default
 from counterbench.models.sim_profile import (
     SimAnswerSpec,
@@ -196,6 +202,26 @@ class SimulatedBackend:
             latent *= math.exp(p.noise_sd * z)
         return kind.simulate(spec, latent, u3)
 
+    def planted_probabilities(self, request: ChatRequest) -> dict[str, float] | None:
+        """The probability of each allowed answer of a label or choice request — what its answer is drawn
+        from, before refusals and malformed answers; ``None`` for other answers."""
+        from counterbench.models.sim_logprobs import ordinal_probabilities
+        from counterbench.outcomes import get_kind, is_generic, spec_from_answer_type
+
+        if not is_generic(request.answer_type):
+            return None
+        spec = spec_from_answer_type(str(request.answer_type))
+        kind = get_kind(spec.kind)
+        probabilities = getattr(kind, "sim_probabilities", None)
+        if probabilities is None:
+            return None
+        ordinal = _ordinal_options(spec, request.metadata)
+        if ordinal:
+            return ordinal_probabilities(ordinal, self._ordinal_latent(request, ordinal), self.profile.noise_sd)
+        if getattr(kind, "sim_target_first", False):
+            spec = self._target_first(spec, request)
+        return dict(probabilities(spec, self.expected_outcome(request)))
+
     def _target_first(self, spec: Any, request: ChatRequest) -> Any:
         """The label named by the use case's ``label_from`` column first (the rest in declared order).
 
@@ -217,15 +243,20 @@ class SimulatedBackend:
         the effects; times log-normal noise (``noise_sd``), rounded; the answer is the option whose value
         is nearest.
         """
-        use_case = str(request.metadata.get("use_case") or "")
-        values = sorted(options.values())
-        base = self.profile.use_cases[use_case].default if use_case in self.profile.use_cases else (
-            (values[0] + values[-1]) / 2.0)
-        latent = self._apply_effects(base, request.metadata)
+        latent = self._ordinal_latent(request, options)
         z = standard_normal(u1, u2)
         target = round(latent * math.exp(self.profile.noise_sd * z))
         label = min(options, key=lambda lbl: (abs(options[lbl] - target), options[lbl]))
         return f"### {label}"
+
+    def _ordinal_latent(self, request: ChatRequest, options: dict[str, float]) -> float:
+        """An ordinal choice's expected value: the use case's ``default`` (else the middle of the options'
+        values) after the effects."""
+        use_case = str(request.metadata.get("use_case") or "")
+        values = sorted(options.values())
+        base = self.profile.use_cases[use_case].default if use_case in self.profile.use_cases else (
+            (values[0] + values[-1]) / 2.0)
+        return self._apply_effects(base, request.metadata)
 
     def answer(self, request: ChatRequest) -> str:
         """The text this model answers (synchronous and pure)."""
@@ -254,7 +285,21 @@ class SimulatedBackend:
             output_tokens=max(1, len(text) // 4),
             latency_ms=self.profile.latency_ms,
             model_reported=self.name,
+            token_logprobs=self.answer_tokens(request, text),
         )
+
+    def answer_tokens(self, request: ChatRequest, text: str) -> tuple[Any, ...] | None:
+        """``text`` as tokens with log-probabilities when ``request`` asks for them (``--logprobs``) and is a
+        label or choice prompt (module notes); ``None`` otherwise, and for a refusal or malformed answer."""
+        if not wants_logprobs(request):
+            return None
+        from counterbench.models.sim_logprobs import answer_tokens
+
+        probabilities = self.planted_probabilities(request)
+        if not probabilities:
+            return None
+        return answer_tokens(text, probabilities, request.config.logprobs, variants=self.profile.logprob_variants,
+                             mass=self.profile.logprob_mass)
 
     async def aclose(self) -> None:
         return None

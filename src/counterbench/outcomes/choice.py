@@ -59,6 +59,15 @@ class ChoiceKind(LabelledKind):
         index = min(int((u - p) / max(1.0 - p, 1e-12) * len(rest)), len(rest) - 1)
         return f"### {rest[index]}"
 
+    def sim_probabilities(self, spec: OutcomeSpec, latent: float) -> dict[str, float]:
+        """The probability of each option that :meth:`simulate` answers with: ``latent`` for the first, the
+        rest shared equally by the others."""
+        p = min(max(latent, 0.0), 1.0)
+        if len(spec.labels) == 1:
+            return {spec.labels[0]: 1.0}
+        rest = (1.0 - p) / (len(spec.labels) - 1)
+        return {label: p if i == 0 else rest for i, label in enumerate(spec.labels)}
+
     def comparison(self, spec: OutcomeSpec) -> Comparison:
         """A difference of the shares chosen when offered, in percentage points."""
         return Comparison("difference", " pp", "percentage points of the share chosen",

@@ -58,6 +58,16 @@ class LabelKind(LabelledKind):
             return f"### {spec.labels[0]}"
         return f"### {spec.labels[1]}"
 
+    def sim_probabilities(self, spec: OutcomeSpec, latent: float) -> dict[str, float]:
+        """The probability of each label that :meth:`simulate` answers with (what a simulated model returns as
+        log-probabilities): ``latent`` for the first, the rest for the second, 0 for any other."""
+        p = min(max(latent, 0.0), 1.0)
+        out = dict.fromkeys(spec.labels, 0.0)
+        out[spec.labels[0]] = p
+        if len(spec.labels) > 1:
+            out[spec.labels[1]] = 1.0 - p
+        return out
+
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         index = pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
         return np.where(np.isnan(index), np.nan, (index == 0).astype(np.float64) * 100.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from counterbench.models.base import ChatResult
-from counterbench.outcomes.logprobs import answer_logprobs_json
+from counterbench.outcomes.logprobs import NO_READING, AnswerColumns, answer_columns
 from counterbench.run.budget import Budget, Hold
 from counterbench.run.lane import Lane
 from counterbench.run.parsing import Parsed, ResponseParser
@@ -73,7 +73,7 @@ class Recorder:
                     lane, item, fp, parsed, text, reason, result.input_tokens, result.output_tokens,
                     cost if first else 0.0, result.latency_ms, attempts if first else 0, None,
                     0 if first else 1, model_reported, started, finished,
-                    answer_logprobs_json(item.answer_type, tokens) if tokens else None,
+                    answer_columns(item.answer_type, tokens) if tokens else NO_READING,
                 )
             )
             counters.done += 1
@@ -103,11 +103,11 @@ class Recorder:
         """Store copies of identical requests answered before (no call, no cost)."""
         now = time.time()
         for item, fp, stored in lane.work.from_cache:
-            text, reason, n_in, n_out, latency, reported, _simulated, logprobs = stored
+            text, reason, n_in, n_out, latency, reported, _simulated, *reading = stored
             parsed = self.parser.parse(text, reason, self.parser.key_for(item.use_case, item.answer_type))
             self.writer.add(
                 self.row(lane, item, fp, parsed, text, reason, n_in, n_out, 0.0, latency, 0, None, 1, reported,
-                         now, now, logprobs)
+                         now, now, (reading[0], reading[1], reading[2], reading[3]))
             )
             lane.counters.done += 1
             lane.counters.cached += 1
@@ -117,12 +117,12 @@ class Recorder:
         self, lane: Lane, item: PromptItem, fp: str, parsed: Parsed, text: str | None, reason: str | None,
         n_in: int | None, n_out: int | None, cost: float | None, latency: float | None, attempts: int,
         error: str | None, cached: int, reported: str | None, started: float, finished: float,
-        logprobs: str | None = None,
+        reading: AnswerColumns = NO_READING,
     ) -> Row:
         """One ``responses`` row, in the writer's column order."""
         return (
             item.prompt_id, item.prompt_hash, lane.model, lane.config_fp, fp, lane.simulated, parsed.status,
             text, reason, parsed.value, parsed.unit, parsed.release_value, parsed.release_unit,
             parsed.is_range, parsed.out_of_range, parsed.reason, self.parser.profile, n_in, n_out, cost,
-            latency, attempts, error, cached, reported, "run", started, finished, self.run_id, logprobs,
+            latency, attempts, error, cached, reported, "run", started, finished, self.run_id, *reading,
         )

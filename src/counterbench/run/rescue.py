@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from counterbench.run.store import RESPONSE_COLUMNS, Store, open_store
+from counterbench.run.store import READING_COLUMNS, RESPONSE_COLUMNS, Store, open_store
 from counterbench.table_files import read_jsonl_records
 
 __all__ = ["RescueImport", "import_rescue_file", "is_rescue_file", "is_rescue_records", "read_rescue_file",
@@ -25,8 +25,8 @@ __all__ = ["RescueImport", "import_rescue_file", "is_rescue_file", "is_rescue_re
 
 #: how a recovery file is named: the store's file name, ``.unsaved-``, the time, the process id
 _NAME = re.compile(r"\.unsaved-\d{8}-\d{6}-\d+\.jsonl$")
-#: the keys every recovery record has (``answer_logprobs`` came later: older files lack it)
-_REQUIRED = tuple(c for c in RESPONSE_COLUMNS if c != "answer_logprobs")
+#: the keys every recovery record has (the reading columns came later: older files lack them)
+_REQUIRED = tuple(c for c in RESPONSE_COLUMNS if c not in READING_COLUMNS)
 
 
 def rescue_file_name(store: Path) -> str:

@@ -1,6 +1,6 @@
 """The SQLite store: prompts, runs and one response per prompt × model × generation config.
 
-Layout (schema version 1, ``PRAGMA application_id`` marks the file as a counterbench store):
+Layout (schema version 3, ``PRAGMA application_id`` marks the file as a counterbench store):
 
 * ``prompts`` — every prompt row that was ever run or imported, keyed by ``(prompt_id,
   prompt_hash)`` (``prompt_hash`` = hash of system + user text), with the study's design columns as
@@ -45,6 +45,9 @@ from counterbench.run.store_file import BUSY_WAIT_S, check_header, prepare_when_
 
 DEFAULT_STORE = "counterbench.db"
 
+#: the reading of a label or choice answer's log-probabilities (:func:`counterbench.outcomes.logprobs.answer_columns`)
+READING_COLUMNS: tuple[str, ...] = ("answer_logprobs", "answer_complete", "answer_mass", "answer_forced")
+
 #: prompt-table columns kept as real columns; the rest of a prompt row goes to ``design`` (JSON)
 PROMPT_COLUMNS: tuple[str, ...] = tuple(c for c in BASE_COLUMNS if c != "prompt_id")
 
@@ -55,7 +58,7 @@ PROMPT_RECORD_COLUMNS: tuple[str, ...] = ("prompt_id", "prompt_hash", *PROMPT_CO
 RESPONSE_COLUMNS: tuple[str, ...] = (
     "prompt_id", "prompt_hash", "model", "config_fp", "request_fp", "simulated", "status", "response",
     "finish_reason", *PARSED_COLUMNS, *USAGE_COLUMNS, "attempts", "error", "cached", "model_reported", "source",
-    "started_at", "finished_at", "run_id", "answer_logprobs",
+    "started_at", "finished_at", "run_id", *READING_COLUMNS,
 )
 
 
@@ -254,7 +257,7 @@ class Store:
             chunk = wanted[start : start + 500]
             rows = self.query(
                 "SELECT request_fp, response, finish_reason, input_tokens, output_tokens, latency_ms, "
-                "model_reported, simulated, answer_logprobs FROM responses "
+                f"model_reported, simulated, {', '.join(READING_COLUMNS)} FROM responses "
                 f"WHERE model = ? AND status IN {_FINISHED_SQL} AND request_fp IN ({', '.join('?' * len(chunk))})",
                 (model, *chunk),
             )

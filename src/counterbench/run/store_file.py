@@ -120,5 +120,10 @@ def _identity(conn: sqlite3.Connection, path: Path) -> tuple[bool, int]:
 def _migrate(conn: sqlite3.Connection) -> None:
     """Bring an older store's tables up to :data:`SCHEMA_VERSION` (columns added; nothing rewritten)."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(responses)")}
-    if columns and "answer_logprobs" not in columns:  # version 1 -> 2
-        conn.execute("ALTER TABLE responses ADD COLUMN answer_logprobs TEXT")
+    if not columns:
+        return
+    added = (("answer_logprobs", "TEXT"),  # version 1 -> 2
+             ("answer_complete", "INTEGER"), ("answer_mass", "REAL"), ("answer_forced", "INTEGER"))  # 2 -> 3
+    for name, sql_type in added:
+        if name not in columns:
+            conn.execute(f"ALTER TABLE responses ADD COLUMN {name} {sql_type}")

@@ -1,8 +1,10 @@
 """The SQLite store's tables (``CREATE`` statements) and its file identity: application id and schema version."""
 
 APPLICATION_ID = 0x43424E43  # "CBNC"
-#: 2 added ``responses.answer_logprobs`` (stores of version 1 are migrated when opened)
-SCHEMA_VERSION = 2
+#: 2 added ``responses.answer_logprobs``; 3 added ``answer_complete``, ``answer_mass`` and ``answer_forced``
+#: (the reading of a label or choice answer's log-probabilities, :mod:`counterbench.outcomes.logprobs`).
+#: Older stores are migrated when opened: the columns are added, empty for the rows already there.
+SCHEMA_VERSION = 3
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -53,6 +55,7 @@ CREATE TABLE IF NOT EXISTS responses (
     model_reported TEXT, source TEXT,
     started_at REAL, finished_at REAL, run_id INTEGER,
     answer_logprobs TEXT,
+    answer_complete INTEGER, answer_mass REAL, answer_forced INTEGER,
     UNIQUE (model, config_fp, prompt_id)
 );
 CREATE INDEX IF NOT EXISTS responses_request_fp ON responses (request_fp);

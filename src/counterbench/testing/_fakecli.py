@@ -31,6 +31,10 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample-labels", action="store_true",
                         help="draw label and choice answers from their probabilities (default: the most probable)")
     parser.add_argument("--bare-answers", action="store_true", help="answer label and choice prompts without ###")
+    parser.add_argument("--label-variants", type=float, default=0.0,
+                        help="with logprobs: the share of each answer's probability on other spellings (Yes, yes)")
+    parser.add_argument("--label-mass", type=float, default=1.0,
+                        help="with logprobs: the share of the probability the allowed answers hold (1e-8: forced)")
     parser.add_argument("--max-seconds", type=float, default=3600.0, help="stop after this long")
 
 
@@ -53,6 +57,8 @@ def config_from_args(args: argparse.Namespace) -> FaultConfig:
         reject_response_formats=tuple(f for f in args.reject_response_formats.split(",") if f),
         sample_labels=args.sample_labels,
         bare_answers=args.bare_answers,
+        label_variants=args.label_variants,
+        label_mass=args.label_mass,
     )
 
 

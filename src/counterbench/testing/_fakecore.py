@@ -82,6 +82,10 @@ class FaultConfig:
     sample_labels: bool = False
     #: answer label and choice prompts bare (``yes``, DiscrimEval's format) instead of ``### yes``
     bare_answers: bool = False
+    #: with logprobs: the share of each allowed answer's probability on other spellings (``Yes``, ``yes``)
+    label_variants: float = 0.0
+    #: with logprobs: the share of the probability the allowed answers hold (the rest: a line break)
+    label_mass: float = 1.0
 
 
 @dataclass

@@ -23,7 +23,12 @@ request with ``response_format`` gets ``{"answer": "..."}`` (``{"rationale": ...
 its schema has a ``rationale`` property; a rationale grammar gets the rationale line before the answer).
 A request with ``logprobs: true`` gets ``choices[0].logprobs.content`` (tokens: what precedes the answer —
 ``###``, ``{"answer": "`` or nothing —, `` <answer>``, what follows; for label and choice prompts
-``top_logprobs`` at the answer lists every allowed answer with its log-probability, up to ``top_logprobs``).
+``top_logprobs`` at the answer lists every allowed answer with its log-probability, up to ``top_logprobs``;
+``FaultConfig.label_variants`` (``--label-variants 0.4``) spends that share of each answer's probability on
+other spellings — the other case, `` Yes``, and the other spacing, ``yes`` — as real tokenizers do, and
+``FaultConfig.label_mass`` (``--label-mass 1e-8``) leaves the allowed answers only that share of the
+probability, the rest on a line break the model "prefers", so every answer is forced, as a grammar forces
+a base model).
 ``FaultConfig.reject_fields`` (``--reject-fields response_format``) makes the server refuse requests
 that carry one of those fields with ``reject_status`` (500 by default) and a validation-error body,
 as llama-cpp-python's server refuses ``response_format: {"type": "json_schema"}``;
@@ -47,6 +52,7 @@ from typing import Any
 
 from aiohttp import web
 
+from counterbench.models.sim_logprobs import OTHER_TOKEN, spellings
 from counterbench.outcomes.logprobs import answer_position
 from counterbench.testing._fakecli import serve_from_command_line
 from counterbench.testing._fakecore import (
@@ -177,7 +183,8 @@ class FakeOpenAIServer(FakeServerBase):
                                   "finish_reason": finish_reason}
         if payload.get("logprobs") and isinstance(content, str):
             choice["logprobs"] = {"content": _token_logprobs(content, labelled[1] if labelled else None,
-                                                             int(payload.get("top_logprobs") or 0))}
+                                                             int(payload.get("top_logprobs") or 0),
+                                                             self.config.label_variants, self.config.label_mass)}
         body = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -193,11 +200,13 @@ class FakeOpenAIServer(FakeServerBase):
         return web.Response(body=json.dumps(body).encode(), content_type=_JSON)
 
 
-def _token_logprobs(content: str, labels: dict[str, float] | None, top: int) -> list[dict[str, Any]]:
+def _token_logprobs(content: str, labels: dict[str, float] | None, top: int, variants: float = 0.0,
+                    mass: float = 1.0) -> list[dict[str, Any]]:
     """``content`` as OpenAI-protocol tokens: everything before the answer
     (:func:`~counterbench.outcomes.logprobs.answer_position`: ``###``, ``{"answer": "``, or nothing for a
     bare answer), the answer with the space before it (`` yes``), and the rest; at the answer, the allowed
-    answers (most probable first, spelt as the answer is, with its space) as ``top_logprobs``."""
+    answers (most probable first, spelt as the answer is, with its space; split across spellings by
+    ``variants``; holding ``mass`` of the probability) as ``top_logprobs``."""
     position = answer_position(content)
     if position is None:
         return [{"token": content, "logprob": 0.0, "top_logprobs": []}] if content else []
@@ -207,9 +216,15 @@ def _token_logprobs(content: str, labels: dict[str, float] | None, top: int) -> 
     answer = answer if answer is not None else rest.split('"', 1)[0]
     head, token, tail = content[:lead], content[lead: position + len(answer)], content[position + len(answer):]
     space = content[lead:position]
-    alternatives = sorted((labels or {}).items(), key=lambda item: -item[1])
-    listed = [{"token": f"{space}{label}", "logprob": math.log(p)} for label, p in alternatives if p > 0][:top]
-    chosen = next((t["logprob"] for t in listed if t["token"] == token), -0.01)
+    weights: dict[str, float] = {}
+    for label, p in (labels or {}).items():
+        for spelt, share in spellings(label, space, variants) if p > 0 else ():
+            weights[spelt] = weights.get(spelt, 0.0) + p * share * mass
+    if labels and mass < 1.0:
+        weights[OTHER_TOKEN] = weights.get(OTHER_TOKEN, 0.0) + 1.0 - mass
+    ranked = sorted(weights.items(), key=lambda item: -item[1])
+    listed = [{"token": spelt, "logprob": math.log(w)} for spelt, w in ranked][:top]
+    chosen = math.log(weights[token]) if weights.get(token) else -0.01
     tokens = [{"token": head, "logprob": 0.0, "top_logprobs": [{"token": head, "logprob": 0.0}][:top]}] if head else []
     tokens.append({"token": token, "logprob": chosen, "top_logprobs": listed or [{"token": token, "logprob": chosen}]})
     if tail:

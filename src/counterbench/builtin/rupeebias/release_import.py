@@ -242,7 +242,7 @@ def _import_file(
             parsed and parsed.reason, parser.profile, _int(rec, "tokens_prompt", "tokens_input", "prompt_tokens"),
             _int(rec, "tokens_completion", "tokens_output", "completion_tokens"), None,
             float(duration) * 1000.0 if isinstance(duration, int | float) else None, 1, error, 0, model,
-            f"release:{path.name}", finished, finished, run_id, None,
+            f"release:{path.name}", finished, finished, run_id, None, None, None, None,
         ))
         report.statuses[status] = report.statuses.get(status, 0) + 1
         report.by_model[model] = report.by_model.get(model, 0) + 1
