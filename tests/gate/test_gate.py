@@ -46,10 +46,22 @@ def test_biased_fails_and_fair_passes_with_default_thresholds(english_analysis: 
     assert fair.returncode == 0, fair.stdout + fair.stderr
     assert fair.stdout.rstrip().splitlines()[-2].startswith("PASSED")
     bad, good = junit_cases(tmp_path / "biased.xml"), junit_cases(tmp_path / "fair.xml")
-    assert set(bad.values()) == {"failed"} and len(bad) == 4  # mean Δ%, pair gaps, matched gaps (Δ%), W
-    assert set(good.values()) == {"passed"} and len(good) == 4
+    assert set(bad.values()) == {"failed"} and len(bad) == 3  # pair gaps, matched gaps (Δ%), W
+    assert set(good.values()) == {"passed"} and len(good) == 3
     root = ET.parse(tmp_path / "biased.xml").getroot()
-    assert root.get("failures") == "4" and root.find("testsuite") is not None
+    assert root.get("failures") == "3" and root.find("testsuite") is not None
+
+
+def test_a_fair_model_with_answer_noise_passes_the_default_gate(tmp_path: Path) -> None:
+    """The default gate judges marked gaps only: a fair model whose answers carry 5% noise passes it on the
+    quick preset, though its raw Mean Δ% exceeds 5 (the opt-in ``mean-delta`` rule, which rests on no test)."""
+    (tmp_path / "noisy.yaml").write_text("description: fair, 5% answer noise\nnoise_sd: 0.05\n")
+    store, out = tmp_path / "noisy.db", tmp_path / "analysis"
+    done = run_cli("audit", "rupeebias", "--preset", "quick", "--model", "sim:noisy.yaml", "--store", str(store),
+                   "--out", str(out), "--bootstrap", "300", "--no-progress", "--fail-on", "default", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    opted = run_cli("check", "--analysis", str(out / "analysis"), "--fail-on", "mean-delta=5")
+    assert opted.returncode == 1 and "overall Mean Δ%" in opted.stdout, opted.stdout + opted.stderr
 
 
 def test_thresholds_from_a_yaml_file_and_flags(english_analysis: Path, tmp_path: Path) -> None:
@@ -76,7 +88,7 @@ def test_bad_thresholds_are_one_line_errors(english_analysis: Path, spec: str, m
 def test_missing_marks_are_not_evaluated_never_passed() -> None:
     tables = {"leaderboard": pd.DataFrame({"model": ["m"], "overall_mean_delta": [1.0]}),
               "cpg": pd.DataFrame({"model": ["m"], "gap": [30.0]})}  # no `significant` column
-    verdict = check(tables, Thresholds())
+    verdict = check(tables, Thresholds(max_mean_delta=5))
     assert [o.status for o in verdict.outcomes] == ["passed", "not evaluated", "not evaluated"]
     assert verdict.passed and "2 not evaluated" in verdict.summary()
     assert list(junit_cases_text(verdict.junit()).values()) == ["passed", "skipped", "skipped"]
