@@ -22,6 +22,9 @@ import pandas as pd
 
 from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.answer_checks import answer_checks
+from counterbench.analyses.prepare import out_of_range_excluded, without_excluded
+from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
@@ -69,9 +72,8 @@ def analyze_study(
 ) -> AnalysisResult:
     """Every table of ``study``'s analysis from its results frame (see module docstring)."""
     from counterbench.analyses.amounts import analyze as analyze_amounts
-    from counterbench.analyses.profiles import get_profile
 
-    get_profile(profile)
+    rules = get_profile(profile)
     the_study = resolve_study(study)
     wanted = list(dict.fromkeys(models)) if models else None
     results = results_of_study(select_models(results, wanted), the_study.name)
@@ -93,8 +95,10 @@ def analyze_study(
         gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
         tables.update(gen_tables)
     elif not results.empty:  # every use case, amount ones too; parse health: the amount analysis's for those
-        gen_tables, gen_summary = _analyze_outcomes(results, the_study, bootstrap, seed, health=generic,
-                                                    finding_rows=~_finding_covered(amount_mask, the_study))
+        keep = ~out_of_range_excluded(results, rules)  # the amount tables' out-of-range rule, here too
+        spoken = (~_finding_covered(amount_mask, the_study))[keep].reset_index(drop=True)
+        gen_tables, gen_summary = _analyze_outcomes(results[keep].reset_index(drop=True), the_study, bootstrap,
+                                                    seed, health=generic, finding_rows=spoken)
         tables.update(gen_tables)
     if gen_summary:
         for key, value in gen_summary.items():
@@ -107,7 +111,29 @@ def analyze_study(
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
+    _add_answer_checks(tables, summary, answer_checks(results), the_study)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
+
+
+def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any], checks: pd.DataFrame,
+                       study: Study) -> None:
+    """The ``answer_checks`` table; its flagged models named first in the findings and left unranked."""
+    from counterbench.analyses.answer_checks import DESCRIPTION, check_sentences, unrank
+
+    tables["answer_checks"] = checks
+    summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
+    if "leaderboard" in tables:
+        tables["leaderboard"] = unrank(tables["leaderboard"], checks)
+    labels = {**dict(study.languages), **dict(getattr(study, "use_case_labels", {}) or {})}
+    flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()
+    kept = [line for line in summary.get("findings") or [] if not _speaks_of(str(line), flagged)]
+    summary["findings"] = [*check_sentences(checks, labels), *kept]
+
+
+def _speaks_of(line: str, models: set[str]) -> bool:
+    """Whether a finding is about one of ``models`` (a flagged model's gaps are not findings)."""
+    text = line.removeprefix("Largest in a single use case: ")
+    return any(text.startswith(f"{m}{end}") for m in models for end in (" ", ":", "'s"))
 
 
 def table_layout(study: Study) -> TableLayout:
@@ -132,15 +158,25 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     the_study = resolve_study(study)
     pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
 
-    def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return outcome_table_frames(results, the_study, bootstrap, seed)
+    rules = get_profile(profile)
+    checks: list[pd.DataFrame] = []
 
-    result = analyze_by_model(load, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+    def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not
+        results = load(model)
+        checks.append(answer_checks(results))
+        return results
+
+    def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return outcome_table_frames(without_excluded(results, rules), the_study, bootstrap, seed)
+
+    result = analyze_by_model(checked, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                               canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, the_study)
     _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(the_study, health[["language", "use_case"]]))
+    _add_answer_checks(result.tables, result.summary, pd.concat(checks, ignore_index=True) if checks
+                       else answer_checks(pd.DataFrame()), the_study)
     result.study = the_study
     return result
 

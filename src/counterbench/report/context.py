@@ -262,8 +262,10 @@ def build_context(data: ReportInput) -> ReportContext:
     simulated = simulated_from_summary(data.summary)
     if board is not None and not board.empty and "model" in board.columns:
         ranked = board
-        if "overall_mean_delta" in board.columns:
-            ranked = board.sort_values("overall_mean_delta", kind="stable", na_position="last")
+        if "overall_mean_delta" in board.columns:  # unranked (flagged) models after the ranked ones
+            flagged = board["flag"].fillna("").astype(str).ne("") if "flag" in board.columns else False
+            ranked = board.assign(_flagged=flagged).sort_values(["_flagged", "overall_mean_delta"], kind="stable",
+                                                                na_position="last")
         names += [str(m) for m in ranked["model"]]
         if "simulated" in board.columns:
             simulated |= {str(m) for m, s in zip(board["model"], board["simulated"], strict=True) if truthy(s)}
