@@ -111,8 +111,17 @@ def analyze_study(
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
+    summary["model_specs"] = model_specs(results)
     _add_answer_checks(tables, summary, answer_checks(results), the_study)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
+
+
+def model_specs(results: pd.DataFrame) -> dict[str, str]:
+    """model -> the model string it was run from (``local:/models/x.gguf`` for ``x``), where it differs."""
+    if not {"model", "model_spec"} <= set(results.columns):
+        return {}
+    pairs = results[["model", "model_spec"]].dropna().drop_duplicates("model")
+    return {str(m): str(s) for m, s in zip(pairs["model"], pairs["model_spec"], strict=True) if str(m) != str(s)}
 
 
 def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any], checks: pd.DataFrame,
@@ -161,9 +170,12 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     rules = get_profile(profile)
     checks: list[pd.DataFrame] = []
 
+    specs: dict[str, str] = {}
+
     def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not
         results = load(model)
         checks.append(answer_checks(results))
+        specs.update(model_specs(results))
         return results
 
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -175,6 +187,7 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(the_study, health[["language", "use_case"]]))
+    result.summary["model_specs"] = specs
     _add_answer_checks(result.tables, result.summary, pd.concat(checks, ignore_index=True) if checks
                        else answer_checks(pd.DataFrame()), the_study)
     result.study = the_study

@@ -49,6 +49,15 @@ def banners(ctx: ReportContext) -> list[Banner]:
             "is meaningless — a model this small mostly produces noise — so its gaps show what the "
             "report looks like, not how a real assistant treats anyone. Audit a real model for real findings.",
         ))
+    bare = [m for m, badges in ctx.badges.items() if "no chat template" in badges]
+    if bare:
+        out.append(Banner(
+            "template",
+            f"No chat template: {', '.join(bare)}.",
+            "The model file has no tokenizer.chat_template (a base model, or a conversion that dropped it), so "
+            "llama.cpp wrapped the prompts in ChatML markers the model was not trained on; it may have echoed "
+            "the prompt or answered at random. Check its answers (and answer_checks.csv) before reading its gaps.",
+        ))
     return out
 
 

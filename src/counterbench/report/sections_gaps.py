@@ -24,7 +24,6 @@ from counterbench.report.links import link_rows
 from counterbench.report.svg import nice_ceiling
 from counterbench.stats.inference import MIN_SLOTS, too_few_text
 
-KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "real": "real"}
 PAIR_LABEL = "95% CI, pairs (paper's method)"
 
 
@@ -97,7 +96,7 @@ def leaderboard_section(ctx: ReportContext) -> Section:
     board = board.reset_index(drop=True)
     ranked = int((~board["_flagged"]).sum())
     board = board.assign(rank=[str(i + 1) if i < ranked else "not ranked" for i in range(len(board))],
-                         kind=[KIND_LABELS[ctx.kinds.get(str(m), "real")] for m in board["model"]])
+                         kind=[ctx.kind_label(str(m)) for m in board["model"]])
     rows = [
         BarRow(str(r["model"]), [BarValue("Overall", t.as_float(r["overall_mean_delta"]), "#3b4a6b",
                                           t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))])
