@@ -207,6 +207,19 @@ def language_moderation(fam: magnitude.GapFamily, adjusted: pd.DataFrame, rules:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def _with_pair_attributes(values: pd.DataFrame, results: pd.DataFrame,
+                          pairs: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """``values`` with the column of each canonical pair's attribute a crossed design varies (``race``),
+    looked up from the results by use case and identifier (one identifier is one combination of levels)."""
+    keys = ["use_case", "identifier"]
+    attributes = [a for a in pairs if a in results.columns and a not in values.columns and a not in keys]
+    if not attributes or values.empty:
+        return values
+    levels = results[[*keys, *attributes]].astype(str).drop_duplicates(keys)
+    out = values.assign(**{k: values[k].astype(str) for k in keys}).merge(levels, on=keys, how="left")
+    return out.assign(**{k: values[k].to_numpy() for k in keys})
+
+
 def analyze(
     results: pd.DataFrame,
     *,
@@ -276,7 +289,7 @@ def analyze(
     tables["fairness_ablation"] = magnitude.fairness_ablation(standard, fairness, rules, n_boot=n_boot, seed=seed,
                                                               tau=tau, confidence=CONFIDENCE)
     tables["parse_health"] = health.parse_health(prepared.responses)
-    tables["power"] = power_table(standard, pairs_map)
+    tables["power"] = power_table(_with_pair_attributes(standard, results, pairs_map), pairs_map)
 
     board = tables.get("leaderboard")
     orders = {col: _category_order(prepared, col) for col in ("language", "variant", "use_case", "axis", "identifier")}

@@ -118,7 +118,8 @@ def _cells(frame: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], 
     records: list[dict[str, object]] = []
     for rows in [own] + [frame.assign(axis=a) for a in crossed]:
         records += _cell_records(rows, canonical_pairs, list(cell_cols))
-    return pd.DataFrame.from_records(records)
+    columns = [*cell_cols, "reference", "comparison", "n_slots", "_spread", "_m", "_df"]
+    return pd.DataFrame.from_records(records, columns=columns)  # no matched cell: an empty table, not a crash
 
 
 def _cell_records(rows: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], cols: list[str]
@@ -238,13 +239,18 @@ def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
 
 def power_table(values: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], *, power: float = POWER,
                 alpha: float = ALPHA) -> pd.DataFrame:
-    """Per model (measured noise and answer levels): the detectable canonical pair gaps."""
+    """Per model (measured noise and answer levels): the detectable canonical pair gaps.
+
+    A crossed design's pair names an attribute (``race``): ``values`` then carries that attribute's
+    column (each answer's level of it), or no row of the pair is found and the table is empty."""
     if values.empty or not canonical_pairs:
         return pd.DataFrame()
     noise = noise_from_values(values)
     level = values.groupby(["model", "language", "use_case", "axis", *SLOT], observed=True)["value"].transform("mean")
     cells = _cells(values.assign(_level=level), canonical_pairs, ["model", "language", "use_case", "axis"])
     cells = cells[cells["model"].isin(list(noise))]
+    if cells.empty:
+        return pd.DataFrame()
     out = _finish(cells, noise, power, alpha, ["model"])
     if not out.empty:  # the averaged rows have no use case (a label here would read as a use case downstream)
         out["use_case"] = out["use_case"].where(out["use_case"] != ALL_USE_CASES, None)
