@@ -22,6 +22,7 @@ import pandas as pd
 
 from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
@@ -78,6 +79,7 @@ def analyze_study(
     amount_mask = _is_amount(results)
     tables: dict[str, pd.DataFrame] = {}
     summary: dict[str, Any] = {}
+    failed = FailedTables()
     if amount_mask.any():
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount = analyze_amounts(results[amount_mask].reset_index(drop=True), profile=profile, bootstrap=bootstrap,
@@ -89,12 +91,14 @@ def analyze_study(
     own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
     if not generic.empty and callable(own):  # its tables replace the generic outcome tables
-        gen_tables, own_summary = own(generic, bootstrap=bootstrap, seed=seed)
+        gen_tables, own_summary = isolated(f"{the_study.name} tables", lambda: own(generic, bootstrap=bootstrap,
+                                                                                  seed=seed), lambda: ({}, {}), failed)
         gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
         tables.update(gen_tables)
     elif not results.empty:  # every use case, amount ones too; parse health: the amount analysis's for those
         gen_tables, gen_summary = _analyze_outcomes(results, the_study, bootstrap, seed, health=generic,
-                                                    finding_rows=~_finding_covered(amount_mask, the_study))
+                                                    finding_rows=~_finding_covered(amount_mask, the_study),
+                                                    failed=failed)
         tables.update(gen_tables)
     if gen_summary:
         for key, value in gen_summary.items():
@@ -107,6 +111,7 @@ def analyze_study(
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
+    merge_failures(summary, failed)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
 
 
@@ -132,8 +137,10 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     the_study = resolve_study(study)
     pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
 
+    failed = FailedTables()
+
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return outcome_table_frames(results, the_study, bootstrap, seed)
+        return outcome_table_frames(results, the_study, bootstrap, seed, failed)
 
     result = analyze_by_model(load, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                               canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
@@ -141,6 +148,7 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(the_study, health[["language", "use_case"]]))
+    merge_failures(result.summary, failed)
     result.study = the_study
     return result
 
@@ -169,15 +177,19 @@ def _finding_covered(amount_mask: pd.Series, study: Study) -> pd.Series:
     return amount_mask if _pairs_speak_for_amounts(study) else pd.Series(False, index=amount_mask.index)
 
 
-def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, seed: int) -> dict[str, pd.DataFrame]:
-    """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows."""
+def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, seed: int,
+                         failed: FailedTables | None = None) -> dict[str, pd.DataFrame]:
+    """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows;
+    a table that fails is left empty and named in ``failed`` (:mod:`.isolation`)."""
+    failed = failed if failed is not None else FailedTables()
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
     rows = ot.measured_rows(standard, study.outcomes)
     # the registered tables: per identity and gaps (one bootstrap pass), language shifts, the crossed
     # regression, any a package or a test adds
-    tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}))
+    tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}, failed=failed))
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
-    tables.update(probabilities.probability_tables(standard, study, bootstrap, seed, tables))
+    tables.update(isolated(probabilities.PROBABILITY_TABLES, lambda: probabilities.probability_tables(
+        standard, study, bootstrap, seed, tables), dict, failed))
     return tables
 
 
@@ -223,21 +235,22 @@ def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, s
 
 
 def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int, *,
-                      health: pd.DataFrame | None = None, finding_rows: pd.Series | None = None
-                      ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+                      health: pd.DataFrame | None = None, finding_rows: pd.Series | None = None,
+                      failed: FailedTables | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The generic tables and their summary; ``health``: the rows the parse-health table counts (default
     all; empty: no table), ``finding_rows``: the rows whose gaps the findings speak for (default all)."""
     from counterbench.analyses.health import parse_health
 
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise UserError(f"--bootstrap must be a whole number ≥ 0, got {bootstrap!r}")
-    tables = outcome_table_frames(results, study, bootstrap, seed)
+    failed = failed if failed is not None else FailedTables()
+    tables = outcome_table_frames(results, study, bootstrap, seed, failed)
     counted = results if health is None else health
     if not counted.empty:
         responses = counted.assign(usable=counted["status"].astype(str).eq("ok"),
                                    out_of_range=counted.get("out_of_range", pd.Series(False, index=counted.index))
                                    .fillna(False).astype(bool))
-        tables["parse_health"] = parse_health(responses)
+        tables["parse_health"] = isolated("parse_health", lambda: parse_health(responses), pd.DataFrame, failed)
     gaps = tables["outcome_gaps"]
     if finding_rows is not None and not gaps.empty:
         spoken = set(results.loc[finding_rows, "use_case"].astype(str)) if "use_case" in results.columns else set()
