@@ -99,7 +99,10 @@ def analyze_study(
         gen_tables, gen_summary = _analyze_outcomes(results, the_study, bootstrap, seed, health=generic,
                                                     finding_rows=~_finding_covered(amount_mask, the_study),
                                                     failed=failed)
+        amount_health = tables.get("parse_health")
         tables.update(gen_tables)
+        if amount_health is not None and "parse_health" in gen_tables:  # a mixed study: every use case's health
+            tables["parse_health"] = _both_health(amount_health, gen_tables["parse_health"])
     if gen_summary:
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported", "ci_methods") and key in summary:
@@ -113,6 +116,15 @@ def analyze_study(
     summary.update(_study_summary(the_study, results))
     merge_failures(summary, failed)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
+
+
+def _both_health(amounts: pd.DataFrame, others: pd.DataFrame) -> pd.DataFrame:
+    """The parse health of a study mixing kinds: the amount use cases' rows (counted under the amount
+    rules, e.g. out-of-range values) and the other use cases', in the amount table's columns."""
+    if amounts.empty or others.empty:
+        return others if amounts.empty else amounts
+    columns = list(dict.fromkeys([*amounts.columns, *others.columns]))
+    return pd.concat([amounts.reindex(columns=columns), others.reindex(columns=columns)], ignore_index=True)
 
 
 def table_layout(study: Study) -> TableLayout:
