@@ -28,8 +28,18 @@ class Banner:
 
 
 def banners(ctx: ReportContext) -> list[Banner]:
-    """A prominent warning for simulated models and for the embedded demo model."""
+    """A prominent warning for tables that failed, for simulated models and for the embedded demo model."""
     out = []
+    failed = ctx.data.summary.get("failed_tables")
+    if isinstance(failed, dict) and failed:
+        out.append(Banner(
+            "failed",
+            f"{len(failed)} table{'s' if len(failed) > 1 else ''} failed to compute: {', '.join(map(str, failed))}.",
+            " ".join(f"{name} — {reason}." for name, reason in failed.items())
+            + " Every other table, the findings and the gate below were computed without them. The answers are "
+              "in the store: after a fix, `counterbench report --store STORE` (or `analyze`) recomputes them "
+              "without calling a model.",
+        ))
     simulated = ctx.models_of_kind("simulated")
     if simulated:
         out.append(Banner(

@@ -51,7 +51,7 @@ def parse_use_cases(
             raise ctx.fail(f"{where}.question_variants", "every language needs the same number of variants")
         profiles = _parse_profiles(ctx, m.get("profiles"), f"{where}.profiles", languages)
         _check_field_names(ctx, f"{where}.profiles", profiles[0], forms, attributes)
-        _check_templates(ctx, where, templates, profiles, forms, attributes)
+        _check_templates(ctx, where, _with_options(templates, outcome), profiles, forms, attributes)
         _check_options(ctx, where, outcome, profiles[0])
         aliases = tuple(str(a) for a in (m.get("aliases") or []))
         label = ctx.text(m["label"], f"{where}.label") if "label" in m else None
@@ -108,11 +108,26 @@ def _check_field_names(
                            "profile field")
 
 
+def _with_options(templates: Mapping[str, str], outcome: OutcomeSpec) -> dict[str, str]:
+    """The templates as a declared choice's prompts read them: the options listed after the text (their texts
+    may use the template's placeholders)."""
+    from counterbench.outcomes.choice_options import declared_options, option_lines
+
+    options = declared_options(outcome)
+    if not options:
+        return dict(templates)
+    return {lang: f"{text}\n{option_lines(outcome, options)}" for lang, text in templates.items()}
+
+
 def _check_options(ctx: _Ctx, where: str, outcome: OutcomeSpec, fields: Mapping[str, Any]) -> None:
     """A ``choice`` answer means nothing without the ``option_<LABEL>`` columns saying what each option is."""
     if outcome.kind != "choice":
         return
     from counterbench.outcomes.choice import option_column
+    from counterbench.outcomes.choice_options import declared_options
+
+    if declared_options(outcome):  # the options are texts the file gives; the prompt lists them
+        return
 
     missing = [option_column(label) for label in outcome.labels if option_column(label) not in fields]
     if missing:
