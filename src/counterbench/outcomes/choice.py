@@ -36,6 +36,8 @@ class ChoiceKind(LabelledKind):
     """The measure is the chosen option's index (the analysis maps it through the ``option_*`` columns)."""
     #: whether the simulated model's latent value gets its multiplicative noise
     sim_noise = False
+    #: the simulated model's latent value is a probability: a simulation file's default must be in [0, 1]
+    sim_probability = True
 
     def describe(self, spec: OutcomeSpec) -> str:
         options = dict(declared_options(spec))

@@ -6,6 +6,7 @@ Part of :mod:`counterbench.studies.definition` (split out to keep modules small)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,11 @@ def parse_use_cases(
             if not isinstance(items, list) or not items:
                 raise ctx.fail(f"{where}.question_variants", f"missing a list for language '{lang}'")
             qvs[lang] = tuple(ctx.text(q, f"{where}.question_variants.{lang}[{i}]") for i, q in enumerate(items))
+            for i, q in enumerate(qvs[lang]):
+                if qvs[lang].index(q) != i:  # two equal variants make duplicate slots, never a comparison
+                    raise ctx.fail(f"{where}.question_variants.{lang}[{i}]",
+                                   f"the same text as question variant [{qvs[lang].index(q)}]; "
+                                   "each variant must differ")
         for lang in qv_raw:
             if lang not in languages:
                 raise ctx.fail(f"{where}.question_variants.{lang}", "unknown language")
@@ -81,10 +87,16 @@ def _parse_profiles(
         m["profile_id"] = pid
         profiles.append(m)
     keys = set(profiles[0])
+    seen: dict[str, str] = {}
     for i, p in enumerate(profiles):
         if set(p) != keys:
             diff = sorted(keys.symmetric_difference(p))
             raise ctx.fail(f"{where}[{i}]", f"profiles must all have the same fields; differs in {diff}")
+        content = json.dumps({k: v for k, v in p.items() if k != "profile_id"}, sort_keys=True, default=str)
+        if content in seen:  # the same person twice: duplicate slots, never a comparison
+            raise ctx.fail(f"{where}[{i}]", f"profile '{p['profile_id']}' has the same fields as profile "
+                           f"'{seen[content]}'; each profile must differ in at least one field")
+        seen[content] = p["profile_id"]
     return tuple(profiles)
 
 
