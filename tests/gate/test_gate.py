@@ -46,8 +46,9 @@ def test_biased_fails_and_fair_passes_with_default_thresholds(english_analysis: 
     assert fair.returncode == 0, fair.stdout + fair.stderr
     assert fair.stdout.rstrip().splitlines()[-2].startswith("PASSED")
     bad, good = junit_cases(tmp_path / "biased.xml"), junit_cases(tmp_path / "fair.xml")
-    assert set(bad.values()) == {"failed"} and len(bad) == 3  # pair gaps, matched gaps (Δ%), W
-    assert set(good.values()) == {"passed"} and len(good) == 3
+    # pair gaps, matched gaps (Δ%), W; then usable answers (a biased model's answers are usable)
+    assert list(bad.values()) == ["failed"] * 3 + ["passed"]
+    assert set(good.values()) == {"passed"} and len(good) == 4
     root = ET.parse(tmp_path / "biased.xml").getroot()
     assert root.get("failures") == "3" and root.find("testsuite") is not None
 
@@ -129,7 +130,7 @@ def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
     assert "FAIL  sim:biased  significant canonical pair gap" in done.stdout
     assert "en · salary_estimation · " in done.stdout and "untested" in done.stdout
     # the gaps against each axis's reference are tested too, though none survives the correction on 6 slots
-    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "passed"]
+    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "passed", "passed"]  # + usable answers
 
 
 @pytest.mark.parametrize(("model", "code"), [("sim:biased", 1), ("sim:fair", 0)])
@@ -185,8 +186,8 @@ def test_label_study_planted_fails_and_null_twin_passes(tmp_path: Path) -> None:
     assert " pp" in bad.stdout and "overall Mean Δ%:" not in bad.stdout  # no amount rule on a label study
     good = run_cli("check", "--analysis", str(out), "-m", null, "--junit", str(tmp_path / "good.xml"))
     assert good.returncode == 0, good.stdout + good.stderr
-    assert list(junit_cases(tmp_path / "bad.xml").values()) == ["failed"]
-    assert list(junit_cases(tmp_path / "good.xml").values()) == ["passed"]
+    assert list(junit_cases(tmp_path / "bad.xml").values()) == ["failed", "passed"]  # gaps; usable answers
+    assert list(junit_cases(tmp_path / "good.xml").values()) == ["passed", "passed"]
 
 
 def test_off_in_any_yaml_spelling_switches_a_rule_off(tmp_path: Path) -> None:

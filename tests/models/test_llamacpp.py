@@ -103,7 +103,7 @@ def test_free_text_answers_and_determinism(local: LlamaCppBackend) -> None:
 def test_local_path_to_the_same_gguf() -> None:
     path = default_model_path()
     backend = create_backend(f"local:{path}", env={})
-    assert isinstance(backend, LlamaCppBackend) and backend.name == f"local:{path}"
+    assert isinstance(backend, LlamaCppBackend) and backend.name == path.stem and backend.spec == f"local:{path}"
     pid, system, user, at, pattern = PROMPTS[2]
     request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
 

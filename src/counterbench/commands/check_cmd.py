@@ -12,7 +12,8 @@ FailOnOpt = Annotated[
     typer.Option("--fail-on", metavar="SPEC",
                  help="Thresholds, repeatable: 'default', a YAML file, or RULE=VALUE with mean-delta=5, "
                       "pair-gap=5 (amounts, %), gap-pp=5 (rates, labels, choices), gap-points=1 (scores), "
-                      "gap-metric=1 (text), w=model|axis|cell|off, untested=pass|fail; off switches a rule off."),
+                      "gap-metric=1 (text), w=model|axis|cell|off, usable-answers=on|off, untested=pass|fail; "
+                      "off switches a rule off."),
 ]
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write the verdict as JUnit XML for CI.")]
 EXIT_GATE_FAILED = 1

