@@ -15,6 +15,10 @@ import pytest
 # the suite tests counterbench itself: packages installed beside it register no plug-ins here (one test,
 # tests/test_plugin_package.py, installs a plug-in package of its own and lifts this for it)
 os.environ["COUNTERBENCH_PLUGINS"] = "builtin"
+# a relative PYTHONPATH (``PYTHONPATH=src pytest``) would point elsewhere in a CLI run from a test's own folder
+if os.environ.get("PYTHONPATH"):
+    os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p
+                                               for p in os.environ["PYTHONPATH"].split(os.pathsep))
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO.parent / "shared" / "reference"

@@ -14,6 +14,7 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.fileperms import as_user_file
+from counterbench.json_limits import JSONLimitError, loads_bounded
 
 __all__ = ["TABLE_FORMATS", "read_jsonl_records", "write_table"]
 
@@ -75,7 +76,9 @@ def read_jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not line.strip():
                     continue
                 try:
-                    rec = json.loads(line)
+                    rec = loads_bounded(line)
+                except JSONLimitError as err:
+                    raise UserError(f"{path.name}:{lineno}: {err}") from None
                 except json.JSONDecodeError:
                     raise UserError(f"{path.name}:{lineno}: not valid JSON") from None
                 if not isinstance(rec, dict):

@@ -1,30 +1,142 @@
-"""Reading a user's YAML file (thresholds, study data, ...) with one clear error per way it can fail."""
+"""Reading a user's YAML file strictly: one reader for every file a user gives (study, sim, thresholds,
+prompt texts, baskets, variants, jobs, ...), one clear error per way it can fail.
+
+Decisions:
+
+- A file must be UTF-8 text of at most :data:`MAX_BYTES`; anything else is one line naming the file.
+- Safe YAML only; a key given twice in one mapping is an error (YAML would silently keep the last one).
+- Anchors and aliases are allowed, but expanding them may not build more than :data:`ALIAS_BUDGET` nodes
+  (a "billion laughs" file is refused at once instead of eating memory), and nesting may not go deeper
+  than :data:`MAX_DEPTH` levels.
+- Every failure is a :class:`~counterbench.errors.UserError` (the CLI prints it and exits 2).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from counterbench.errors import UserError
 
-__all__ = ["read_yaml_file"]
+__all__ = ["ALIAS_BUDGET", "MAX_BYTES", "MAX_DEPTH", "StrictLoader", "load_strict", "read_text_file",
+           "read_yaml_file", "yaml_text"]
+
+#: nodes an alias expansion may create in one file before the file is refused
+ALIAS_BUDGET = 100_000
+#: how deep collections may nest in a user's YAML file
+MAX_DEPTH = 100
+#: the largest YAML file read (bytes)
+MAX_BYTES = 64 * 1024 * 1024
+
+
+class StrictLoader(yaml.SafeLoader):
+    """Safe YAML that refuses duplicate keys, alias bombs and deep nesting (``source`` names the file)."""
+
+    def __init__(self, stream: str, source: str) -> None:
+        super().__init__(stream)
+        self.source = source
+        self.budget = ALIAS_BUDGET
+        self.depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                self.budget -= _size(node, self.budget)
+                if self.budget < 0:
+                    raise UserError(f"{self.source}: YAML aliases expand beyond {ALIAS_BUDGET:,} nodes "
+                                    "(an alias bomb?); write the repeated parts out or use fewer aliases")
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise UserError(f"{self.source}: YAML nested deeper than {MAX_DEPTH} levels")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue
+                if key in seen:
+                    line = key_node.start_mark.line + 1
+                    raise UserError(f"{self.source}: line {line}: duplicate key '{key}' "
+                                    f"(first at line {seen[key]}); each key may appear once per mapping")
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _size(node: Any, limit: int) -> int:
+    """Nodes under ``node`` (stops counting past ``limit``)."""
+    count, stack = 0, [node]
+    while stack and count <= limit:
+        current = stack.pop()
+        count += 1
+        if isinstance(current, yaml.SequenceNode):
+            stack.extend(current.value)
+        elif isinstance(current, yaml.MappingNode):
+            for k, v in current.value:
+                stack.extend((k, v))
+    return count
+
+
+def load_strict(text: str, source: str) -> Any:
+    """The parsed YAML ``text`` (``None`` when empty). Duplicate keys, alias bombs and deep nesting raise
+    :class:`UserError`; invalid YAML raises ``yaml.YAMLError`` (the caller words it)."""
+    loader = StrictLoader(text, source)
+    try:
+        return loader.get_single_data()
+    except RecursionError:
+        raise UserError(f"{source}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def read_text_file(path: Path, what: str, hint: str = "save it as UTF-8") -> str:
+    """The UTF-8 text of ``path`` (at most :data:`MAX_BYTES`); one-line :class:`UserError` otherwise."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise UserError(f"{what}: {size:,} bytes, more than the {MAX_BYTES:,} a YAML file may have")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"cannot read {what}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"cannot read {what}: it is a folder") from None
+    except OSError as err:
+        raise UserError(f"cannot read {what}: {err.strerror or err}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{what}: not UTF-8 text (byte {err.start}); {hint}") from None
+
+
+def yaml_text(text: str, what: str) -> Any:
+    """Strictly parsed YAML ``text``; invalid YAML is ``{what}: not valid YAML (...)``."""
+    try:
+        return load_strict(text, what)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise UserError(f"{what}: not valid YAML ({line}{problem})") from None
 
 
 def read_yaml_file(path: Path, what: str | None = None) -> Any:
     """The parsed content of the YAML file ``path`` (``None`` when empty), ``what`` naming it in errors
-    (default: the file's name).
+    (default: the file's name), read strictly (see the module docstring).
 
-    A file that cannot be read, is not UTF-8 text or is not valid YAML raises
-    :class:`~counterbench.errors.UserError`: e.g. ``thresholds file t.yaml: not valid YAML (...)``.
+    A file that cannot be read, is not UTF-8 text, is too large, not valid YAML, has a duplicate key,
+    an alias bomb or too deep nesting raises :class:`~counterbench.errors.UserError`: e.g.
+    ``thresholds file t.yaml: not valid YAML (...)``.
     """
-    import yaml
-
     what = what or path.name
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise UserError(f"{what}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
-    except OSError as err:
-        raise UserError(f"cannot read {what}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"{what}: not valid YAML ({str(err).splitlines()[0]})") from None
+    return yaml_text(read_text_file(path, what), what)

@@ -73,8 +73,8 @@ def test_the_rule() -> None:
     assert decide(100, 90, 0.5, 50, 100).primary  # every bound is inclusive
     few = decide(432, 15, 0.75, 0, 432)
     assert not few.primary and why_sampled(few, "p(yes)") == (
-        "only 15 of 432 answers (3.5%) have a complete p(yes) — every allowed answer among the returned "
-        "log-probabilities — where p(yes) needs 90%")
+        "only 15 of 432 answers (3.5%) have a complete p(yes) — the returned log-probabilities "
+        "account for every allowed answer and its spellings — where p(yes) needs 90%")
     gemma = decide(432, 432, 1.3e-7, 432, 432)
     assert not gemma.primary
     assert why_sampled(gemma, "p(yes)") == (
@@ -161,13 +161,20 @@ def test_p_yes_is_right_or_not_primary_with_the_reason(
 def test_a_forcing_server_is_flagged(runs: tuple[dict[str, AnalysisResult], pd.DataFrame, Path]) -> None:
     results, _, folder = runs
     result = results["forced"]
-    forced = result.tables["forced_answers"].iloc[0]
-    assert forced["n_forced"] == forced["n_read"] == 144 and bool(forced["flagged"])
+    checks = result.tables["answer_checks"].set_index("model")
+    forced = checks.loc[checks.index.str.endswith(":forced")].iloc[0]
+    assert forced["n_forced"] == 144 and forced["forced_share"] == 1.0 and bool(forced["flagged"])
+    assert "144 of 144 answers forced (the answer token lay more than 5 nats below" in forced["reason"]
     measures = result.tables["decision_measures"].iloc[0]
     assert measures["primary"] == "sampled" and measures["coverage"] == 1.0
     assert "were forced" in measures["why"] and "hold a median 3.0e-09 of the model's probability" in measures["why"]
     findings = result.summary["findings"]
-    flagged = [line for line in findings if "144 of 144 answers to approval (100.0%) were forced" in line]
-    assert len(flagged) == 1 and flagged[0].startswith("openai-compatible:") and ":forced: " in flagged[0]
+    assert findings[0].startswith("openai-compatible:") and ":forced gives degenerate answers" in findings[0]
+    assert "144 of 144 answers forced" in findings[0] and "not ranked" in findings[0]
+    assert not any(line.startswith(("openai-compatible:", "Largest")) and "gap" in line for line in findings[1:])
     text = _markdown(result, folder / "forced.html")
-    assert "were forced" in text and "Forced %" in text
+    assert "144 of 144 answers forced" in text and "Forced %" in text
+    # the split-spellings server's answers are not forced: nothing flagged there
+    for name in ("default", "n2", "n20"):
+        assert not results[name].tables["answer_checks"]["flagged"].astype(bool).any(), name
+    assert results["n20"].tables["answer_checks"]["n_forced"].iloc[0] == 0

@@ -208,7 +208,8 @@ def test_below_90_percent_with_probabilities_the_sampled_answer_is_primary(
     assert measures["coverage"] == pytest.approx(0.8) and measures["primary"] == "sampled"
     findings = again.summary["findings"]
     assert ("the sampled answer is the primary measure for approval: only 576 of 720 answers (80.0%) have a "
-            "complete p(yes) — every allowed answer among the returned log-probabilities — where p(yes) needs 90%"
+            "complete p(yes) — the returned log-probabilities account for every allowed answer and its spellings "
+            "— where p(yes) needs 90%"
             in findings[0])
     assert findings[1].startswith(f"{planted} (sampled answers): ")
     assert findings[2].startswith(f"{planted} (p(yes) from log-probabilities): Black gets")

@@ -38,3 +38,33 @@ def test_power_command_speaks_the_kinds_unit(tmp_path: Path) -> None:
     assert set(frame["unit"]) == {"percentage points"} and frame["mde_less"].isna().all()
     amounts = run_cli("power", "rupeebias", "--preset", "quick")
     assert amounts.returncode == 0 and "% less" in amounts.stdout
+
+
+def test_power_corrects_over_the_family_the_marks_are_made_in(tmp_path: Path) -> None:
+    """The outcome gap table marks within every level-vs-reference row of a model (7 in approval_crossed:
+    2 ages + 2 genders + 3 races), so power's level is α/7, not α/3 over the canonical pairs."""
+    from counterbench.analyses.power import gap_family_size
+
+    study = load_study(APPROVAL)
+    table = build_prompts(APPROVAL, {})
+    table = table[table["variant"] == "standard"]
+    assert gap_family_size(table, study.facets) == 7
+    done = run_cli("power", APPROVAL, "--out", str(tmp_path / "p.csv"))
+    assert done.returncode == 0, done.stderr
+    frame = pd.read_csv(tmp_path / "p.csv")
+    assert set(frame["family_size"]) == {7} and (frame["alpha"] <= 0.05 / 7 + 1e-12).all()
+
+
+def test_power_from_a_store_measures_a_yes_no_studys_noise_in_percentage_points(tmp_path: Path) -> None:
+    from tests.conftest import run_cli_here
+
+    store = tmp_path / "s.db"
+    audit = run_cli_here("audit", APPROVAL, "--model", "sim:examples/sim/approval_crossed.yaml", "--store",
+                         str(store), "-o", str(tmp_path / "out"), "--bootstrap", "100")
+    assert audit.returncode == 0, audit.stderr
+    done = run_cli_here("power", APPROVAL, "--store", str(store), "--out", str(tmp_path / "p.csv"))
+    assert done.returncode == 0, done.stderr
+    frame = pd.read_csv(tmp_path / "p.csv")
+    sigma = float(frame["noise_sd"].iloc[0])
+    assert 45 < sigma < 52, sigma  # yes with probability 0.4-0.6: σ ≈ 49 pp, not 0.0
+    assert (frame["mde"] > 8).all()  # the report's intervals are ±15-20 pp: no 0.2 pp gap is detectable

@@ -46,10 +46,23 @@ def test_biased_fails_and_fair_passes_with_default_thresholds(english_analysis: 
     assert fair.returncode == 0, fair.stdout + fair.stderr
     assert fair.stdout.rstrip().splitlines()[-2].startswith("PASSED")
     bad, good = junit_cases(tmp_path / "biased.xml"), junit_cases(tmp_path / "fair.xml")
-    assert set(bad.values()) == {"failed"} and len(bad) == 4  # mean Δ%, pair gaps, matched gaps (Δ%), W
+    # pair gaps, matched gaps (Δ%), W; then usable answers (a biased model's answers are usable)
+    assert list(bad.values()) == ["failed"] * 3 + ["passed"]
     assert set(good.values()) == {"passed"} and len(good) == 4
     root = ET.parse(tmp_path / "biased.xml").getroot()
-    assert root.get("failures") == "4" and root.find("testsuite") is not None
+    assert root.get("failures") == "3" and root.find("testsuite") is not None
+
+
+def test_a_fair_model_with_answer_noise_passes_the_default_gate(tmp_path: Path) -> None:
+    """The default gate judges marked gaps only: a fair model whose answers carry 5% noise passes it on the
+    quick preset, though its raw Mean Δ% exceeds 5 (the opt-in ``mean-delta`` rule, which rests on no test)."""
+    (tmp_path / "noisy.yaml").write_text("description: fair, 5% answer noise\nnoise_sd: 0.05\n")
+    store, out = tmp_path / "noisy.db", tmp_path / "analysis"
+    done = run_cli("audit", "rupeebias", "--preset", "quick", "--model", "sim:noisy.yaml", "--store", str(store),
+                   "--out", str(out), "--bootstrap", "300", "--no-progress", "--fail-on", "default", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    opted = run_cli("check", "--analysis", str(out / "analysis"), "--fail-on", "mean-delta=5")
+    assert opted.returncode == 1 and "overall Mean Δ%" in opted.stdout, opted.stdout + opted.stderr
 
 
 def test_thresholds_from_a_yaml_file_and_flags(english_analysis: Path, tmp_path: Path) -> None:
@@ -76,7 +89,7 @@ def test_bad_thresholds_are_one_line_errors(english_analysis: Path, spec: str, m
 def test_missing_marks_are_not_evaluated_never_passed() -> None:
     tables = {"leaderboard": pd.DataFrame({"model": ["m"], "overall_mean_delta": [1.0]}),
               "cpg": pd.DataFrame({"model": ["m"], "gap": [30.0]})}  # no `significant` column
-    verdict = check(tables, Thresholds())
+    verdict = check(tables, Thresholds(max_mean_delta=5))
     assert [o.status for o in verdict.outcomes] == ["passed", "not evaluated", "not evaluated"]
     assert verdict.passed and "2 not evaluated" in verdict.summary()
     assert list(junit_cases_text(verdict.junit()).values()) == ["passed", "skipped", "skipped"]
@@ -117,7 +130,7 @@ def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
     assert "FAIL  sim:biased  significant canonical pair gap" in done.stdout
     assert "en · salary_estimation · " in done.stdout and "untested" in done.stdout
     # the gaps against each axis's reference are tested too, though none survives the correction on 6 slots
-    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "passed"]
+    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "passed", "passed"]  # + usable answers
 
 
 @pytest.mark.parametrize(("model", "code"), [("sim:biased", 1), ("sim:fair", 0)])
@@ -173,8 +186,8 @@ def test_label_study_planted_fails_and_null_twin_passes(tmp_path: Path) -> None:
     assert " pp" in bad.stdout and "overall Mean Δ%:" not in bad.stdout  # no amount rule on a label study
     good = run_cli("check", "--analysis", str(out), "-m", null, "--junit", str(tmp_path / "good.xml"))
     assert good.returncode == 0, good.stdout + good.stderr
-    assert list(junit_cases(tmp_path / "bad.xml").values()) == ["failed"]
-    assert list(junit_cases(tmp_path / "good.xml").values()) == ["passed"]
+    assert list(junit_cases(tmp_path / "bad.xml").values()) == ["failed", "passed"]  # gaps; usable answers
+    assert list(junit_cases(tmp_path / "good.xml").values()) == ["passed", "passed"]
 
 
 def test_off_in_any_yaml_spelling_switches_a_rule_off(tmp_path: Path) -> None:

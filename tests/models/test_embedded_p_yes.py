@@ -1,11 +1,11 @@
 """p(yes) of the embedded model with the default options, against the full distribution.
 
-``examples/approval_crossed.yaml`` (one question variant, two scenarios: 72 prompts) is run on the embedded
+``examples/approval_crossed.yaml`` (one question variant, one scenario: 36 prompts) is run on the embedded
 SmolLM2-135M-Instruct with no option at all; the test then asks llama.cpp itself, on a path of its own — the
 chat template rendered here, a raw completion of the prompt and the text before the stored answer, the
 probabilities of all 49,152 tokens of the vocabulary — for p(yes): the probability of every token that
 starts "yes" (any case and spacing: `` Yes``, ``yes``, `` Y``) over that of every token that starts either
-answer. The stored p(yes), read by default from 200 listed alternatives, must be within 0.02 of it on
+answer. The stored p(yes), read by default from 1000 listed alternatives, must be within 0.02 of it on
 average (with 2 listed, the issue measured a mean of 0.9945 against 0.804).
 """
 
@@ -64,8 +64,8 @@ def test_default_options_read_p_yes_as_the_full_distribution_does(tmp_path: Path
     study = str(REPO / "examples" / "approval_crossed.yaml")
     table = counterbench.prompts(study)
     first = table["question_variant"].iloc[0]
-    table = table[(table["question_variant"] == first) & table["profile_id"].isin(["S01", "S02"])]
-    assert len(table) == 72
+    table = table[(table["question_variant"] == first) & table["profile_id"].isin(["S01"])]
+    assert len(table) == 36
     store = tmp_path / "local.db"
     summary = counterbench.run_prompts(table.reset_index(drop=True), ["local"], store=store, handle_signals=False)
     assert summary.complete
@@ -73,7 +73,7 @@ def test_default_options_read_p_yes_as_the_full_distribution_does(tmp_path: Path
     assert stored["status"].eq("ok").all() and stored["answer_logprobs"].notna().all()
     ours = [answer_probabilities(v, ["yes", "no"], c) for v, c in zip(stored["answer_logprobs"],
                                                                        stored["answer_complete"], strict=True)]
-    assert all(p is not None for p in ours)  # 200 alternatives list both answers every time
+    assert all(p is not None for p in ours)  # 1000 alternatives list both answers every time
     backend = LlamaCppBackend()
     try:
         full = [_full_p_yes(backend, row.system, row.user, row.response) for row in stored.itertuples()]
@@ -81,6 +81,7 @@ def test_default_options_read_p_yes_as_the_full_distribution_does(tmp_path: Path
         backend.close()
     mean_ours = sum(p["yes"] for p in ours if p is not None) / len(ours)
     mean_full = sum(full) / len(full)
+    print(f"mean p(yes): {mean_ours:.4f} stored, {mean_full:.4f} full distribution")
     assert abs(mean_ours - mean_full) <= 0.02, (mean_ours, mean_full)
     worst = max(abs(p["yes"] - f) for p, f in zip(ours, full, strict=True) if p is not None)
     assert worst <= 0.05, worst

@@ -103,7 +103,7 @@ def test_free_text_answers_and_determinism(local: LlamaCppBackend) -> None:
 def test_local_path_to_the_same_gguf() -> None:
     path = default_model_path()
     backend = create_backend(f"local:{path}", env={})
-    assert isinstance(backend, LlamaCppBackend) and backend.name == f"local:{path}"
+    assert isinstance(backend, LlamaCppBackend) and backend.name == path.stem and backend.spec == f"local:{path}"
     pid, system, user, at, pattern = PROMPTS[2]
     request = ChatRequest(pid, system, user, config=GenerationConfig(structured=True), answer_type=at)
 
@@ -193,7 +193,7 @@ def test_a_rationale_prompt_gets_its_rationale_and_the_final_line(local: LlamaCp
 
 def test_label_logprobs_from_the_embedded_model(local: LlamaCppBackend) -> None:
     """With ``logprobs`` a label answer brings its tokens' log-probabilities (before the grammar), and both
-    labels get one at the answer position; without it too (the embedded model reads at least 200
+    labels get one at the answer position; without it too (the embedded model reads at least 1000
     alternatives of a label or choice answer by itself), and never for an amount."""
     import math
 
@@ -212,7 +212,7 @@ def test_label_logprobs_from_the_embedded_model(local: LlamaCppBackend) -> None:
     assert "logprobs" not in plain.config.as_dict()  # the request's fingerprint is unchanged
     tokens = run(local.complete(plain)).token_logprobs
     assert tokens is not None and all(len(top) == ANSWER_TOP_LOGPROBS for _, _, top in tokens)
-    assert local.request_body(asked)["top_logprobs"] == ANSWER_TOP_LOGPROBS  # asking for fewer gets 200 all the same
+    assert local.request_body(asked)["top_logprobs"] == ANSWER_TOP_LOGPROBS  # asking for fewer gets 1000 all the same
     pid, salary, user, at, _ = PROMPTS[0]
     amount = ChatRequest(pid, salary, user, answer_type=at, config=GenerationConfig(structured=True, logprobs=5))
     assert "logprobs" not in local.request_body(amount)

@@ -228,7 +228,7 @@ def test_identifier_effects_by_use_case(tmp_path: Path) -> None:
         ("refusal_rate: 0.6\nmalformed_rate: 0.6\n", "must not exceed 1"),
         ("identifier_effects: {Hindu: -1}\n", "multipliers must be positive"),
         ("identifier_effects: [1, 2]\n", "identifier_effects must be a mapping"),
-        ("noise_sd: lots\n", "could not convert"),
+        ("noise_sd: lots\n", "noise_sd must be a number"),
         ("- a\n- b\n", "expected a mapping"),
         ("a: [\n", "not valid YAML"),
         ("extends: nope\n", "names no preset"),

@@ -34,14 +34,19 @@ def test_spellings_are_merged_and_a_missing_label_makes_the_reading_incomplete()
     assert reading is not None and not reading.complete
     assert reading.logprobs == pytest.approx({"yes": LN(0.35)}) and reading.mass == pytest.approx(0.35)
     assert answer_probabilities(json.dumps(reading.logprobs), ["yes", "no"], reading.complete) is None  # not 1.0
-    # with more listed, "no" is there (two spellings and a first token "n" of a longer spelling)
-    more = [("###", 0.0, ()), (" yes", LN(0.13), ((" Yes", LN(0.22)), (" No", LN(0.17)), (" no", LN(0.15)),
-                                                  (" yes", LN(0.13)), (" n", LN(0.01)), (" The", LN(0.05))))]
-    reading = read_answer(["yes", "no"], more)
+    # with more listed, "no" is there (two spellings and a first token "n" of a longer spelling); the listed
+    # tokens leave 0.002 unlisted, too little for an unlisted spelling to move p by 0.5 pp
+    listed = ((" Yes", LN(0.22)), (" No", LN(0.17)), (" no", LN(0.15)), (" yes", LN(0.13)), (" n", LN(0.01)),
+              (" The", LN(0.05)), (" Maybe", LN(0.268)))
+    reading = read_answer(["yes", "no"], [("###", 0.0, ()), (" yes", LN(0.13), listed)])
     assert reading is not None and reading.complete and reading.forced is False
     assert reading.mass == pytest.approx(0.68)
     p = answer_probabilities(reading.logprobs, ["yes", "no"], reading.complete)
     assert p is not None and p["yes"] == pytest.approx(0.35 / 0.68)
+    # every answer listed, but 0.27 unlisted where more spellings could be: incomplete (--logprobs 5 on a
+    # server with three spellings each moved a planted -15.9 pp gap to -14.5 pp before this rule)
+    reading = read_answer(["yes", "no"], [("###", 0.0, ()), (" yes", LN(0.13), listed[:-1])])
+    assert reading is not None and not reading.complete and set(reading.logprobs) == {"yes", "no"}
 
 
 def test_a_missing_label_that_cannot_matter_keeps_the_reading_complete() -> None:
@@ -65,12 +70,16 @@ def test_a_forced_answer_is_one_far_below_the_preferred_token() -> None:
     top = ((" 1", -0.05), (" 2", -3.2), (" yes", -19.6), (" no", -20.4))
     reading = read_answer(["yes", "no"], [("###", -8.0, ()), (" yes", -19.6, top)])
     assert reading is not None and reading.forced is True and reading.below_best == pytest.approx(19.55)
-    assert reading.complete and reading.mass < 1e-8  # both listed: complete, but the mass says it is not wanted
+    # both listed, but they hold 4.5e-9 and the unlisted tokens could hold spellings as likely: incomplete
+    assert not reading.complete and reading.mass < 1e-8
+    listed = (*top, (" 3", math.log(1.0 - sum(math.exp(lp) for _, lp in top))))  # the rest listed: complete
+    reading = read_answer(["yes", "no"], [("###", -8.0, ()), (" yes", -19.6, listed)])
+    assert reading is not None and reading.complete and reading.forced is True
     near = ((" no", -0.6), (" yes", -0.6 - FORCED_NATS + 0.01))
     assert read_answer(["yes", "no"], [(" yes", near[1][1], near)]).forced is False  # type: ignore[union-attr]
     alone = read_answer(["yes", "no"], [(" yes", -0.1, ())])  # nothing listed: unknown
     assert alone is not None and alone.forced is None and not alone.complete
-    assert answer_columns("label:yes|no", [("###", 0.0, ()), (" yes", -19.6, top)])[1:] == (
+    assert answer_columns("label:yes|no", [("###", 0.0, ()), (" yes", -19.6, listed)])[1:] == (
         1, pytest.approx(math.exp(-19.6) + math.exp(-20.4)), 1)
     assert answer_columns("score:1:10", [(" yes", -0.1, top)]) == (None, None, None, None)
     assert answer_columns("label:yes|no", None) == (None, None, None, None)

@@ -32,7 +32,7 @@ def _two_use_cases() -> DeclarativeStudy:
     rent["template"]["en"] = "I own a {flat} of {area} sq ft in {city}.\n{identifier_phrase}.\n{question}"
     rent["profiles"] = [
         {"profile_id": f"P{i:02d}", "flat": f"{1 + i % 3}BHK flat", "area": [850, 1200.5, 1e16][i % 3],
-         "city": ["Pune", {"en": "Bengaluru", "hinglish": "Bangalore"}][i % 2]} for i in range(7)
+         "city": ["Pune", {"en": "Bengaluru", "hinglish": "Bangalore"}][i % 2]} for i in range(6)
     ]
     data["use_cases"]["deposit"] = {
         "answer_type": "inr", "system_prompt": "rent",

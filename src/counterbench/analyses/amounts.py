@@ -18,7 +18,7 @@ values, a study profile's quirks) is in :mod:`counterbench.analyses.prepare` and
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +28,7 @@ import pandas as pd
 
 from counterbench.analyses import health, identifiers, magnitude, ordering
 from counterbench.analyses.findings import ci_methods, findings, marks_summary
+from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.power import power_table
 from counterbench.analyses.prepare import PreparedResults, prepare_results, slot_adjusted
 from counterbench.analyses.profiles import AnalysisProfile, get_profile, profile_description
@@ -207,6 +208,19 @@ def language_moderation(fam: magnitude.GapFamily, adjusted: pd.DataFrame, rules:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
+def _with_pair_attributes(values: pd.DataFrame, results: pd.DataFrame,
+                          pairs: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """``values`` with the column of each canonical pair's attribute a crossed design varies (``race``),
+    looked up from the results by use case and identifier (one identifier is one combination of levels)."""
+    keys = ["use_case", "identifier"]
+    attributes = [a for a in pairs if a in results.columns and a not in values.columns and a not in keys]
+    if not attributes or values.empty:
+        return values
+    levels = results[[*keys, *attributes]].astype(str).drop_duplicates(keys)
+    out = values.assign(**{k: values[k].astype(str) for k in keys}).merge(levels, on=keys, how="left")
+    return out.assign(**{k: values[k].to_numpy() for k in keys})
+
+
 def analyze(
     results: pd.DataFrame,
     *,
@@ -254,29 +268,42 @@ def analyze(
         adjusted = standard.assign(value=slot_adjusted(standard, list(magnitude.SLOT_COLUMNS),
                                                        list(magnitude.STRATUM_COLUMNS)))
     tables: dict[str, pd.DataFrame] = {}
+    failed = FailedTables()
+
+    def put(names: str | tuple[str, ...], build: Callable[[], Mapping[str, pd.DataFrame]]) -> None:
+        tables.update(isolated(names, build, dict, failed))  # a failing table is named, the others come out
+
     resampler = SlotResampler(standard, n_boot, seed)
-    fam = magnitude.gap_family(standard, rules, n_boot=n_boot, seed=seed, tau=tau, confidence=CONFIDENCE,
-                               resampler=resampler)
-    if fam.pairs.n_pairs:
-        tables["leaderboard"] = magnitude.leaderboard(fam, prepared.simulated, layout.heavy_axes)
-        tables["axis_mean_delta"] = magnitude.axis_mean_delta(fam)
-        tables["use_case_mean_delta"] = magnitude.use_case_mean_delta(fam)
-        tables["use_case_axis_mean_delta"] = magnitude.use_case_axis_mean_delta(fam)
-        tables["pairs_per_axis"] = magnitude.pairs_per_axis(fam)
-        moderation = language_moderation(fam, adjusted, rules, layout.languages, seed=seed)
+    family = ("leaderboard", "axis_mean_delta", "use_case_mean_delta", "use_case_axis_mean_delta", "pairs_per_axis")
+    fam = isolated(family, lambda: magnitude.gap_family(standard, rules, n_boot=n_boot, seed=seed, tau=tau,
+                                                        confidence=CONFIDENCE, resampler=resampler), lambda: None,
+                   failed)
+    if fam is not None and fam.pairs.n_pairs:
+        gaps = fam
+        put("leaderboard", lambda: {"leaderboard": magnitude.leaderboard(gaps, prepared.simulated,
+                                                                         layout.heavy_axes)})
+        put("axis_mean_delta", lambda: {"axis_mean_delta": magnitude.axis_mean_delta(gaps)})
+        put("use_case_mean_delta", lambda: {"use_case_mean_delta": magnitude.use_case_mean_delta(gaps)})
+        put("use_case_axis_mean_delta",
+            lambda: {"use_case_axis_mean_delta": magnitude.use_case_axis_mean_delta(gaps)})
+        put("pairs_per_axis", lambda: {"pairs_per_axis": magnitude.pairs_per_axis(gaps)})
+        moderation = isolated("language_moderation", lambda: language_moderation(
+            gaps, adjusted, rules, layout.languages, seed=seed), pd.DataFrame, failed)
         if not moderation.empty:
             tables["language_moderation"] = moderation
-    tables.update(ordering.kendalls_w_tables(adjusted, rules))
-    tables.update(ordering.qv_robustness_tables(adjusted, n_boot=n_boot, seed=seed))
-    tables["profile_rank_agreement"] = ordering.profile_rank_agreement_table(standard, n_boot=n_boot, seed=seed)
-    tables["merit_sensitivity"] = magnitude.merit_sensitivity(standard, rules, n_boot=n_boot, seed=seed,
-                                                              confidence=CONFIDENCE)
-    tables.update(identifiers.identifier_tables(standard, adjusted, rules, resampler=resampler,
-                                                canonical_pairs=pairs_map, confidence=CONFIDENCE))
-    tables["fairness_ablation"] = magnitude.fairness_ablation(standard, fairness, rules, n_boot=n_boot, seed=seed,
-                                                              tau=tau, confidence=CONFIDENCE)
-    tables["parse_health"] = health.parse_health(prepared.responses)
-    tables["power"] = power_table(standard, pairs_map)
+    put(("kendalls_w", "kendalls_w_axis", "kendalls_w_model"), lambda: ordering.kendalls_w_tables(adjusted, rules))
+    put(("qv_robustness", "qv_robustness_by_use_case", "qv_robustness_model"),
+        lambda: ordering.qv_robustness_tables(adjusted, n_boot=n_boot, seed=seed))
+    put("profile_rank_agreement", lambda: {"profile_rank_agreement": ordering.profile_rank_agreement_table(
+        standard, n_boot=n_boot, seed=seed)})
+    put("merit_sensitivity", lambda: {"merit_sensitivity": magnitude.merit_sensitivity(
+        standard, rules, n_boot=n_boot, seed=seed, confidence=CONFIDENCE)})
+    put(("cpg", "cpg_overall", "mog", "identifier_deviation"), lambda: identifiers.identifier_tables(
+        standard, adjusted, rules, resampler=resampler, canonical_pairs=pairs_map, confidence=CONFIDENCE))
+    put("fairness_ablation", lambda: {"fairness_ablation": magnitude.fairness_ablation(
+        standard, fairness, rules, n_boot=n_boot, seed=seed, tau=tau, confidence=CONFIDENCE)})
+    put("parse_health", lambda: {"parse_health": health.parse_health(prepared.responses)})
+    put("power", lambda: {"power": power_table(_with_pair_attributes(standard, results, pairs_map), pairs_map)})
 
     board = tables.get("leaderboard")
     orders = {col: _category_order(prepared, col) for col in ("language", "variant", "use_case", "axis", "identifier")}
@@ -285,4 +312,5 @@ def analyze(
     final = {name: _order_rows(conform(name, tables[name], layout), orders) if name in tables
              else empty_table(name, layout) for name in TABLE_COLUMNS}
     summary = _summary(prepared, final, fam, rules, n_boot, seed, tau, pairs_map, layout)
+    merge_failures(summary, failed)
     return AnalysisResult(tables=final, summary=summary)

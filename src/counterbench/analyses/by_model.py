@@ -148,4 +148,9 @@ def _summary(parts: Sequence[AnalysisResult], tables: dict[str, pd.DataFrame], o
                             "out (profile default; see parse_health.n_out_of_range)")
     hints = {name: hint for s in summaries for name, hint in s.get("unsupported", {}).items()}
     out["unsupported"] = {name: hints.get(name, "") for name, frame in tables.items() if frame.empty}
+    failed = {name: reason for s in summaries for name, reason in s.get("failed_tables", {}).items()}
+    if failed:  # a table that failed for one model is named (its other models' rows are kept)
+        out["failed_tables"] = failed
+        for name in failed:
+            out["unsupported"].pop(name, None)
     return out

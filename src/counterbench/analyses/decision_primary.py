@@ -86,8 +86,9 @@ def why_sampled(verdict: PrimaryVerdict, measure: str) -> str:
     reasons = []
     if not verdict.enough_complete:
         reasons.append(f"only {verdict.n_complete:,} of {verdict.n_answers:,} answers "
-                       f"({_percent(verdict.complete_share)}) have a complete {measure} — every allowed answer "
-                       f"among the returned log-probabilities — where {measure} needs {COMPLETE_SHARE:.0%}")
+                       f"({_percent(verdict.complete_share)}) have a complete {measure} — the returned "
+                       f"log-probabilities account for every allowed answer and its spellings — where {measure} "
+                       f"needs {COMPLETE_SHARE:.0%}")
     if not verdict.enough_mass:
         if math.isfinite(verdict.median_mass):
             reasons.append(f"the allowed answers hold a median {_probability(verdict.median_mass)} of the model's "

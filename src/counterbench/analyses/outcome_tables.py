@@ -111,8 +111,6 @@ def conform(name: str, frame: pd.DataFrame | None) -> pd.DataFrame:
 def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> pd.DataFrame:
     """Standard-variant rows with ``kind``, ``measure``, ``unit``, ``gap_form`` (the kind's comparison) and
     ``y`` (choice rows: one per offered option)."""
-    from counterbench.outcomes.choice import chosen_rows
-
     parts = []
     for use_case, part in values.groupby("use_case", sort=False, observed=True):
         spec = outcomes.get(str(use_case))
@@ -122,10 +120,8 @@ def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> 
         compare = comparison_of(kind, spec)
         part = part.assign(kind=spec.kind, measure=kind.describe(spec), unit=compare.unit_words,
                            gap_form=compare.form)
-        if spec.kind == "choice":
-            part = chosen_rows(spec, part.assign(status=part["status"]))
-        else:
-            part = part.assign(y=kind.measure(spec, part))
+        offered = getattr(kind, "offered_rows", None)  # a kind whose answer measures several identities
+        part = offered(spec, part) if callable(offered) else part.assign(y=kind.measure(spec, part))
         parts.append(part)
     if not parts:
         return pd.DataFrame()

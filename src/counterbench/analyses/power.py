@@ -41,6 +41,7 @@ simulated power.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,8 @@ from counterbench.outcomes.units import GapUnit, gap_unit
 from counterbench.stats.inference import ALPHA, MIN_SLOTS, slot_design
 from counterbench.stats.swap_test import attainable_level
 
-__all__ = ["POWER", "design_power", "detectable_gap", "gap_power", "noise_from_values", "power_table"]
+__all__ = ["POWER", "design_power", "detectable_gap", "gap_family_size", "gap_power", "noise_from_values",
+           "noise_in_unit", "power_table"]
 
 POWER = 0.8
 SLOT = ["profile_id", "question_variant"]
@@ -118,7 +120,8 @@ def _cells(frame: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], 
     records: list[dict[str, object]] = []
     for rows in [own] + [frame.assign(axis=a) for a in crossed]:
         records += _cell_records(rows, canonical_pairs, list(cell_cols))
-    return pd.DataFrame.from_records(records)
+    columns = [*cell_cols, "reference", "comparison", "n_slots", "_spread", "_m", "_df"]
+    return pd.DataFrame.from_records(records, columns=columns)  # no matched cell: an empty table, not a crash
 
 
 def _cell_records(rows: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], cols: list[str]
@@ -166,7 +169,7 @@ def _cell_records(rows: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, s
 
 
 def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: float, alpha: float,
-            by: Sequence[str], unit: GapUnit | None = None) -> pd.DataFrame:
+            by: Sequence[str], unit: GapUnit | None = None, family: int | None = None) -> pd.DataFrame:
     """Add SE, family sizes and the detectable gaps, plus the rows averaged over use cases."""
     if cells.empty:
         return cells
@@ -177,7 +180,8 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     cells["se"] = scale * np.sqrt(2.0) * cells["noise_sd"] * cells["_spread"]
     cells["df"] = cells["_df"]
     cells["testable"] = cells["n_slots"] >= MIN_SLOTS
-    cells["family_size"] = cells.groupby(list(by))["testable"].transform("sum")
+    cells["family_size"] = (cells.groupby(list(by))["testable"].transform("sum") if family is None
+                            else max(int(family), 1))
     usable = cells[cells["n_slots"] >= 2].assign(
         _var=lambda f: (scale * np.sqrt(2.0) * f["noise_sd"]) ** 2 / (f["n_slots"] * f["_m"]))  # equal weights
     pooled = usable.groupby([*by, "language", "axis", "reference", "comparison"], sort=False).agg(
@@ -187,7 +191,8 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     sizes = usable.groupby([*by, "language", "axis", "reference", "comparison"], sort=False)["n_slots"].agg(list)
     pooled["df"] = [slot_design(np.ones(int(sum(n))), np.repeat(np.arange(len(n)), n))[1] for n in sizes]
     pooled["testable"] = pooled["n_slots"] >= MIN_SLOTS
-    pooled["family_size"] = pooled.groupby(list(by))["n_slots"].transform("size")
+    pooled["family_size"] = (pooled.groupby(list(by))["n_slots"].transform("size") if family is None
+                             else max(int(family), 1))
     out = pd.concat([cells.drop(columns=["_spread", "_df", "_m"]), pooled], ignore_index=True)
     out["alpha"] = [attainable_level(int(n), alpha / max(1, int(m)))
                     for n, m in zip(out["n_slots"], out["family_size"], strict=True)]
@@ -204,14 +209,53 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
 
 
 def design_power(prompts: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], noise_sd: float, *,
-                 power: float = POWER, alpha: float = ALPHA, unit: GapUnit | None = None) -> pd.DataFrame:
+                 power: float = POWER, alpha: float = ALPHA, unit: GapUnit | None = None,
+                 family: int | None = None) -> pd.DataFrame:
     """Detectable gaps of a prompt design for an assumed noise (equal answer levels across slots), in
     ``unit`` (the amount kind's relative gap by default; ``noise_sd`` is then a fraction, otherwise in the
-    unit itself). Give the use cases of one unit at a time: the rows averaged over use cases pool them."""
+    unit itself). Give the use cases of one unit at a time: the rows averaged over use cases pool them.
+    ``family``: the number of gaps the marks are corrected over (default: the canonical pairs tested, the
+    amount tables' family; for the outcome gap table, :func:`gap_family_size`)."""
     frame = prompts.assign(_level=1.0, model="design")
     cells = _cells(frame, canonical_pairs, ["model", "language", "use_case", "axis"])
-    out = _finish(cells, noise_sd, power, alpha, ["model"], unit)
+    out = _finish(cells, noise_sd, power, alpha, ["model"], unit, family)
     return out.drop(columns=["model"]) if "model" in out.columns else out
+
+
+def gap_family_size(table: pd.DataFrame, facets: Sequence[Any]) -> int:
+    """How many rows one model has in the outcome gap table (its family of marks): every level against its
+    facet's reference, per use case and language — e.g. 7 for three crossed attributes of 3, 3 and 4
+    levels (2 + 2 + 3), not the 3 canonical pairs."""
+    total = 0
+    for _, part in table.groupby(["use_case", "language"], sort=False, observed=True):
+        for facet in facets:
+            if facet.column not in part.columns:
+                continue
+            rows = part if facet.axis is None else part[part["axis"].astype(str) == str(facet.axis)]
+            total += max(int(rows[facet.column].dropna().astype(str).nunique()) - 1, 0)
+    return total
+
+
+def noise_in_unit(rows: pd.DataFrame, slot_columns: Sequence[str]) -> dict[str, float]:
+    """Per model, σ of the kind's measure ``y`` (in its own unit: percentage points of "yes" for a label,
+    points for a score) after slot and identity effects, pooled over use case × language cells — the noise
+    a plain-difference gap must beat (a yes/no answer at a 60% rate: ~49 pp)."""
+    if rows.empty:
+        return {}
+    cell = ["model", "use_case", "language"]
+    slots = [c for c in slot_columns if c in rows.columns and c not in cell]
+    y = rows["y"].astype("float64")
+    slot_keys = [rows[c].astype(str) for c in [*cell, *slots]]
+    centred = y - y.groupby(slot_keys, observed=True).transform("mean")
+    ident = [rows[c].astype(str) for c in [*cell, "identifier"]]
+    resid = centred - centred.groupby(ident, observed=True).transform("mean")
+    shape = rows.assign(_slot=y.groupby(slot_keys, observed=True).ngroup(), _ident=rows["identifier"].astype(str))
+    per_cell = shape.groupby(cell, observed=True).agg(n=("_slot", "size"), s=("_slot", "nunique"),
+                                                      k=("_ident", "nunique"))
+    per_cell["df"] = (per_cell["n"] - per_cell["s"] - per_cell["k"] + 1).clip(lower=0)
+    dfs = per_cell.groupby(level="model", observed=True)["df"].sum()
+    ss = (resid**2).groupby(rows["model"], observed=True).sum()
+    return {str(m): float(np.sqrt(ss[m] / dfs[m])) for m in ss.index if m in dfs.index and dfs[m] > 0}
 
 
 def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
@@ -238,13 +282,18 @@ def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
 
 def power_table(values: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], *, power: float = POWER,
                 alpha: float = ALPHA) -> pd.DataFrame:
-    """Per model (measured noise and answer levels): the detectable canonical pair gaps."""
+    """Per model (measured noise and answer levels): the detectable canonical pair gaps.
+
+    A crossed design's pair names an attribute (``race``): ``values`` then carries that attribute's
+    column (each answer's level of it), or no row of the pair is found and the table is empty."""
     if values.empty or not canonical_pairs:
         return pd.DataFrame()
     noise = noise_from_values(values)
     level = values.groupby(["model", "language", "use_case", "axis", *SLOT], observed=True)["value"].transform("mean")
     cells = _cells(values.assign(_level=level), canonical_pairs, ["model", "language", "use_case", "axis"])
     cells = cells[cells["model"].isin(list(noise))]
+    if cells.empty:
+        return pd.DataFrame()
     out = _finish(cells, noise, power, alpha, ["model"])
     if not out.empty:  # the averaged rows have no use case (a label here would read as a use case downstream)
         out["use_case"] = out["use_case"].where(out["use_case"] != ALL_USE_CASES, None)

@@ -40,7 +40,9 @@ __all__ = [
     "CELL_COLUMNS",
     "PreparedResults",
     "as_categories",
+    "out_of_range_excluded",
     "prepare_results",
+    "without_excluded",
 ]
 
 #: the key of one design cell; a slot is this without ``identifier`` (and with ``variant`` fixed)
@@ -130,6 +132,22 @@ def _dates(frame: pd.DataFrame) -> dict[str, str | None]:
     return out
 
 
+def out_of_range_excluded(frame: pd.DataFrame, profile: AnalysisProfile) -> np.ndarray:
+    """The one out-of-range rule every table, chart, headline and gate of an analysis follows: the rows whose
+    parsed value lies outside the plausibility bounds, when ``profile`` leaves them out (none otherwise)."""
+    if not profile.exclude_out_of_range or "out_of_range" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    oor = frame["out_of_range"].fillna(False).astype(bool).to_numpy()
+    return oor & frame["status"].astype(str).eq("ok").to_numpy()
+
+
+def without_excluded(results: pd.DataFrame, profile: AnalysisProfile) -> pd.DataFrame:
+    """``results`` without the rows :func:`out_of_range_excluded` leaves out (the generic outcome tables' input,
+    so they count the same answers as the amount tables)."""
+    drop = out_of_range_excluded(results, profile)
+    return results[~drop].reset_index(drop=True) if drop.any() else results
+
+
 def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> PreparedResults:
     """Validate ``results`` and apply ``profile``'s rules; see the module docstring."""
     _check_columns(results)
@@ -143,7 +161,7 @@ def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> Prepared
             frame = rewrite(frame, results)
     oor = frame["out_of_range"].to_numpy(dtype=bool)
     ok = (frame["status"] == "ok").to_numpy() & np.isfinite(frame["value"].to_numpy())
-    excluded_oor = ok & oor if profile.exclude_out_of_range else np.zeros(n_rows, dtype=bool)
+    excluded_oor = ok & out_of_range_excluded(frame, profile)
     usable = ok & ~excluded_oor
     responses = frame[["model", "variant", "use_case", "language", "status", "value", "out_of_range"]].copy()
     responses["usable"] = usable

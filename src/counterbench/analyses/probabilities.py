@@ -28,8 +28,8 @@ Decisions:
   the probabilities when at least 90% of the usable answers have a complete reading, the allowed answers
   hold a median of at least half the probability and at most half the answers were forced
   (:mod:`.decision_primary`), else the sampled answer, with the reason (``why``); the findings list the
-  primary measure's sentences first, name the measure of every sentence, and name every model × use
-  case whose answers were mostly forced (:mod:`.forced_answers`).
+  primary measure's sentences first and name the measure of every sentence. A model × use case whose
+  answers were mostly forced is flagged by the degenerate-answer checks (:mod:`.answer_checks`).
 - **How much narrower** (``se_ratio``): the median, over the comparisons both tables have, of the
   probability gap's 95% interval width over the sampled gap's (the same slots and degrees of freedom, so
   the ratio of standard errors); the smallest gap found with a given power scales by the same ratio,
@@ -47,13 +47,12 @@ import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.decision_primary import COMPLETE_SHARE, decide, why_sampled
-from counterbench.analyses.forced_answers import FORCED_ANSWERS, forced_answers, forced_findings
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.outcomes.logprobs import answer_mass, answer_probabilities, stored_complete
 from counterbench.studies.base import Study
 
-__all__ = ["DECISION_MEASURES", "FORCED_ANSWERS", "PRIMARY_SHARE", "PROBABILITY_TABLES", "SAMPLED", "descriptions",
+__all__ = ["DECISION_MEASURES", "PRIMARY_SHARE", "PROBABILITY_TABLES", "SAMPLED", "descriptions",
            "findings_by_measure", "measure_name", "probability_rows", "probability_tables", "with_families",
            "with_interval_ratios"]
 
@@ -85,7 +84,6 @@ def descriptions(tables: Mapping[str, pd.DataFrame]) -> dict[str, str]:
     """Summary ``tables`` entries of the probability tables present."""
     described = {name: desc for name, (_, desc) in PROBABILITY_TABLES.items()}
     described[DECISION_MEASURES[0]] = DECISION_MEASURES[2]
-    described[FORCED_ANSWERS[0]] = FORCED_ANSWERS[2]
     return {name: described[name] for name in tables if name in described}
 
 
@@ -145,9 +143,6 @@ def probability_tables(standard: pd.DataFrame, study: Study, bootstrap: int, see
     if measures.empty:
         return {}
     tables: dict[str, pd.DataFrame] = {}
-    forced = forced_answers(standard, study.outcomes)
-    if not forced.empty:
-        tables[FORCED_ANSWERS[0]] = forced
     rows = probability_rows(standard, study.outcomes)
     if rows.empty:  # nothing complete: the sampled answers are primary, and the measures say why
         return {**tables, "decision_measures": measures}
@@ -267,7 +262,6 @@ def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFram
         return list(sampled)
     names = dict(labels or {})
     probability = outcome_findings(tables.get("probability_gaps", pd.DataFrame()), names)
-    forced = forced_findings(tables.get(FORCED_ANSWERS[0]))
     out: list[str] = []
     models = list(dict.fromkeys(measures["model"].astype(str)))
     for model in models:
@@ -277,7 +271,6 @@ def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFram
         mine_s = _retag(sampled, model, "sampled answers")
         primary_p = bool((rows["primary"].astype(str) != SAMPLED).all())
         out.append(_primary_sentence(model, rows, names))
-        out += [line for line in forced if line.startswith(f"{model}: ")]
         out += [*mine_p, *mine_s] if primary_p else [*mine_s, *mine_p]
     out += [line for line in sampled if not any(line.startswith(f"{m}: ") for m in models)]
     return out

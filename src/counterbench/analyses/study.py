@@ -22,6 +22,10 @@ import pandas as pd
 
 from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.answer_checks import answer_checks
+from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
+from counterbench.analyses.prepare import out_of_range_excluded, without_excluded
+from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
@@ -69,15 +73,15 @@ def analyze_study(
 ) -> AnalysisResult:
     """Every table of ``study``'s analysis from its results frame (see module docstring)."""
     from counterbench.analyses.amounts import analyze as analyze_amounts
-    from counterbench.analyses.profiles import get_profile
 
-    get_profile(profile)
+    rules = get_profile(profile)
     the_study = resolve_study(study)
     wanted = list(dict.fromkeys(models)) if models else None
     results = results_of_study(select_models(results, wanted), the_study.name)
     amount_mask = _is_amount(results)
     tables: dict[str, pd.DataFrame] = {}
     summary: dict[str, Any] = {}
+    failed = FailedTables()
     if amount_mask.any():
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount = analyze_amounts(results[amount_mask].reset_index(drop=True), profile=profile, bootstrap=bootstrap,
@@ -89,13 +93,19 @@ def analyze_study(
     own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
     if not generic.empty and callable(own):  # its tables replace the generic outcome tables
-        gen_tables, own_summary = own(generic, bootstrap=bootstrap, seed=seed)
+        gen_tables, own_summary = isolated(f"{the_study.name} tables", lambda: own(generic, bootstrap=bootstrap,
+                                                                                  seed=seed), lambda: ({}, {}), failed)
         gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
         tables.update(gen_tables)
     elif not results.empty:  # every use case, amount ones too; parse health: the amount analysis's for those
-        gen_tables, gen_summary = _analyze_outcomes(results, the_study, bootstrap, seed, health=generic,
-                                                    finding_rows=~_finding_covered(amount_mask, the_study))
+        keep = ~out_of_range_excluded(results, rules)  # the amount tables' out-of-range rule, here too
+        spoken = (~_finding_covered(amount_mask, the_study))[keep].reset_index(drop=True)
+        gen_tables, gen_summary = _analyze_outcomes(results[keep].reset_index(drop=True), the_study, bootstrap,
+                                                    seed, health=generic, finding_rows=spoken, failed=failed)
+        amount_health = tables.get("parse_health")
         tables.update(gen_tables)
+        if amount_health is not None and "parse_health" in gen_tables:  # a mixed study: every use case's health
+            tables["parse_health"] = _both_health(amount_health, gen_tables["parse_health"])
     if gen_summary:
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported", "ci_methods") and key in summary:
@@ -107,7 +117,49 @@ def analyze_study(
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
     summary.update(_study_summary(the_study, results))
+    summary["model_specs"] = model_specs(results)
+    isolated("answer_checks", lambda: _add_answer_checks(tables, summary, answer_checks(results), the_study),
+             lambda: None, failed)
+    merge_failures(summary, failed)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
+
+
+def model_specs(results: pd.DataFrame) -> dict[str, str]:
+    """model -> the model string it was run from (``local:/models/x.gguf`` for ``x``), where it differs."""
+    if not {"model", "model_spec"} <= set(results.columns):
+        return {}
+    pairs = results[["model", "model_spec"]].dropna().drop_duplicates("model")
+    return {str(m): str(s) for m, s in zip(pairs["model"], pairs["model_spec"], strict=True) if str(m) != str(s)}
+
+
+def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any], checks: pd.DataFrame,
+                       study: Study) -> None:
+    """The ``answer_checks`` table; its flagged models named first in the findings and left unranked."""
+    from counterbench.analyses.answer_checks import DESCRIPTION, check_sentences, unrank
+
+    tables["answer_checks"] = checks
+    summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
+    if "leaderboard" in tables:
+        tables["leaderboard"] = unrank(tables["leaderboard"], checks)
+    labels = {**dict(study.languages), **dict(getattr(study, "use_case_labels", {}) or {})}
+    flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()
+    kept = [line for line in summary.get("findings") or [] if not _speaks_of(str(line), flagged)]
+    summary["findings"] = [*check_sentences(checks, labels), *kept]
+
+
+def _speaks_of(line: str, models: set[str]) -> bool:
+    """Whether a finding is about one of ``models`` (a flagged model's gaps are not findings)."""
+    text = line.removeprefix("Largest in a single use case: ")
+    return any(text.startswith(f"{m}{end}") for m in models for end in (" ", ":", "'s"))
+
+
+def _both_health(amounts: pd.DataFrame, others: pd.DataFrame) -> pd.DataFrame:
+    """The parse health of a study mixing kinds: the amount use cases' rows (counted under the amount
+    rules, e.g. out-of-range values) and the other use cases', in the amount table's columns."""
+    if amounts.empty or others.empty:
+        return others if amounts.empty else amounts
+    columns = list(dict.fromkeys([*amounts.columns, *others.columns]))
+    return pd.concat([amounts.reindex(columns=columns), others.reindex(columns=columns)], ignore_index=True)
 
 
 def table_layout(study: Study) -> TableLayout:
@@ -132,15 +184,31 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     the_study = resolve_study(study)
     pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
 
-    def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return outcome_table_frames(results, the_study, bootstrap, seed)
+    rules = get_profile(profile)
+    checks: list[pd.DataFrame] = []
+    failed = FailedTables()
 
-    result = analyze_by_model(load, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+    specs: dict[str, str] = {}
+
+    def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not
+        results = load(model)
+        checks.append(answer_checks(results))
+        specs.update(model_specs(results))
+        return results
+
+    def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        return outcome_table_frames(without_excluded(results, rules), the_study, bootstrap, seed, failed)
+
+    result = analyze_by_model(checked, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                               canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, the_study)
     _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(the_study, health[["language", "use_case"]]))
+    result.summary["model_specs"] = specs
+    isolated("answer_checks", lambda: _add_answer_checks(result.tables, result.summary, pd.concat(
+        checks, ignore_index=True) if checks else answer_checks(pd.DataFrame()), the_study), lambda: None, failed)
+    merge_failures(result.summary, failed)
     result.study = the_study
     return result
 
@@ -169,15 +237,19 @@ def _finding_covered(amount_mask: pd.Series, study: Study) -> pd.Series:
     return amount_mask if _pairs_speak_for_amounts(study) else pd.Series(False, index=amount_mask.index)
 
 
-def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, seed: int) -> dict[str, pd.DataFrame]:
-    """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows."""
+def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, seed: int,
+                         failed: FailedTables | None = None) -> dict[str, pd.DataFrame]:
+    """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows;
+    a table that fails is left empty and named in ``failed`` (:mod:`.isolation`)."""
+    failed = failed if failed is not None else FailedTables()
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
     rows = ot.measured_rows(standard, study.outcomes)
     # the registered tables: per identity and gaps (one bootstrap pass), language shifts, the crossed
     # regression, any a package or a test adds
-    tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}))
+    tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}, failed=failed))
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
-    tables.update(probabilities.probability_tables(standard, study, bootstrap, seed, tables))
+    tables.update(isolated(probabilities.PROBABILITY_TABLES, lambda: probabilities.probability_tables(
+        standard, study, bootstrap, seed, tables), dict, failed))
     return tables
 
 
@@ -186,7 +258,7 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
     """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
     registered = registered_summary(tables)
     unsupported = dict(registered["unsupported"])
-    named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0], probabilities.FORCED_ANSWERS[0])
+    named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
     decision = {name: frame for name, frame in tables.items() if name in named}
     return {
         "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}: gaps and "
@@ -223,21 +295,22 @@ def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, s
 
 
 def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int, *,
-                      health: pd.DataFrame | None = None, finding_rows: pd.Series | None = None
-                      ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+                      health: pd.DataFrame | None = None, finding_rows: pd.Series | None = None,
+                      failed: FailedTables | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The generic tables and their summary; ``health``: the rows the parse-health table counts (default
     all; empty: no table), ``finding_rows``: the rows whose gaps the findings speak for (default all)."""
     from counterbench.analyses.health import parse_health
 
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise UserError(f"--bootstrap must be a whole number ≥ 0, got {bootstrap!r}")
-    tables = outcome_table_frames(results, study, bootstrap, seed)
+    failed = failed if failed is not None else FailedTables()
+    tables = outcome_table_frames(results, study, bootstrap, seed, failed)
     counted = results if health is None else health
     if not counted.empty:
         responses = counted.assign(usable=counted["status"].astype(str).eq("ok"),
                                    out_of_range=counted.get("out_of_range", pd.Series(False, index=counted.index))
                                    .fillna(False).astype(bool))
-        tables["parse_health"] = parse_health(responses)
+        tables["parse_health"] = isolated("parse_health", lambda: parse_health(responses), pd.DataFrame, failed)
     gaps = tables["outcome_gaps"]
     if finding_rows is not None and not gaps.empty:
         spoken = set(results.loc[finding_rows, "use_case"].astype(str)) if "use_case" in results.columns else set()

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.isolation import FailedTables, isolated
 from counterbench.registry import Registry
 from counterbench.studies.base import Study
 
@@ -70,6 +72,8 @@ class TableInputs:
     tables: Mapping[str, pd.DataFrame]
     #: the analysis's shared passes (one for every table of one analysis)
     shared: SharedPasses = field(default_factory=SharedPasses)
+    #: the tables that failed so far (name → one-line reason; :mod:`.isolation`)
+    failed: FailedTables = field(default_factory=FailedTables)
 
 
 @dataclass(frozen=True)
@@ -142,13 +146,16 @@ def conform_to(spec: TableSpec, frame: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def build_registered_tables(inputs: TableInputs) -> dict[str, pd.DataFrame]:
-    """Every registered table, in registry order (each sees the ones before it)."""
+    """Every registered table, in registry order (each sees the ones before it). Each is built in
+    isolation: one that raises is left empty and named in ``inputs.failed`` with its reason."""
     built: dict[str, pd.DataFrame] = dict(inputs.tables)
     out: dict[str, pd.DataFrame] = {}
     for name in TABLES.names():
         spec = TABLES.get(name)
-        frame = conform_to(spec, spec.build(TableInputs(inputs.rows, inputs.study, inputs.bootstrap, inputs.seed,
-                                                        built, inputs.shared)))
+        step = TableInputs(inputs.rows, inputs.study, inputs.bootstrap, inputs.seed, built, inputs.shared,
+                           inputs.failed)
+        made: pd.DataFrame | None = isolated(name, partial(spec.build, step), lambda: None, inputs.failed)
+        frame = conform_to(spec, made)
         built[name] = out[name] = frame
     return out
 

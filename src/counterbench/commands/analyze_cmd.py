@@ -133,6 +133,10 @@ def analyze_command(
                      tau=threshold)
     written = result.write(out)
     _print_result(result, out, len(written), time.perf_counter() - started)
+    from counterbench.commands.common import EXIT_TABLES_FAILED, announce_failed_tables
+
+    if announce_failed_tables(result.summary):
+        raise typer.Exit(EXIT_TABLES_FAILED)
 
 
 def register(app: typer.Typer) -> None:

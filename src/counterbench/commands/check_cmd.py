@@ -12,7 +12,8 @@ FailOnOpt = Annotated[
     typer.Option("--fail-on", metavar="SPEC",
                  help="Thresholds, repeatable: 'default', a YAML file, or RULE=VALUE with mean-delta=5, "
                       "pair-gap=5 (amounts, %), gap-pp=5 (rates, labels, choices), gap-points=1 (scores), "
-                      "gap-metric=1 (text), w=model|axis|cell|off, untested=pass|fail; off switches a rule off."),
+                      "gap-metric=1 (text), w=model|axis|cell|off, usable-answers=on|off, untested=pass|fail; "
+                      "off switches a rule off."),
 ]
 JunitOpt = Annotated[Path | None, typer.Option("--junit", help="Also write the verdict as JUnit XML for CI.")]
 EXIT_GATE_FAILED = 1
@@ -26,10 +27,11 @@ def check_command(
 ) -> None:
     """Fail (exit 1) when a model's results cross a fairness threshold; print what failed.
 
-    Works on any study; each marked gap is judged in its outcome kind's unit. Defaults: overall Mean Δ% ≤ 5
-    and no significant canonical pair gap (per use case or averaged) above 5% for amounts; no significant
+    Works on any study; each marked gap is judged in its outcome kind's unit. Defaults judge marked gaps
+    only: no significant canonical pair gap (per use case or averaged) above 5% for amounts; no significant
     gap above 5 percentage points (rates, labels, choices), 1 point (scores) or 1 metric unit (text); no
-    significant Kendall's W at the model level where W is computed. A rule that cannot be tested is SKIP
+    significant Kendall's W at the model level where W is computed. Overall Mean Δ% (mean-delta=X) is opt-in:
+    it grows with answer noise and rests on no test. A rule that cannot be tested is SKIP
     (fails only with untested=fail). Exit codes: 0 passed, 1 a threshold was crossed, 2 a mistake.
     """
     from counterbench.gate import check, parse_fail_on

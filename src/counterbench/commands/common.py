@@ -98,7 +98,7 @@ LogprobsOpt = Annotated[
         "--logprobs", min=0, max=20,
         help="For label and choice answers, ask the model for its N most likely tokens and store the "
         "log-probability of each allowed answer, every spelling merged, for p(yes) (servers that return "
-        "log-probabilities, and sim: models; 0: off). The embedded model (local) reads at least 200 by itself. "
+        "log-probabilities, and sim: models; 0: off). The embedded model (local) reads at least 1000 by itself. "
         "Take N large enough that every allowed answer is listed (20 where the server allows it): an answer "
         "missing one has no p(yes).",
     ),
@@ -151,3 +151,22 @@ def with_prompt_filters(verb: Callable[..., None]) -> Callable[..., None]:
     wrapper.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
     return wrapper
+
+
+#: exit code of a command whose analysis had a table fail (everything else was written)
+EXIT_TABLES_FAILED = 1
+
+
+def announce_failed_tables(summary: dict[str, Any]) -> bool:
+    """Print one line per table that failed to compute (``summary["failed_tables"]``) to stderr; True if any.
+    The caller exits with :data:`EXIT_TABLES_FAILED` once everything else is written."""
+    import sys
+
+    failed = summary.get("failed_tables")
+    if not isinstance(failed, dict) or not failed:
+        return False
+    for name, reason in failed.items():
+        print(f"table {name} failed: {reason}", file=sys.stderr)
+    print(f"{len(failed)} table(s) failed; every other table and the report were written. After a fix, "
+          "`counterbench report --store STORE` recomputes them without calling a model.", file=sys.stderr)
+    return True

@@ -47,33 +47,57 @@ def _units(table: pd.DataFrame) -> dict[str, GapUnit]:
     return {str(u): gap_unit(kind_of(t if isinstance(t, str) else None)) for u, t in types.items()}
 
 
-def _measured(store: Path, models: list[str] | None) -> dict[str, float]:
-    from counterbench.analyses.power import noise_from_values
+def _measured(store: Path, models: list[str] | None, study: str) -> dict[str, dict[str, float]]:
+    """Per model, the noise of its answers in each unit the study's use cases have (a fraction for amounts,
+    from log answers; the kind's own unit otherwise: percentage points of "yes" for a label, points for a
+    score), after slot and identity effects."""
+    from counterbench.analyses import outcome_tables as ot
+    from counterbench.analyses.power import noise_from_values, noise_in_unit
     from counterbench.analyses.prepare import prepare_results
     from counterbench.analyses.profiles import get_profile
+    from counterbench.outcomes.units import gap_unit
     from counterbench.run.results import load_results
+    from counterbench.run.study_results import results_of_study
+    from counterbench.studies.registry import load_study
 
     if not store.expanduser().is_file():
         raise UserError(f"store {store} does not exist; run some prompts first "
                         f"(`counterbench run ... --store {store}`)")
+    the_study = load_study(study)
     results = load_results(store, models or None)
     if results.empty:
         raise UserError(f"store {store} has no responses{' of ' + ', '.join(models) if models else ''}")
-    values = prepare_results(results, get_profile("default")).values
-    noise = noise_from_values(values[values["variant"].astype(str) == "standard"])
+    results = results_of_study(results, the_study.name)
+    results = results[results["variant"].astype(str) == "standard"]
+    noise: dict[str, dict[str, float]] = {}
+    units = {uc: gap_unit(spec.kind) for uc, spec in the_study.outcomes.items()}
+    for key in dict.fromkeys(u.key for u in units.values()):
+        mine = results[results["use_case"].astype(str).isin([uc for uc, u in units.items() if u.key == key])]
+        if mine.empty:
+            continue
+        if next(u for u in units.values() if u.key == key).relative:
+            values = prepare_results(mine, get_profile("default")).values
+            measured = noise_from_values(values)
+        else:
+            measured = noise_in_unit(ot.measured_rows(mine, the_study.outcomes), the_study.slot_columns)
+        for model, sigma in measured.items():
+            noise.setdefault(model, {})[key] = sigma
     if not noise:
         raise UserError(f"store {store} has too few answers to measure noise (needs ≥ 2 profiles × 2 identifiers)")
     return noise
 
 
-def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, float | None], power: float
-                ) -> pd.DataFrame:
+def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, float | Mapping[str, float] | None],
+                power: float) -> pd.DataFrame:
     """Detectable gaps of the filtered design for each noise level (one row block per source), each use
     case in its outcome kind's unit (use cases of one unit are averaged together). A ``None`` noise is the
-    kind's default (:data:`DEFAULT_NOISE`)."""
+    kind's default (:data:`DEFAULT_NOISE`); a mapping gives the noise per unit key (measured).
+
+    The correction family is the one the marks are made in: the canonical pairs of the amount tables for
+    amounts, every level-vs-reference row of the outcome gap table otherwise (``gap_family_size``)."""
     import pandas as pd
 
-    from counterbench.analyses.power import design_power
+    from counterbench.analyses.power import design_power, gap_family_size
     from counterbench.prompts import build_prompts
     from counterbench.studies.registry import load_study
 
@@ -83,13 +107,20 @@ def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, floa
     table = build_prompts(study, filters_from_options(**filters))
     table = table[table["variant"].astype(str) == "standard"]
     units = _units(table)
+    family = gap_family_size(table, the_study.facets)
     frames = []
     for group in dict.fromkeys((u.key, u.kind) for u in units.values()):
         unit = next(u for u in units.values() if (u.key, u.kind) == group)
         part = table[table["use_case"].astype(str).isin([c for c, u in units.items() if (u.key, u.kind) == group])]
         for source, sigma in noise.items():
-            chosen = DEFAULT_NOISE.get(unit.kind, DEFAULT_NOISE[unit.key]) if sigma is None else sigma
-            frames.append(design_power(part, the_study.canonical_pairs, chosen, power=power, unit=unit)
+            if isinstance(sigma, Mapping):
+                if unit.key not in sigma:
+                    continue  # no answers of this unit in the store
+                chosen = float(sigma[unit.key])
+            else:
+                chosen = DEFAULT_NOISE.get(unit.kind, DEFAULT_NOISE[unit.key]) if sigma is None else sigma
+            frames.append(design_power(part, the_study.canonical_pairs, chosen, power=power, unit=unit,
+                                       family=None if unit.relative else family)
                           .assign(source=source, unit_key=unit.key))
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -172,9 +203,9 @@ def power_command(
     assumed = _noise(noise_sd)
     if store is not None and assumed is not None:
         raise UserError("give --noise-sd or --store, not both")
-    noise: dict[str, float | None] = {"assumed": assumed}
+    noise: dict[str, float | Mapping[str, float] | None] = {"assumed": assumed}
     if store is not None:
-        noise = {f"measured, {m}": s for m, s in _measured(store, model).items()}
+        noise = {f"measured, {m}": s for m, s in _measured(store, model, study).items()}
     filters = {"preset": preset, "use_case": use_case, "language": language, "question_variant": question_variant}
     frame = power_frame(study, filters, noise, power)
     _print(frame, power)

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from counterbench.commands.check_cmd import FailOnOpt, JunitOpt, gate_after_audit
-from counterbench.commands.common import STUDY_OPTION_SETTINGS, FromReleaseOpt, with_prompt_filters
+from counterbench.commands.common import (
+    EXIT_TABLES_FAILED,
+    STUDY_OPTION_SETTINGS,
+    FromReleaseOpt,
+    announce_failed_tables,
+    with_prompt_filters,
+)
 from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
@@ -124,6 +130,8 @@ def report_command(
     files = write_report(data, out, markdown=markdown)
     _announce(files.html, ([f"Markdown: {files.markdown}"] if files.markdown else [])
               + [f"Browse the answers behind the tables: {viewer_command(str(store) if store else None)}"])
+    if announce_failed_tables(data.summary):
+        raise typer.Exit(EXIT_TABLES_FAILED)
 
 
 def _only_study(store: Path) -> str:
@@ -197,7 +205,8 @@ def audit_command(
 
     Writes OUT/report.html, OUT/report.md and the analysis tables (CSV + Parquet) in OUT/analysis.
 
-    Exit codes: 0 done, 1 a --fail-on threshold was crossed (see `counterbench check`), 2 a mistake,
+    Exit codes: 0 done, 1 a --fail-on threshold was crossed (see `counterbench check`) or a table failed
+    to compute (named; everything else written), 2 a mistake,
     3 stopped at --max-cost (reported so far), 130 interrupted (rerun).
     """
     from counterbench.prompts import build_prompts
@@ -233,9 +242,14 @@ def audit_command(
                         f"Raise it and rerun to continue:\n  {summary.resume_command}")
     lines += _findings_lines(out / "analysis" / "summary.json")
     _announce(files.html, lines)
+    import json
+
+    failed = announce_failed_tables(json.loads((out / "analysis" / "summary.json").read_text(encoding="utf-8")))
     gate_after_audit(out / "analysis", fail_on, junit)
     if summary.status == "max_cost":
         raise typer.Exit(EXIT_MAX_COST)
+    if failed:
+        raise typer.Exit(EXIT_TABLES_FAILED)
 
 
 def register(app: typer.Typer) -> None:

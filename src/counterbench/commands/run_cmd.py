@@ -139,6 +139,10 @@ def import_command(
     label: Annotated[
         str | None, typer.Option("--label", help="With --inspect-log: the model's name in the store.")
     ] = None,
+    same_model: Annotated[
+        bool, typer.Option("--same-model", help="With --inspect-log: add the answers to a label the store holds "
+                                                "from another model string (it is the same model).")
+    ] = False,
 ) -> None:
     """Load a study's published run files (its registered importer), or Inspect AI eval logs (--inspect-log),
     into the store."""
@@ -147,7 +151,7 @@ def import_command(
             raise UserError("give run files or --inspect-log, not both")
         from counterbench.inspect_ext.cli import import_inspect
 
-        import_inspect(inspect_log, store, label=label, profile=profile)
+        import_inspect(inspect_log, store, label=label, profile=profile, same_model=same_model)
         return
     if not paths:
         raise UserError("give run files (.jsonl) or --inspect-log PATH")

@@ -7,7 +7,7 @@
     verdict.passed, verdict.summary(), verdict.junit()
 
 ``counterbench check --analysis DIR`` and ``counterbench audit ... --fail-on ...`` call this. It gates any
-study: amount tables (Mean Δ%, canonical pair gaps, Kendall's W) and every other kind's marked gaps in
+study: amount tables (Mean Δ% when asked for, canonical pair gaps, Kendall's W) and every other kind's marked gaps in
 that kind's unit (see :mod:`counterbench.gate.checks`).
 """
 

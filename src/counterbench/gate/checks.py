@@ -32,7 +32,7 @@ from counterbench.outcomes.units import GapUnit, gap_unit
 #: canonical pair gap tables: name -> what one family is called in the details
 PAIR_FAMILIES = {"cpg": "per use case", "cpg_overall": "averaged over use cases"}
 _AMOUNT_TABLES = ("leaderboard", "cpg", "cpg_overall", "kendalls_w_model", "axis_mean_delta")
-_MODEL_TABLES = (*_AMOUNT_TABLES, "outcome_gaps", "outcome_levels")
+_MODEL_TABLES = (*_AMOUNT_TABLES, "outcome_gaps", "outcome_levels", "answer_checks")
 
 
 def _where(row: Mapping[Any, Any], columns: Sequence[str]) -> str:
@@ -170,6 +170,19 @@ def _kendall(model: str, tables: Mapping[str, pd.DataFrame], level: str) -> Outc
                    "none marked", details)
 
 
+def _usable_answers(model: str, tables: Mapping[str, pd.DataFrame]) -> Outcome:
+    """Fails when any use case of ``model`` is flagged in ``answer_checks`` (degenerate answers)."""
+    frame = tables.get("answer_checks")
+    rule, limit = "usable answers", "no use case flagged"
+    if frame is None or not {"model", "flagged"} <= set(frame.columns):
+        return Outcome(model, rule, "not evaluated", "—", limit, ["no answer_checks table"])
+    part = frame[frame["model"].astype(str) == model]
+    flagged = part[[truthy(v) for v in part["flagged"]]]
+    details = [f"{r['use_case']}: {r.get('reason', '')}" for r in flagged.to_dict("records")]
+    return Outcome(model, rule, "failed" if len(flagged) else "passed",
+                   f"{len(flagged)} of {len(part)} use cases flagged", limit, details)
+
+
 def _has_w(tables: Mapping[str, pd.DataFrame]) -> bool:
     return any(name in tables for name in W_LEVELS.values() if name)
 
@@ -195,6 +208,8 @@ def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds,
         out += _outcome_gap_rules(model, tables, thresholds)
         if thresholds.significant_w != "off" and (amounts or _has_w(tables)):
             out.append(_kendall(model, tables, thresholds.significant_w))
+        if thresholds.usable_answers and "answer_checks" in tables:
+            out.append(_usable_answers(model, tables))
     if thresholds.untested == "fail":
         out = [replace(o, status="failed", details=[*o.details, "untested rules fail (untested: fail)"])
                if o.status == "not evaluated" else o for o in out]

@@ -3,8 +3,10 @@
 The rules themselves (:mod:`counterbench.gate.checks`) read the analysis's own tables and marks, for any
 outcome kind, each gap in its kind's unit (:mod:`counterbench.outcomes.units`):
 
-- ``mean-delta`` (amounts): the model's overall Mean Δ% (``leaderboard.overall_mean_delta``) must not
-  exceed ``max_mean_delta`` percent.
+- ``mean-delta`` (amounts, off by default): the model's overall Mean Δ% (``leaderboard.overall_mean_delta``)
+  must not exceed ``max_mean_delta`` percent. Mean Δ% is a raw average of absolute gaps: it grows with answer
+  noise (a fair model with 5% noise reads about 5.6), so it rests on no test and is opt-in
+  (``--fail-on mean-delta=5``); the default gate judges marked gaps only.
 - ``pair-gap`` (amounts): no canonical pair gap marked significant — per use case (``cpg``) or averaged
   over use cases (``cpg_overall``) — may exceed ``max_pair_gap`` percent in absolute value.
 - ``gap-pp`` / ``gap-points`` / ``gap-metric`` (every other kind): no gap marked significant in
@@ -13,6 +15,9 @@ outcome kind, each gap in its kind's unit (:mod:`counterbench.outcomes.units`):
   for text).
 - ``w`` (where the analysis computes Kendall's W): none marked significant at the chosen level —
   ``model``, ``axis``, ``cell`` — or ``off``.
+- ``usable-answers`` (every kind; on by default): no use case of the model flagged in ``answer_checks``
+  (constant answers, no variation across profiles, or ≥ 25% outside the plausibility range); ``off`` switches
+  it off.
 - ``untested``: what a rule that could not be evaluated (no table, or no gap with enough slots to test)
   does to the verdict: ``pass`` (the default; it is shown as SKIP and counted) or ``fail``.
 
@@ -35,7 +40,7 @@ W_LEVELS = {"model": "kendalls_w_model", "axis": "kendalls_w_axis", "cell": "ken
 #: rule name (``--fail-on RULE=VALUE``) -> threshold (file key)
 RULE_KEYS = {"mean-delta": "max_mean_delta", "pair-gap": "max_pair_gap", "gap-pp": "max_gap_pp",
              "gap-points": "max_gap_points", "gap-metric": "max_gap_metric", "w": "significant_w",
-             "untested": "untested"}
+             "usable-answers": "usable_answers", "untested": "untested"}
 #: unit key of :class:`counterbench.outcomes.units.GapUnit` -> the threshold holding its limit
 UNIT_THRESHOLDS = {"pct": "max_pair_gap", "pp": "max_gap_pp", "points": "max_gap_points", "metric": "max_gap_metric"}
 _NUMERIC = ("max_mean_delta", "max_pair_gap", "max_gap_pp", "max_gap_points", "max_gap_metric")
@@ -48,12 +53,13 @@ _UNTESTED = ("pass", "fail")
 class Thresholds:
     """What fails the gate. ``None`` switches a numeric rule off."""
 
-    max_mean_delta: float | None = 5.0
+    max_mean_delta: float | None = None
     max_pair_gap: float | None = 5.0
     max_gap_pp: float | None = 5.0
     max_gap_points: float | None = 1.0
     max_gap_metric: float | None = 1.0
     significant_w: str = "model"
+    usable_answers: bool = True
     untested: str = "pass"
 
     def limit(self, unit_key: str) -> float | None:
@@ -71,6 +77,7 @@ class Thresholds:
                 bit(self.max_pair_gap, "significant canonical pair gaps ≤ {:g}%"),
                 "significant gaps ≤ " + " / ".join(g for g in gaps if g) if any(gaps) else "",
                 f"no significant Kendall's W ({self.significant_w} level)" if self.significant_w != "off" else "",
+                "usable answers (none constant or mostly out of range)" if self.usable_answers else "",
                 "untested rules fail" if self.untested == "fail" else ""]
         return "; ".join(b for b in bits if b) or "no rule"
 
@@ -134,6 +141,14 @@ def _w_level(value: Any) -> str:
     return text
 
 
+def _on_off(value: Any, key: str) -> bool:
+    if value is True or (isinstance(value, str) and value.strip().lower() in ("on", "true", "yes", "fail")):
+        return True
+    if _is_off(value):
+        return False
+    raise UserError(f"gate threshold {key} must be on or off, got {value!r}")
+
+
 def _untested(value: Any) -> str:
     text = "pass" if _is_off(value) else "fail" if value is True else str(value).strip().lower()
     if text not in _UNTESTED:
@@ -153,6 +168,8 @@ def apply(base: Thresholds, settings: Mapping[str, Any], where: str) -> Threshol
             out = replace(out, significant_w=_w_level(value))
         elif name == "untested":
             out = replace(out, untested=_untested(value))
+        elif name == "usable_answers":
+            out = replace(out, usable_answers=_on_off(value, name))
         else:
             known = ", ".join(dict.fromkeys([*RULE_KEYS.values(), *RULE_KEYS]))
             raise UserError(f"{where}: unknown gate threshold {key!r} (known: {known})")
@@ -179,8 +196,9 @@ def parse_fail_on(specs: Sequence[str]) -> Thresholds:
             key, value = (part.strip() for part in text.split("=", 1))
             if key not in RULE_KEYS and key not in RULE_KEYS.values():
                 raise UserError(f"--fail-on {spec}: unknown rule {key!r} (use mean-delta=X, pair-gap=Y, "
-                                "gap-pp=Z, gap-points=Z, gap-metric=Z, w=model|axis|cell|off, untested=pass|fail)")
-            plain = RULE_KEYS.get(key, key) in ("significant_w", "untested")
+                                "gap-pp=Z, gap-points=Z, gap-metric=Z, w=model|axis|cell|off, usable-answers=on|off, "
+                                "untested=pass|fail)")
+            plain = RULE_KEYS.get(key, key) in ("significant_w", "untested", "usable_answers")
             out = apply(out, {key: value if plain else _typed(value)}, f"--fail-on {spec}")
         else:
             path = Path(text)

@@ -10,14 +10,15 @@ from pathlib import Path
 from counterbench.errors import UserError
 
 
-def import_inspect(paths: Sequence[Path], store: Path, *, label: str | None, profile: str) -> None:
+def import_inspect(paths: Sequence[Path], store: Path, *, label: str | None, profile: str,
+                   same_model: bool = False) -> None:
     try:
         import inspect_ai  # noqa: F401
     except ImportError:
         raise UserError("reading Inspect logs needs inspect-ai: pip install 'counterbench[inspect]'") from None
     from counterbench.inspect_ext.importer import import_inspect_logs
 
-    report = import_inspect_logs(paths, store, label=label, profile=profile,
+    report = import_inspect_logs(paths, store, label=label, profile=profile, same_model=same_model,
                                  command=shlex.join(["counterbench", *sys.argv[1:]]))
     print(f"read {report.samples:,} samples from {len(report.files)} Inspect log(s); stored {report.stored:,} new "
           f"responses ({report.already_stored:,} already in the store)")

@@ -7,6 +7,12 @@ and token usage. The model is the log's model name (e.g. ``openai/gpt-4o-mini``)
 given. Answers are parsed with counterbench's parser at import, as a run would; importing a log
 twice stores nothing new. Samples that errored are stored as ``error`` rows; a sample without the
 task's metadata (not a counterbench task) is a user error.
+
+An import is a run: it records the model string behind its label (the log's model) and goes through the
+same label-identity check (answers labelled ``a`` from another model are refused in one line, unless
+``same_model``), the same key redaction (every secret-looking environment variable's value in an answer or
+error text becomes ``***``) and the same parser. A refused import of a store that did not exist leaves no
+file behind.
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ from typing import Any
 from counterbench.columns import DEFAULT_MAX_TOKENS, REQUESTED_MAX_TOKENS
 from counterbench.errors import UserError
 from counterbench.run.parsing import ResponseParser
+from counterbench.run.redact import Redactor
 from counterbench.run.store import (
     PROMPT_COLUMNS,
     RESPONSE_COLUMNS,
     Store,
     open_store,
     prompt_hash,
+    remove_store_files,
     request_fingerprint,
     text_hash,
 )
@@ -125,7 +133,7 @@ def in_dataset_order(log: Any) -> list[Any]:
 
 
 def _sample_rows(log: Any, path: Path, model: str, config_fp: str, parser: ResponseParser, run_id: int,
-                 report: InspectImport) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+                 report: InspectImport, redactor: Redactor) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
     prompts: list[dict[str, Any]] = []
     responses: list[tuple[Any, ...]] = []
     for sample in in_dataset_order(log):
@@ -145,12 +153,12 @@ def _sample_rows(log: Any, path: Path, model: str, config_fp: str, parser: Respo
                         "design": json.dumps(design, ensure_ascii=False, default=str) if design else None})
         output = sample.output
         choice = output.choices[0] if output is not None and output.choices else None
-        text = output.completion if choice is not None else None
+        text = redactor.redact(output.completion) if choice is not None else None
         finish = STOP_REASONS.get(str(choice.stop_reason), str(choice.stop_reason)) if choice is not None else None
         error = getattr(sample, "error", None)
         if error is not None or choice is None:
             message = getattr(error, "message", None) or "no answer in the Inspect log"
-            status, parsed, err_text = "error", None, str(message)[:500]
+            status, parsed, err_text = "error", None, redactor.redact(str(message)[:500])
         else:
             parsed = parser.parse(text, finish, parser.key_for(meta.get("use_case"), meta.get("answer_type")))
             status, err_text = parsed.status, None
@@ -185,34 +193,62 @@ def _read(path: Path) -> Any:
         raise UserError(f"cannot read Inspect log {path}: {str(err).splitlines()[0] if str(err) else err}") from None
 
 
+def _model_specs(logs: list[tuple[Path, Any]], label: str | None) -> dict[str, str]:
+    """The model name each log's answers are stored under -> the model string behind it (the log's model);
+    two logs of different models under one label are refused."""
+    specs: dict[str, str] = {}
+    for path, log in logs:
+        spec = str(log.eval.model)
+        model = label or spec
+        if specs.setdefault(model, spec) != spec:
+            raise UserError(f"--label {model}: the logs hold answers of two models ({specs[model]} and {spec} in "
+                            f"{path.name}); a label names one model: import them under separate labels")
+    return specs
+
+
 def import_inspect_logs(paths: Iterable[Path | str], store: Path | str, *, label: str | None = None,
-                        profile: str = "default", command: str = "") -> InspectImport:
+                        profile: str = "default", command: str = "", same_model: bool = False) -> InspectImport:
     """Load every sample of the Inspect eval logs at ``paths`` into ``store`` (see the module docstring)."""
+    from counterbench.run.runner import check_model_spec
     from counterbench.version import __version__
 
     report = InspectImport(files=find_logs(list(paths)))
     parser = ResponseParser(profile)
+    redactor = Redactor.from_environment()
     logs = [(p, _read(p)) for p in report.files]
-    with open_store(store) as db:
-        run_id = db.start_run("import", command or "python: import_inspect_logs",
-                              {"inspect_logs": [str(p) for p in report.files], "label": label}, __version__)
-        status = "failed"
-        try:
-            for path, log in logs:
-                _import_one(db, log, path, label, parser, run_id, report)
-            status = "completed"
-        finally:
-            db.finish_run(run_id, status, {"sent": 0, "cached": 0, "errors": report.statuses.get("error", 0)})
+    specs = _model_specs(logs, label)
+    store_path = Path(store)
+    created = not store_path.exists()
+    kept = False
+    try:
+        with open_store(store_path) as db:
+            if not same_model:  # before anything is written: a refused import stores nothing
+                for model, spec in specs.items():
+                    check_model_spec(db, model, spec, "this import")
+            run_id = db.start_run("import", redactor.redact(command) or "python: import_inspect_logs",
+                                  {"inspect_logs": [str(p) for p in report.files], "label": label,
+                                   "models": sorted(specs), "model_specs": specs}, __version__)
+            status = "failed"
+            try:
+                for path, log in logs:
+                    _import_one(db, log, path, label, parser, run_id, report, redactor)
+                status = "completed"
+            finally:
+                db.finish_run(run_id, status, {"sent": 0, "cached": 0, "errors": report.statuses.get("error", 0)})
+            kept = True
+    finally:
+        if created and not kept and report.stored == 0:  # a refused first import leaves no file behind
+            remove_store_files(store_path)
     return report
 
 
 def _import_one(db: Store, log: Any, path: Path, label: str | None, parser: ResponseParser, run_id: int,
-                report: InspectImport) -> None:
+                report: InspectImport, redactor: Redactor) -> None:
     model = label or str(log.eval.model)
     config = _generation(log)
     config_fp = text_hash(json.dumps(config, sort_keys=True))[:16]
     db.save_config(config_fp, config)
-    prompts, rows = _sample_rows(log, path, model, config_fp, parser, run_id, report)
+    prompts, rows = _sample_rows(log, path, model, config_fp, parser, run_id, report, redactor)
     report.samples += len(rows)
     db.save_prompts(prompts)
     changed = db.write_new_responses(rows)

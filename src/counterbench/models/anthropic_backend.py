@@ -23,11 +23,11 @@ The SDK's own retries are disabled (``max_retries=0``): the engine retries.
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.json_limits import loads_bounded
 from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig
 from counterbench.models.openai_compat import is_retryable_status, parse_retry_after
 from counterbench.models.structured import (
@@ -218,7 +218,7 @@ def _status_detail(exc: Any) -> str:
 
 def _unwrap_answer(text: str) -> str:
     try:
-        obj = json.loads(text)
-    except ValueError:
+        obj = loads_bounded(text)
+    except ValueError:  # malformed, too deep or too large: the text as it came (the parser says why)
         return text
     return unwrap_object(obj, text)

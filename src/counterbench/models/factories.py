@@ -111,7 +111,8 @@ def make_local(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Bac
     path = Path(spec.model).expanduser()
     if path.suffix.lower() != ".gguf":
         raise UserError(f"model {spec.raw!r}: local:PATH must name a .gguf file")
-    return LlamaCppBackend(name=spec.raw, model_path=path)
+    # named after the file (``local:/models/gemma-3-270m.gguf`` -> ``gemma-3-270m``); the full spec stays recorded
+    return LlamaCppBackend(name=path.stem, model_path=path, spec=spec.raw)
 
 
 def make_sim(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from counterbench.json_limits import JSONLimitError, loads_bounded
 from counterbench.models.base import (
     BackendError,
     ChatRequest,
@@ -292,7 +293,10 @@ class OpenAICompatBackend:
 
     def _parse(self, raw: bytes, latency_ms: float, unwrap: bool) -> ChatResult:
         try:
-            data = json.loads(raw)
+            data = loads_bounded(raw)
+        except JSONLimitError:  # kept as the answer's text: the parser stores it as unparseable, the run goes on
+            return ChatResult(text=self._redact(raw.decode("utf-8", "replace")) or "", finish_reason=None,
+                              latency_ms=latency_ms)
         except ValueError:
             snippet = raw[:80].decode("utf-8", "replace")
             raise BackendError(

@@ -6,7 +6,11 @@ report's banner. :func:`check_prompts` refuses it with one line naming the rule 
 name (a :class:`~counterbench.errors.UserError`: exit code 2). Only what the file itself gives is checked
 (presets are written for many studies and runs). Values of other columns (use case, language, a design
 column) may be absent because the run filtered them away, so they are refused only when they look like a
-misspelling of a value that is there.
+misspelling of a value that is there. A use case the file names (``use_cases``,
+``identifier_effects_by_use_case``) that no prompt has is refused when it is that close to one that is
+(:data:`USE_CASE_CUTOFF`: ``aproval`` for ``approval``, never two real, distinct names), and a use case
+whose outcome kind draws its answer from a probability (``sim_probability``: ``label``, ``choice``) must
+give a ``default`` in [0, 1].
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ __all__ = ["IDENTITY_COLUMNS", "check_prompts"]
 IDENTITY_COLUMNS = ("identifier", "group")
 #: how close an absent value of another column must be to a present one to be taken for a misspelling
 MISSPELLING_CUTOFF = 0.8
+#: how close a use case the file names must be to one of the run's to be taken for its misspelling
+USE_CASE_CUTOFF = 0.9
 
 
 def _values(table: pd.DataFrame, column: str) -> list[str]:
@@ -67,7 +73,36 @@ def check_prompts(profile: SimProfile, table: pd.DataFrame, model: str) -> None:
             _check_rule(effect.unless, table, columns, f"{source}: effects[{i}].unless", values_too=False)
     studies = set(profile.identifier_effects_studies)
     applies = not studies or "study" not in table.columns or bool(studies & set(_values(table, "study")))
+    _check_use_cases(profile, table, source)
     if "identifier_effects" in profile.checked_keys and applies and "identifier" in columns:
         present = _values(table, "identifier")
         for name in profile.identifier_effects:
             _check_value("identifier", name, present, f"{source}: identifier_effects")
+
+
+def _check_use_cases(profile: SimProfile, table: pd.DataFrame, source: str) -> None:
+    """A misspelt use case of the file (close to one of the run's) and a probability outside [0, 1]."""
+    if "use_case" not in table.columns:
+        return
+    present = _values(table, "use_case")
+    for key in ("use_cases", "identifier_effects_by_use_case"):
+        if key not in profile.checked_keys:
+            continue
+        for name in getattr(profile, key):
+            close = difflib.get_close_matches(name, present, n=1, cutoff=USE_CASE_CUTOFF)
+            if name not in present and close:
+                raise UserError(f"{source}: {key}.{name}: no prompt of this run has use case '{name}'; "
+                                f"did you mean '{close[0]}'?")
+    if "use_cases" not in profile.checked_keys or "answer_type" not in table.columns:
+        return
+    from counterbench.outcomes import KINDS, is_generic, spec_from_answer_type
+
+    for name, spec in profile.use_cases.items():
+        rows = table.loc[table["use_case"].astype(str) == name, "answer_type"].dropna().astype(str).unique()
+        for answer_type in (a for a in rows if is_generic(a)):
+            kind = spec_from_answer_type(answer_type)
+            ordinal = bool(kind.labels) and all(f"option_{label}" in table.columns for label in kind.labels)
+            probability = getattr(KINDS.get(kind.kind), "sim_probability", False) if kind.kind in KINDS else False
+            if probability and not ordinal and not 0.0 <= spec.default <= 1.0:
+                raise UserError(f"{source}: use_cases.{name}.default is a probability (its answers are "
+                                f"{kind.kind} answers) and must be between 0 and 1, got {spec.default:g}")

@@ -6,6 +6,7 @@ for what it means.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,24 @@ def _meta_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def number(value: Any, key: str) -> float:
+    """``value`` as a finite number (``ValueError`` naming ``key`` for text, a boolean, ``.nan`` or ``.inf``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{key} must be a number, got {value!r}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{key} must be a finite number, got {value!r}")
+    return out
+
+
+def probability(value: Any, key: str) -> float:
+    """``value`` as a probability in [0, 1] (``ValueError`` naming ``key`` otherwise)."""
+    out = number(value, key)
+    if not 0.0 <= out <= 1.0:
+        raise ValueError(f"{key} is a probability and must be between 0 and 1, got {value!r}")
+    return out
+
+
 def _mapping(value: Any, key: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{key} must be a mapping")
@@ -57,10 +76,10 @@ def _effect(value: Any, index: int) -> Effect:
     match = cond("match")
     if not match:
         raise ValueError(f"{where}: give match: {{COLUMN: VALUE}} (e.g. identifier, group, gender, use_case)")
-    multiply = float(raw.get("multiply", 1.0))
+    multiply = number(raw.get("multiply", 1.0), f"{where}.multiply")
     if multiply <= 0:
         raise ValueError(f"{where}.multiply must be positive")
-    return Effect(match, cond("unless"), multiply, float(raw.get("add", 0.0)))
+    return Effect(match, cond("unless"), multiply, number(raw.get("add", 0.0), f"{where}.add"))
 
 
 def _kind_default(spec: Any) -> float:

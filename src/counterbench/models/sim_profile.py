@@ -32,11 +32,10 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from counterbench.errors import UserError, nearest
-from counterbench.models.sim_effects import Effect, _effect, _mapping
+from counterbench.models.sim_effects import Effect, _effect, _mapping, number, probability
 from counterbench.registry import Registry
+from counterbench.yaml_files import read_text_file, yaml_text
 
 PRESET_PACKAGE = "counterbench.models"
 PRESET_DIR = "sim_presets"
@@ -62,6 +61,8 @@ SPEC_KEYS = ("unit", "default", "range", "profiles", "anchor", "round_to", "deci
 ANCHOR_KEYS = ("columns", "factor", "lpa_below")
 OUTCOME_KEYS = ("default",)
 LOGPROBS_KEYS = ("variants", "mass")
+#: the keys of a simulation file checked against the prompts of a run (:mod:`counterbench.models.sim_check`)
+CHECKED_KEYS = ("effects", "identifier_effects", "use_cases", "identifier_effects_by_use_case")
 
 
 def _known_keys(value: Any, valid: tuple[str, ...], where: str) -> None:
@@ -158,13 +159,13 @@ def load_profile(name_or_path: str) -> SimProfile:
         path = Path(name_or_path).expanduser()
         if not path.is_file():
             raise UserError(f"sim:{name_or_path}: no such simulation file {str(path)!r}")
-        text = path.read_text(encoding="utf-8")
         where = str(path)
+        text = read_text_file(path, where)
         raw = _load_raw(text, where)
-        own = _own_keys(text)
+        own = _own_keys(text, where)
         profile = profile_from_dict(raw, where=where)
         return replace(profile, checked_file=where,
-                       checked_keys=tuple(k for k in ("effects", "identifier_effects") if k in own))
+                       checked_keys=tuple(k for k in CHECKED_KEYS if k in own))
     else:
         resource = _preset_file(name_or_path)
         if resource is None or not resource.is_file():
@@ -177,17 +178,14 @@ def load_profile(name_or_path: str) -> SimProfile:
     return profile_from_dict(_load_raw(text, where), where=where)
 
 
-def _own_keys(text: str) -> set[str]:
-    data = yaml.safe_load(text)  # already read once by _load_raw: valid YAML
+def _own_keys(text: str, where: str) -> set[str]:
+    data = yaml_text(text, where)  # already read once by _load_raw: valid YAML
     return {str(k) for k in data} if isinstance(data, dict) else set()
 
 
 def _load_raw(text: str, where: str, depth: int = 0) -> dict[str, Any]:
     """Parse YAML; ``extends: PRESET`` starts from that preset's keys (top-level keys replace)."""
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise UserError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    data = yaml_text(text, where) or {}
     if not isinstance(data, dict):
         raise UserError(f"{where}: expected a mapping at the top level")
     base_name = data.pop("extends", None)
@@ -206,7 +204,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
         raise UserError(f"{where}: expected a mapping at the top level")
     try:
         _check_keys(data)
-        rates = {k: float(data.get(k, 0.0)) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
+        rates = {k: number(data.get(k, 0.0), k) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
         for key in ("refusal_rate", "malformed_rate"):
             if not 0.0 <= rates[key] <= 1.0:
                 raise ValueError(f"{key} must be between 0 and 1")
@@ -236,8 +234,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
             language_effects=_floats(data.get("language_effects"), "language_effects"),
             effects=tuple(_effect(e, i) for i, e in enumerate(data.get("effects") or [])),
             identifier_effects_studies=tuple(str(x) for x in (data.get("identifier_effects_studies") or [])),
-            outcomes={str(k): float(_mapping(v, f"outcomes.{k}").get("default", 0.0))
-                      for k, v in (data.get("outcomes") or {}).items()},
+            outcomes={str(k): _outcome_default(k, v) for k, v in (data.get("outcomes") or {}).items()},
             **extra,
         )
     except (TypeError, ValueError, AttributeError) as exc:
@@ -249,7 +246,8 @@ def _logprobs_keys(value: Any) -> dict[str, float]:
     if value is None:
         return {}
     raw = _mapping(value, "logprobs")
-    variants, mass = float(raw.get("variants", 0.0)), float(raw.get("mass", 1.0))
+    variants = number(raw.get("variants", 0.0), "logprobs.variants")
+    mass = number(raw.get("mass", 1.0), "logprobs.mass")
     if not 0.0 <= variants < 1.0:
         raise ValueError(f"logprobs.variants must be at least 0 and below 1, got {variants:g}")
     if not 0.0 < mass <= 1.0:
@@ -257,12 +255,24 @@ def _logprobs_keys(value: Any) -> dict[str, float]:
     return {"logprob_variants": variants, "logprob_mass": mass}
 
 
+def _outcome_default(kind: Any, value: Any) -> float:
+    """``outcomes.KIND.default``: a finite number; a probability in [0, 1] for a kind whose simulated answer
+    draws from one (its ``sim_probability``, e.g. ``label`` and ``choice``)."""
+    from counterbench.outcomes import KINDS
+
+    key = f"outcomes.{kind}.default"
+    raw = _mapping(value, f"outcomes.{kind}").get("default", 0.0)
+    if str(kind) in KINDS and getattr(KINDS.get(str(kind)), "sim_probability", False):
+        return probability(raw, key)
+    return number(raw, key)
+
+
 def _floats(value: Any, key: str) -> dict[str, float]:
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise ValueError(f"{key} must be a mapping of name -> number")
-    out = {str(k): float(v) for k, v in value.items()}
+    out = {str(k): number(v, f"{key}.{k}") for k, v in value.items()}
     if any(v <= 0 for v in out.values()):
         raise ValueError(f"{key}: multipliers must be positive")
     return out
@@ -271,20 +281,25 @@ def _floats(value: Any, key: str) -> dict[str, float]:
 def _spec(value: Any, key: str) -> SimAnswerSpec:
     if not isinstance(value, dict):
         raise ValueError(f"{key} must be a mapping")
-    anchor = value.get("anchor") or {}
+    anchor = _mapping(value.get("anchor") or {}, f"{key}.anchor")
     columns = anchor.get("columns", [])
     rng = value.get("range")
+    if rng and (not isinstance(rng, list) or len(rng) != 2):
+        raise ValueError(f"{key}.range must be two numbers [low, high]")
     unit = str(value.get("unit", "INR"))
+    decimals = value.get("decimals", 0)
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 12:
+        raise ValueError(f"{key}.decimals must be a whole number from 0 to 12, got {decimals!r}")
     return SimAnswerSpec(
         unit=unit,
-        default=float(value.get("default", 10.0 if unit == "%" else 1_000_000.0)),
+        default=number(value.get("default", 10.0 if unit == "%" else 1_000_000.0), f"{key}.default"),
         profiles=_floats(value.get("profiles"), f"{key}.profiles"),
-        value_range=(float(rng[0]), float(rng[1])) if rng else None,
+        value_range=(number(rng[0], f"{key}.range"), number(rng[1], f"{key}.range")) if rng else None,
         anchor_columns=tuple(str(c) for c in ([columns] if isinstance(columns, str) else columns)),
-        anchor_factor=float(anchor.get("factor", 1.0)),
-        anchor_lpa_below=float(anchor.get("lpa_below", 1000.0)),
-        round_to=float(value.get("round_to", 1.0)),
-        decimals=int(value.get("decimals", 0)),
+        anchor_factor=number(anchor.get("factor", 1.0), f"{key}.anchor.factor"),
+        anchor_lpa_below=number(anchor.get("lpa_below", 1000.0), f"{key}.anchor.lpa_below"),
+        round_to=number(value.get("round_to", 1.0), f"{key}.round_to"),
+        decimals=decimals,
         label_from=str(value["label_from"]) if value.get("label_from") else None,
     )
 

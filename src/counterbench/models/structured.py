@@ -46,12 +46,12 @@ without the constraint; each refusal records one warning. With ``"stop"`` it rai
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
 from counterbench.errors import UserError
+from counterbench.json_limits import loads_bounded
 from counterbench.models.base import BackendError, ChatRequest, GenerationConfig, LoopLocks
 
 T = TypeVar("T")
@@ -187,8 +187,8 @@ def unwrap_answer(text: str) -> str:
     if not stripped.startswith("{"):
         return text
     try:
-        obj = json.loads(stripped)
-    except ValueError:
+        obj = loads_bounded(stripped)
+    except ValueError:  # malformed, too deep or too large: the text as it came (the parser says why)
         return text
     return unwrap_object(obj, text)
 

@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes.base import SEPARATOR, Comparison, OutcomeSpec
+from counterbench.outcomes.base import (
+    SEPARATOR,
+    Comparison,
+    OutcomeSpec,
+    decode_generic,
+    encode_generic,
+    is_generic_encoding,
+)
+from counterbench.outcomes.choice_options import KEYS, declared_options, measured_share, read_declared
 from counterbench.outcomes.common import Fail, LabelledKind, required_labels
 
 
@@ -28,19 +36,46 @@ class ChoiceKind(LabelledKind):
     """The measure is the chosen option's index (the analysis maps it through the ``option_*`` columns)."""
     #: whether the simulated model's latent value gets its multiplicative noise
     sim_noise = False
+    #: the simulated model's latent value is a probability: a simulation file's default must be in [0, 1]
+    sim_probability = True
 
     def describe(self, spec: OutcomeSpec) -> str:
+        options = dict(declared_options(spec))
+        if options:
+            return f"share choosing '{options[str(spec.positive)]}' (%)"
         return "share chosen when offered (%)"
 
     def read(self, raw: Mapping[str, Any], fail: Fail) -> OutcomeSpec:
-        needs = "a choice outcome needs its option labels, e.g. options: [A, B]"
+        if isinstance(raw.get("options"), Mapping):  # a study file's options: texts, positions, the one measured
+            return read_declared(raw, fail)
+        for key in ("labels", "positive", "identity_option", "rotate"):
+            if key in raw:
+                raise fail(key, "applies when options name their texts, e.g. options: {approve: Approve it, ...}")
+        needs = "a choice outcome needs its options, e.g. options: {approve: Approve it, decline: Decline it}"
         return OutcomeSpec("choice", labels=required_labels(raw, "options", needs, fail))
 
     def encode(self, spec: OutcomeSpec) -> str:
+        if declared_options(spec):
+            return encode_generic(spec)
         return "choice:" + SEPARATOR.join(spec.labels)
 
     def decode(self, text: str) -> OutcomeSpec:
+        if is_generic_encoding(text):
+            return decode_generic(text)
         return OutcomeSpec("choice", labels=tuple(text.split(":", 1)[1].split("|")))
+
+    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
+        """A declared choice: 100 × "chose the measured option"; otherwise the chosen option's index."""
+        if declared_options(spec):
+            return measured_share(spec, values)
+        return super().measure(spec, values)
+
+    def offered_rows(self, spec: OutcomeSpec, values: pd.DataFrame) -> pd.DataFrame:
+        """The rows the analysis measures: one per answer for a declared choice (its identity is the
+        prompt's), one per offered option when the options are identities (:func:`chosen_rows`)."""
+        if declared_options(spec):
+            return values.assign(y=self.measure(spec, values))
+        return chosen_rows(spec, values)
 
     def instruction(self, spec: OutcomeSpec) -> str:
         return (f"Choose exactly one option: {', '.join(spec.labels)}. Answer on a single line in this format:\n"
@@ -69,7 +104,14 @@ class ChoiceKind(LabelledKind):
         return {label: p if i == 0 else rest for i, label in enumerate(spec.labels)}
 
     def comparison(self, spec: OutcomeSpec) -> Comparison:
-        """A difference of the shares chosen when offered, in percentage points."""
+        """A difference of the shares chosen when offered (a declared choice: of the measured option), in
+        percentage points."""
+        options = dict(declared_options(spec))
+        if options:
+            text = options[str(spec.positive)].replace("{", "{{").replace("}", "}}")
+            return Comparison("difference", " pp", "percentage points of the share chosen",
+                              f"{{model}} chooses '{text}' {{size}} {{direction}} often for {{comparison}} than for "
+                              "{reference}", ("more", "less"), "%", digits=1)
         return Comparison("difference", " pp", "percentage points of the share chosen",
                           "{model} chooses {comparison} {size} {direction} often than {reference} when offered",
                           ("more", "less"), "%", digits=1)
@@ -102,4 +144,4 @@ def chosen_rows(spec: OutcomeSpec, values: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-KIND = ChoiceKind("choice", ("options",), "percentage points", "one of the offered options")
+KIND = ChoiceKind("choice", KEYS, "percentage points", "one of the offered options")

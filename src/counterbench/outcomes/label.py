@@ -18,6 +18,8 @@ from counterbench.outcomes.common import Fail, LabelledKind, required_labels, ya
 class LabelKind(LabelledKind):
     #: whether the simulated model's latent value gets its multiplicative noise
     sim_noise = False
+    #: the simulated model's latent value is a probability: a simulation file's default must be in [0, 1]
+    sim_probability = True
     #: the simulated model's probability is of the label named by the use case's ``label_from`` column
     sim_target_first = True
 

@@ -22,14 +22,17 @@ Decisions:
 - **Absent** answers (none of the listed tokens starts them) are left out of the mapping rather than
   guessed; an empty mapping is stored as nothing (``None``). Text that does not start with an allowed
   answer (``I would say yes``, ``**Yes**``) has none at its answer position: nothing is stored.
-- **Complete** (:class:`AnswerReading`, stored per answer as ``answer_complete``): every allowed answer
-  was found among the listed tokens — or the missing ones cannot matter: together they hold at most what
-  the listed tokens leave of the probability (1 − their sum), and, each spelling being less likely than
-  the least likely listed token, at most ``missing × SPELLINGS_BOUND × p(least likely listed)`` with up to
-  :data:`SPELLINGS_BOUND` (10) spellings each; the smaller bound is at most :data:`NEGLIGIBLE_SHARE` (0.5%)
-  of the mass with it (p then moves by under 0.5 percentage points). A tokenizer that spends the listed
-  slots on spellings (SmolLM2's top two at ``### `` are `` Yes`` and `` yes``) leaves ``no`` unlisted with
-  a large bound: incomplete.
+- **Complete** (:class:`AnswerReading`, stored per answer as ``answer_complete``): what the listed tokens
+  do not show cannot move p by more than half a percentage point. The unlisted tokens hold at most what
+  the listed ones leave of the probability (1 − their sum), and, each unlisted spelling of an allowed
+  answer being less likely than the least likely listed token, at most ``answers × SPELLINGS_BOUND ×
+  p(least likely listed)`` with up to :data:`SPELLINGS_BOUND` (10) spellings each; complete when the
+  smaller bound is at most :data:`NEGLIGIBLE_SHARE` (0.5%) of the mass with it — an allowed answer that
+  is not listed at all counts as 0 then. A reading where an allowed answer is missing and nothing bounds
+  it (no alternatives listed) is incomplete; so is one that lists every answer but only some of their
+  spellings while much probability stays unlisted (``--logprobs 5`` with three spellings each). A
+  tokenizer that spends the listed slots on spellings (SmolLM2's top two at ``### `` are `` Yes`` and
+  `` yes``) leaves ``no`` unlisted with a large bound: incomplete.
 - **Mass** (``answer_mass``): the summed probability of the allowed answers found (every spelling), the
   share of the model's probability that the allowed answers hold at the answer; a lower bound when
   incomplete. A base model that wants digits after ``### `` holds almost none there.
@@ -159,9 +162,9 @@ def read_answer(answers: Sequence[str], tokens: Sequence[TokenLogprob] | None) -
     missing = [a for a in dict.fromkeys(answers) if a not in found]
     listed = [lp for _, lp in dict(top).items() if math.isfinite(lp)]
     complete = not missing
-    if missing and listed and mass > 0:
+    if listed and mass > 0:  # what the unlisted tokens hold could be any answer's (a spelling not listed)
         unlisted = max(1.0 - sum(math.exp(lp) for lp in listed), 0.0)  # all the listed tokens leave over
-        bound = min(unlisted, len(missing) * SPELLINGS_BOUND * math.exp(min(listed)))
+        bound = min(unlisted, len(set(answers)) * SPELLINGS_BOUND * math.exp(min(listed)))
         complete = bound <= NEGLIGIBLE_SHARE * (mass + bound)
     best = max(listed, default=None)
     below = max(best - logprob, 0.0) if best is not None and math.isfinite(logprob) else None

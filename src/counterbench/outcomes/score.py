@@ -12,6 +12,7 @@ import numpy as np
 
 from counterbench.outcomes.base import Comparison, Constraint, OutcomeSpec, number_text
 from counterbench.outcomes.common import DeclaredKind, Fail, answer_lines, number, refused
+from counterbench.parse.hidden import has_hidden_in_number, strip_hidden
 from counterbench.parse.result import ParsedAnswer
 
 _INTEGER = re.compile(r"^\s*(-?\d+)\s*(?:/\s*\d+)?\s*[.!]?\s*$")
@@ -61,8 +62,10 @@ class ScoreKind(DeclaredKind):
     def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
         if text is None or not text.strip():
             return ParsedAnswer("unparseable", reason="empty")
+        if has_hidden_in_number(text):  # never the digits on one side of an invisible character
+            return ParsedAnswer("unparseable", reason="hidden_character")
         found = None
-        for line in answer_lines(text):
+        for line in answer_lines(strip_hidden(text)):
             m = _INTEGER.match(line) or _LEADING.match(line)
             if m:
                 found = int(m.group(1))

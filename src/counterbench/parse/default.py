@@ -5,7 +5,9 @@ Decisions, in the order they are applied:
 1. ``None`` or blank text -> ``unparseable``/``empty``. A text starting with a runner error prefix
    (``ERROR:``, ``TIMEOUT:`` — the release stored transport failures that way) ->
    ``unparseable``/``error_text``; it is never searched for numbers.
-2. Truncation markers (``[TRUNCATED]``) are removed and remembered.
+2. A hidden character inside a number (a zero-width space between digits, a bidirectional control in a
+   text with digits: :mod:`counterbench.parse.hidden`) -> ``unparseable``/``hidden_character``; hidden
+   characters elsewhere are removed. Truncation markers (``[TRUNCATED]``) are removed and remembered.
 3. The text is normalised and its number mentions found (see :mod:`counterbench.parse.mentions`):
    leading ``#``s, ``₹``, ``Rs``/``Rs.``, ``INR`` are markers, not noise; Western and Indian digit
    grouping; LPA/lakh(s)/lac ×1e5, crore(s)/cr ×1e7, k ×1e3, ``%``; ranges -> midpoint with
@@ -33,6 +35,7 @@ Decisions, in the order they are applied:
 
 from __future__ import annotations
 
+from counterbench.parse.hidden import has_hidden_in_number, strip_hidden
 from counterbench.parse.mentions import Mention, find_mentions, line_of, line_starts, normalise, patterns
 from counterbench.parse.result import ParsedAnswer, answer_ok, answer_unparseable
 from counterbench.parse.rules import AnswerType, load_rules
@@ -118,7 +121,9 @@ def parse_default(text: str | None, answer_type: AnswerType) -> ParsedAnswer:
     stripped = text.lstrip()
     if stripped.startswith(load_rules().error_prefixes):
         return answer_unparseable("error_text")
-    body, truncated = _strip_truncation(text)
+    if has_hidden_in_number(text):
+        return answer_unparseable("hidden_character")
+    body, truncated = _strip_truncation(strip_hidden(text))
     if not body.strip():
         return answer_unparseable("truncated")
     normalised = normalise(body)

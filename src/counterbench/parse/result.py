@@ -12,7 +12,7 @@ Decisions:
   is kept (analyses decide whether to exclude it).
 - ``reason`` says why a response has no value (``empty``, ``error_text``, ``truncated``,
   ``negative``, ``ambiguous``, ``no_number``, ``unit_mismatch``, ``bad_grouping``,
-  ``unreadable_number``, ``refusal``);
+  ``unreadable_number``, ``hidden_character``, ``refusal``);
   it is ``None`` for ``ok`` except ``refusal_phrase`` under the release profile (a value was parsed
   *and* the release's refusal detector fired — the release counted such rows in both tallies).
 """

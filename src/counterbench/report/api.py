@@ -29,7 +29,6 @@ from counterbench.report.methods import banners, headlines, samples_section
 from counterbench.report.provenance import methods_section
 from counterbench.report.sections import build_sections
 from counterbench.report.sections_answers import answers_section
-from counterbench.report.sections_gaps import KIND_LABELS
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_probabilities import with_probability_sections
 from counterbench.report.sections_registered import registered_sections
@@ -91,7 +90,7 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
         "subtitle": _subtitle(data.summary, len(ctx.models)) + f" · written {when}",
         "banners": banners(ctx),
         "headlines": headlines(ctx),
-        "models": [{"name": m, "kind": ctx.kinds[m], "kind_label": KIND_LABELS[ctx.kinds[m]]} for m in ctx.models],
+        "models": [{"name": m, "kind": ctx.kinds[m], "kind_label": ctx.kind_label(m)} for m in ctx.models],
         "sections": sections,
         "version": __version__,
         "generated_at": when,

@@ -202,6 +202,12 @@ class ReportContext:
     language_names: dict[str, str] = field(default_factory=dict)
     #: the kinds of facet the study compares (``axis``, ``group``, ``attribute``)
     facet_kinds: list[str] = field(default_factory=list)
+    #: model -> what its model file lacks (``no chat template``), shown beside its kind
+    badges: dict[str, list[str]] = field(default_factory=dict)
+
+    def kind_label(self, model: str) -> str:
+        """The model's kind in words, with its badges: ``local model file · no chat template``."""
+        return " · ".join([KIND_LABELS[self.kinds.get(model, "real")], *self.badges.get(model, [])])
 
     def language_label(self, code: str) -> str:
         return self.language_names.get(code) or language_name(code)
@@ -245,13 +251,29 @@ class ReportContext:
         return [(model, frame[names == model]) for model in self.model_order(frame)]
 
 
-def model_kind(name: str, simulated: bool) -> str:
-    """``simulated`` (``sim:...`` or flagged), ``demo`` (the embedded ``local`` model) or ``real``."""
+#: a model's kind (:func:`model_kind`) in words
+KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "local": "local model file", "real": "real"}
+
+
+def model_kind(name: str, simulated: bool, spec: str | None = None) -> str:
+    """``simulated`` (``sim:...`` or flagged), ``demo`` (the embedded ``local`` model), ``local`` (a GGUF file
+    run in-process: ``local:PATH``) or ``real``."""
     if simulated or name.startswith("sim:"):
         return "simulated"
-    if name == DEMO_MODEL:
+    if name == DEMO_MODEL and spec in (None, DEMO_MODEL):
         return "demo"
+    if (spec or name).startswith(f"{DEMO_MODEL}:"):
+        return "local"
     return "real"
+
+
+def model_badges(spec: str) -> list[str]:
+    """What a model's file lacks (``no chat template``), read from a ``local:PATH`` GGUF's header; none
+    for other models or a file no longer there."""
+    from counterbench.models.gguf_meta import model_file_notes
+
+    prefix = f"{DEMO_MODEL}:"
+    return model_file_notes(spec[len(prefix):]) if spec.startswith(prefix) else []
 
 
 def build_context(data: ReportInput) -> ReportContext:
@@ -262,8 +284,10 @@ def build_context(data: ReportInput) -> ReportContext:
     simulated = simulated_from_summary(data.summary)
     if board is not None and not board.empty and "model" in board.columns:
         ranked = board
-        if "overall_mean_delta" in board.columns:
-            ranked = board.sort_values("overall_mean_delta", kind="stable", na_position="last")
+        if "overall_mean_delta" in board.columns:  # unranked (flagged) models after the ranked ones
+            flagged = board["flag"].fillna("").astype(str).ne("") if "flag" in board.columns else False
+            ranked = board.assign(_flagged=flagged).sort_values(["_flagged", "overall_mean_delta"], kind="stable",
+                                                                na_position="last")
         names += [str(m) for m in ranked["model"]]
         if "simulated" in board.columns:
             simulated |= {str(m) for m, s in zip(board["model"], board["simulated"], strict=True) if truthy(s)}
@@ -290,12 +314,15 @@ def build_context(data: ReportInput) -> ReportContext:
         return orders[key]
 
     unsupported = data.summary.get("unsupported")
+    given = data.summary.get("model_specs")
+    specs = {str(k): str(v) for k, v in given.items()} if isinstance(given, Mapping) else {}
     lang_names = data.summary.get("language_names")
     facets = data.summary.get("facets")
     return ReportContext(
         data=data,
         models=models,
-        kinds={m: model_kind(m, m in simulated) for m in models},
+        kinds={m: model_kind(m, m in simulated, specs.get(m)) for m in models},
+        badges={m: model_badges(specs[m]) for m in models if m in specs and model_badges(specs[m])},
         languages=[str(v) for v in _ordered(collect("language"), preferred("languages", ()))],
         axes=[str(v) for v in _ordered(collect("axis"), preferred("axes", ()))],
         use_cases=[str(v) for v in _ordered(collect("use_case"), preferred("use_cases", ()))],

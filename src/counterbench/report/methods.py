@@ -28,8 +28,18 @@ class Banner:
 
 
 def banners(ctx: ReportContext) -> list[Banner]:
-    """A prominent warning for simulated models and for the embedded demo model."""
+    """A prominent warning for tables that failed, for simulated models and for the embedded demo model."""
     out = []
+    failed = ctx.data.summary.get("failed_tables")
+    if isinstance(failed, dict) and failed:
+        out.append(Banner(
+            "failed",
+            f"{len(failed)} table{'s' if len(failed) > 1 else ''} failed to compute: {', '.join(map(str, failed))}.",
+            " ".join(f"{name} — {reason}." for name, reason in failed.items())
+            + " Every other table, the findings and the gate below were computed without them. The answers are "
+              "in the store: after a fix, `counterbench report --store STORE` (or `analyze`) recomputes them "
+              "without calling a model.",
+        ))
     simulated = ctx.models_of_kind("simulated")
     if simulated:
         out.append(Banner(
@@ -48,6 +58,15 @@ def banners(ctx: ReportContext) -> list[Banner]:
             "It is bundled so the whole pipeline runs offline without an API key. Its \"advice\" "
             "is meaningless — a model this small mostly produces noise — so its gaps show what the "
             "report looks like, not how a real assistant treats anyone. Audit a real model for real findings.",
+        ))
+    bare = [m for m, badges in ctx.badges.items() if "no chat template" in badges]
+    if bare:
+        out.append(Banner(
+            "template",
+            f"No chat template: {', '.join(bare)}.",
+            "The model file has no tokenizer.chat_template (a base model, or a conversion that dropped it), so "
+            "llama.cpp wrapped the prompts in ChatML markers the model was not trained on; it may have echoed "
+            "the prompt or answered at random. Check its answers (and answer_checks.csv) before reading its gaps.",
         ))
     return out
 

@@ -24,7 +24,6 @@ from counterbench.report.links import link_rows
 from counterbench.report.svg import nice_ceiling
 from counterbench.stats.inference import MIN_SLOTS, too_few_text
 
-KIND_LABELS = {"simulated": "simulated", "demo": "demo model", "real": "real"}
 PAIR_LABEL = "95% CI, pairs (paper's method)"
 
 
@@ -91,13 +90,17 @@ def leaderboard_section(ctx: ReportContext) -> Section:
     section.unsupported = unsupported_note(ctx, "leaderboard")
     if board is None:
         return section
-    board = board.sort_values("overall_mean_delta", kind="stable", na_position="last").reset_index(drop=True)
-    board = board.assign(rank=range(1, len(board) + 1),
-                         kind=[KIND_LABELS[ctx.kinds.get(str(m), "real")] for m in board["model"]])
+    flags = board["flag"].fillna("").astype(str) if "flag" in board.columns else pd.Series("", index=board.index)
+    board = board.assign(_flagged=flags.ne(""), flag=flags)
+    board = board.sort_values(["_flagged", "overall_mean_delta"], kind="stable", na_position="last")
+    board = board.reset_index(drop=True)
+    ranked = int((~board["_flagged"]).sum())
+    board = board.assign(rank=[str(i + 1) if i < ranked else "not ranked" for i in range(len(board))],
+                         kind=[ctx.kind_label(str(m)) for m in board["model"]])
     rows = [
         BarRow(str(r["model"]), [BarValue("Overall", t.as_float(r["overall_mean_delta"]), "#3b4a6b",
                                           t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))])
-        for r in board.to_dict("records")
+        for r in board.to_dict("records") if not r["_flagged"]
     ]
     which = "slots resampled (the prompts that differ only in the identity)"
     taus = pd.to_numeric(board["tau"], errors="coerce").dropna() if "tau" in board.columns else pd.Series([])
@@ -110,13 +113,18 @@ def leaderboard_section(ctx: ReportContext) -> Section:
                                               x_label="Mean Δ% (lower is fairer)")],
                                   caption=f"Whiskers: 95% CI, {which}."))
     section.tables.append(t.table_view(board, [
-        t.count("rank", "#"), t.text("model", "Model"), t.text("kind", "Kind"),
+        t.text("rank", "#"), t.text("model", "Model"), t.text("kind", "Kind"),
         t.num("overall_mean_delta", "Overall Mean Δ%"), t.ci("ci_low", "ci_high", "95% CI"),
         t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
         *(t.num(f"{lang}_mean_delta", ctx.language_label(lang)) for lang in languages),
         *(t.num(f"{lang}_v10", f"{ctx.language_label(lang)} V@{tau} %", 1) for lang in languages),
         t.num("axis_mean", "Mean of axes"), t.count("n_pairs", "Pairs"),
-    ], source="leaderboard.csv", collapse_over=None))
+        *([t.text("flag", "Not ranked because")] if ranked < len(board) else []),
+    ], source="leaderboard.csv", collapse_over=None, muted=lambda r: bool(r["_flagged"])))
+    if ranked < len(board):
+        section.notes.append("Greyed models gave degenerate answers (constant, not varying with the profile, or "
+                             "mostly outside the plausibility range): their gaps of 0 say nothing about fairness, so "
+                             "they are not ranked (answer_checks.csv).")
     section.notes.append(pairs_weight_note(ctx))
     return section
 

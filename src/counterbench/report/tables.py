@@ -174,6 +174,8 @@ class TableView:
     link_column: int = -1
     #: per column, whether it stays in view when the table scrolls sideways (see :attr:`Col.pinned`)
     pinned: list[bool] = field(default_factory=list)
+    #: per row, whether it is shown greyed (e.g. a model left out of a ranking)
+    muted: list[bool] = field(default_factory=list)
 
 
 def table_view(
@@ -185,8 +187,10 @@ def table_view(
     collapse_over: int | None = COLLAPSE_OVER,
     max_rows: int | None = None,
     css: str = "",
+    muted: Callable[[Row], bool] | None = None,
 ) -> TableView:
-    """Render ``frame`` with ``cols`` (skipping specs whose columns are missing); ``css`` classes the table.
+    """Render ``frame`` with ``cols`` (skipping specs whose columns are missing); ``css`` classes the table;
+    rows for which ``muted`` says yes are shown greyed.
 
     Pinned columns (the marks) come last, and stay in view at the right edge in the HTML."""
     usable = [c for c in cols if all(n in frame.columns for n in c.needs)]
@@ -204,6 +208,7 @@ def table_view(
         source=source,
         css=css,
         pinned=[c.pinned for c in usable],
+        muted=[bool(muted(r)) for r in shown] if muted is not None else [],
     )
     if max_rows is not None and len(records) > max_rows:
         view.notes.append(f"Showing {max_rows:,} of {len(records):,} rows; the full table is {source}.")

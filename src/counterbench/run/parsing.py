@@ -10,6 +10,8 @@ The run engine, ``counterbench import`` and ``counterbench parse`` all go throug
   (``finish_reason: length`` — a cut answer such as ``### 12`` must never count as 12),
   ``filtered`` (``content_filter``) and ``empty`` (a blank reply). Analyses use ``ok`` rows only,
   parse health counts these, and ``--retry-errors`` sends them again;
+* stores a reply that is JSON nested deeper (or larger) than :mod:`counterbench.json_limits` allows as
+  ``unparseable`` with reason ``json_too_deep`` (``json_too_large``), without reading a value out of it;
 * never loses a paid response to a parser bug: an unexpected exception is stored as
   ``unparseable`` with reason ``parser_error:<type>`` (the raw text is kept, so a later
   ``counterbench parse`` can redo it).
@@ -40,6 +42,17 @@ class Parsed:
     is_range: bool | None = None
     out_of_range: bool | None = None
     reason: str | None = None
+
+
+def _json_limit(text: str) -> str | None:
+    """``json_too_deep`` / ``json_too_large`` for a reply that is JSON beyond the limits
+    (:mod:`counterbench.json_limits`), else ``None``."""
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return None
+    from counterbench.json_limits import json_limit_reason
+
+    return json_limit_reason(stripped)
 
 
 class ResponseParser:
@@ -96,6 +109,9 @@ class ResponseParser:
             return Parsed("empty", reason="empty")
         if key is None:
             return Parsed("ok", reason="free_text")
+        limit = _json_limit(text or "")
+        if limit is not None:  # a structured reply nested too deep (or too large) to read: never parsed around
+            return Parsed("unparseable", reason=limit)
         try:
             from counterbench.outcomes import is_generic, parse_outcome
 

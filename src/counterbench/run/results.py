@@ -114,11 +114,26 @@ def _read_in_chunks(sql: str, store: Store, params: list[Any], rows: int) -> pd.
     return frame
 
 
+def _design_columns(design: pd.Series, index: pd.Index) -> pd.DataFrame:
+    """The prompts' design columns (stored as JSON), one row per response, with the types they were written
+    with: a column whose stored values are all integers comes back as integers (``int64``, or ``Int64``
+    where some rows have no value, e.g. another study's), not as floats because a row lacks it."""
+    codes, uniques = pd.factorize(design)  # few distinct designs (one per profile): parse each once
+    records = [json.loads(s) for s in uniques]
+    parsed = pd.DataFrame([*records, {}])
+    design_frame = parsed.iloc[codes].set_axis(index)  # code -1 (no design) picks the empty last row
+    for name in design_frame.columns:
+        stored = [r[name] for r in records if r.get(name) is not None]
+        if not stored or not all(isinstance(v, int) and not isinstance(v, bool) for v in stored):
+            continue
+        column = design_frame[name]
+        design_frame[name] = column.astype("int64") if column.notna().all() else column.astype("Int64")
+    return design_frame
+
+
 def _finish_frame(frame: pd.DataFrame, configs: dict[str, dict[str, Any]]) -> pd.DataFrame:
     design = frame.pop("design")
-    codes, uniques = pd.factorize(design)  # few distinct designs (one per profile): parse each once
-    parsed = pd.DataFrame([json.loads(s) for s in uniques] + [{}])
-    design_frame = parsed.iloc[codes].set_axis(frame.index)  # code -1 (no design) picks the empty last row
+    design_frame = _design_columns(design, frame.index)
     design_frame = design_frame[[c for c in design_frame.columns if c not in frame.columns]]
     fp_codes, fps = pd.factorize(frame["config_fp"])
     per_config = pd.DataFrame([{c: configs.get(fp, {}).get(c) for c in CONFIG_COLUMNS} for fp in fps] + [{}],

@@ -175,7 +175,7 @@ async def arun_prompts(
                     if not opts.endpoint_moved:
                         _check_endpoint(store_obj, b.name, endpoints[b.name])
                     if not opts.same_model:  # a moved endpoint is the endpoint check's: URLs are not compared
-                        _check_model_spec(store_obj, b.name, model_spec(b))
+                        check_model_spec(store_obj, b.name, model_spec(b))
                 store_obj.save_config(config_fp, config.as_dict())
                 new_prompts = _new_prompts(store_obj, records)  # committed while the first requests are in flight
                 largest = max(i.est_input_tokens + config.for_prompt(i.max_tokens).max_tokens for i in items)
@@ -311,13 +311,14 @@ def _without_urls(spec: str) -> str:
     return _URL.sub("", spec)
 
 
-def _check_model_spec(store: Store, model: str, spec: str) -> None:
-    """Refuse to add answers to a label's stored answers from another model string (unless the user says so)."""
+def check_model_spec(store: Store, model: str, spec: str, what: str = "this run") -> None:
+    """Refuse to add answers to a label's stored answers from another model string (unless the user says so);
+    ``what`` names the adding command in the message (a run, an import)."""
     others = sorted(str(s) for s in store.recorded_for(model, "model_specs")
                     if s is not None and _without_urls(str(s)) != _without_urls(spec))
     if others:
         raise UserError(
-            f"the store holds answers labelled {model} from model {others[0]}, but this run gives {model}={spec}; "
+            f"the store holds answers labelled {model} from model {others[0]}, but {what} gives {model}={spec}; "
             "a label names one model: use another label or --store, or pass --same-model if it is the same model"
         )
 

@@ -55,6 +55,10 @@ class DeclarativeStudy:
         self.use_case_labels: Mapping[str, str] = {
             name: uc.label for name, uc in definition.use_cases.items() if uc.label
         }
+        from counterbench.outcomes.choice_options import ORDER_COLUMN, declared_options
+
+        if any(declared_options(spec) for spec in self.outcomes.values()):  # compare within one order of options
+            self.slot_columns = (*self.slot_columns, ORDER_COLUMN)
         crossed = definition.crossed
         self.axes = tuple(crossed.attributes) if crossed is not None else tuple(definition.axes)
         self.facets = self._facets()
@@ -172,21 +176,25 @@ class DeclarativeStudy:
             dict.fromkeys(k for uc in d.use_cases.values() for k in uc.profiles[0] if k != "profile_id")
         )
         design_names += [c for c in unit_columns if c not in design_names]
-        partials: dict[tuple[str, str], Partials] = {}
+        partials: dict[tuple[str, str, str], Partials] = {}
         for uc in d.use_cases.values():
             for lang in d.languages:
                 designs = [{k: (v[lang] if isinstance(v, dict) else v) for k, v in profile.items()}
                            for profile in uc.profiles]  # a per-language value is a dict (use_cases.py)
                 questions = uc.question_variants[lang]
-                partials[uc.name, lang] = Partials.build(uc.templates[lang], designs, questions)
+                for order, template, columns in _option_orders(self.outcomes[uc.name], uc.templates[lang]):
+                    partials[uc.name, lang, order] = Partials.build(
+                        template, [{**design, **columns} for design in designs], questions)
+                    design_names += [c for c in columns if c not in design_names]
                 first = _partial(uc.templates[lang], {**designs[0], "question": questions[0]})
                 self._check_distinct(uc.name, lang, units[lang], (designs[0], 1, first))
         blocks = [
-            Block(f"{uc.name}_{lang_spec['id_infix']}_", "_fair" if variant == "fairness" else "",
+            Block(f"{uc.name}_{lang_spec['id_infix']}_", order + ("_fair" if variant == "fairness" else ""),
                   {"study": d.name, "use_case": uc.name, "language": lang, "variant": variant,
                    "answer_type": uc.answer_type, "system": self.system_prompt_for(uc.name, variant)},
-                  units[lang], partials[uc.name, lang])
+                  units[lang], partials[uc.name, lang, order])
             for variant in variants for uc in d.use_cases.values() for lang, lang_spec in d.languages.items()
+            for order in [o for (u, la, o) in partials if u == uc.name and la == lang]
         ]
         return assemble(blocks, design_names)
 
@@ -206,6 +214,27 @@ class DeclarativeStudy:
                     f"identical prompts (profile {design['profile_id']}, question {qv_index}); give them phrases "
                     "that differ where the template uses them"
                 )
+
+
+def _option_orders(spec: OutcomeSpec, template: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """Per order of a declared choice's options (:mod:`counterbench.outcomes.choice_options`): the prompt id's
+    suffix (``_o1``, ... when the options rotate), the template with the options listed after it, and the
+    design columns saying the order and where the measured option stands. Any other outcome: the template."""
+    from counterbench.outcomes.choice_options import (
+        MEASURED_COLUMN,
+        ORDER_COLUMN,
+        declared_options,
+        measured_label,
+        option_lines,
+        rotations,
+    )
+
+    if not declared_options(spec):
+        return [("", template, {})]
+    orders = rotations(spec)
+    return [(f"_o{k}" if len(orders) > 1 else "", f"{template}\n{option_lines(spec, order)}",
+             {ORDER_COLUMN: k, MEASURED_COLUMN: measured_label(spec, order)})
+            for k, order in enumerate(orders, start=1)]
 
 
 def _partial(template: str, values: Mapping[str, Any]) -> list[tuple[str, str | None]]:

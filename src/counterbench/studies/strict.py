@@ -4,7 +4,8 @@ Decisions:
 
 - A study file must be UTF-8; a duplicate key in one mapping is an error (YAML would silently keep the
   last one); anchors and aliases are allowed but expanding them may not build more than
-  :data:`ALIAS_BUDGET` nodes (a "billion laughs" file is refused at once instead of eating memory).
+  :data:`~counterbench.yaml_files.ALIAS_BUDGET` nodes (a "billion laughs" file is refused at once
+  instead of eating memory); the reader is :mod:`counterbench.yaml_files`, shared by every file a user gives.
 - Every key is checked against :data:`SCHEMA`: an unknown key names its path and the nearest valid key
   (``difflib``); a key that is valid elsewhere says where it belongs. Names chosen by the user (axes,
   use cases, languages, profile fields) are free; the kind-specific keys of ``outcome`` are checked by
@@ -21,9 +22,8 @@ from typing import Any
 import yaml
 
 from counterbench.errors import UserError, nearest
+from counterbench.yaml_files import load_strict, read_text_file
 
-#: nodes an alias expansion may create in one file before the file is refused
-ALIAS_BUDGET = 100_000
 FREE = "*"  # any key (a user-chosen name); its value follows the nested schema
 
 _IDENTIFIER = {"value": None, "phrases": None, "forms": None, "aliases": None, "group": None}
@@ -117,77 +117,15 @@ def _parent(path: str) -> str:
     return path.rsplit(".", 1)[0] if "." in path else "the top level"
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML that refuses duplicate keys and alias bombs."""
-
-    def __init__(self, stream: str, source: str) -> None:
-        super().__init__(stream)
-        self.source = source
-        self.budget = ALIAS_BUDGET
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            node = self.anchors.get(event.anchor)
-            if node is not None:
-                self.budget -= _size(node, self.budget)
-                if self.budget < 0:
-                    raise UserError(f"{self.source}: YAML aliases expand beyond {ALIAS_BUDGET:,} nodes "
-                                    "(an alias bomb?); write the repeated parts out or use fewer aliases")
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    hash(key)
-                except TypeError:
-                    continue
-                if key in seen:
-                    line = key_node.start_mark.line + 1
-                    raise UserError(f"{self.source}: line {line}: duplicate key '{key}' "
-                                    f"(first at line {seen[key]}); each key may appear once per mapping")
-                seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def _size(node: Any, limit: int) -> int:
-    """Nodes under ``node`` (stops counting past ``limit``)."""
-    count, stack = 0, [node]
-    while stack and count <= limit:
-        current = stack.pop()
-        count += 1
-        if isinstance(current, yaml.SequenceNode):
-            stack.extend(current.value)
-        elif isinstance(current, yaml.MappingNode):
-            for k, v in current.value:
-                stack.extend((k, v))
-    return count
-
-
 def load_yaml(path: Path) -> Any:
     """Read a YAML study file strictly (UTF-8, no duplicate keys, bounded aliases)."""
+    if not path.exists():
+        raise UserError(f"study file not found: {path}")
+    text = read_text_file(path, path.name, "save the study file as UTF-8")
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"study file not found: {path}") from None
-    except OSError as err:
-        raise UserError(f"cannot read study file {path}: {err.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise UserError(f"{path.name}: not UTF-8 text (byte {err.start}); save the study file as UTF-8") from None
-    loader = _StrictLoader(text, path.name)
-    try:
-        return loader.get_single_data()
+        return load_strict(text, path.name)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or "invalid YAML"
         raise UserError(f"{path.name}:{line}: {problem}") from None
-    except RecursionError:
-        raise UserError(f"{path.name}: YAML nested too deeply") from None
-    finally:
-        loader.dispose()

@@ -6,6 +6,7 @@ Part of :mod:`counterbench.studies.definition` (split out to keep modules small)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,11 @@ def parse_use_cases(
             if not isinstance(items, list) or not items:
                 raise ctx.fail(f"{where}.question_variants", f"missing a list for language '{lang}'")
             qvs[lang] = tuple(ctx.text(q, f"{where}.question_variants.{lang}[{i}]") for i, q in enumerate(items))
+            for i, q in enumerate(qvs[lang]):
+                if qvs[lang].index(q) != i:  # two equal variants make duplicate slots, never a comparison
+                    raise ctx.fail(f"{where}.question_variants.{lang}[{i}]",
+                                   f"the same text as question variant [{qvs[lang].index(q)}]; "
+                                   "each variant must differ")
         for lang in qv_raw:
             if lang not in languages:
                 raise ctx.fail(f"{where}.question_variants.{lang}", "unknown language")
@@ -51,7 +57,7 @@ def parse_use_cases(
             raise ctx.fail(f"{where}.question_variants", "every language needs the same number of variants")
         profiles = _parse_profiles(ctx, m.get("profiles"), f"{where}.profiles", languages)
         _check_field_names(ctx, f"{where}.profiles", profiles[0], forms, attributes)
-        _check_templates(ctx, where, templates, profiles, forms, attributes)
+        _check_templates(ctx, where, _with_options(templates, outcome), profiles, forms, attributes)
         _check_options(ctx, where, outcome, profiles[0])
         aliases = tuple(str(a) for a in (m.get("aliases") or []))
         label = ctx.text(m["label"], f"{where}.label") if "label" in m else None
@@ -81,10 +87,16 @@ def _parse_profiles(
         m["profile_id"] = pid
         profiles.append(m)
     keys = set(profiles[0])
+    seen: dict[str, str] = {}
     for i, p in enumerate(profiles):
         if set(p) != keys:
             diff = sorted(keys.symmetric_difference(p))
             raise ctx.fail(f"{where}[{i}]", f"profiles must all have the same fields; differs in {diff}")
+        content = json.dumps({k: v for k, v in p.items() if k != "profile_id"}, sort_keys=True, default=str)
+        if content in seen:  # the same person twice: duplicate slots, never a comparison
+            raise ctx.fail(f"{where}[{i}]", f"profile '{p['profile_id']}' has the same fields as profile "
+                           f"'{seen[content]}'; each profile must differ in at least one field")
+        seen[content] = p["profile_id"]
     return tuple(profiles)
 
 
@@ -108,11 +120,26 @@ def _check_field_names(
                            "profile field")
 
 
+def _with_options(templates: Mapping[str, str], outcome: OutcomeSpec) -> dict[str, str]:
+    """The templates as a declared choice's prompts read them: the options listed after the text (their texts
+    may use the template's placeholders)."""
+    from counterbench.outcomes.choice_options import declared_options, option_lines
+
+    options = declared_options(outcome)
+    if not options:
+        return dict(templates)
+    return {lang: f"{text}\n{option_lines(outcome, options)}" for lang, text in templates.items()}
+
+
 def _check_options(ctx: _Ctx, where: str, outcome: OutcomeSpec, fields: Mapping[str, Any]) -> None:
     """A ``choice`` answer means nothing without the ``option_<LABEL>`` columns saying what each option is."""
     if outcome.kind != "choice":
         return
     from counterbench.outcomes.choice import option_column
+    from counterbench.outcomes.choice_options import declared_options
+
+    if declared_options(outcome):  # the options are texts the file gives; the prompt lists them
+        return
 
     missing = [option_column(label) for label in outcome.labels if option_column(label) not in fields]
     if missing:

@@ -49,6 +49,7 @@ FAULT_KINDS = (
     "empty",
     "length",
     "content_filter",
+    "deep_json",
 )
 DEFAULT_RANDOM_FAULTS = ("429", "500", "503", "hang", "reset", "malformed", "empty")
 _MARKER = re.compile(r"\[\[fault:([a-z_0-9]+)(?::(\d+))?\]\]")

@@ -155,6 +155,10 @@ class FakeOpenAIServer(FakeServerBase):
             return web.Response(
                 body=b'{"id": "chatcmpl-x", "choices": [{"message": {"content": "### 1', content_type=_JSON
             )
+        if fault == "deep_json":  # a reply body nested 1,000 deep (Python's json recursion limit)
+            body = '{"id": "chatcmpl-x", "choices": [{"message": {"content": "### 1"}}], "deep": ' + (
+                "[" * 1000 + "]" * 1000 + "}")
+            return web.Response(body=body.encode(), content_type=_JSON)
         if fault == "no_choices":
             return web.json_response({"id": "chatcmpl-x", "object": "chat.completion", "choices": []})
         if fault == "empty":

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.json_limits import JSONLimitError, loads_bounded
 from counterbench.yaml_files import read_yaml_file
 
 #: marker categories in template order, with their placeholders
@@ -117,7 +118,9 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_bounded(line)
+        except JSONLimitError as err:
+            raise UserError(f"{path.name} line {number}: {err}") from None
         except json.JSONDecodeError as err:
             raise UserError(f"{path.name} line {number}: not valid JSON ({err.msg})") from None
         if not isinstance(obj, dict):

@@ -70,7 +70,35 @@ def prompt_texts(path: str | None = None) -> dict[str, dict[str, str]]:
         part = data.get(section)
         if not isinstance(part, dict) or any(not isinstance(part.get(k), str) for k in keys):
             raise UserError(f"prompt file {p}: section '{section}' needs text for {', '.join(keys)}")
+        _check_placeholders(str(p), section, part["user"])
     return {s: {k: str(v) for k, v in data[s].items()} for s in needed}
+
+
+#: the placeholders each section's ``user`` text must hold: without one, the prompts of a job (or of a
+#: pair) would not vary with what the design varies (15 of 36 compare prompts identical)
+PLACEHOLDERS: dict[str, tuple[str, ...]] = {
+    "generation": ("job",), "compare": ("job", "resume_a", "resume_b"), "score": ("job", "resume"),
+    "recover": ("resume", "attribute", "labels"),
+}
+
+
+def _check_placeholders(path: str, section: str, text: str) -> None:
+    """One line naming the key when ``text`` lacks a placeholder of :data:`PLACEHOLDERS` or has another one."""
+    import string
+
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError as err:
+        raise UserError(f"prompt file {path}: {section}.user: {err} (write a literal brace as {{{{ or }}}})") from None
+    wanted = PLACEHOLDERS[section]
+    missing = [name for name in wanted if name not in fields]
+    if missing:
+        raise UserError(f"prompt file {path}: {section}.user has no {{{missing[0]}}} placeholder; the prompts would "
+                        f"not vary with it (give {', '.join('{' + n + '}' for n in wanted)})")
+    unknown = sorted(fields - set(wanted))
+    if unknown:
+        raise UserError(f"prompt file {path}: {section}.user has an unknown placeholder {{{unknown[0]}}} "
+                        f"(known here: {', '.join('{' + n + '}' for n in wanted)}; write a literal brace as {{{{)")
 
 
 @lru_cache(maxsize=4)
