@@ -244,9 +244,12 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     failed = failed if failed is not None else FailedTables()
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
     rows = ot.measured_rows(standard, study.outcomes)
+    unusable: pd.DataFrame = (standard.loc[~standard["status"].astype(str).eq("ok")] if "status" in standard.columns
+                              else standard.iloc[0:0])
     # the registered tables: per identity and gaps (one bootstrap pass), language shifts, the crossed
     # regression, any a package or a test adds
-    tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}, failed=failed))
+    tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}, failed=failed,
+                                                 unusable=unusable.reset_index(drop=True)))
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
     tables.update(isolated(probabilities.PROBABILITY_TABLES, lambda: probabilities.probability_tables(
         standard, study, bootstrap, seed, tables), dict, failed))

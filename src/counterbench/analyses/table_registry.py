@@ -32,6 +32,9 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.impact_ratios import COLUMNS as IMPACT_COLUMNS
+from counterbench.analyses.impact_ratios import DESCRIPTION as IMPACT_DESCRIPTION
+from counterbench.analyses.impact_ratios import impact_ratio_table
 from counterbench.analyses.isolation import FailedTables, isolated
 from counterbench.registry import Registry
 from counterbench.studies.base import Study
@@ -74,6 +77,9 @@ class TableInputs:
     shared: SharedPasses = field(default_factory=SharedPasses)
     #: the tables that failed so far (name → one-line reason; :mod:`.isolation`)
     failed: FailedTables = field(default_factory=FailedTables)
+    #: the standard-variant answers that could not be used (``status`` refused, unparseable, error, ...),
+    #: with the same identifying columns as ``rows`` (no ``y``)
+    unusable: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,14 @@ def _crossed_regression(inputs: TableInputs) -> pd.DataFrame:
     return ot.crossed_regression(inputs.rows, inputs.study.facets, list(inputs.study.slot_columns))
 
 
+def _impact_ratios(inputs: TableInputs) -> pd.DataFrame:
+    study = inputs.study
+    favourable = {name: str(getattr(spec, "favourable", None) or dict(spec.extra).get("favourable") or "")
+                  for name, spec in (getattr(study, "outcomes", None) or {}).items()}
+    return impact_ratio_table(inputs.rows, inputs.unusable, study.facets, list(study.slot_columns), inputs.bootstrap,
+                              inputs.seed, favourable=favourable)
+
+
 def _builtin(name: str, build: Callable[[TableInputs], pd.DataFrame], empty_reason: str | None) -> TableSpec:
     columns, description = ot.OUTCOME_TABLES[name]
     return TableSpec(name, columns, description, build, empty_reason=empty_reason, report_section=False)
@@ -136,6 +150,10 @@ TABLES.register("language_gaps", _builtin(
     "language_gaps", _language_gaps, "needs answers in at least two of the study's languages for the same slots"))
 TABLES.register("crossed_regression", _builtin(
     "crossed_regression", _crossed_regression, "only studies with crossed attributes (design.crossed) have it"))
+TABLES.register("impact_ratios", TableSpec(
+    "impact_ratios", IMPACT_COLUMNS, IMPACT_DESCRIPTION, _impact_ratios,
+    title="Selection rates and impact ratios (four-fifths rule)",
+    empty_reason="needs answers from at least two categories of one attribute, group or axis"))
 
 
 def conform_to(spec: TableSpec, frame: pd.DataFrame | None) -> pd.DataFrame:
@@ -153,7 +171,7 @@ def build_registered_tables(inputs: TableInputs) -> dict[str, pd.DataFrame]:
     for name in TABLES.names():
         spec = TABLES.get(name)
         step = TableInputs(inputs.rows, inputs.study, inputs.bootstrap, inputs.seed, built, inputs.shared,
-                           inputs.failed)
+                           inputs.failed, inputs.unusable)
         made: pd.DataFrame | None = isolated(name, partial(spec.build, step), lambda: None, inputs.failed)
         frame = conform_to(spec, made)
         built[name] = out[name] = frame

@@ -135,6 +135,11 @@ class DeclaredKind:
 class LabelledKind(DeclaredKind):
     """A kind whose answer is one of the spec's labels: ``### <label>``, read by :func:`match_label`."""
 
+    #: its measure is 100 × "selected" (the positive label, the measured option): the impact-ratio table's
+    #: selection rate is its share (kinds without it select above the median;
+    #: :mod:`counterbench.analyses.impact_ratios`)
+    selection = "share"
+
     def constraint(self, spec: OutcomeSpec) -> Constraint:
         return choices_constraint(self.name, spec.labels)
 
