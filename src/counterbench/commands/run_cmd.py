@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 @with_run_options
 @with_prompt_filters
 def run_command(
+    ctx: typer.Context,
     study: Annotated[
         str | None, typer.Argument(help="A registered study (`counterbench studies`) or a study .yaml; or --prompts.")
     ] = None,
@@ -48,11 +49,18 @@ def run_command(
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
 
+    A study may take its own options after its name (e.g. `--jobs FILE`), as with `audit`:
+    `counterbench studies` lists them.
+
     Exit codes: 0 done, 2 a mistake in the command, 3 stopped at --max-cost, 130 interrupted.
     """
     from counterbench.run.runner import format_summary
 
-    table = _load_table(study, prompts_file, filters, from_release)
+    study_args: list[str] = list(ctx.args)
+    if study is not None and study.startswith("-"):  # an unknown option where the study would stand
+        study_args = [study, *study_args]
+        study = None
+    table = _load_table(study, prompts_file, filters, from_release, study_args)
     summary = send(table, list(model or []), run_options)
     print(format_summary(summary))
     if summary.status == "interrupted":
@@ -70,20 +78,30 @@ def run_command(
 
 
 def _load_table(
-    study: str | None, prompts_file: Path | None, filters: PromptFilters, from_release: Path | None
+    study: str | None, prompts_file: Path | None, filters: PromptFilters, from_release: Path | None,
+    study_args: list[str] | None = None,
 ) -> pd.DataFrame:
     from counterbench.prompts import PromptFilters, build_prompts, read_prompt_table
+    from counterbench.studies.options import study_with_options
 
+    if prompts_file is not None and study is not None and prompts_file.suffix in (".yaml", ".yml"):
+        # a study's own --prompts (a .yaml of its prompt texts), not a prompt table
+        study_args, prompts_file = ["--prompts", str(prompts_file), *(study_args or [])], None
     if prompts_file is not None:
         if study is not None:
             raise UserError("give either a study or --prompts FILE, not both")
+        if study_args:
+            raise UserError(f"No such option: {study_args[0]} (see `counterbench run --help`; a study's own options "
+                            "follow its name, not --prompts)")
         if filters != PromptFilters() or from_release is not None:
             raise UserError("prompt filters apply to a study; filter the file with `counterbench prompts` instead")
         return read_prompt_table(prompts_file)
+    if study is None and study_args:
+        raise UserError(f"No such option: {study_args[0]} (see `counterbench run --help`)")
     if study is None:
         raise UserError("name a study (see `counterbench studies`; e.g. `counterbench run STUDY --model local`) "
                         "or give --prompts FILE")
-    return build_prompts(study, filters, from_release=from_release)
+    return build_prompts(study_with_options(study, study_args or []), filters, from_release=from_release)
 
 
 def models_command(
@@ -163,6 +181,8 @@ def import_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run")(run_command)
+    from counterbench.commands.common import STUDY_OPTION_SETTINGS
+
+    app.command("run", context_settings=STUDY_OPTION_SETTINGS)(run_command)
     app.command("models")(models_command)
     app.command("import")(import_command)

@@ -40,3 +40,28 @@ def remove_new_sidecars(path: Path, before: set[Path]) -> None:
         if extra not in before:
             with contextlib.suppress(OSError):
                 extra.unlink()
+
+
+def existing_sidecars(path: Path | str) -> set[Path]:
+    """The companions of ``path`` that exist now."""
+    return {p for p in _sidecars(Path(path)) if p.exists()}
+
+
+def tidy_after_readonly(path: Path | str, before: set[Path]) -> None:
+    """After a read-only connection closed: let SQLite remove the ``-wal``/``-shm`` it created.
+
+    A read-only connection never removes them itself, so one ordinary connection opens, reads and
+    closes: SQLite removes a WAL store's companions when its last connection closes (never while
+    another process — a run in progress — has the store open). Nothing happens when companions were
+    there before (``before``) or none was created.
+    """
+    import sqlite3
+
+    if before or not Path(f"{path}-shm").exists():
+        return
+    with contextlib.suppress(sqlite3.Error, OSError):
+        last = sqlite3.connect(str(path), timeout=1.0)
+        try:
+            last.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            last.close()

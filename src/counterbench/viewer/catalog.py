@@ -27,7 +27,7 @@ import numpy as np
 
 from counterbench.errors import UserError
 from counterbench.outcomes.units import GapUnit, answer_measures, gap_unit, kind_of
-from counterbench.run.sidecars import sidecars_removed_on_failure
+from counterbench.run.sidecars import existing_sidecars, sidecars_removed_on_failure, tidy_after_readonly
 
 #: the columns a slot is keyed by (besides the counterfactual ``identifier``)
 SLOT_KEY: tuple[str, ...] = (
@@ -159,6 +159,8 @@ class Catalog:
         self.path = Path(path)
         if not self.path.is_file():
             raise UserError(f"store {self.path} does not exist (run `counterbench run` or `import` first)")
+        #: the store's -wal/-shm that were there before the viewer opened it (those it created go at close)
+        self._sidecars_before = existing_sidecars(self.path)
         with sidecars_removed_on_failure(self.path):  # a refused store gets no -wal/-shm beside it
             self.conn = _ro_connect(self.path)
             try:
@@ -186,7 +188,9 @@ class Catalog:
         self.refresh(force=True)
 
     def close(self) -> None:
+        """Close the store; the -wal/-shm the read-only connection created are removed again."""
         self.conn.close()
+        tidy_after_readonly(self.path, self._sidecars_before)
 
     # -- catalog ------------------------------------------------------------------------------
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from counterbench.errors import UserError
 from counterbench.report.links import DEFAULT_HOST, DEFAULT_PORT
@@ -36,6 +39,17 @@ def bind(port: int) -> socket.socket:
     return sock
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_sigterm() -> Any:
+    """Make SIGTERM a :class:`KeyboardInterrupt` (main thread only); the previous handler, or ``None``."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
+
+
 def serve(store: str | Path, port: int = DEFAULT_PORT, *, announce: Callable[[str], None] | None = None) -> None:
     """Serve ``store`` read-only at ``http://127.0.0.1:PORT`` until Ctrl-C."""
     import uvicorn
@@ -52,11 +66,16 @@ def serve(store: str | Path, port: int = DEFAULT_PORT, *, announce: Callable[[st
     config = uvicorn.Config(create_app(catalog), log_level="warning", access_log=False, lifespan="off",
                             server_header=False)
     server = uvicorn.Server(config)
+    # uvicorn stops on SIGINT/SIGTERM and then raises the signal again under the handler it found: with
+    # Python's default for SIGTERM the process would die there, before the store's -wal/-shm are tidied
+    previous = _stop_on_sigterm()
     try:
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles SIGINT itself
+    except KeyboardInterrupt:  # the re-raised Ctrl-C or SIGTERM: a normal stop
         pass
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         sock.close()
         catalog.close()
         print("viewer stopped", file=sys.stderr)

@@ -75,8 +75,15 @@ def annotation_sheet(baskets: BasketSet, templates: Sequence[ResumeTemplate], *,
 def _read_csv(path: Path, needed: Sequence[str]) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise UserError(f"cannot read {path}: {err}") from None
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{path.name}: the file is empty (expected a CSV with the columns "
+                        f"{', '.join(needed)})") from None
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path.name}: not UTF-8 text (byte {err.start}); save the sheet as UTF-8 CSV") from None
+    except OSError as err:
+        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
+    except pd.errors.ParserError as err:
+        raise UserError(f"cannot read {path}: {' '.join(str(err).split())}") from None
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise UserError(f"{path.name}: no column '{missing[0]}' (the annotation sheet's columns: "

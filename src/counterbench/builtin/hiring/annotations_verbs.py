@@ -58,11 +58,16 @@ def import_command(
     from counterbench.builtin.hiring.annotation import annotation_tables, read_annotations
     from counterbench.table_files import write_table
 
+    if out is not None and out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder for the result tables")
     tables = annotation_tables(read_annotations(sheets, key))
     for name, table in tables.items():
         print(f"{name}:\n{table.to_string(index=False, float_format=lambda v: f'{v:.3f}')}\n")
         if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise UserError(f"cannot create --out {out}: {err.strerror or err}") from None
             write_table(table, out / f"{name}.csv")
     if out is not None:
         print(f"tables written to {out}")
