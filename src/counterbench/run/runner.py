@@ -33,6 +33,7 @@ from counterbench.run.limits import RateLimits
 from counterbench.run.parsing import ResponseParser
 from counterbench.run.plan import plan_model, prompt_items
 from counterbench.run.progress import RunDisplay, sum_counters
+from counterbench.run.prompt_ids import store_prompt_ids
 from counterbench.run.redact import Redactor
 from counterbench.run.store import Store, open_store, remove_store_files
 from counterbench.run.writer import DEFAULT_WINDOW_S, BatchWriter
@@ -177,6 +178,7 @@ async def arun_prompts(
                     if not opts.same_model:  # a moved endpoint is the endpoint check's: URLs are not compared
                         check_model_spec(store_obj, b.name, model_spec(b))
                 store_obj.save_config(config_fp, config.as_dict())
+                records = store_prompt_ids(store_obj, items, records)  # unique per study in this store
                 new_prompts = _new_prompts(store_obj, records)  # committed while the first requests are in flight
                 largest = max(i.est_input_tokens + config.for_prompt(i.max_tokens).max_tokens for i in items)
                 largest = max(largest, max(i.est_input_tokens for i in items) + (bigger.max_tokens if bigger else 0))

@@ -241,6 +241,13 @@ class Store:
             out.setdefault(pid, set()).add(phash)
         return out
 
+    def prompt_studies(self) -> dict[str, set[str]]:
+        """``prompt_id -> the studies whose prompts carry that id`` (prompts with a study only)."""
+        out: dict[str, set[str]] = {}
+        for pid, study in self.query("SELECT DISTINCT prompt_id, study FROM prompts WHERE study IS NOT NULL"):
+            out.setdefault(pid, set()).add(str(study))
+        return out
+
     def existing_responses(self, model: str, config_fp: str) -> dict[str, tuple[str, str]]:
         """``prompt_id -> (status, prompt_hash)`` for one model and config."""
         rows = self.query(

@@ -15,11 +15,16 @@ import pandas as pd
 
 from counterbench.errors import UserError
 
-__all__ = ["load_model_results", "load_study_results", "results_of_study", "study_models"]
+__all__ = ["SEPARATOR", "load_model_results", "load_study_results", "results_of_study", "study_models",
+           "table_prompt_ids"]
+
+#: between a study's name and its prompt id where a store namespaces the id (:mod:`counterbench.run.prompt_ids`)
+SEPARATOR = ":"
 
 
 def results_of_study(results: pd.DataFrame, study: str) -> pd.DataFrame:
-    """The rows of study ``study`` (all rows when the frame has no ``study`` column, e.g. a hand-made one)."""
+    """The rows of study ``study`` (all rows when the frame has no ``study`` column, e.g. a hand-made one),
+    with the prompt table's own ids (a store may namespace them: :func:`table_prompt_ids`)."""
     if "study" not in results.columns:
         return results
     column = results["study"].astype(object)
@@ -28,7 +33,21 @@ def results_of_study(results: pd.DataFrame, study: str) -> pd.DataFrame:
         present = sorted({str(s) for s in column.dropna().unique()})
         raise UserError(f"no responses of study {study} in these results (studies present: "
                         f"{', '.join(present) or 'none'}); give the study the answers belong to")
-    return mine.reset_index(drop=True)
+    return table_prompt_ids(mine.reset_index(drop=True), study)
+
+
+def table_prompt_ids(results: pd.DataFrame, study: str) -> pd.DataFrame:
+    """``results`` (rows of ``study`` only) with namespaced prompt ids back to the prompt table's ids."""
+    if "prompt_id" not in results.columns or results.empty:
+        return results
+    ids = results["prompt_id"].astype(str)
+    prefix = f"{study}{SEPARATOR}"
+    spaced = ids.str.startswith(prefix)
+    if not spaced.any():
+        return results
+    results = results.copy()
+    results.loc[spaced, "prompt_id"] = ids[spaced].str.slice(len(prefix))
+    return results
 
 
 def _existing(path: Path | str) -> Path:
