@@ -113,3 +113,16 @@ def test_a_foreign_log_is_one_line_error(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "cannot read Inspect log" in done.stderr
     both = run_cli("import", str(junk), "--inspect-log", str(junk), "--store", str(tmp_path / "x.db"))
     assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_the_import_counts_every_prompt_token(roundtrip: dict[str, Path]) -> None:
+    """The fake server reports the system prompt as cached (``prompt_tokens_details.cached_tokens``), which
+    Inspect leaves out of ``input_tokens``; the import adds it back, so both stores hold the same count."""
+    import sqlite3
+
+    def tokens(name: str) -> dict[str, int]:
+        with sqlite3.connect(roundtrip["work"] / f"{name}.db") as db:
+            return dict(db.execute("SELECT prompt_id, input_tokens FROM responses").fetchall())
+
+    direct, imported = tokens("direct"), tokens("inspect")
+    assert len(direct) == N_SAMPLES and imported == direct

@@ -124,9 +124,10 @@ def test_probe_reports_what_the_server_supports(server: LlamaCppServer) -> None:
     report = probe(f"openai-compatible:{server.base_url}:smollm", env={})
     assert report.server_models == ["smollm"]
     status = {m.mode: m.status for m in report.modes}
-    assert status["json_schema"] == "works"
-    assert status["json_object"] == "works" and status["grammar"] == "works"
-    assert status["regex"] in ("ignored", "works")  # llama.cpp drops the vLLM field it does not know
+    # SmolLM's value may be wrong (``wrong``: in the format, not 200); the format is what the server honours
+    assert {status["json_schema"], status["json_object"], status["grammar"]} <= {"works", "wrong"}, report.lines()
+    assert status["regex"] in ("ignored", "works", "wrong")  # llama.cpp drops the vLLM field it does not know
+    assert "cut" not in status.values()  # the budget fits the JSON answer
     assert {"json_schema", "grammar"} <= set(report.supported())
 
 

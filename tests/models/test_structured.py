@@ -266,6 +266,7 @@ def test_the_structured_fields_leave_old_fingerprints_alone() -> None:
 
 
 def test_cli_probe_on_the_fake_server(rejecting: ThreadedServer, tmp_path: Path) -> None:
+    rejecting.config.reply = lambda system, user: "### 200 INR"  # the probe's known answer (2 notes of 100)
     proc = cli("models", "--probe", f"openai-compatible:{rejecting.base_url}:fake-model", "--timeout", "5",
                cwd=tmp_path, env=subprocess_env())
     assert proc.returncode == 0, proc.stderr
@@ -275,7 +276,7 @@ def test_cli_probe_on_the_fake_server(rejecting: ThreadedServer, tmp_path: Path)
     assert status == {"json_schema": "refused", "json_object": "refused", "grammar": "works", "regex": "works",
                       "free-text": "works"}
     assert "HTTP 500: 1 validation error" in next(x for x in lines if x.strip().startswith("json_schema"))
-    assert lines[-1] == "structured modes that work: grammar, regex"
+    assert lines[-1] == "structured modes the server honours: grammar, regex"
     bad = cli("run", "rupeebias", "--model", "sim:fair", "--structured-mode", "yaml", cwd=tmp_path)
     assert bad.returncode == 2 and "--structured-mode must be one of" in bad.stderr
 

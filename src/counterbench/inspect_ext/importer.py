@@ -171,7 +171,7 @@ def _sample_rows(log: Any, path: Path, model: str, config_fp: str, parser: Respo
             "unit": parsed and parsed.unit, "release_value": parsed and parsed.release_value,
             "release_unit": parsed and parsed.release_unit, "is_range": parsed and parsed.is_range,
             "out_of_range": parsed and parsed.out_of_range, "parse_reason": parsed and parsed.reason,
-            "parse_profile": parser.profile, "input_tokens": getattr(usage, "input_tokens", None),
+            "parse_profile": parser.profile, "input_tokens": prompt_tokens(usage),
             "output_tokens": getattr(usage, "output_tokens", None), "cost_usd": None,
             "latency_ms": float(seconds) * 1000.0 if isinstance(seconds, int | float) else None, "attempts": 1,
             "error": err_text, "cached": 0, "model_reported": getattr(output, "model", None) or model,
@@ -182,6 +182,17 @@ def _sample_rows(log: Any, path: Path, model: str, config_fp: str, parser: Respo
         report.statuses[status] = report.statuses.get(status, 0) + 1
         report.by_model[model] = report.by_model.get(model, 0) + 1
     return prompts, responses
+
+
+def prompt_tokens(usage: Any) -> int | None:
+    """All the prompt's tokens, as a direct run stores them: Inspect's ``input_tokens`` leaves out the tokens
+    read from or written to the provider's prompt cache (OpenAI: ``prompt_tokens`` minus ``cached_tokens``),
+    so they are added back."""
+    base = getattr(usage, "input_tokens", None)
+    if not isinstance(base, int):
+        return None
+    cached = (getattr(usage, "input_tokens_cache_read", None), getattr(usage, "input_tokens_cache_write", None))
+    return base + sum(n for n in cached if isinstance(n, int))
 
 
 def _read(path: Path) -> Any:

@@ -173,8 +173,8 @@ class LlamaCppBackend:
         if not path.is_file():
             raise UserError(f"{name}: no GGUF file at {str(path)!r}")
         self.name = name
-        #: the model string it was made from (``local:PATH``), recorded with the run;
-        #: its name is the file's name without .gguf
+        #: the model string it was made from (``local:PATH``), recorded with the run; its name is the file's
+        #: name without .gguf
         self.spec = spec or name
         self.model_path = path
         #: what the file lacks (``no chat template``), warned about here and badged in the report

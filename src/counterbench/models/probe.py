@@ -3,7 +3,11 @@
 One tiny request per structured mode of the model's family (:data:`~counterbench.models.structured.FAMILY_MODES`),
 each asking for ``### <NUMBER> INR``, plus the server's model list. A mode is reported as
 
-* ``works`` — the server took the constraint and the answer is in the format;
+* ``works`` — the server took the constraint and the answer is in the format with the right value (200);
+* ``wrong`` — in the format, but not 200: the server honours the mode, the model's answer is not to be trusted
+  (a small model answering ``### 100000000 INR`` to "2 notes of 100 rupees");
+* ``cut`` — the answer stopped at the token budget (``finish_reason=length``), so the format cannot be
+  judged (the budget, :data:`PROBE_MAX_TOKENS`, fits a JSON-wrapped answer with room to spare);
 * ``ignored`` — the server answered, but not in the format: it probably dropped the field it does
   not know (llama-cpp-python's server ignores ``structured_outputs``, for example);
 * ``refused`` — the server rejected the constraint (and answered the same prompt without it);
@@ -33,7 +37,10 @@ PROBE_SYSTEM = (
 )
 PROBE_USER = "How many rupees are 2 notes of 100 rupees?"
 PROBE_ANSWER_TYPE = "inr"
-PROBE_MAX_TOKENS = 32
+PROBE_EXPECTED = 200
+#: room for ``{"answer": "### 200 INR"}`` (about 12 tokens) with a server's whitespace around it; a 32-token
+#: cap cut llama-server's JSON answer (``finish_reason=length``) and read as the mode being ignored
+PROBE_MAX_TOKENS = 128
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,8 @@ class ProbeReport:
     modes: list[ModeResult] = field(default_factory=list)
 
     def supported(self) -> list[str]:
-        return [m.mode for m in self.modes if m.status == "works" and m.mode != "none"]
+        """The structured modes the server honours: the answer came back in the format (right value or not)."""
+        return [m.mode for m in self.modes if m.status in ("works", "wrong") and m.mode != "none"]
 
     def lines(self) -> list[str]:
         """The report as the CLI prints it."""
@@ -70,7 +78,11 @@ class ProbeReport:
             label = "free-text" if m.mode == "none" else m.mode
             out.append(f"  {label:<{max(width, 9)}}  {m.status:<8} {m.seconds:5.1f} s  {m.detail}")
         usable = self.supported()
-        out.append("structured modes that work: " + (", ".join(usable) if usable else "none"))
+        out.append("structured modes the server honours: " + (", ".join(usable) if usable else "none"))
+        wrong = [("free-text" if m.mode == "none" else m.mode) for m in self.modes if m.status == "wrong"]
+        if wrong:
+            out.append(f"wrong value ({PROBE_EXPECTED} was asked for) in: " + ", ".join(wrong)
+                       + " -- the format holds, the model's answers may not")
         return out
 
 
@@ -126,8 +138,14 @@ async def _try_mode(backend: object, mode: str, pattern: re.Pattern[str]) -> Mod
     seconds = time.perf_counter() - started
     text = (result.text or "").strip()
     shown = repr(text[:60] + ("..." if len(text) > 60 else ""))
-    if pattern.fullmatch(text):
+    if result.finish_reason == "length":
+        return ModeResult(mode, "cut", f"stopped at {PROBE_MAX_TOKENS} tokens (finish_reason=length): {shown}",
+                          seconds)
+    match = pattern.fullmatch(text)
+    if match and int(match.group(1)) == PROBE_EXPECTED:
         return ModeResult(mode, "works", shown, seconds)
+    if match:
+        return ModeResult(mode, "wrong", f"in the format, but {PROBE_EXPECTED} was asked for: {shown}", seconds)
     status = "no" if mode == "none" else "ignored"
     return ModeResult(mode, status, f"answer not in the format: {shown}", seconds)
 

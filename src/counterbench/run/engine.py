@@ -2,9 +2,9 @@
 
 One *lane* per model: ``concurrency`` worker coroutines pull request groups from a shared iterator
 (cheaper than one task per request), so each backend has its own bound — never more than the
-backend's own ``max_concurrency`` (the embedded model: 1). The per-request timeout counts from when
-the backend starts on a request (a backend that queues wraps the wait in ``waiting_turn``), not from
-when the request joined its queue. A request is retried on
+backend's own ``max_concurrency`` (the embedded model: 1) or a llama.cpp server's slots (``/props``).
+The per-request timeout counts from when the backend starts on a request (a backend that queues wraps
+the wait in ``waiting_turn``), not from when the request joined its queue. A request is retried on
 retryable :class:`~counterbench.models.base.BackendError`\\ s (408/409/429/5xx, timeouts,
 connection errors, malformed replies): after the server's ``Retry-After`` when it sent one (capped),
 else after an exponential backoff with jitter. Only the refused request waits; when the provider
@@ -43,6 +43,7 @@ from counterbench.models.base import (
     ChatResult,
     backend_concurrency,
 )
+from counterbench.models.server_slots import slot_cap
 from counterbench.run.budget import Hold
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import AdaptiveLimit
@@ -75,6 +76,10 @@ class Engine(RunSession):
                     self.recorder.serve_from_cache(lane)
                     lane.groups = lane.work.iter_groups()
                     cap = min(self.settings.concurrency, backend_concurrency(lane.backend) or self.settings.concurrency)
+                    slots, line = await slot_cap(lane.backend, cap)  # a llama.cpp server's own slot count
+                    if slots is not None:
+                        cap = slots
+                        self.display.message(line)
                     n = min(cap, len(lane.work.groups))
                     lane.limit = AdaptiveLimit(cap)
                     for _ in range(n):

@@ -199,6 +199,8 @@ class FakeOpenAIServer(FakeServerBase):
                 "prompt_tokens": (len(system) + len(user)) // 4,
                 "completion_tokens": 6,
                 "total_tokens": (len(system) + len(user)) // 4 + 6,
+                # the system prompt counts as read from the prompt cache, as OpenAI reports a repeated prefix
+                "prompt_tokens_details": {"cached_tokens": len(system) // 4},
             },
         }
         return web.Response(body=json.dumps(body).encode(), content_type=_JSON)
