@@ -8,6 +8,9 @@ per-language field), expanded in both variants: 50,000 × 5 × 2 × 2 × 2 = 2,0
   (the column-wise expansion, :mod:`counterbench.studies.expansion`); goal ≤ 6 s.
 * ``peak_rss_mb``: the process's peak resident memory (``resource.getrusage``) after expanding,
   interpreter, pandas and the study included; goal ≤ 1,500 MB.
+* ``yaml_load_cpu_s``: CPU time to read the same study written as a YAML file with the strict reader
+  (:func:`counterbench.yaml_files.load_strict`, libyaml's C parser); ``yaml_load_python_cpu_s`` the
+  pure-Python strict loader on the same text, ``yaml_speedup`` their ratio; goal ≤ 6 s.
 * The baseline, in the same run: writing every prompt's ``user`` text one by one with the study's
   own ``render`` (one ``str`` per prompt, no table) over the first ``--baseline-rows`` prompts,
   scaled to the whole table; ``ratio`` = expansion time / baseline time. The baseline's texts are
@@ -31,13 +34,15 @@ import yaml
 
 from counterbench.studies.declarative import DeclarativeStudy, render
 from counterbench.studies.definition import parse_study
+from counterbench.yaml_files import StrictLoader, load_strict
 
 ROOT = Path(__file__).resolve().parents[1]
 CITIES = ("Pune", "Delhi", {"en": "Bengaluru", "hinglish": "Bangalore"}, "Chennai")
 
 
-def big_study(profiles: int) -> DeclarativeStudy:
-    data = yaml.safe_load((ROOT / "examples" / "rent_quote.yaml").read_text(encoding="utf-8"))
+def study_data(profiles: int) -> dict[str, Any]:
+    """The study file's content: ``examples/rent_quote.yaml`` with ``profiles`` generated profiles."""
+    data: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "rent_quote.yaml").read_text(encoding="utf-8"))
     use_case = data["use_cases"]["rent_quote"]
     use_case["template"] = {
         "en": "I own a {flat} of {area} sq ft in {city}.\n{identifier_phrase}.\n{question}",
@@ -45,10 +50,39 @@ def big_study(profiles: int) -> DeclarativeStudy:
     }
     use_case["profiles"] = [
         {"profile_id": f"P{i:06d}", "flat": f"{1 + i % 4}BHK flat", "city": CITIES[i % len(CITIES)],
-         "area": 450 + (i * 37) % 2000}
+         "area": 450 + i}  # distinct profiles (a duplicate is refused)
         for i in range(profiles)
     ]
-    return DeclarativeStudy(parse_study(data, "benchmark"))
+    return data
+
+
+def big_study(profiles: int) -> DeclarativeStudy:
+    return DeclarativeStudy(parse_study(study_data(profiles), "benchmark"))
+
+
+def yaml_load(profiles: int) -> dict[str, Any]:
+    """CPU seconds to read the study as a YAML file: the strict reader as used (libyaml's C parser with the
+    checks on the composed tree) against the pure-Python strict loader, on the same text."""
+    data = study_data(profiles)
+    text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+    times: dict[str, float] = {}
+    for name, load in (("yaml_load_cpu_s", lambda: load_strict(text, "study")),
+                       ("yaml_load_python_cpu_s", lambda: _python_strict(text))):
+        used = cpu()
+        same = load() == data
+        times[name] = round(cpu() - used, 2)
+        if not same:
+            raise SystemExit(f"{name}: the loaded study differs from the written one")
+    return {"yaml_bytes": len(text.encode()), **times,
+            "yaml_speedup": round(times["yaml_load_python_cpu_s"] / max(times["yaml_load_cpu_s"], 1e-9), 2)}
+
+
+def _python_strict(text: str) -> Any:
+    loader = StrictLoader(text, "study")
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def baseline_texts(study: DeclarativeStudy, variants: list[str], limit: int) -> list[str]:
@@ -89,17 +123,22 @@ def main() -> None:
     wall, used = time.perf_counter(), cpu()
     texts = baseline_texts(study, variants, rows)
     base_s, base_cpu_s = time.perf_counter() - wall, cpu() - used
+    texts_match = table["user"].iloc[:rows].tolist() == texts
+    prompts, columns = len(table), len(table.columns)
     scale = len(table) / max(1, rows)
+    del table
+    loaded = yaml_load(args.profiles)
     result: dict[str, Any] = {
-        "prompts": len(table), "columns": len(table.columns),
+        "prompts": prompts, "columns": columns,
         "expand_s": round(expand_s, 2), "expand_cpu_s": round(expand_cpu_s, 2), "goal_s": 6,
         "peak_rss_mb": round(peak_mb), "rss_before_expand_mb": round(rss_before), "goal_mb": 1500,
-        "baseline": f"render() per prompt, {rows:,} prompts scaled to {len(table):,}",
+        "baseline": f"render() per prompt, {rows:,} prompts scaled to {prompts:,}",
         "baseline_s": round(base_s * scale, 2), "baseline_cpu_s": round(base_cpu_s * scale, 2),
         "ratio": round(expand_s / max(1e-9, base_s * scale), 3),
         "cpu_ratio": round(expand_cpu_s / max(1e-9, base_cpu_s * scale), 3),
-        "texts_match": table["user"].iloc[:rows].tolist() == texts,
-        "within_goal": expand_s <= 6 and peak_mb <= 1500,
+        "texts_match": texts_match,
+        **loaded,
+        "within_goal": expand_s <= 6 and peak_mb <= 1500 and loaded["yaml_load_cpu_s"] <= 6,
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(result, indent=2))

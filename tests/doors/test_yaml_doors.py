@@ -76,3 +76,50 @@ def test_a_duplicate_key_is_one_line(tmp_path: Path, door: str) -> None:
 def test_a_jobs_line_nested_too_deep_is_one_line(tmp_path: Path) -> None:
     path = _file(tmp_path, '{"title": "x", "deep": ' + "[" * 500 + "]" * 500 + "}\n", "jobs.jsonl")
     _one_line(run_cli_here("prompts", "hiring", "--jobs", str(path)), "jobs.jsonl line 1", "nested deeper than 64")
+
+
+EQUIVALENT = (
+    "a: 1\nb: [1, 2.5, {c: d}]\nc: null\nd: 'text: with colon'\n",
+    "a: &x [1, 2]\nb: *x\nc: {<<: {k: v}, m: n}\n",
+    "- yes\n- No\n- 1e3\n- 2026-12-04\n- ~\n- '0x1F'\n- \"नमस्ते\"\n",
+    "key: |\n  line one\n  line two\nother: >\n  folded\n  text\n",
+    "",
+)
+REFUSED = (BOMB, DEEP, "a: 1\nb: 2\na: 3\n", "a: [1, 2\n", "a: {<<: {k: v}, m: n, m: o}\n")
+
+
+def _python_strict(text: str) -> object:
+    from counterbench.yaml_files import StrictLoader
+
+    loader = StrictLoader(text, "f.yaml")
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+@pytest.mark.parametrize("text", EQUIVALENT)
+def test_the_c_reader_reads_what_the_python_reader_reads(text: str) -> None:
+    """libyaml's C parser (the reader used when PyYAML has it) and the pure-Python strict loader give the
+    same values; so a 2,000,000-prompt study file loads about 3.5× faster (benchmarks/expansion_speed.py)."""
+    import yaml
+
+    from counterbench.yaml_files import FastStrictLoader, StrictLoader, load_strict
+
+    assert yaml.__with_libyaml__ and FastStrictLoader is not StrictLoader
+    assert load_strict(text, "f.yaml") == _python_strict(text)
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_the_c_reader_refuses_what_the_python_reader_refuses(text: str) -> None:
+    import yaml
+
+    from counterbench.errors import UserError
+    from counterbench.yaml_files import load_strict
+
+    errors: list[str] = []
+    for read in (lambda: load_strict(text, "f.yaml"), lambda: _python_strict(text)):
+        with pytest.raises((UserError, yaml.YAMLError)) as caught:
+            read()
+        errors.append(type(caught.value).__name__ + (str(caught.value) if isinstance(caught.value, UserError) else ""))
+    assert errors[0] == errors[1]
