@@ -31,7 +31,7 @@ from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
 from counterbench.errors import UserError
 from counterbench.models.simulated import planted_reach
-from counterbench.outcomes import kind_of_answer_type
+from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study
 
@@ -56,8 +56,10 @@ def select_models(results: pd.DataFrame, models: Sequence[str] | None) -> pd.Dat
 def _is_amount(results: pd.DataFrame) -> pd.Series:
     if "answer_type" not in results.columns:
         return pd.Series(True, index=results.index)
-    kinds = results["answer_type"].map(lambda a: kind_of_answer_type(a) if isinstance(a, str) else None)
-    return kinds.isna() | kinds.eq("amount")
+    answer_types = results["answer_type"]
+    flags = {a: has_pair_tables(kind_of_answer_type(a)) for a in answer_types.dropna().unique() if isinstance(a, str)}
+    missing = has_pair_tables(None)  # a store written before kinds existed
+    return answer_types.map(lambda a: flags[a] if isinstance(a, str) else missing).astype(bool)
 
 
 def analyze_study(
@@ -169,9 +171,10 @@ def table_layout(study: Study) -> TableLayout:
 
 
 def only_amounts(study: Study) -> bool:
-    """True when every use case of ``study`` has an amount outcome (its store can be analysed model by model)."""
+    """True when every use case of ``study`` has an outcome of the pair-gap tables (an amount: its store can be
+    analysed model by model)."""
     outcomes = getattr(study, "outcomes", None) or {}
-    return bool(outcomes) and all(spec.kind == "amount" for spec in outcomes.values())
+    return bool(outcomes) and all(has_pair_tables(spec.kind) for spec in outcomes.values())
 
 
 def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
