@@ -34,6 +34,7 @@ from counterbench.models.simulated import planted_reach
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study
+from counterbench.studies.hooks import hook
 
 
 def resolve_study(study: str | Path | Study | None) -> Study:
@@ -92,7 +93,7 @@ def analyze_study(
         summary.update(amount.summary)
         summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     generic = results[~amount_mask].reset_index(drop=True)
-    own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis
+    own = hook(the_study, "analyze_tables")  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
     if not generic.empty and callable(own):  # its tables replace the generic outcome tables
         gen_tables, own_summary = isolated(f"{the_study.name} tables", lambda: own(generic, bootstrap=bootstrap,
@@ -143,7 +144,7 @@ def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
     summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
     if "leaderboard" in tables:
         tables["leaderboard"] = unrank(tables["leaderboard"], checks)
-    labels = {**dict(study.languages), **dict(getattr(study, "use_case_labels", {}) or {})}
+    labels = {**dict(study.languages), **dict(hook(study, "use_case_labels"))}
     flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()
     kept = [line for line in summary.get("findings") or [] if not _speaks_of(str(line), flagged)]
     summary["findings"] = [*check_sentences(checks, labels), *kept]
@@ -355,7 +356,7 @@ def _study_summary(study: Study, results: pd.DataFrame) -> dict[str, Any]:
         "description": getattr(study, "description", ""),
         "languages": [lang for lang in study.languages if lang in present] or sorted(present),
         "language_names": dict(study.languages),
-        "use_case_names": dict(getattr(study, "use_case_labels", {}) or {}),
+        "use_case_names": dict(hook(study, "use_case_labels")),
         "axes": list(study.axes),
         "use_cases": [uc for uc in study.outcomes if uc in uc_present] or sorted(uc_present),
         "outcome_kinds": {uc: spec.kind for uc, spec in study.outcomes.items() if uc in uc_present},
