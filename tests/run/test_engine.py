@@ -10,8 +10,8 @@ import pytest
 
 from counterbench.errors import UserError
 from counterbench.models.base import GenerationConfig
+from counterbench.options import RetryPolicy
 from counterbench.run import run_prompts
-from counterbench.run.limits import RetryPolicy
 from counterbench.run.results import load_results
 from counterbench.run.runner import format_summary
 from counterbench.run.store import open_store

@@ -174,7 +174,7 @@ def run_options_from_cli(
 
     The generation config is checked here, so a bad flag is refused before any prompt is built.
     """
-    from counterbench.run.limits import RetryPolicy
+    from counterbench.options import RetryPolicy
 
     if not models:
         raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")

@@ -1,7 +1,7 @@
 """A study's optional hooks, declared in one place (as datasette's ``hookspecs.py`` declares its plug-in hooks).
 
 Every study has the attributes of :class:`counterbench.studies.base.Study`; these are the ones it *may*
-add. :class:`StudyHooks` states each with its type and what it is for; :func:`hook` is the only way the
+add (this module imports no other of :mod:`counterbench.studies`, so every one of them may read it). :class:`StudyHooks` states each with its type and what it is for; :func:`hook` is the only way the
 core reads one (the hook, or ``None`` when the study has none — for the plain attributes, their
 default). The outcome kind's members are declared the same way in :mod:`counterbench.outcomes.kinds`,
 and every registry a package extends by entry point is listed in ``docs/extending.md``.
@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
 from counterbench.columns import VARIANTS
-
-if TYPE_CHECKING:
-    from counterbench.studies.base import Study
-    from counterbench.studies.options import StudyOptions
 
 
 class StudyHooks(Protocol):
@@ -29,8 +25,9 @@ class StudyHooks(Protocol):
     variants: tuple[str, ...]
     #: use case -> the name tables and the report use for it (default: the use case's own name)
     use_case_labels: Mapping[str, str]
-    #: the study's own command-line options (``counterbench audit STUDY --NAME VALUE``); default: none
-    study_options: StudyOptions
+    #: the study's own command-line options (``counterbench audit STUDY --NAME VALUE``), a
+    #: :class:`counterbench.studies.options.StudyOptions`; default: none
+    study_options: Any
 
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int, seed: int,
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -43,9 +40,9 @@ class StudyHooks(Protocol):
         ``counterbench.report.context.ReportContext``). Without it: none of its own."""
         ...
 
-    def from_study_file(self, data: Mapping[str, Any], path: Path) -> Study:
-        """The study a study file declares with ``study: NAME`` and its own keys. Without it such a file is
-        refused."""
+    def from_study_file(self, data: Mapping[str, Any], path: Path) -> Any:
+        """The study (a :class:`counterbench.studies.base.Study`) a study file declares with ``study: NAME`` and
+        its own keys. Without it such a file is refused."""
         ...
 
 
