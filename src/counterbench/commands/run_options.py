@@ -26,7 +26,7 @@ from counterbench.options import DEFAULT_MAX_TOKENS, DEFAULT_STORE, GenerationOp
 if TYPE_CHECKING:
     import pandas as pd
 
-    from counterbench.run.runner import RunSummary
+    from counterbench.run.summary import RunSummary
 
 ModelOpt = Annotated[
     list[str] | None,

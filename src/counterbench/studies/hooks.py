@@ -1,10 +1,11 @@
 """A study's optional hooks, declared in one place (as datasette's ``hookspecs.py`` declares its plug-in hooks).
 
 Every study has the attributes of :class:`counterbench.studies.base.Study`; these are the ones it *may*
-add (this module imports no other of :mod:`counterbench.studies`, so every one of them may read it). :class:`StudyHooks` states each with its type and what it is for; :func:`hook` is the only way the
-core reads one (the hook, or ``None`` when the study has none — for the plain attributes, their
-default). The outcome kind's members are declared the same way in :mod:`counterbench.outcomes.kinds`,
-and every registry a package extends by entry point is listed in ``docs/extending.md``.
+add (this module imports no other of :mod:`counterbench.studies`, so every one of them may read it).
+:class:`StudyHooks` states each with its type and what it is for; :func:`hook` is the only way the core
+reads one (the hook, or ``None`` when the study has none — for the plain attributes, their default).
+The outcome kind's members are declared the same way in :mod:`counterbench.outcomes.kinds`, and every
+registry a package extends by entry point is listed in ``docs/extending.md``.
 """
 
 from __future__ import annotations
