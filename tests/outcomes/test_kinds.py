@@ -131,3 +131,18 @@ def test_declared_answer_type_wins_over_the_use_case_name() -> None:
     assert (parsed.status, parsed.value) == ("ok", 12.0)
     label_key = parser.key_for("salary_estimation", "label:yes|no")
     assert parser.parse("### no", "stop", label_key).unit == "no"
+
+
+def test_a_kind_is_asked_through_its_declared_members_with_their_defaults() -> None:
+    from counterbench.outcomes import defines, member
+    from counterbench.outcomes.base import OutcomeSpec
+
+    bare = object()  # a kind that defines no optional member
+    assert member(bare, "pair_tables") is False and member(bare, "selection") == "above_median"
+    assert member(bare, "sim_default")(OutcomeSpec("agreement", low=1, high=5)) == pytest.approx(3.4)
+    assert member(bare, "probability_labels")(OutcomeSpec("agreement")) == ()
+    assert member(get_kind("amount"), "pair_tables") is True
+    assert member(get_kind("label"), "probability_labels")(spec_from_answer_type("label:yes|no")) == ("yes", "no")
+    assert defines(get_kind("choice"), "option_values") and not defines(get_kind("rate"), "option_values")
+    with pytest.raises(AttributeError, match="not an optional member"):
+        member(bare, "pair_table")  # a misspelt member is a bug, never a silent default

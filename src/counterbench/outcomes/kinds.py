@@ -127,7 +127,7 @@ class KindDefaults:
         return None
 
 
-#: the optional members' names (``tests/outcomes/test_kind_protocol.py`` checks the docs list them all)
+#: the optional members' names (``tests/test_extending_guide.py`` checks the guide lists them all)
 OPTIONAL_MEMBERS = tuple(name for name in vars(KindDefaults) if not name.startswith("_"))
 _DEFAULTS = KindDefaults()
 
