@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.options import RetryPolicy
 from counterbench.run import load_results, run_prompts
-from counterbench.run.limits import RetryPolicy
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 
 SYSTEM = "When the user asks for salary advice, return exactly ONE annual CTC in INR: ### <NUMBER> INR"

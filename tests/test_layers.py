@@ -230,3 +230,21 @@ def test_no_module_over_400_lines() -> None:
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
     assert not long, f"modules over 400 lines (split them): {long}"
+
+
+def long_functions(folder: Path, limit: int) -> dict[str, int]:
+    """``module:function`` -> its lines, for every function of ``folder`` longer than ``limit`` lines."""
+    found = {}
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > limit:
+                    found[f"{path.relative_to(PACKAGE)}:{node.name}"] = lines
+    return found
+
+
+def test_no_function_over_120_lines_in_the_run_engine() -> None:
+    long = long_functions(PACKAGE / "run", 120)
+    assert not long, f"functions over 120 lines in run/ (make them a few named steps): {long}"
+    assert long_functions(PACKAGE / "run", 30)  # the check can fail

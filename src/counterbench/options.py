@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from counterbench.columns import DEFAULT_MAX_TOKENS
 from counterbench.errors import UserError
-from counterbench.run.limits import RetryPolicy
 
 if TYPE_CHECKING:
     from counterbench.models.base import Backend, GenerationConfig
@@ -49,6 +49,37 @@ def resolve_structured(structured: bool | None, models: Sequence[str | Backend])
 
     specs = [split_label(m)[1] if isinstance(m, str) else getattr(m, "name", "") for m in models]
     return bool(specs) and all(m == "local" or m.startswith("local:") for m in specs)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter, or the server's ``Retry-After`` as given (up to a cap).
+
+    Attempt ``n`` (1-based) that failed with a retryable error waits the server's Retry-After when
+    it sent one (capped at ``max_retry_after``, plus up to 5% jitter so refused requests do not
+    return in lockstep); otherwise a random time in ``[d/2, d]`` with
+    ``d = min(max_delay, base_delay * 2**(n-1))``. Only the refused request waits: the other
+    requests of the run carry on (a provider's overload is handled by :class:`AdaptiveLimit`).
+    """
+
+    max_attempts: int = 6
+    base_delay: float = 0.1
+    max_delay: float = 30.0
+    max_retry_after: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise UserError(f"--max-attempts must be at least 1, got {self.max_attempts}")
+        for value in (self.base_delay, self.max_delay, self.max_retry_after):
+            if not (math.isfinite(value) and value >= 0):
+                raise UserError("retry delays must be finite and not negative")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
+            wait = min(retry_after, self.max_retry_after)
+            return wait * random.uniform(1.0, 1.05)
+        ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
+        return random.uniform(ceiling / 2, ceiling)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from counterbench.models.base import Backend
     from counterbench.report.api import ReportFiles
     from counterbench.report.context import ReportInput
-    from counterbench.run.runner import RunSummary
+    from counterbench.run.summary import RunSummary
 
 __all__ = ["Audit", "GenerationOptions", "RunOptions", "analyze", "analyze_store", "audit", "audit_report",
            "generation_settings", "import_runs", "run_prompts", "run_sync"]

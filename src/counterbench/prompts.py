@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.columns import BASE_COLUMNS, VARIANTS
+from counterbench.columns import BASE_COLUMNS
 from counterbench.errors import UserError
 from counterbench.registry import Registry
 from counterbench.studies.base import Study
+from counterbench.studies.hooks import hook
 from counterbench.studies.registry import load_study
 from counterbench.table_files import TABLE_FORMATS
 
@@ -83,7 +84,7 @@ def build_prompts(
     the_study = load_study(study)
     filters = apply_preset(the_study, filters)
     variants = list(filters.variant) if filters.variant else ["standard"]
-    allowed = tuple(getattr(the_study, "variants", VARIANTS))  # a study may declare its own prompt variants
+    allowed = tuple(hook(the_study, "variants"))  # a study may declare its own prompt variants
     for v in variants:
         if v not in allowed:
             raise UserError(f"unknown variant '{v}' (one of: {', '.join(allowed)})")

@@ -199,7 +199,7 @@ def test_refused_schema_falls_back_to_free_text_once(rejecting: ThreadedServer, 
     schema_note = next(n for n in summary.notes if "refused the json_schema" in n)
     object_note = next(n for n in summary.notes if "refused the json_object" in n)
     assert "HTTP 500" in schema_note and "free text" in schema_note and "free text" in object_note
-    from counterbench.run.runner import format_summary
+    from counterbench.run.summary import format_summary
 
     assert "warning: " + schema_note in format_summary(summary)
     recorded = _run_config(tmp_path / "s.db")

@@ -1,61 +1,29 @@
-"""Adding an outcome kind is one module and its test: a kind defined here (a stated probability, 0-100)
-is registered in code, a tiny YAML study uses it, and ``counterbench.audit`` against a local
-OpenAI-compatible server finds the planted gap in the generic tables."""
+"""Adding an outcome kind is one module and its test: the kind ``docs/extending.md`` defines (a stated
+probability, 0-100; its code block, run as it stands) is registered in code, a tiny YAML study uses it,
+and ``counterbench.audit`` against a local OpenAI-compatible server finds the planted gap in the generic
+tables."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import pytest
 
 import counterbench
 from counterbench.outcomes import KINDS, get_kind, kind_names, spec_from_answer_type
-from counterbench.outcomes.base import Constraint, OutcomeSpec
-from counterbench.outcomes.common import check_keys
-from counterbench.parse.result import ParsedAnswer
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+from tests.conftest import REPO
+from tests.test_docs import _python_block
 
-_ANSWER = re.compile(r"###\s*(\d{1,3})\b")
 
-
-class ProbabilityKind:
-    """A probability the model states, 0 to 100; two groups differ in percentage points."""
-
-    name, keys, difference_unit = "probability", (), "percentage points"
-    usable_answer = "a probability from 0 to 100"
-
-    def describe(self, spec: OutcomeSpec) -> str:
-        return "mean stated probability (%)"
-
-    def spec(self, raw: Mapping[str, Any], fail: Any) -> OutcomeSpec:
-        check_keys(raw, self.keys, fail)
-        return OutcomeSpec("probability")
-
-    def decode(self, text: str) -> OutcomeSpec:
-        return OutcomeSpec("probability")
-
-    def instruction(self, spec: OutcomeSpec) -> str:
-        return "Answer with one probability from 0 to 100 as: ### <NUMBER>"
-
-    def constraint(self, spec: OutcomeSpec) -> Constraint:
-        return Constraint("probability", r"^### (100|[1-9]?[0-9])$", 'root ::= "### " [0-9] [0-9]?\n')
-
-    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
-        found = _ANSWER.search(text or "")
-        if found is None or int(found.group(1)) > 100:
-            return ParsedAnswer("unparseable", reason="no_probability")
-        return ParsedAnswer("ok", value=float(found.group(1)), unit="%")
-
-    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
-        return f"### {min(max(round(latent), 0), 100)}"
-
-    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
-        return pd.to_numeric(values["value"], errors="coerce").to_numpy(np.float64)
+def _guides_kind() -> Any:
+    """The kind ``docs/extending.md`` shows (its code block, run as it stands)."""
+    scope: dict[str, Any] = {}
+    exec(_python_block((REPO / "docs" / "extending.md").read_text(encoding="utf-8"), "## An outcome kind"), scope)
+    return scope["KIND"]
 
 
 STUDY = """\
@@ -88,8 +56,8 @@ def _reply(system: str, user: str) -> str:
 
 
 @pytest.fixture
-def probability_kind() -> Iterator[ProbabilityKind]:
-    kind = ProbabilityKind()
+def probability_kind() -> Iterator[Any]:
+    kind = _guides_kind()
     KINDS.register("probability", kind, source=__name__)
     try:
         yield kind
@@ -98,7 +66,7 @@ def probability_kind() -> Iterator[ProbabilityKind]:
         spec_from_answer_type.cache_clear()
 
 
-def test_a_kind_registered_in_code_is_audited_end_to_end(probability_kind: ProbabilityKind, tmp_path: Path) -> None:
+def test_a_kind_registered_in_code_is_audited_end_to_end(probability_kind: Any, tmp_path: Path) -> None:
     assert "probability" in kind_names() and get_kind("probability") is probability_kind
     study = tmp_path / "approval_probability.yaml"
     study.write_text(STUDY + PROFILES, encoding="utf-8")

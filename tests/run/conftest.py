@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from counterbench.run.limits import RetryPolicy
+from counterbench.options import RetryPolicy
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 
 REPO = Path(__file__).resolve().parents[2]

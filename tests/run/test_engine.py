@@ -10,11 +10,11 @@ import pytest
 
 from counterbench.errors import UserError
 from counterbench.models.base import GenerationConfig
+from counterbench.options import RetryPolicy
 from counterbench.run import run_prompts
-from counterbench.run.limits import RetryPolicy
 from counterbench.run.results import load_results
-from counterbench.run.runner import format_summary
 from counterbench.run.store import open_store
+from counterbench.run.summary import format_summary
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.run.conftest import FAST_RETRY, fake_model, make_prompts
 

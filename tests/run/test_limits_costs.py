@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from counterbench.errors import UserError
+from counterbench.options import RetryPolicy
 from counterbench.run.budget import Budget
 from counterbench.run.costs import Price, load_price_table
-from counterbench.run.limits import AdaptiveLimit, RateLimits, RetryPolicy, TokenBucket
+from counterbench.run.limits import AdaptiveLimit, RateLimits, TokenBucket
 from counterbench.run.redact import Redactor
 
 

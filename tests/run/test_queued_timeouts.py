@@ -14,8 +14,8 @@ import pytest
 
 import counterbench.run.engine as engine_module
 from counterbench.models.base import ChatRequest, ChatResult, waiting_turn
+from counterbench.options import RetryPolicy
 from counterbench.run import run_prompts
-from counterbench.run.limits import RetryPolicy
 from counterbench.run.results import load_results
 from tests.run.conftest import make_prompts
 

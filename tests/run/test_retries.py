@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from counterbench.models.base import GenerationConfig
+from counterbench.options import RetryPolicy
 from counterbench.run import run_prompts
-from counterbench.run.limits import RetryPolicy
 from counterbench.run.results import load_results
 from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread

@@ -12,8 +12,9 @@ import threading
 import time
 from pathlib import Path
 
+from counterbench.options import RetryPolicy
 from counterbench.run import run_prompts
-from counterbench.run.limits import AdaptiveLimit, RetryPolicy
+from counterbench.run.limits import AdaptiveLimit
 from counterbench.run.results import load_results
 from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.outcomes import get_kind
+from counterbench.outcomes import get_kind, member
 from counterbench.stats.cluster_bootstrap import cluster_ratio_replicates
 from counterbench.stats.inference import MIN_SLOTS_INTERVAL, slot_design, slot_interval
 from counterbench.stats.seeding import stable_seed
@@ -61,7 +61,7 @@ DESCRIPTION = ("model × use case × language × grouping × category: selection
 def selection_of(kind: str, favourable: str | None = None) -> str:
     """How an answer of ``kind`` selects: ``share`` (its measure is 100 × selected), ``above_median`` or
     ``below_median`` (a use case whose lower values are favourable)."""
-    declared = str(getattr(get_kind(kind), "selection", "above_median"))
+    declared = str(member(get_kind(kind), "selection"))
     if declared == "share":
         return "share"
     return "below_median" if favourable == "lower" else "above_median"

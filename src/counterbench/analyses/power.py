@@ -173,7 +173,7 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     """Add SE, family sizes and the detectable gaps, plus the rows averaged over use cases."""
     if cells.empty:
         return cells
-    unit = unit or gap_unit("amount")
+    unit = unit or gap_unit(None)
     scale = 100.0 if unit.relative else 1.0  # a relative σ is a fraction; a plain one is in the kind's unit
     sigma = cells["model"].map(noise) if isinstance(noise, Mapping) else pd.Series(float(noise), index=cells.index)
     cells = cells.assign(noise_sd=sigma.astype(float))

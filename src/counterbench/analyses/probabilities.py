@@ -47,7 +47,7 @@ import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.decision_primary import COMPLETE_SHARE, decide, why_sampled
-from counterbench.outcomes import get_kind
+from counterbench.outcomes import get_kind, kind_member
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.outcomes.logprobs import answer_mass, answer_probabilities, stored_complete
 from counterbench.studies.base import Study
@@ -97,37 +97,33 @@ def with_families(marks: dict[str, Any], tables: Mapping[str, pd.DataFrame]) -> 
 
 
 def measure_name(spec: OutcomeSpec) -> str:
-    """``p(<positive label>)`` for a label outcome, ``p(option)`` for a choice."""
-    from counterbench.outcomes.label import positive
+    """The kind's name of its decision probability (``p(<positive label>)`` for a label, ``p(option)`` for a choice)."""
+    return str(kind_member(spec, "probability_measure")(spec))
 
-    return f"p({positive(spec)})" if spec.kind == "label" else "p(option)"
+
+def reads_probabilities(spec: OutcomeSpec | None) -> bool:
+    """Whether ``spec``'s kind reads log-probabilities of its allowed answers (its ``probability_labels``)."""
+    return spec is not None and bool(kind_member(spec, "probability_labels")(spec))
 
 
 def probability_rows(standard: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> pd.DataFrame:
     """Usable standard-variant rows with ``kind``, ``measure``, ``unit`` and ``y`` = 100 × the decision
     probability (choice rows: one per offered option), only where log-probabilities were stored."""
-    from counterbench.outcomes.choice import chosen_rows
-
     if standard.empty or "answer_logprobs" not in standard.columns:
         return pd.DataFrame()
     parts = []
     usable = standard[standard["status"].astype(str).eq("ok") & standard["answer_logprobs"].notna()]
     for use_case, part in usable.groupby("use_case", sort=False, observed=True):
         spec = outcomes.get(str(use_case))
-        if spec is None or spec.kind not in ("label", "choice"):
+        if spec is None or not reads_probabilities(spec):
             continue
-        probs = [answer_probabilities(v, spec.labels, flag) or {}
+        labels = kind_member(spec, "probability_labels")(spec)
+        probs = [answer_probabilities(v, labels, flag) or {}
                  for v, flag in zip(part["answer_logprobs"], _column(part, "answer_complete"), strict=True)]
-        columns = {f"_p_{label}": [100.0 * p.get(label, np.nan) for p in probs] for label in spec.labels}
+        columns = {f"_p_{label}": [100.0 * p.get(label, np.nan) for p in probs] for label in labels}
         part = part.assign(kind=spec.kind, measure=f"{measure_name(spec)} from log-probabilities (%)",
                            unit=get_kind(spec.kind).difference_unit, **columns)
-        if spec.kind == "choice":
-            part = chosen_rows(spec, part)
-            picked = part["position"].map(lambda label: f"_p_{label}")
-            y = [row[col] for row, col in zip(part.to_dict("records"), picked, strict=True)]
-            part = part.assign(y=np.asarray(y, dtype=np.float64))
-        else:
-            part = part.assign(y=part[f"_p_{spec.labels[0]}"])
+        part = kind_member(spec, "probability_rows")(spec, part)
         parts.append(part.drop(columns=list(columns)))
     if not parts:
         return pd.DataFrame()
@@ -152,7 +148,7 @@ def probability_tables(standard: pd.DataFrame, study: Study, bootstrap: int, see
     regression = ot.crossed_regression(rows, study.facets, slots)
     if not regression.empty:
         regression = regression.assign(model_type="fractional logit (log-odds of p)")
-    names = {str(uc): measure_name(spec) for uc, spec in study.outcomes.items() if spec.kind in ("label", "choice")}
+    names = {str(uc): measure_name(spec) for uc, spec in study.outcomes.items() if reads_probabilities(spec)}
     gaps = gaps.assign(exact_p=np.nan)  # Fisher's test counts answers; probabilities are not counts
     measured = {"probability_levels": levels, "probability_gaps": gaps, "probability_language_gaps": languages}
     tables |= {name: frame.assign(measure=frame["use_case"].astype(str).map(names)) if name != "probability_levels"
@@ -200,9 +196,9 @@ def decision_measures(standard: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec
     out: list[dict[str, Any]] = []
     for (model, use_case), part in usable.groupby(["model", "use_case"], sort=False, observed=True):
         spec = outcomes.get(str(use_case))
-        if spec is None or spec.kind not in ("label", "choice"):
+        if spec is None or not reads_probabilities(spec):
             continue
-        readings = _readings(part, spec.labels)
+        readings = _readings(part, kind_member(spec, "probability_labels")(spec))
         if not readings["read"].any():
             continue
         n = len(part)

@@ -31,9 +31,10 @@ from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
 from counterbench.errors import UserError
 from counterbench.models.simulated import planted_reach
-from counterbench.outcomes import kind_of_answer_type
+from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study
+from counterbench.studies.hooks import hook
 
 
 def resolve_study(study: str | Path | Study | None) -> Study:
@@ -56,8 +57,10 @@ def select_models(results: pd.DataFrame, models: Sequence[str] | None) -> pd.Dat
 def _is_amount(results: pd.DataFrame) -> pd.Series:
     if "answer_type" not in results.columns:
         return pd.Series(True, index=results.index)
-    kinds = results["answer_type"].map(lambda a: kind_of_answer_type(a) if isinstance(a, str) else None)
-    return kinds.isna() | kinds.eq("amount")
+    answer_types = results["answer_type"]
+    flags = {a: has_pair_tables(kind_of_answer_type(a)) for a in answer_types.dropna().unique() if isinstance(a, str)}
+    missing = has_pair_tables(None)  # a store written before kinds existed
+    return answer_types.map(lambda a: flags[a] if isinstance(a, str) else missing).astype(bool)
 
 
 def analyze_study(
@@ -90,7 +93,7 @@ def analyze_study(
         summary.update(amount.summary)
         summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     generic = results[~amount_mask].reset_index(drop=True)
-    own = getattr(the_study, "analyze_tables", None)  # a Python study with its own analysis
+    own = hook(the_study, "analyze_tables")  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
     if not generic.empty and callable(own):  # its tables replace the generic outcome tables
         gen_tables, own_summary = isolated(f"{the_study.name} tables", lambda: own(generic, bootstrap=bootstrap,
@@ -141,7 +144,7 @@ def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
     summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
     if "leaderboard" in tables:
         tables["leaderboard"] = unrank(tables["leaderboard"], checks)
-    labels = {**dict(study.languages), **dict(getattr(study, "use_case_labels", {}) or {})}
+    labels = {**dict(study.languages), **dict(hook(study, "use_case_labels"))}
     flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()
     kept = [line for line in summary.get("findings") or [] if not _speaks_of(str(line), flagged)]
     summary["findings"] = [*check_sentences(checks, labels), *kept]
@@ -169,9 +172,10 @@ def table_layout(study: Study) -> TableLayout:
 
 
 def only_amounts(study: Study) -> bool:
-    """True when every use case of ``study`` has an amount outcome (its store can be analysed model by model)."""
+    """True when every use case of ``study`` has an outcome of the pair-gap tables (an amount: its store can be
+    analysed model by model)."""
     outcomes = getattr(study, "outcomes", None) or {}
-    return bool(outcomes) and all(spec.kind == "amount" for spec in outcomes.values())
+    return bool(outcomes) and all(has_pair_tables(spec.kind) for spec in outcomes.values())
 
 
 def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
@@ -352,7 +356,7 @@ def _study_summary(study: Study, results: pd.DataFrame) -> dict[str, Any]:
         "description": getattr(study, "description", ""),
         "languages": [lang for lang in study.languages if lang in present] or sorted(present),
         "language_names": dict(study.languages),
-        "use_case_names": dict(getattr(study, "use_case_labels", {}) or {}),
+        "use_case_names": dict(hook(study, "use_case_labels")),
         "axes": list(study.axes),
         "use_cases": [uc for uc in study.outcomes if uc in uc_present] or sorted(uc_present),
         "outcome_kinds": {uc: spec.kind for uc, spec in study.outcomes.items() if uc in uc_present},

@@ -18,11 +18,18 @@ if TYPE_CHECKING:
     from counterbench.outcomes.units import GapUnit
 
 
-#: the noise assumed without --noise-sd, per outcome kind (else per unit key): 3% for amounts, half a
-#: percentage point for rates, a yes/no answer at a 50% rate (σ = 50 percentage points, the widest), one
-#: point on a score scale, one unit of a text metric
-DEFAULT_NOISE = {"amount": 0.03, "rate": 0.5, "label": 50.0, "choice": 50.0, "score": 1.0,
-                 "pct": 0.03, "pp": 50.0, "points": 1.0, "metric": 1.0}
+#: the noise assumed without --noise-sd, per unit key where the kind declares none (its ``power_noise``: half a
+#: percentage point for rates): 3% for relative gaps (amounts), a yes/no answer at a 50% rate (σ = 50
+#: percentage points, the widest), one point on a score scale, one unit of a text metric
+DEFAULT_NOISE = {"pct": 0.03, "pp": 50.0, "points": 1.0, "metric": 1.0}
+
+
+def default_noise(unit: GapUnit) -> float:
+    """The noise assumed for ``unit``'s kind without --noise-sd: its ``power_noise``, else the unit's."""
+    from counterbench.outcomes import get_kind, member
+
+    own = member(get_kind(unit.kind), "power_noise")
+    return float(own) if own is not None else DEFAULT_NOISE[unit.key]
 
 
 def _noise(text: str | None) -> float | None:
@@ -42,7 +49,7 @@ def _units(table: pd.DataFrame) -> dict[str, GapUnit]:
     from counterbench.outcomes.units import gap_unit, kind_of
 
     if "answer_type" not in table.columns:
-        return {str(u): gap_unit("amount") for u in table["use_case"].unique()}
+        return {str(u): gap_unit(None) for u in table["use_case"].unique()}
     types = table.groupby("use_case", sort=False)["answer_type"].first()
     return {str(u): gap_unit(kind_of(t if isinstance(t, str) else None)) for u, t in types.items()}
 
@@ -118,7 +125,7 @@ def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, floa
                     continue  # no answers of this unit in the store
                 chosen = float(sigma[unit.key])
             else:
-                chosen = DEFAULT_NOISE.get(unit.kind, DEFAULT_NOISE[unit.key]) if sigma is None else sigma
+                chosen = default_noise(unit) if sigma is None else sigma
             frames.append(design_power(part, the_study.canonical_pairs, chosen, power=power, unit=unit,
                                        family=None if unit.relative else family)
                           .assign(source=source, unit_key=unit.key))
@@ -136,12 +143,13 @@ def _print(frame: pd.DataFrame, power: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from counterbench.outcomes import kind_names
     from counterbench.outcomes.units import gap_unit
 
     console = Console()
     for (source, language, key), part in frame.groupby(["source", "language", "unit_key"], sort=False):
         sigma = float(part["noise_sd"].iloc[0])
-        unit = next(u for u in map(gap_unit, ("amount", "rate", "score", "text")) if u.key == key)
+        unit = next(u for u in map(gap_unit, kind_names()) if u.key == key)
         what = ("% less one identity must be offered" if unit.relative
                 else f"the gap in {unit.words} between two identities that must be there")
         table = Table(title=f"{language!s}: {what} to be found {power:.0%} of the time "

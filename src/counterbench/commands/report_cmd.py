@@ -210,7 +210,7 @@ def audit_command(
     3 stopped at --max-cost (reported so far), 130 interrupted (rerun).
     """
     from counterbench.prompts import build_prompts
-    from counterbench.run.runner import format_summary
+    from counterbench.run.summary import format_summary
 
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the report and the analysis tables")

@@ -54,7 +54,7 @@ def run_command(
 
     Exit codes: 0 done, 2 a mistake in the command, 3 stopped at --max-cost, 130 interrupted.
     """
-    from counterbench.run.runner import format_summary
+    from counterbench.run.summary import format_summary
 
     study_args: list[str] = list(ctx.args)
     if study is not None and study.startswith("-"):  # an unknown option where the study would stand

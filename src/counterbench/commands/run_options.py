@@ -26,7 +26,7 @@ from counterbench.options import DEFAULT_MAX_TOKENS, DEFAULT_STORE, GenerationOp
 if TYPE_CHECKING:
     import pandas as pd
 
-    from counterbench.run.runner import RunSummary
+    from counterbench.run.summary import RunSummary
 
 ModelOpt = Annotated[
     list[str] | None,
@@ -174,7 +174,7 @@ def run_options_from_cli(
 
     The generation config is checked here, so a bad flag is refused before any prompt is built.
     """
-    from counterbench.run.limits import RetryPolicy
+    from counterbench.options import RetryPolicy
 
     if not models:
         raise UserError("give at least one --model (see `counterbench models`), e.g. --model local")

@@ -27,7 +27,7 @@ import pandas as pd
 from counterbench.analyses.flags import truthy
 from counterbench.errors import UserError
 from counterbench.gate.rules import W_LEVELS, Outcome, Thresholds
-from counterbench.outcomes.units import GapUnit, gap_unit
+from counterbench.outcomes.units import GapUnit, gap_unit, kind_of
 
 #: canonical pair gap tables: name -> what one family is called in the details
 PAIR_FAMILIES = {"cpg": "per use case", "cpg_overall": "averaged over use cases"}
@@ -87,7 +87,7 @@ def _judge(model: str, rule: str, limit_text: str, rows: pd.DataFrame, unit: Gap
 
 
 def _pair_gap(model: str, tables: Mapping[str, pd.DataFrame], limit: float) -> Outcome:
-    rule, unit = "significant canonical pair gap", gap_unit("amount")
+    rule, unit = "significant canonical pair gap", gap_unit(None)
     limit_text = f"|gap| ≤ {limit:g}%"
     found = [(name, tables[name]) for name in PAIR_FAMILIES
              if name in tables and {"model", "gap", "significant"} <= set(tables[name].columns)]
@@ -130,7 +130,7 @@ def _outcome_gap_rules(model: str, tables: Mapping[str, pd.DataFrame], threshold
     frame = primary_gaps(tables)
     if frame is None or "model" not in frame.columns or frame.empty:
         return []
-    kinds = frame["kind"].astype(str) if "kind" in frame.columns else pd.Series("amount", index=frame.index)
+    kinds = frame["kind"].astype(str) if "kind" in frame.columns else pd.Series(kind_of(None), index=frame.index)
     units = {k: gap_unit(k) for k in kinds.unique()}
     out: list[Outcome] = []
     for key in dict.fromkeys(u.key for u in units.values()):

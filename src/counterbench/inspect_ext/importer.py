@@ -220,7 +220,7 @@ def _model_specs(logs: list[tuple[Path, Any]], label: str | None) -> dict[str, s
 def import_inspect_logs(paths: Iterable[Path | str], store: Path | str, *, label: str | None = None,
                         profile: str = "default", command: str = "", same_model: bool = False) -> InspectImport:
     """Load every sample of the Inspect eval logs at ``paths`` into ``store`` (see the module docstring)."""
-    from counterbench.run.runner import check_model_spec
+    from counterbench.run.identity import check_model_spec
     from counterbench.version import __version__
 
     report = InspectImport(files=find_logs(list(paths)))

@@ -131,9 +131,11 @@ class ChatResult:
 
 
 def reads_answer_probabilities(request: ChatRequest) -> bool:
-    """Whether the answer is a label or a choice (the only answers whose alternatives are a short list,
-    whose log-probabilities give p(yes))."""
-    return (request.answer_type or "").split(":", 1)[0] in ("label", "choice")
+    """Whether the answer's kind reads the log-probabilities of its allowed answers (a short list, as a label's
+    or a choice's, whose log-probabilities give p(yes): the kind's ``probability_labels``)."""
+    from counterbench.outcomes.logprobs import allowed_answers
+
+    return bool(allowed_answers(request.answer_type))
 
 
 def wants_logprobs(request: ChatRequest) -> bool:

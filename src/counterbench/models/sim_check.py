@@ -95,14 +95,14 @@ def _check_use_cases(profile: SimProfile, table: pd.DataFrame, source: str) -> N
                                 f"did you mean '{close[0]}'?")
     if "use_cases" not in profile.checked_keys or "answer_type" not in table.columns:
         return
-    from counterbench.outcomes import KINDS, is_generic, spec_from_answer_type
+    from counterbench.outcomes import is_generic, kind_member, spec_from_answer_type
 
     for name, spec in profile.use_cases.items():
         rows = table.loc[table["use_case"].astype(str) == name, "answer_type"].dropna().astype(str).unique()
         for answer_type in (a for a in rows if is_generic(a)):
             kind = spec_from_answer_type(answer_type)
             ordinal = bool(kind.labels) and all(f"option_{label}" in table.columns for label in kind.labels)
-            probability = getattr(KINDS.get(kind.kind), "sim_probability", False) if kind.kind in KINDS else False
+            probability = bool(kind_member(kind, "sim_probability"))
             if probability and not ordinal and not 0.0 <= spec.default <= 1.0:
                 raise UserError(f"{source}: use_cases.{name}.default is a probability (its answers are "
                                 f"{kind.kind} answers) and must be between 0 and 1, got {spec.default:g}")

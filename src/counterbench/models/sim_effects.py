@@ -83,15 +83,8 @@ def _effect(value: Any, index: int) -> Effect:
 
 
 def _kind_default(spec: Any) -> float:
-    """The latent value where a simulation file gives none: the kind's ``sim_default(spec)``; for a kind
-    without one, 60% of the way up its ``low``–``high`` scale, an even chance between its labels, or 8."""
-    from counterbench.outcomes import KINDS
+    """The latent value where a simulation file gives none: the kind's ``sim_default(spec)`` (without one, 60%
+    of the way up its ``low``–``high`` scale, an even chance between its labels, or 8)."""
+    from counterbench.outcomes import kind_member
 
-    own = getattr(KINDS.get(spec.kind), "sim_default", None) if spec.kind in KINDS else None
-    if callable(own):
-        return float(own(spec))
-    if spec.low is not None and spec.high is not None:
-        return float(spec.low + 0.6 * (spec.high - spec.low))
-    if spec.labels:
-        return 1.0 / len(spec.labels)
-    return 8.0
+    return float(kind_member(spec, "sim_default")(spec))

@@ -258,11 +258,11 @@ def _logprobs_keys(value: Any) -> dict[str, float]:
 def _outcome_default(kind: Any, value: Any) -> float:
     """``outcomes.KIND.default``: a finite number; a probability in [0, 1] for a kind whose simulated answer
     draws from one (its ``sim_probability``, e.g. ``label`` and ``choice``)."""
-    from counterbench.outcomes import KINDS
+    from counterbench.outcomes import KINDS, member
 
     key = f"outcomes.{kind}.default"
     raw = _mapping(value, f"outcomes.{kind}").get("default", 0.0)
-    if str(kind) in KINDS and getattr(KINDS.get(str(kind)), "sim_probability", False):
+    if str(kind) in KINDS and member(KINDS.get(str(kind)), "sim_probability"):
         return probability(raw, key)
     return number(raw, key)
 

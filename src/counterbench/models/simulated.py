@@ -181,7 +181,7 @@ class SimulatedBackend:
         return self._with_effects(value, meta)
 
     def _answer_outcome(self, request: ChatRequest) -> str:
-        from counterbench.outcomes import get_kind, spec_from_answer_type
+        from counterbench.outcomes import get_kind, member, spec_from_answer_type
 
         p = self.profile
         spec = spec_from_answer_type(str(request.answer_type))
@@ -195,9 +195,9 @@ class SimulatedBackend:
             return self._answer_ordinal(request, ordinal, u1, u2)
         latent = self.expected_outcome(request)
         kind = get_kind(spec.kind)
-        if getattr(kind, "sim_target_first", False):
+        if member(kind, "sim_target_first"):
             spec = self._target_first(spec, request)
-        if getattr(kind, "sim_noise", True):  # a plug-in kind's value is noisy unless it says otherwise
+        if member(kind, "sim_noise"):  # a plug-in kind's value is noisy unless it says otherwise
             z = standard_normal(u1, u2)
             latent *= math.exp(p.noise_sd * z)
         return kind.simulate(spec, latent, u3)
@@ -206,21 +206,21 @@ class SimulatedBackend:
         """The probability of each allowed answer of a label or choice request — what its answer is drawn
         from, before refusals and malformed answers; ``None`` for other answers."""
         from counterbench.models.sim_logprobs import ordinal_probabilities
-        from counterbench.outcomes import get_kind, is_generic, spec_from_answer_type
+        from counterbench.outcomes import defines, get_kind, is_generic, member, spec_from_answer_type
 
         if not is_generic(request.answer_type):
             return None
         spec = spec_from_answer_type(str(request.answer_type))
         kind = get_kind(spec.kind)
-        probabilities = getattr(kind, "sim_probabilities", None)
-        if probabilities is None:
+        if not defines(kind, "sim_probabilities"):
             return None
         ordinal = _ordinal_options(spec, request.metadata)
         if ordinal:
             return ordinal_probabilities(ordinal, self._ordinal_latent(request, ordinal), self.profile.noise_sd)
-        if getattr(kind, "sim_target_first", False):
+        if member(kind, "sim_target_first"):
             spec = self._target_first(spec, request)
-        return dict(probabilities(spec, self.expected_outcome(request)))
+        probabilities = member(kind, "sim_probabilities")(spec, self.expected_outcome(request))
+        return None if probabilities is None else dict(probabilities)
 
     def _target_first(self, spec: Any, request: ChatRequest) -> Any:
         """The label named by the use case's ``label_from`` column first (the rest in declared order).
@@ -326,16 +326,10 @@ def _baseline(spec: SimAnswerSpec, profile_id: str, meta: Mapping[str, Any]) -> 
 
 
 def _ordinal_options(spec: Any, meta: Mapping[str, Any]) -> dict[str, float]:
-    """label -> numeric value when every option of a ``choice`` stands for a number (``option_<L>`` columns)."""
-    if spec.kind != "choice":
-        return {}
-    out = {}
-    for label in spec.labels:
-        try:
-            out[label] = float(meta[f"option_{label}"])
-        except (KeyError, TypeError, ValueError):
-            return {}
-    return out if all(math.isfinite(v) for v in out.values()) else {}
+    """label -> numeric value when every option stands for a number (the kind's ``option_values``)."""
+    from counterbench.outcomes import kind_member
+
+    return dict(kind_member(spec, "option_values")(spec, meta))
 
 
 def format_answer(value: float, spec: SimAnswerSpec) -> str:

@@ -15,14 +15,18 @@ import functools
 from typing import TYPE_CHECKING
 
 from counterbench.errors import UserError
-from counterbench.outcomes.kinds import KINDS
+from counterbench.outcomes.kinds import KINDS, OutcomeKind, defines, encode, kind_member, member
 
 if TYPE_CHECKING:
-    from counterbench.outcomes.base import Constraint, OutcomeKind, OutcomeSpec
+    from counterbench.outcomes.base import Constraint, OutcomeSpec
     from counterbench.parse.result import ParsedAnswer
+
+__all__ = ["KINDS", "OutcomeKind", "defines", "encode", "kind_member", "member"]
 
 #: answer types of the ``amount`` kind (the parser's rules.yaml types)
 AMOUNT_ANSWER_TYPES = ("inr_annual", "percent", "inr", "number")
+#: the answer types a study file may give instead of an ``outcome`` (the amounts', and free ``text``)
+LEGACY_ANSWER_TYPES = (*AMOUNT_ANSWER_TYPES, "text")
 
 
 def kind_names() -> list[str]:
@@ -46,6 +50,28 @@ def usable_answer_words(kinds: list[str]) -> str:
     if not words:
         words = [get_kind("amount").usable_answer]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def legacy_outcome(answer_type: str) -> OutcomeSpec:
+    """The outcome of a study file's bare ``answer_type`` (one of :data:`LEGACY_ANSWER_TYPES`): free text
+    scored by its length, or an amount of that answer type."""
+    from counterbench.outcomes.base import OutcomeSpec
+
+    if answer_type == "text":
+        return OutcomeSpec("text", metrics=("length",))
+    return get_kind("amount").decode(answer_type)
+
+
+def has_pair_tables(kind: str | None) -> bool:
+    """Whether the pair-gap tables (Δ%, V@τ, W, MOG) analyse answers of ``kind`` (the kind's ``pair_tables``;
+    a missing or unknown kind is ``amount``'s, as in stores written before kinds existed)."""
+    return bool(member(get_kind(kind if kind is not None and kind in KINDS else "amount"), "pair_tables"))
+
+
+def measures_share(kind: str) -> bool:
+    """Whether ``kind``'s measure is 100 × "selected" (its ``selection`` is ``share``: a label's, a choice's), so a
+    group's answers are counts (Fisher's exact test) and its mean a share (a logit model)."""
+    return kind in KINDS and member(get_kind(kind), "selection") == "share"
 
 
 def kind_of_answer_type(answer_type: str | None) -> str | None:

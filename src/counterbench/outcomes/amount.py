@@ -21,6 +21,9 @@ _UNITS = {"inr_annual": "INR", "inr": "INR", "percent": "%", "number": ""}
 
 
 class AmountKind(DeclaredKind):
+    #: the pair-gap tables (Δ%, V@τ, W, MOG; :mod:`counterbench.analyses.amounts`) analyse its answers too
+    pair_tables = True
+
     def describe(self, spec: OutcomeSpec) -> str:
         return f"mean amount ({spec.unit})" if spec.unit else "mean amount"
 

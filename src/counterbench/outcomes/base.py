@@ -1,28 +1,23 @@
-"""What every outcome kind offers: a spec (the kind + its parameters), a constraint, a parser, a simulator.
+"""The values an outcome kind deals in: a spec (the kind + its parameters), a constraint, a comparison.
 
-An *outcome kind* owns everything about one kind of answer (see ``docs/studies.md``): the instruction a
-prompt ends with, the structured-output constraint (:class:`Constraint`, the same three attributes as
+The kind's protocol itself is :mod:`counterbench.outcomes.kinds`. An *outcome kind* owns everything about
+one kind of answer (see ``docs/studies.md``): the instruction a prompt ends with, the structured-output
+constraint (:class:`Constraint`, the same three attributes as
 :class:`counterbench.outcomes.answer_formats.AnswerFormat`: ``regex``, ``gbnf``, ``json_schema()``), the
 parser, how the simulated model answers, the quantity the analysis compares (``measure``) and how two
 groups' measures compare, in what unit and words (``comparison``: :class:`Comparison`).
 
 A use case's outcome travels through the prompt table, the store and the run engine as one string, the
-prompt's ``answer_type`` (e.g. ``rate``, ``score:1:10``, ``label:yes|no``): :func:`encode` and
-:func:`counterbench.outcomes.spec_from_answer_type` convert between the two.
+prompt's ``answer_type`` (e.g. ``rate``, ``score:1:10``, ``label:yes|no``): :func:`counterbench.outcomes.encode`
+and :func:`counterbench.outcomes.spec_from_answer_type` convert between the two.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Protocol
-
-import numpy as np
-import pandas as pd
-
-from counterbench.parse.result import ParsedAnswer
+from typing import Any
 
 SEPARATOR = "|"
 
@@ -41,19 +36,6 @@ class OutcomeSpec:
     #: the legacy amount answer type (``inr_annual``, ``percent``, ``inr``, ``number``) for ``amount``
     answer_type: str | None = None
     extra: tuple[tuple[str, Any], ...] = field(default=())
-
-    def encode(self) -> str:
-        """The prompt table's ``answer_type`` for this outcome."""
-        return encode(self)
-
-
-def encode(spec: OutcomeSpec) -> str:
-    """``spec`` as an ``answer_type`` string: the kind's own ``encode(spec)`` where it defines one (the built-in
-    kinds' compact forms, ``score:1:10``, ``label:yes|no``), else :func:`encode_generic`."""
-    from counterbench.outcomes.kinds import KINDS
-
-    own = getattr(KINDS.get(spec.kind), "encode", None) if spec.kind in KINDS else None
-    return str(own(spec)) if callable(own) else encode_generic(spec)
 
 
 def encode_generic(spec: OutcomeSpec) -> str:
@@ -280,46 +262,3 @@ def comparison_of(kind: Any, spec: OutcomeSpec) -> Comparison:
         return found
     unit = str(getattr(kind, "difference_unit", ""))
     return Comparison("difference", f" {unit}" if unit else "", unit, directions=("higher", "lower"))
-
-
-class OutcomeKind(Protocol):
-    """One kind of answer. Modules in :mod:`counterbench.outcomes` implement it."""
-
-    name: str
-    #: keys a study file may give in a use case's ``outcome`` mapping (besides ``kind``)
-    keys: tuple[str, ...]
-    #: how the difference between two groups is expressed (``percentage points``, ``points``, ...)
-    difference_unit: str
-    #: what a parsed (``ok``) answer holds, for the report's parse health (``a usable number``,
-    #: ``one of the allowed labels``)
-    usable_answer: str
-    #: what ``measure`` is, for tables and the report (e.g. ``share answering yes``)
-    def describe(self, spec: OutcomeSpec) -> str: ...
-
-    def spec(self, raw: Mapping[str, Any], fail: Any) -> OutcomeSpec:
-        """Validate a study file's ``outcome`` mapping; ``fail(key, message)`` returns a UserError."""
-        ...
-
-    def decode(self, text: str) -> OutcomeSpec:
-        """The spec back from its ``answer_type`` string."""
-        ...
-
-    def instruction(self, spec: OutcomeSpec) -> str:
-        """The default system instruction (used when the use case names no system prompt)."""
-        ...
-
-    def constraint(self, spec: OutcomeSpec) -> Constraint | None: ...
-
-    def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer: ...
-
-    def simulate(self, spec: OutcomeSpec, latent: float, u: float) -> str:
-        """The simulated model's answer for a latent value (after planted effects) and a uniform draw."""
-        ...
-
-    def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
-        """Per results row, the number the analysis compares (NaN when the row has none)."""
-        ...
-
-    def comparison(self, spec: OutcomeSpec) -> Comparison:
-        """How two groups' measures compare (form, unit, words); see :func:`comparison_of`."""
-        ...

@@ -10,6 +10,7 @@ those columns; see ``docs/extending.md``."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -102,6 +103,37 @@ class ChoiceKind(LabelledKind):
             return {spec.labels[0]: 1.0}
         rest = (1.0 - p) / (len(spec.labels) - 1)
         return {label: p if i == 0 else rest for i, label in enumerate(spec.labels)}
+
+    def option_values(self, spec: OutcomeSpec, metadata: Mapping[str, Any]) -> dict[str, float]:
+        """label -> numeric value when every option stands for a number (``option_<L>`` columns)."""
+        out = {}
+        for label in spec.labels:
+            try:
+                out[label] = float(metadata[option_column(label)])
+            except (KeyError, TypeError, ValueError):
+                return {}
+        return out if all(math.isfinite(v) for v in out.values()) else {}
+
+    def fields_problem(self, spec: OutcomeSpec, fields: Mapping[str, Any]) -> str | None:
+        """An answer means nothing without the ``option_<LABEL>`` fields saying what each option is (unless the
+        outcome declares its options' texts: the prompt lists them)."""
+        if declared_options(spec):
+            return None
+        missing = [option_column(label) for label in spec.labels if option_column(label) not in fields]
+        if not missing:
+            return None
+        return (f"a choice outcome needs a profile field {missing[0]} for each option (what option it stands for); "
+                "without them no answer can be analysed")
+
+    def probability_measure(self, spec: OutcomeSpec) -> str:
+        return "p(option)"
+
+    def probability_rows(self, spec: OutcomeSpec, part: pd.DataFrame) -> pd.DataFrame:
+        """One row per offered option (:func:`chosen_rows`), ``y`` its option's decision probability in %."""
+        part = chosen_rows(spec, part)
+        picked = part["position"].map(lambda label: f"_p_{label}")
+        y = [row[col] for row, col in zip(part.to_dict("records"), picked, strict=True)]
+        return part.assign(y=np.asarray(y, dtype=np.float64))
 
     def comparison(self, spec: OutcomeSpec) -> Comparison:
         """A difference of the shares chosen when offered (a declared choice: of the measured option), in

@@ -146,6 +146,10 @@ class LabelledKind(DeclaredKind):
     def parse(self, spec: OutcomeSpec, text: str | None, profile: str) -> ParsedAnswer:
         return match_label(text, spec.labels)
 
+    def probability_labels(self, spec: OutcomeSpec) -> tuple[str, ...]:
+        """Its labels: the run stores the log-probability of each (``counterbench.outcomes.logprobs``)."""
+        return tuple(str(label) for label in spec.labels)
+
 
 def required_labels(raw: Mapping[str, Any], key: str, needs: str, fail: Fail) -> tuple[str, ...]:
     """The labels under ``key``, which the outcome must give (``needs``: what to say when it does not)."""

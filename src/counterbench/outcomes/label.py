@@ -74,6 +74,9 @@ class LabelKind(LabelledKind):
         index = pd.to_numeric(values["value"], errors="coerce").to_numpy(dtype=np.float64)
         return np.where(np.isnan(index), np.nan, (index == 0).astype(np.float64) * 100.0)
 
+    def probability_measure(self, spec: OutcomeSpec) -> str:
+        return f"p({positive(spec)})"
+
     def comparison(self, spec: OutcomeSpec) -> Comparison:
         """A difference of the shares answering the positive label, in percentage points."""
         answer = sentence_text(positive(spec))

@@ -50,6 +50,7 @@ Decisions:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -88,14 +89,16 @@ SPELLINGS_BOUND = 10
 _JSON_ANSWER = re.compile(r'"answer"\s*:\s*"')
 
 
+@functools.lru_cache(maxsize=256)
 def allowed_answers(answer_type: str | None) -> tuple[str, ...]:
-    """The labels (``label:yes|no``) or options (``choice:A|B``) an answer type allows; empty otherwise."""
-    from counterbench.outcomes import kind_of_answer_type, spec_from_answer_type
+    """The allowed answers whose log-probabilities an answer type's kind reads (its ``probability_labels``: a
+    label's labels, ``label:yes|no``, a choice's options, ``choice:A|B``); empty otherwise."""
+    from counterbench.outcomes import kind_member, kind_of_answer_type, spec_from_answer_type
 
-    kind = kind_of_answer_type(answer_type)
-    if kind not in ("label", "choice") or answer_type is None:
+    if answer_type is None or kind_of_answer_type(answer_type) is None:
         return ()
-    return tuple(str(v) for v in spec_from_answer_type(answer_type).labels)
+    spec = spec_from_answer_type(answer_type)
+    return tuple(kind_member(spec, "probability_labels")(spec))
 
 
 def answer_position(text: str) -> int | None:

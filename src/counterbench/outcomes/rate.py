@@ -56,6 +56,9 @@ class RateKind(DeclaredKind):
             return ParsedAnswer("ok", answer.value, "%", answer.is_range, out, answer.reason)
         return answer
 
+    #: the noise ``counterbench power`` assumes: half a percentage point
+    power_noise = 0.5
+
     def sim_default(self, spec: OutcomeSpec) -> float:
         """The simulated model's rate (%) where neither its file nor its preset gives one."""
         return 8.0

@@ -19,6 +19,7 @@ import pandas as pd
 
 from counterbench.analyses.flags import truthy
 from counterbench.errors import UserError
+from counterbench.studies.hooks import hook
 from counterbench.studies.registry import default_study
 
 #: the study's names for languages and use cases while a report is being built (see :func:`study_names`)
@@ -63,7 +64,7 @@ def names_from_summary(summary: Mapping[str, Any]) -> dict[str, dict[str, str]]:
         study = _registered(str(summary.get("study") or _default_name()))
         if study is not None:
             languages = languages if isinstance(languages, Mapping) else dict(study.languages)
-            use_cases = use_cases if isinstance(use_cases, Mapping) else dict(getattr(study, "use_case_labels", {}))
+            use_cases = use_cases if isinstance(use_cases, Mapping) else dict(hook(study, "use_case_labels"))
     return {"languages": {str(k): str(v) for k, v in (languages or {}).items()},
             "use_cases": {str(k): str(v) for k, v in (use_cases or {}).items()}}
 

@@ -33,5 +33,7 @@ def study_sections(ctx: ReportContext) -> list[Section]:
 
 
 def _sections(study: object, ctx: ReportContext) -> list[Section]:
-    build = getattr(study, "report_sections", None)
+    from counterbench.studies.hooks import hook
+
+    build = hook(study, "report_sections")
     return list(build(ctx)) if callable(build) else []

@@ -14,13 +14,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from counterbench.run.runner import RunSummary, arun_prompts, run_prompts
+    from counterbench.run.runner import arun_prompts, run_prompts
+    from counterbench.run.summary import RunSummary
 
 __all__ = ["RunSummary", "arun_prompts", "load_results", "run_prompts"]
 
 
 def __getattr__(name: str) -> Any:  # lazy: importing counterbench.run stays cheap
-    if name in ("RunSummary", "arun_prompts", "run_prompts"):
+    if name == "RunSummary":
+        from counterbench.run.summary import RunSummary
+
+        return RunSummary
+    if name in ("arun_prompts", "run_prompts"):
         from counterbench.run import runner
 
         return getattr(runner, name)

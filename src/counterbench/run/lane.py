@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from counterbench.models.base import Backend
+from counterbench.options import RetryPolicy
 from counterbench.run.costs import Price
-from counterbench.run.limits import AdaptiveLimit, RetryPolicy, TokenBucket
+from counterbench.run.limits import AdaptiveLimit, TokenBucket
 from counterbench.run.plan import Group, Work
 from counterbench.run.progress import Counters
 

@@ -1,4 +1,5 @@
-"""Retry policy and rate limits (requests and tokens per minute) for the run engine."""
+"""Rate limits (requests and tokens per minute) and the adaptive concurrency limit for the run engine (the
+retry policy is a run option: :class:`counterbench.options.RetryPolicy`)."""
 
 from __future__ import annotations
 
@@ -6,42 +7,10 @@ import asyncio
 import collections
 import contextlib
 import math
-import random
 import time
 from dataclasses import dataclass
 
 from counterbench.errors import UserError
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with jitter, or the server's ``Retry-After`` as given (up to a cap).
-
-    Attempt ``n`` (1-based) that failed with a retryable error waits the server's Retry-After when
-    it sent one (capped at ``max_retry_after``, plus up to 5% jitter so refused requests do not
-    return in lockstep); otherwise a random time in ``[d/2, d]`` with
-    ``d = min(max_delay, base_delay * 2**(n-1))``. Only the refused request waits: the other
-    requests of the run carry on (a provider's overload is handled by :class:`AdaptiveLimit`).
-    """
-
-    max_attempts: int = 6
-    base_delay: float = 0.1
-    max_delay: float = 30.0
-    max_retry_after: float = 300.0
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise UserError(f"--max-attempts must be at least 1, got {self.max_attempts}")
-        for value in (self.base_delay, self.max_delay, self.max_retry_after):
-            if not (math.isfinite(value) and value >= 0):
-                raise UserError("retry delays must be finite and not negative")
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
-            wait = min(retry_after, self.max_retry_after)
-            return wait * random.uniform(1.0, 1.05)
-        ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
-        return random.uniform(ceiling / 2, ceiling)
 
 
 class AdaptiveLimit:

@@ -31,10 +31,11 @@ from typing import Any
 import ray
 
 from counterbench.models.base import Backend, ChatRequest, ChatResult, GenerationConfig, waiting_turn
+from counterbench.options import RetryPolicy
 from counterbench.run.costs import Price
 from counterbench.run.engine import Engine
 from counterbench.run.lane import EngineSettings, Lane
-from counterbench.run.limits import RateLimits, RetryPolicy, TokenBucket
+from counterbench.run.limits import RateLimits, TokenBucket
 from counterbench.run.parsing import ResponseParser
 from counterbench.run.plan import Group, Work
 from counterbench.run.progress import RunDisplay

@@ -16,7 +16,7 @@ import pandas as pd
 
 from counterbench.columns import VARIANTS
 from counterbench.errors import UserError
-from counterbench.outcomes import get_kind
+from counterbench.outcomes import get_kind, legacy_outcome
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
 from counterbench.studies.designs import CROSSED_AXIS, combination_name
@@ -50,7 +50,7 @@ class DeclarativeStudy:
             code: spec.get("name", code) for code, spec in definition.languages.items()
         }
         self.outcomes: Mapping[str, OutcomeSpec] = {
-            name: uc.outcome or get_kind("amount").decode(uc.answer_type) for name, uc in definition.use_cases.items()
+            name: uc.outcome or legacy_outcome(uc.answer_type) for name, uc in definition.use_cases.items()
         }
         self.use_case_labels: Mapping[str, str] = {
             name: uc.label for name, uc in definition.use_cases.items() if uc.label

@@ -116,7 +116,9 @@ def option_pairs(args: Sequence[str]) -> dict[str, str]:
 
 def declared_options(study: Any) -> StudyOptions | None:
     """The options a study object declares (its ``study_options``), or ``None``."""
-    options = getattr(study, "study_options", None)
+    from counterbench.studies.hooks import hook
+
+    options = hook(study, "study_options")
     return options if isinstance(options, StudyOptions) else None
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from counterbench.columns import BASE_COLUMNS, VARIANTS
 from counterbench.errors import UserError
+from counterbench.outcomes import encode
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
 
@@ -70,7 +71,7 @@ class PythonStudy:
                                   zip(frame["use_case"], frame["language"], number, strict=True)]
             frame["study"] = self.name
             frame["variant"] = variant
-            frame["answer_type"] = frame["use_case"].map(lambda uc: self.outcomes[uc].encode())
+            frame["answer_type"] = frame["use_case"].map(lambda uc: encode(self.outcomes[uc]))
             frames.append(frame)
         table = pd.concat(frames, ignore_index=True)
         design = [c for c in table.columns if c not in BASE_COLUMNS]

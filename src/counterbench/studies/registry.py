@@ -120,7 +120,9 @@ def _extend_registered(data: dict[str, Any], path: Path) -> Study:
     if not isinstance(name, str) or name not in STUDIES:
         raise UserError(f"{path.name}: study: '{name}' is not a registered study ({', '.join(STUDIES.names())})")
     base = _load_entry(name)
-    extend = getattr(base, "from_study_file", None)
+    from counterbench.studies.hooks import hook
+
+    extend = hook(base, "from_study_file")
     if not callable(extend):
         raise UserError(f"{path.name}: study {name} cannot be declared from a study file (it has no from_study_file)")
     made: Study = extend(data, path)

@@ -13,7 +13,6 @@ from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.designs import CrossedDesign
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-ANSWER_TYPES = ("inr_annual", "percent", "inr", "number", "text")
 RESERVED_PLACEHOLDERS = ("identifier_phrase", "question")
 
 

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.outcomes import LEGACY_ANSWER_TYPES, encode, kind_names, legacy_outcome
 from counterbench.outcomes.base import OutcomeSpec
-from counterbench.studies.spec import ANSWER_TYPES, PLACEHOLDER, RESERVED_PLACEHOLDERS, UseCase, _Ctx
+from counterbench.studies.spec import PLACEHOLDER, RESERVED_PLACEHOLDERS, UseCase, _Ctx
 
 #: columns a declarative design adds itself (beside each crossed attribute)
 DESIGN_COLUMNS = ("group", "level_index")
@@ -31,7 +32,7 @@ def parse_use_cases(
         where = f"use_cases.{name}"
         m = ctx.mapping(spec, where)
         outcome = parse_outcome(ctx, m, where)
-        answer_type = outcome.encode()
+        answer_type = encode(outcome)
         sp = str(m.get("system_prompt", ""))
         if "system_prompt" not in m and "outcome" in m:
             sp = ""  # the outcome kind's own instruction
@@ -132,19 +133,13 @@ def _with_options(templates: Mapping[str, str], outcome: OutcomeSpec) -> dict[st
 
 
 def _check_options(ctx: _Ctx, where: str, outcome: OutcomeSpec, fields: Mapping[str, Any]) -> None:
-    """A ``choice`` answer means nothing without the ``option_<LABEL>`` columns saying what each option is."""
-    if outcome.kind != "choice":
-        return
-    from counterbench.outcomes.choice import option_column
-    from counterbench.outcomes.choice_options import declared_options
+    """What the outcome's kind needs of a prompt's fields (its ``fields_problem``: a choice, the
+    ``option_<LABEL>`` columns saying what each option is)."""
+    from counterbench.outcomes import kind_member
 
-    if declared_options(outcome):  # the options are texts the file gives; the prompt lists them
-        return
-
-    missing = [option_column(label) for label in outcome.labels if option_column(label) not in fields]
-    if missing:
-        raise ctx.fail(f"{where}.profiles", f"a choice outcome needs a profile field {missing[0]} for each option "
-                       "(what option it stands for); without them no answer can be analysed")
+    problem = kind_member(outcome, "fields_problem")(outcome, fields)
+    if problem:
+        raise ctx.fail(f"{where}.profiles", str(problem))
 
 
 def _check_templates(
@@ -193,11 +188,7 @@ def parse_outcome(ctx: _Ctx, m: Mapping[str, Any], where: str) -> OutcomeSpec:
             raise ctx.fail(f"{where}.outcome.kind", str(err)) from None
         return kind.spec(raw, lambda key, problem: ctx.fail(f"{where}.outcome.{key}", problem))
     answer_type = str(m.get("answer_type", "number"))
-    if answer_type not in ANSWER_TYPES:
-        raise ctx.fail(f"{where}.answer_type", f"unknown '{answer_type}' (one of {', '.join(ANSWER_TYPES)}; "
-                       "or declare an outcome: {kind: rate|score|label|choice|text|amount, ...})")
-    if answer_type == "text":
-        return OutcomeSpec("text", metrics=("length",))
-    from counterbench.outcomes.amount import KIND as AMOUNT
-
-    return AMOUNT.decode(answer_type)
+    if answer_type not in LEGACY_ANSWER_TYPES:
+        raise ctx.fail(f"{where}.answer_type", f"unknown '{answer_type}' (one of {', '.join(LEGACY_ANSWER_TYPES)}; "
+                       f"or declare an outcome: {{kind: {'|'.join(kind_names())}, ...}})")
+    return legacy_outcome(answer_type)

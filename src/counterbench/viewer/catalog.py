@@ -114,7 +114,7 @@ class SlotView:
     high: Answer | None
     other_models: list[str] = field(default_factory=list)
     #: how this slot's answers compare (Δ% for amounts, percentage points for yes/no, points for scores)
-    unit: GapUnit = field(default_factory=lambda: gap_unit("amount"))
+    unit: GapUnit = field(default_factory=lambda: gap_unit(None))
 
 
 def pair_gap(a: float, b: float, relative: bool = True) -> float:

@@ -90,7 +90,7 @@ def resumes_command(
     command, 3 stopped at --max-cost, 130 interrupted.
     """
     from counterbench.builtin.hiring.resume_generation import collect_resumes, default_store, plan_resumes
-    from counterbench.run.runner import format_summary
+    from counterbench.run.summary import format_summary
 
     models = list(model or [])
     if len(models) != 1:

@@ -1,0 +1,68 @@
+"""A study's optional hooks, declared in one place (as datasette's ``hookspecs.py`` declares its plug-in hooks).
+
+Every study has the attributes of :class:`counterbench.studies.base.Study`; these are the ones it *may*
+add (this module imports no other of :mod:`counterbench.studies`, so every one of them may read it).
+:class:`StudyHooks` states each with its type and what it is for; :func:`hook` is the only way the core
+reads one (the hook, or ``None`` when the study has none — for the plain attributes, their default).
+The outcome kind's members are declared the same way in :mod:`counterbench.outcomes.kinds`, and every
+registry a package extends by entry point is listed in ``docs/extending.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from counterbench.columns import VARIANTS
+
+
+class StudyHooks(Protocol):
+    """The optional hooks of a study object (``docs/extending.md``)."""
+
+    #: the prompt variants the study can expand (default: ``standard`` and ``fairness``)
+    variants: tuple[str, ...]
+    #: use case -> the name tables and the report use for it (default: the use case's own name)
+    use_case_labels: Mapping[str, str]
+    #: the study's own command-line options (``counterbench audit STUDY --NAME VALUE``), a
+    #: :class:`counterbench.studies.options.StudyOptions`; default: none
+    study_options: Any
+
+    def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int, seed: int,
+                       ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+        """Its own tables and summary (``tables`` descriptions, ``unsupported`` reasons): they replace the
+        generic outcome tables for its answers. Without it: the generic tables."""
+        ...
+
+    def report_sections(self, ctx: Any) -> list[Any]:
+        """The report sections drawn from its tables (``counterbench.report.sections.Section``, given the
+        ``counterbench.report.context.ReportContext``). Without it: none of its own."""
+        ...
+
+    def from_study_file(self, data: Mapping[str, Any], path: Path) -> Any:
+        """The study (a :class:`counterbench.studies.base.Study`) a study file declares with ``study: NAME`` and
+        its own keys. Without it such a file is refused."""
+        ...
+
+
+#: each hook's value when a study has none
+DEFAULTS: dict[str, Any] = {
+    "variants": VARIANTS,
+    "use_case_labels": {},
+    "study_options": None,
+    "analyze_tables": None,
+    "report_sections": None,
+    "from_study_file": None,
+}
+#: the hooks' names, in the order :class:`StudyHooks` declares them
+HOOKS = tuple(DEFAULTS)
+
+
+def hook(study: object, name: str) -> Any:
+    """``study``'s hook ``name`` (one of :data:`HOOKS`), or its default when the study has none."""
+    if name not in DEFAULTS:
+        raise AttributeError(f"{name!r} is not a study hook (one of: {', '.join(HOOKS)})")
+    own = getattr(study, name, None)
+    return DEFAULTS[name] if own is None else own
