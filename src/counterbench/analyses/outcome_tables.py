@@ -122,6 +122,14 @@ def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> 
     return out.reset_index(drop=True)
 
 
+def narrowed(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str],
+             extra: Sequence[str] = ()) -> pd.DataFrame:
+    """``rows`` with only the columns the tables read (the cell, the measure, the facets' and slot columns):
+    every filter of a cell then copies a few columns instead of every answer's texts."""
+    keep = [*_CELL, "y", "measure", "unit", "gap_form", "axis", *(f.column for f in facets), *slot_columns, *extra]
+    return rows[[c for c in dict.fromkeys(keep) if c in rows.columns]]
+
+
 def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """An integer code per row: rows with the same values in ``columns`` (as text) share it."""
     cols = [c for c in columns if c in frame.columns]
@@ -191,6 +199,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
     gaps: list[dict[str, Any]] = []
     if rows.empty:
         return conform("outcome_levels", None), conform("outcome_gaps", None)
+    rows = narrowed(rows, facets, slot_columns)
     swaps = SwapTest(stable_seed("outcome_gaps_swap_test", base_seed=seed))
     pending: list[tuple[dict[str, Any], np.ndarray, list[int], Any]] = []
     intervals = SlotIntervals(CONFIDENCE)
@@ -273,6 +282,7 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         return conform("language_gaps", None)
     first = present[0]
     keys = ["model", "use_case", "kind"]
+    rows = narrowed(rows, facets, slot_columns)
     swaps = SwapTest(stable_seed("language_gaps_swap_test", base_seed=seed))
     pending: list[tuple[dict[str, Any], np.ndarray, list[int], Any]] = []
     intervals = SlotIntervals(CONFIDENCE)
