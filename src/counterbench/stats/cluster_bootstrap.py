@@ -87,8 +87,9 @@ def cluster_ratio_replicates(sums: npt.ArrayLike, counts: npt.ArrayLike, n_boot:
     while done < n_boot:
         rows = min(block, n_boot - done)
         w = cluster_weights(rng, s.shape[0], rows)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            parts.append((w @ s) / (w @ c))
+        for r in range(0, rows, BLOCK_SIZE):  # block-sized products: a large one pays BLAS's thread hand-off
+            with np.errstate(invalid="ignore", divide="ignore"):
+                parts.append((w[r : r + BLOCK_SIZE] @ s) / (w[r : r + BLOCK_SIZE] @ c))
         done += rows
     return np.vstack(parts) if parts else np.empty((0, s.shape[1] if s.ndim > 1 else 1))
 
