@@ -13,7 +13,16 @@ against the same server, we send ``--requests`` distinct chat requests with
 
 and report wall time, requests per second and client CPU per request (``time.process_time``: this
 process only; the server is elsewhere). ``counterbench_noop_s`` is the fixed cost of a resumed run
-that finds everything done (setup + planning), included in the counterbench figures.
+that finds everything done (setup + planning), included in the counterbench figures. These loops run in
+one *warmed* process (every module imported, first connections made).
+
+Fresh processes (``fresh``), as a user runs them: for each of ``--fresh-requests`` (2,000 and 10,000)
+at ``--fresh-concurrency`` (64), a new Python process per measurement, ``--repeat`` times interleaved
+(bare, counterbench, bare, ...). Each child builds its prompts first (pandas is the caller's), then starts
+the clock, imports its client (``aiohttp``; ``counterbench.run``) and sends everything; the figures are
+that clock's wall and CPU time. ``within_goal``: counterbench's median requests per second ≥ the bare
+loop's at every size, and its CPU per request ≤ the bare loop's at the largest. The machine's load
+average is printed before and after.
 
 Embedded: the first ``--quick-limit`` prompts of ``rupeebias --preset quick`` (540 in all) through
 ``counterbench`` with ``--model local`` vs a bare ``xllamacpp.Server.handle_chat_completions`` loop on
@@ -22,7 +31,8 @@ alternating chunks. ``engine_overhead_ms_per_prompt`` is counterbench's wall tim
 spent inside the backend's llama call: what the engine and store add.
 
 Usage: ``python benchmarks/run_throughput.py [--requests 2000] [--concurrency 16,64,256] [--repeat 3]
-[--quick-limit 40 | --quick-limit 540] [--skip-embedded] [--skip-openai-sdk] [--out FILE]``.
+[--fresh-requests 2000,10000] [--fresh-concurrency 64] [--skip-fresh] [--quick-limit 40 | --quick-limit 540]
+[--skip-embedded] [--skip-openai-sdk] [--out FILE]``.
 """
 
 from __future__ import annotations
@@ -207,6 +217,54 @@ def http_benchmarks(base_url: str, n: int, concurrencies: list[int], repeat: int
     return {"runs": rows, "summary": summary}
 
 
+def fresh_child(label: str, base_url: str, n: int, concurrency: int, store: str) -> dict[str, Any]:
+    """In a new process: the prompts first, then the clock: the client's import and every request."""
+    users = make_prompts(n, "fresh")
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    if label == "aiohttp":
+        errors = asyncio.run(bare_aiohttp(base_url, users["user"].tolist(), concurrency))
+    else:
+        from counterbench.run import run_prompts
+
+        summary = run_prompts(users, [f"openai-compatible:{base_url}:{MODEL}"], store=store, concurrency=concurrency,
+                              handle_signals=False, timeout=30)
+        errors = int(summary.totals["errors"]) + (summary.totals["done"] != n)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return {"client": label, "requests": n, "wall_s": round(wall, 4), "req_per_s": round(n / wall, 1),
+            "cpu_ms_per_req": round(cpu * 1000 / n, 4), "errors": int(errors)}
+
+
+def fresh_benchmarks(base_url: str, sizes: list[int], concurrency: int, repeat: int, workdir: Path) -> dict[str, Any]:
+    """Each measurement in a fresh process (see the module docstring), interleaved."""
+    import subprocess
+
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        for k in range(repeat):
+            for label in ("aiohttp", "counterbench") if k % 2 == 0 else ("counterbench", "aiohttp"):
+                store = workdir / f"fresh_{n}_{k}.db"
+                proc = subprocess.run([sys.executable, __file__, "--fresh-child", label, base_url, str(n),
+                                       str(concurrency), str(store)], capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise SystemExit(f"fresh {label} run failed:\n{proc.stderr}")
+                rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    summary: dict[str, Any] = {}
+    for n in sizes:
+        med = {label: {m: statistics.median(r[m] for r in rows if r["requests"] == n and r["client"] == label)
+                       for m in ("req_per_s", "cpu_ms_per_req")} for label in ("aiohttp", "counterbench")}
+        summary[str(n)] = {
+            "aiohttp_req_per_s_median": med["aiohttp"]["req_per_s"],
+            "counterbench_req_per_s_median": med["counterbench"]["req_per_s"],
+            "aiohttp_cpu_ms_per_req_median": med["aiohttp"]["cpu_ms_per_req"],
+            "counterbench_cpu_ms_per_req_median": med["counterbench"]["cpu_ms_per_req"],
+            "counterbench_vs_aiohttp": round(med["counterbench"]["req_per_s"] / med["aiohttp"]["req_per_s"], 3),
+        }
+    largest = summary[str(max(sizes))]
+    within = all(v["counterbench_vs_aiohttp"] >= 1.0 for v in summary.values()) and (
+        largest["counterbench_cpu_ms_per_req_median"] <= largest["aiohttp_cpu_ms_per_req_median"])
+    return {"concurrency": concurrency, "runs": rows, "summary": summary, "within_goal": within}
+
+
 def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int = 10) -> dict[str, Any]:
     """Interleaved in chunks (alternating which goes first), so a busy machine hurts both alike."""
     from counterbench.models.base import GenerationConfig
@@ -304,8 +362,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="embedded: free-text answers (default: grammar-constrained, as `run --model local`)")
     parser.add_argument("--skip-http", action="store_true")
     parser.add_argument("--skip-openai-sdk", action="store_true", help="HTTP: leave out the (slow) openai SDK loop")
+    parser.add_argument("--fresh-requests", default="2000,10000", help="fresh processes: request counts")
+    parser.add_argument("--fresh-concurrency", type=int, default=64)
+    parser.add_argument("--skip-fresh", action="store_true")
+    parser.add_argument("--fresh-child", nargs=5, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
+    if args.fresh_child is not None:
+        label, url, n, c, store = args.fresh_child
+        print(json.dumps(fresh_child(label, url, int(n), int(c), store)))
+        return
 
     from counterbench.testing.fake_openai import ServerProcess
 
@@ -313,6 +379,7 @@ def main(argv: list[str] | None = None) -> None:
         "benchmark": "run_throughput",
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform()},
         "settings": {"requests": args.requests, "latency_ms": args.latency_ms, "repeat": args.repeat},
+        "load_average_before": os.getloadavg(),
     }
     with tempfile.TemporaryDirectory(prefix="cb-bench-") as tmp:
         workdir = Path(tmp)
@@ -321,8 +388,15 @@ def main(argv: list[str] | None = None) -> None:
             with ServerProcess("fake_openai", "--latency-ms", str(args.latency_ms), "--max-seconds", "3600") as server:
                 result["http"] = http_benchmarks(server.base_url, args.requests, concurrencies, args.repeat, workdir,
                                                  with_sdk=not args.skip_openai_sdk)
+                if not args.skip_fresh:
+                    sizes = [int(n) for n in args.fresh_requests.split(",") if n]
+                    result["fresh"] = fresh_benchmarks(server.base_url, sizes, args.fresh_concurrency, args.repeat,
+                                                       workdir)
         if not args.skip_embedded:
             result["embedded"] = embedded_benchmark(args.quick_limit, workdir, not args.embedded_free_text)
+    result["load_average_after"] = os.getloadavg()
+    if "fresh" in result:
+        result["within_goal"] = result["fresh"]["within_goal"]
     text = json.dumps(result, indent=2)
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")

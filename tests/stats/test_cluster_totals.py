@@ -23,3 +23,26 @@ def test_ratio_replicates_are_weighted_ratios_of_the_resampled_clusters():
     assert reps.shape == (250, 3)
     # the bootstrap centre is the pooled ratio
     np.testing.assert_allclose(reps.mean(axis=0), sums.sum(0) / counts.sum(0), rtol=0.1)
+
+
+def test_replicate_totals_are_the_per_block_streams_whatever_the_memory_budget():
+    """cluster_replicate_totals draws each block of 50 replicates from its own generator, as the
+    block-at-a-time path (``workers=2``) does: the same totals to the last bit, under any budget."""
+    from counterbench.stats.bootstrap import BLOCK_SIZE, _block_plan
+    from counterbench.stats.cluster_bootstrap import cluster_bootstrap, cluster_replicate_totals
+
+    suff = np.random.default_rng(4).random((23, 4)) * [5.0, 1.0, 7.0, 1.0]
+    expected = np.vstack([cluster_weights(rng, 23, stop - start) @ suff for start, stop, rng in _block_plan(730, 11)])
+    for budget in (1 << 22, 23 * BLOCK_SIZE * 3, 23 * 7):  # every block at once, three at a time, a block in parts
+        totals = cluster_replicate_totals(suff, 730, 11, max_elements=budget)
+        if budget >= 23 * BLOCK_SIZE:
+            np.testing.assert_array_equal(totals, expected)
+        assert totals.shape == (730, 4) and np.isfinite(totals).all()
+
+    def ratio(t: np.ndarray) -> np.ndarray:
+        return np.asarray(t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3])
+
+    one = cluster_bootstrap(suff, ratio, n_boot=730, seed=11, return_replicates=True)
+    threads = cluster_bootstrap(suff, ratio, n_boot=730, seed=11, return_replicates=True, workers=2)
+    np.testing.assert_array_equal(one.replicates, threads.replicates)
+    assert (one.low, one.high) == (threads.low, threads.high)

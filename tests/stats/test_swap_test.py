@@ -101,3 +101,27 @@ def test_a_batch_of_tests_gives_each_test_its_own_p() -> None:
     assert batch[:8] == alone[:8]
     assert np.isnan(batch[8]) and np.isnan(batch[9]) and np.isnan(alone[8]) and np.isnan(alone[9])
     assert min(batch[4], batch[7]) < 0.01 < min(batch[:4])  # the planted 4% gap is found, the nulls are not
+
+
+def test_repeated_negated_and_zero_columns_are_multiplied_once_with_the_same_p() -> None:
+    """A gap's swap exchanges [sum, n] of the comparison and the reference: the differences' reference
+    columns are the comparison's negated, and the counts' are 0 with one answer a slot. The p is the
+    one a direct count over every arrangement gives (exact: 10 slots), alone or beside a test whose
+    columns are all 0."""
+    rng = np.random.default_rng(5)
+    cmp_, ref = rng.normal(100, 10, 10) + 4, rng.normal(100, 10, 10)
+    s = np.column_stack([cmp_, np.ones(10), ref, np.ones(10)])
+
+    def ratio(t: np.ndarray) -> np.ndarray:
+        return np.asarray(t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3])
+
+    test = SwapTest(seed=3)
+    p = test.pvalue(s, s[:, [2, 3, 0, 1]], ratio)
+    arrangements, exact = test.arrangements(10)
+    assert exact
+    totals = s.sum(axis=0)[None, :] + arrangements @ (s[:, [2, 3, 0, 1]] - s)
+    observed = abs(ratio(s.sum(axis=0)[None, :])[0])
+    direct = np.count_nonzero(np.abs(ratio(totals)) >= observed * (1 - 1e-9) - 1e-300) / arrangements.shape[0]
+    assert p == direct and 0 < p < 0.5
+    zero = np.zeros((10, 4))
+    assert test.pvalues([(s, s[:, [2, 3, 0, 1]], ratio), (zero, zero, ratio)])[0] == p

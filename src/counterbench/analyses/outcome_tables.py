@@ -53,18 +53,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sstats
 
+from counterbench.analyses.slot_inference import SlotIntervals, slot_bootstraps, swap_tested
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec, comparison_of
-from counterbench.stats.cluster_bootstrap import cluster_bootstrap
-from counterbench.stats.inference import (
-    MIN_SLOTS,
-    MIN_SLOTS_INTERVAL,
-    both_tests_pvalue,
-    earned_marks,
-    slot_design,
-    slot_interval,
-    slot_t_pvalue,
-)
+from counterbench.stats.inference import MIN_SLOTS, MIN_SLOTS_INTERVAL, earned_marks
 from counterbench.stats.seeding import stable_seed
 from counterbench.stats.swap_test import SwapTest
 from counterbench.studies.base import Facet
@@ -130,6 +122,14 @@ def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> 
     return out.reset_index(drop=True)
 
 
+def narrowed(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str],
+             extra: Sequence[str] = ()) -> pd.DataFrame:
+    """``rows`` with only the columns the tables read (the cell, the measure, the facets' and slot columns):
+    every filter of a cell then copies a few columns instead of every answer's texts."""
+    keep = [*_CELL, "y", "measure", "unit", "gap_form", "axis", *(f.column for f in facets), *slot_columns, *extra]
+    return rows[[c for c in dict.fromkeys(keep) if c in rows.columns]]
+
+
 def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """An integer code per row: rows with the same values in ``columns`` (as text) share it."""
     cols = [c for c in columns if c in frame.columns]
@@ -180,32 +180,7 @@ def _mean(t: np.ndarray) -> np.ndarray:
 
 def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int) -> tuple[float, float, float, np.ndarray | None]:
     """(estimate, percentile low, percentile high, replicates) of a slot-cluster bootstrap."""
-    if n_boot <= 0:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            est = float(np.asarray(statistic(suff.sum(axis=0)[None, :]))[0])
-        return est, float("nan"), float("nan"), None
-    res = cluster_bootstrap(suff, statistic, n_boot=n_boot, seed=seed, confidence=CONFIDENCE,
-                            return_replicates=True)
-    return res.estimate, res.low, res.high, res.replicates
-
-
-def _slot_ci(estimate: float, reps: np.ndarray | None, weights: np.ndarray) -> tuple[float, float, float]:
-    """(low, high, t-test p) of the slot interval (small-sample variance factor and degrees of freedom
-    of a slot mean whose slots weigh ``weights``; see the module notes); NaN without replicates."""
-    if reps is None or not np.isfinite(estimate):
-        return float("nan"), float("nan"), float("nan")
-    factor, df = slot_design(weights)
-    low, high = slot_interval(estimate, reps[None, :], weights.size, confidence=CONFIDENCE, factor=factor, df=df)
-    p = slot_t_pvalue(estimate, reps[None, :], weights.size, factor=factor, df=df)
-    return float(low[0]), float(high[0]), float(p[0])
-
-
-def _test(swaps: SwapTest, s: np.ndarray, order: list[int], statistic: Any, p_t: float) -> float:
-    """The p behind a mark (see the module notes): the larger of the swap test's (columns ``order``
-    exchanged slot by slot) and the interval's t-test's; NaN below ``MIN_SLOTS`` slots."""
-    if len(s) < MIN_SLOTS:
-        return float("nan")
-    return both_tests_pvalue(swaps.pvalue(s, s[:, order], statistic), p_t)
+    return slot_bootstraps(suff, [statistic], n_boot, seed, CONFIDENCE)[0]
 
 
 def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
@@ -224,7 +199,10 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
     gaps: list[dict[str, Any]] = []
     if rows.empty:
         return conform("outcome_levels", None), conform("outcome_gaps", None)
+    rows = narrowed(rows, facets, slot_columns)
     swaps = SwapTest(stable_seed("outcome_gaps_swap_test", base_seed=seed))
+    pending: list[tuple[dict[str, Any], np.ndarray, list[int], Any]] = []
+    intervals = SlotIntervals(CONFIDENCE)
     for cell, part in rows.groupby(_CELL, sort=False, observed=True):
         base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
         measure, unit = str(part["measure"].iloc[0]), str(part["unit"].iloc[0])
@@ -258,25 +236,30 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 if not len(s):
                     continue
                 cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
-                diff, _, _, reps = _boot(s, gap, n_boot, cell_seed)
-                rel, _, _, rel_reps = (diff, 0.0, 0.0, reps) if gap is _relative else _boot(s, _relative, n_boot,
-                                                                                             cell_seed)
+                if gap is _relative:
+                    diff, _, _, reps = _boot(s, gap, n_boot, cell_seed)
+                    rel, rel_reps = diff, reps
+                else:
+                    (diff, _, _, reps), (rel, _, _, rel_reps) = slot_bootstraps(s, [gap, _relative], n_boot,
+                                                                                cell_seed, CONFIDENCE)
                 weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
-                lo, hi, p_t = _slot_ci(diff, reps, weights)
-                rlo, rhi, _ = _slot_ci(rel, rel_reps, weights)
                 totals = s.sum(axis=0)
                 row = {**base, "facet": facet.name, "facet_kind": facet.kind, "reference": facet.reference,
                        "comparison": level, "n_slots": len(s), "reference_mean": totals[2] / totals[3],
-                       "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": lo, "ci_high": hi,
-                       "relative_pct": rel, "relative_ci_low": rlo, "relative_ci_high": rhi,
-                       "p_value": _test(swaps, s, [2, 3, 0, 1], gap, p_t), "exact_p": np.nan,
-                       "difference_unit": unit}
+                       "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": np.nan,
+                       "ci_high": np.nan, "relative_pct": rel, "relative_ci_low": np.nan, "relative_ci_high": np.nan,
+                       "p_value": np.nan, "exact_p": np.nan, "difference_unit": unit}
+                intervals.add(row, ("ci_low", "ci_high", "_p_t"), diff, reps, weights)
+                intervals.add(row, ("relative_ci_low", "relative_ci_high"), rel, rel_reps, weights)
                 if base["kind"] in ("label", "choice") and len(s) >= MIN_SLOTS:
                     k1, n1 = totals[0] / 100.0, totals[1]
                     k0, n0 = totals[2] / 100.0, totals[3]
                     table = np.array([[k1, n1 - k1], [k0, n0 - k0]]).round().astype(np.int64)
                     row["exact_p"] = float(sstats.fisher_exact(table)[1])
                 gaps.append(row)
+                pending.append((row, s, [2, 3, 0, 1], gap))
+    intervals.fill()
+    swap_tested(swaps, pending)
     return conform("outcome_levels", pd.DataFrame(levels)), conform("outcome_gaps", _marked(pd.DataFrame(gaps)))
 
 
@@ -299,7 +282,10 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         return conform("language_gaps", None)
     first = present[0]
     keys = ["model", "use_case", "kind"]
+    rows = narrowed(rows, facets, slot_columns)
     swaps = SwapTest(stable_seed("language_gaps_swap_test", base_seed=seed))
+    pending: list[tuple[dict[str, Any], np.ndarray, list[int], Any]] = []
+    intervals = SlotIntervals(CONFIDENCE)
     for cell, part in rows.groupby(keys, sort=False, observed=True):
         for facet in facets:
             frows = _facet_rows(part, facet)
@@ -323,16 +309,19 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                         continue
                     est, _, _, reps = _boot(s, shift, n_boot,
                                             stable_seed("language", *cell, facet.name, level, other, base_seed=seed))
-                    lo, hi, p_t = _slot_ci(est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
                     t = s.sum(axis=0)
-                    # a swap exchanges the slot's two languages (both identities at once)
-                    p = _test(swaps, s, [4, 5, 6, 7, 0, 1, 2, 3], shift, p_t)
-                    out.append({**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
+                    row = {**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
                                 "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
                                 "language": first, "other_language": other, "n_slots": len(s),
                                 "difference": float(gap(t[None, :4])[0]),
                                 "other_difference": float(gap(t[None, 4:])[0]),
-                                "shift": est, "ci_low": lo, "ci_high": hi, "p_value": p})
+                                "shift": est, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan}
+                    intervals.add(row, ("ci_low", "ci_high", "_p_t"), est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
+                    out.append(row)
+                    # a swap exchanges the slot's two languages (both identities at once)
+                    pending.append((row, s, [4, 5, 6, 7, 0, 1, 2, 3], shift))
+    intervals.fill()
+    swap_tested(swaps, pending)
     return conform("language_gaps", _marked(pd.DataFrame(out)))
 
 

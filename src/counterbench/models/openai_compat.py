@@ -2,7 +2,7 @@
 
 ``http://`` endpoints (local servers: vLLM, Ollama, llama.cpp server) go through the minimal
 keep-alive client of :mod:`counterbench.models.http1`, about a third of ``aiohttp``'s CPU per
-request; ``https://`` endpoints (hosted APIs) through one shared ``aiohttp`` session.
+request; ``https://`` endpoints (hosted APIs) through one shared ``aiohttp`` session (imported only then).
 ``http_client="aiohttp"`` (or ``COUNTERBENCH_HTTP_CLIENT=aiohttp``) forces ``aiohttp`` everywhere, as
 does a ``connection_limit``, which only ``aiohttp`` implements.
 
@@ -21,26 +21,24 @@ them are constructor options chosen by :mod:`counterbench.models.registry`:
 * ``max_tokens_field`` — OpenAI's current models want ``max_completion_tokens``; the others
   ``max_tokens``.
 
-Failures become :class:`BackendError`: 408/409/429/5xx, timeouts, connection errors, truncated
-bodies, malformed JSON and replies without ``choices`` are retryable (``Retry-After`` /
-``retry-after-ms`` parsed); other statuses are not, nor is a 500 whose body is a request-validation
-error (llama-cpp-python's server answers a request it cannot parse that way): the same request
-would fail again. The engine does the retrying. The API key is
-only ever in the pre-built request headers: it is redacted from every message and from ``repr``.
+Failures become :class:`BackendError`: 408/409/429/5xx, timeouts, connection errors, truncated bodies,
+malformed JSON and replies without ``choices`` are retryable (``Retry-After`` / ``retry-after-ms`` parsed);
+other statuses are not, nor is a 500 whose body is a request-validation error (llama-cpp-python's server
+answers a request it cannot parse that way): the same request would fail again. The engine does the
+retrying. The API key is only in the pre-built request headers: it is redacted from messages and ``repr``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
-
-import aiohttp
 
 from counterbench.json_limits import JSONLimitError, loads_bounded
 from counterbench.models.base import (
@@ -66,6 +64,9 @@ from counterbench.models.structured import (
     unwrap_answer,
 )
 
+if TYPE_CHECKING:
+    import aiohttp
+
 ReasoningStyle = Literal["openai", "openrouter"]
 HTTPClientChoice = Literal["auto", "aiohttp"]
 
@@ -81,18 +82,14 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP-date)."""
     millis = headers.get("retry-after-ms")
     if millis:
-        try:
+        with contextlib.suppress(ValueError):
             return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
     value = headers.get("Retry-After") or headers.get("retry-after")
     if not value:
         return None
     value = value.strip()
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -150,6 +147,8 @@ class OpenAICompatBackend:
         self._session: aiohttp.ClientSession | None = None
         self._use_http1 = http_client == "auto" and urlsplit(self._url).scheme == "http" and connection_limit == 0
         self._http1: HTTP1Client | None = None
+        if not self._use_http1:  # imported here, before a run starts, and only where it is used (0.15 s of CPU)
+            import aiohttp  # noqa: F401
 
     def __repr__(self) -> str:
         key = "'***'" if self._secret else "None"
@@ -161,6 +160,7 @@ class OpenAICompatBackend:
         return text
 
     def _get_session(self) -> aiohttp.ClientSession:
+        import aiohttp
         session = self._session
         if session is None or session.closed:
             connector = aiohttp.TCPConnector(limit=self._connection_limit, ttl_dns_cache=300)
@@ -258,6 +258,7 @@ class OpenAICompatBackend:
         body = json.dumps(payload, ensure_ascii=False).encode()
         if self._use_http1:
             return await self._complete_http1(body, unwrap)
+        import aiohttp
         session = self._get_session()
         started = time.perf_counter()
         try:
@@ -339,6 +340,7 @@ class OpenAICompatBackend:
 
     async def list_models(self) -> list[str]:
         """The model ids the server lists at ``GET {base_url}/models`` (raises :class:`BackendError`)."""
+        import aiohttp
         session = self._get_session()
         try:
             async with session.get(self.base_url + "/models") as resp:

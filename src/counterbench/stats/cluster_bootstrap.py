@@ -29,6 +29,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from counterbench.stats.bootstrap import (
+    BLOCK_SIZE,
     DEFAULT_MAX_ELEMENTS,
     BootstrapResult,
     FloatArray,
@@ -44,6 +45,7 @@ __all__ = [
     "cluster_bootstrap_mean_difference",
     "cluster_bootstrap_violation_rate",
     "cluster_ratio_replicates",
+    "cluster_replicate_totals",
     "cluster_totals",
     "cluster_weights",
 ]
@@ -85,10 +87,50 @@ def cluster_ratio_replicates(sums: npt.ArrayLike, counts: npt.ArrayLike, n_boot:
     while done < n_boot:
         rows = min(block, n_boot - done)
         w = cluster_weights(rng, s.shape[0], rows)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            parts.append((w @ s) / (w @ c))
+        for r in range(0, rows, BLOCK_SIZE):  # block-sized products: a large one pays BLAS's thread hand-off
+            with np.errstate(invalid="ignore", divide="ignore"):
+                parts.append((w[r : r + BLOCK_SIZE] @ s) / (w[r : r + BLOCK_SIZE] @ c))
         done += rows
     return np.vstack(parts) if parts else np.empty((0, s.shape[1] if s.ndim > 1 else 1))
+
+
+def cluster_replicate_totals(sufficient: npt.ArrayLike, n_boot: int, seed: int | np.random.SeedSequence, *,
+                             max_elements: int = DEFAULT_MAX_ELEMENTS) -> FloatArray:
+    """The (n_boot × m) replicate totals ``W @ sufficient`` of :func:`cluster_bootstrap`, the same streams
+    (one generator per block of :data:`~counterbench.stats.bootstrap.BLOCK_SIZE` replicates): the blocks'
+    draws are made one generator at a time, but counted and multiplied together, as many blocks at once
+    as ``max_elements`` weights allow — a few large products instead of one small one per block. Several
+    statistics of the same slots and seed can share them."""
+    suff = np.asarray(sufficient, dtype=np.float64)
+    if suff.ndim == 1:
+        suff = suff[:, None]
+    n_clusters = suff.shape[0]
+    out = np.full((int(n_boot), suff.shape[1]), np.nan)
+    if n_clusters == 0:
+        return out
+    plan = _block_plan(int(n_boot), seed)
+    budget = max(1, int(max_elements) // n_clusters)
+    i = 0
+    while i < len(plan):
+        start, rows = plan[i][0], 0
+        draws: list[npt.NDArray[np.int64]] = []
+        while i < len(plan) and (not draws or rows + plan[i][1] - plan[i][0] <= budget):
+            b_start, b_stop, rng = plan[i]
+            size = b_stop - b_start
+            if size > budget:  # one block above the budget: drawn in parts, as cluster_weights would
+                for r in range(0, size, budget):
+                    draws.append(rng.integers(0, n_clusters, size=(min(budget, size - r), n_clusters),
+                                              dtype=np.int64))
+            else:
+                draws.append(rng.integers(0, n_clusters, size=(size, n_clusters), dtype=np.int64))
+            rows += size
+            i += 1
+        idx = np.vstack(draws)
+        flat = idx + (np.arange(rows, dtype=np.int64) * n_clusters)[:, None]
+        weights = np.bincount(flat.ravel(), minlength=rows * n_clusters).reshape(rows, n_clusters).astype(np.float64)
+        for r in range(0, rows, BLOCK_SIZE):  # products of a block's size: a large one pays BLAS's thread hand-off
+            out[start + r : start + min(rows, r + BLOCK_SIZE)] = weights[r : r + BLOCK_SIZE] @ suff
+    return out
 
 
 def cluster_bootstrap(
@@ -102,6 +144,7 @@ def cluster_bootstrap(
     workers: int = 1,
     method: str = "resampling slots",
     return_replicates: bool = False,
+    totals: FloatArray | None = None,
 ) -> BootstrapResult:
     """Generic cluster bootstrap over additive per-cluster sufficient statistics.
 
@@ -109,6 +152,8 @@ def cluster_bootstrap(
     counts). Each replicate resamples clusters with replacement, totals their rows (W @ sufficient)
     and applies ``statistic`` — a vectorised function mapping (r × m) totals to r values. The point
     estimate is ``statistic`` of the column totals. Used for Mean Δ% over slots, CPG and MOG.
+    ``totals``: the replicate totals, when :func:`cluster_replicate_totals` already made them for
+    these clusters, ``n_boot`` and ``seed`` (another statistic of the same draw).
     """
     _check(n_boot, confidence)
     suff = np.asarray(sufficient, dtype=np.float64)
@@ -119,16 +164,22 @@ def cluster_bootstrap(
     out = np.full(int(n_boot), np.nan)
     estimate = float("nan")  # and NaN replicates when there is no cluster
     if n_clusters:
-        budget = max(1, int(max_elements) // n_clusters)
+        if totals is not None or workers <= 1:
+            if totals is None:
+                totals = cluster_replicate_totals(suff, int(n_boot), seed, max_elements=max_elements)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[:] = statistic(totals)
+        else:
+            budget = max(1, int(max_elements) // n_clusters)
 
-        def work(start: int, stop: int, rng: np.random.Generator) -> None:
-            for r in range(start, stop, budget):
-                rows = min(budget, stop - r)
-                totals = cluster_weights(rng, n_clusters, rows) @ suff
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    out[r : r + rows] = statistic(totals)
+            def work(start: int, stop: int, rng: np.random.Generator) -> None:
+                for r in range(start, stop, budget):
+                    rows = min(budget, stop - r)
+                    totals = cluster_weights(rng, n_clusters, rows) @ suff
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        out[r : r + rows] = statistic(totals)
 
-        _run_blocks(_block_plan(int(n_boot), seed), work, workers)
+            _run_blocks(_block_plan(int(n_boot), seed), work, workers)
         with np.errstate(divide="ignore", invalid="ignore"):
             estimate = float(np.asarray(statistic(suff.sum(axis=0)[None, :]), dtype=np.float64)[0])
     return _result(

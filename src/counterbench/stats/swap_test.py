@@ -139,11 +139,13 @@ class SwapTest:
             if np.isfinite(observed):
                 pending.setdefault(a.shape[0], []).append((i, a, b - a, statistic, observed))
         for group in pending.values():
-            shift, exact = self._swapped_shift(np.hstack([diff for _, _, diff, _, _ in group]))
+            columns = [_distinct_columns(diff) for _, _, diff, _, _ in group]
+            stacked = [diff[:, keep] for (_, _, diff, _, _), (keep, _, _) in zip(group, columns, strict=True)]
+            shift, exact = self._swapped_shift(np.hstack(stacked))
             start = 0
-            for i, a, diff, statistic, observed in group:
-                part = shift[:, start : start + diff.shape[1]]
-                start += diff.shape[1]
+            for (i, a, _, statistic, observed), (keep, source, sign) in zip(group, columns, strict=True):
+                part = shift[:, start + source] * sign
+                start += len(keep)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     values = np.asarray(statistic(a.sum(axis=0)[None, :] + part), dtype=np.float64).ravel()
                 limit = abs(observed) * (1.0 - 1e-9) - 1e-300
@@ -227,6 +229,35 @@ def fewest_testable(alpha: float = 0.05) -> int:
     6 at 0.05. Below it a comparison cannot be marked whatever the data say, so a report calls it
     untested ("too few ... to test") rather than showing a blank that reads as "no difference"."""
     return max(1, int(np.ceil(np.log2(2.0 / float(alpha)) - 1e-12)))
+
+
+def _distinct_columns(diff: FloatArray) -> tuple[list[int], npt.NDArray[np.int64], FloatArray]:
+    """(columns of ``diff`` to multiply, and per column: which of them it is and its sign, 0 for an
+    all-zero column). A comparison's differences repeat: the reference's columns are the comparison's
+    negated, and a count column is 0 when every slot has as many answers of both conditions; the
+    arrangements' product of a negated column is the negated product and of a zero column 0, exactly,
+    so each distinct column is multiplied once."""
+    m = diff.shape[1]
+    keep: list[int] = []
+    source = np.zeros(m, dtype=np.int64)
+    sign = np.zeros(m)
+    for j in range(m):
+        col = diff[:, j]
+        if not col.any():
+            continue
+        for pos, k in enumerate(keep):
+            if np.array_equal(col, diff[:, k]):
+                source[j], sign[j] = pos, 1.0
+                break
+            if np.array_equal(col, -diff[:, k]):
+                source[j], sign[j] = pos, -1.0
+                break
+        else:
+            source[j], sign[j] = len(keep), 1.0
+            keep.append(j)
+    if not keep:  # nothing moves: one zero column keeps the product's shape
+        keep = [0]
+    return keep, source, sign
 
 
 def _first_column(totals: FloatArray) -> FloatArray:
