@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses.prepare import OUT_OF_RANGE_WORDS
 from counterbench.report import tables as t
 from counterbench.report.context import (
     DEMO_MODEL_NAME,
@@ -149,8 +150,9 @@ LOW_VALUE_SHARE = 0.8
 
 
 def warnings(ctx: ReportContext) -> list[str]:
-    """Plain warnings when the numbers rest on little data."""
-    out = []
+    """Plain warnings when the numbers rest on little data, and the out-of-range rule (stated here only)."""
+    notes = ctx.data.summary.get("notes")
+    out = [str(n) + "." for n in notes if OUT_OF_RANGE_WORDS in str(n)] if isinstance(notes, list) else []
     health = ctx.nonempty("parse_health")
     if health is not None and {"n", "ok_share"} <= set(health.columns):
         n = pd.to_numeric(health["n"], errors="coerce").fillna(0)
@@ -187,6 +189,8 @@ def samples_section(ctx: ReportContext) -> Section | None:
     def value(r: t.Row) -> str:
         if not t.is_missing(r.get("stands_for")):  # a choice: the option read and what it stands for
             return f"{r.get('unit')} → {r.get('stands_for')}"
+        if not t.is_missing(r.get("answer_read")):  # a label: the label read, not its index ("0 yes")
+            return str(r.get("answer_read"))
         number = t.as_float(r.get("value"))
         if not math.isfinite(number):
             return t.DASH
