@@ -198,7 +198,7 @@ def test_every_table_of_a_model_counts_the_same_answers_per_use_case(
             assert rows["N"].map(_count).sum() == want["usable"], (model, use_case)
             assert (rows["N"].map(_count) + rows["Unusable"].map(_count)).sum() == want["responses"]
             line = health[(health["Model"] == model) & (health["Use case"] == label)].iloc[0]
-            assert _count(line["Responses"]) == want["responses"]
+            assert _count(line["Responses"]) == want["responses"] and _count(line["Used"]) == want["usable"]
             shown = float(line["Out of range"].rstrip("%"))
             assert shown == pytest.approx(100.0 * want["oor"] / want["responses"], abs=0.05)
     board = _frame(report, "leaderboard", "Pairs").set_index("Model")
