@@ -106,11 +106,23 @@ def _marked(frame: pd.DataFrame) -> tuple[int, int, int]:
     return marked, len(frame), 0
 
 
+def degenerate_models(ctx: ReportContext) -> set[str]:
+    """The models the answer checks flagged (degenerate answers on some use case): left out of the ranking and of
+    the headline numbers that compare models."""
+    board = ctx.nonempty("leaderboard")
+    if board is None or "flag" not in board.columns:
+        return set()
+    flag = board["flag"].fillna("").astype(str)
+    return set(board.loc[flag.str.len() > 0, "model"].astype(str))
+
+
 def headlines(ctx: ReportContext) -> list[str]:
     """The finding first (plain words), then a few sentences with the main numbers."""
     lines: list[str] = findings(ctx)
     board = ctx.nonempty("leaderboard")
+    flagged = degenerate_models(ctx)
     if board is not None and "overall_mean_delta" in board.columns:
+        board = board[~board["model"].astype(str).isin(flagged)]  # its numbers say nothing (the findings say why)
         ranked = board.assign(v=pd.to_numeric(board["overall_mean_delta"], errors="coerce")).dropna(subset=["v"])
         ranked = ranked.sort_values("v")
         if len(ranked) == 1:
@@ -122,7 +134,7 @@ def headlines(ctx: ReportContext) -> list[str]:
             lines.append(f"Overall Mean Δ% ranges from {lo['v']:.2f} ({lo['model']}) to {hi['v']:.2f} "
                          f"({hi['model']}) across {len(ranked)} models.")
     axes = ctx.nonempty("axis_mean_delta")
-    if axes is not None:
+    if axes is not None and not (axes := axes[~axes["model"].astype(str).isin(flagged)]).empty:
         pooled = axes.assign(v=pd.to_numeric(axes["mean_delta"], errors="coerce")).groupby("axis")["v"].mean()
         if pooled.notna().any():
             lines.append(f"The largest gaps are on the {pooled.idxmax()} axis (Mean Δ% {pooled.max():.2f} averaged "
