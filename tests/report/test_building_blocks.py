@@ -209,3 +209,12 @@ def test_a_bar_past_a_readable_scale_is_cut_at_the_edge_and_said() -> None:
     plain = str(hbar_panel("Gaps", rows[1:], domain=bar_domain(rows[1:])))
     assert "past the scale" not in plain and "»" not in plain
     assert bar_domain(rows[1:]) == bar_domain(rows[1:], include_zero=True)
+
+
+def test_bars_of_several_models_in_one_row_are_named() -> None:
+    rows = [BarRow("Group A", [BarValue("sim:fair", 0.12, "#3b4a6b", mark="*"),
+                               BarValue("sim:biased", -0.3, "#d1495b")])]
+    named = str(hbar_panel("Win rate", rows, name_bars=True, value_format="{:+.2f}"))
+    assert ">+0.12* · sim:fair</text>" in named and ">-0.30 · sim:biased</text>" in named
+    plain = str(hbar_panel("Win rate", rows, value_format="{:+.2f}"))
+    assert ">+0.12*</text>" in plain and "· sim:fair</text>" not in plain

@@ -104,15 +104,22 @@ def hbar_panel(
     x_label: str = "",
     bar_height: float = 11,
     value_format: str = "{:.1f}",
+    name_bars: bool = False,
 ) -> Markup:
     """Horizontal bars (one per series in each row) with interval whiskers and value labels; row labels in
-    full (the margin fits the longest)."""
+    full (the margin fits the longest). ``name_bars`` writes each bar's series (its model) after its value, for
+    rows that hold several models' bars (colour alone does not tell them apart)."""
     lo, hi = domain or bar_domain(rows)
     label_w = _label_width([r.label for r in rows])
     width = _widened(width, label_w)
     # room for the longest value label and its mark ("+0.125*"), so the mark is never cut at the edge
-    value_labels = [value_format.format(b.value) + b.mark for r in rows for b in r.bars if finite(b.value)]
+    def value_label(bar: BarValue) -> str:
+        return value_format.format(bar.value) + bar.mark + (f" · {bar.series}" if name_bars else "")
+
+    value_labels = [value_label(b) for r in rows for b in r.bars if finite(b.value)]
     value_w = max(44.0, max((len(v) for v in value_labels), default=0) * CHAR_WIDTH + 10)
+    if name_bars:  # the names widen the panel, not narrow the plot
+        width += value_w - 44.0
     plot_x0, plot_x1 = label_w, width - value_w
     per_row = max(len(r.bars) for r in rows) * (bar_height + 2) + 7 if rows else 20
     top = 24.0
@@ -159,8 +166,7 @@ def hbar_panel(
             for right in sorted(cut):
                 _cut_mark(svg, plot_x1 if right else plot_x0, cy, right, tip,
                           ink_for(bar.color) if len(bar.color) == 7 else TEXT)
-            svg.text(plot_x1 + 4, by + bar_height / 2, value_format.format(bar.value) + bar.mark, size=10,
-                     fill=MUTED)
+            svg.text(plot_x1 + 4, by + bar_height / 2, value_label(bar), size=10, fill=MUTED)
         for name, value in row.dots:
             if finite(value):
                 svg.circle(x_of(value), y + (per_row - 7) / 2, 2.6, fill="#ffffff", stroke=TEXT,
