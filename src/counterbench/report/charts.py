@@ -62,7 +62,7 @@ class BarRow:
 #: a scale more than this many times the panel's typical value (the median magnitude of its bars, interval ends and
 #: dots) leaves most bars a few pixels long: :func:`bar_domain` stops there and :func:`hbar_panel` cuts what runs
 #: past it at the edge, saying so under the plot (a 76-million-% gap of nonsense answers beside gaps of 50%)
-READABLE_RATIO = 50.0
+READABLE_RATIO = 100.0
 
 
 def bar_domain(rows: Sequence[BarRow], *, include_zero: bool = True) -> tuple[float, float]:
