@@ -117,6 +117,9 @@ def test_a_constant_model_is_not_ranked_on_the_leaderboard(audit: tuple[Analysis
     assert '<tr class="muted">' in page and "not ranked" in page and "Not ranked because" in page
     markdown = (tmp / "report" / "report.md").read_text(encoding="utf-8")
     assert "degenerate answers" in markdown.split("##", 2)[1] or "degenerate answers" in markdown[:4000]
+    ranges = next(line for line in markdown.splitlines() if "Overall Mean Δ% ranges" in line)
+    assert "across 2 models" in ranges  # the headline compares the ranked models only
+    assert _model(result, "constant") not in ranges and _model(result, "huge") not in ranges
 
 
 def test_the_gate_fails_a_degenerate_model_by_default(audit: tuple[AnalysisResult, Path]):

@@ -12,7 +12,16 @@ import pytest
 
 from counterbench.errors import UserError
 from counterbench.report import tables as t
-from counterbench.report.charts import BarRow, BarValue, Cell, hbar_panel, heatmap_panel, radar_panel, stacked_panel
+from counterbench.report.charts import (
+    BarRow,
+    BarValue,
+    Cell,
+    bar_domain,
+    hbar_panel,
+    heatmap_panel,
+    radar_panel,
+    stacked_panel,
+)
 from counterbench.report.context import build_context, load_analysis_dir
 from counterbench.report.document import readable_hint
 from counterbench.report.html import inline_code
@@ -113,26 +122,28 @@ def test_samples_are_deterministic_and_cover_outcomes() -> None:
     assert select_samples(pd.DataFrame()).empty
 
 
-def test_a_choice_sample_shows_the_option_read_and_what_it_stands_for() -> None:
+def test_a_sample_shows_the_option_or_label_read_and_what_it_stands_for() -> None:
     from counterbench.report.api import report_title
     from counterbench.report.context import ReportInput
     from counterbench.report.methods import samples_section
 
     results = pd.DataFrame({
-        "model": ["m", "m", "m"], "prompt_id": ["p1", "p2", "p3"], "use_case": ["rank", "rank", "pay"],
-        "language": ["en"] * 3, "identifier": ["s1", "s2", "s3"], "status": ["ok"] * 3,
-        "value": [4.0, 0.0, 1200.0], "unit": ["E", "A", "INR"], "parse_reason": [None] * 3,
-        "response": ["### E", "### A", "### 1200 INR"],
-        "option_A": ["2", "Emily", None], "option_E": ["3", None, None],
+        "model": ["m"] * 5, "prompt_id": ["p1", "p2", "p3", "p4", "p5"],
+        "use_case": ["rank", "rank", "pay", "approve", "approve"],
+        "language": ["en"] * 5, "identifier": ["s1", "s2", "s3", "s4", "s5"], "status": ["ok"] * 5,
+        "value": [4.0, 0.0, 1200.0, 0.0, 1.0], "unit": ["E", "A", "INR", "yes", "no"], "parse_reason": [None] * 5,
+        "response": ["### E", "### A", "### 1200 INR", "### yes", "### no"],
+        "answer_type": ["choice:A|B|C|D|E", "choice:A|B|C|D|E", "inr_annual", "label:yes|no", "label:yes|no"],
+        "option_A": ["2", "Emily", None, None, None], "option_E": ["3", None, None, None, None],
     })
-    picked = select_samples(results).set_index("prompt_id")
+    picked = select_samples(results, per_status={"ok": 5}).set_index("prompt_id")
     assert picked.loc["p1", "stands_for"] == "3" and picked.loc["p2", "stands_for"] == "Emily"
     assert pd.isna(picked.loc["p3", "stands_for"])
-    ctx = build_context(ReportInput(tables={}, summary={}, samples=select_samples(results)))
+    ctx = build_context(ReportInput(tables={}, summary={}, samples=select_samples(results, per_status={"ok": 5})))
     section = samples_section(ctx)
     assert section is not None
-    cells = [row[5] for row in section.tables[0].rows]  # the Parsed column
-    assert sorted(cells) == ["1,200 INR", "A → Emily", "E → 3"]
+    cells = [row[5] for row in section.tables[0].rows]  # the Parsed column: a label read, not "0 yes"
+    assert sorted(cells) == ["1,200 INR", "A → Emily", "E → 3", "no", "yes"]
     assert report_title("Loan rates") == "Loan rates audit report"
     assert report_title("STEM explanations audit: student profiles") == "STEM explanations audit: student profiles"
     assert report_title("Auditory tests") == "Auditory tests audit report"
@@ -178,3 +189,32 @@ def test_context_orders_and_kinds(tmp_path: Path) -> None:
     assert ctx.kinds == {"sim:biased": "simulated", "local": "demo", "openai:gpt-4o-mini": "real"}
     assert ctx.axes[:2] == ["Caste", "Religion"] and len(ctx.axes) == 6
     assert ctx.languages == ["en", "hinglish"]
+
+
+def test_a_bar_past_a_readable_scale_is_cut_at_the_edge_and_said() -> None:
+    """A 76-million-% gap beside gaps of tens of % (nonsense answers kept): the scale stays readable, the bar is
+    cut at the plot's edge with a chevron, its value written beside it, and a line under the plot says so."""
+    import re
+
+    rows = [BarRow("Region: Tamil − Gujarati", [BarValue("m", 76_083_139.0, "#3b4a6b", 1e6, 1.5e8)]),
+            BarRow("Caste: Dalit − Brahmin", [BarValue("m", 12.0, "#3b4a6b", -30.0, 50.0)]),
+            BarRow("Gender: Female − Male", [BarValue("m", -20.0, "#3b4a6b", -60.0, 20.0)])]
+    lo, hi = bar_domain(rows)
+    assert -70 < lo < -60 and 50 < hi < 60  # the readable values' range, not the outlier's
+    svg = str(hbar_panel("Gaps", rows, domain=(lo, hi)))
+    width = float(re.search(r'viewBox="0 0 ([\d.]+)', svg).group(1))  # type: ignore[union-attr]
+    for x, w in re.findall(r'<rect x="([-\d.]+)" y="[-\d.]+" width="([\d.]+)"', svg):
+        assert float(x) >= 0 and float(x) + float(w) <= width
+    assert "»" in svg and "76083139.0" in svg and "3 values past the scale: cut at its edge" in svg
+    plain = str(hbar_panel("Gaps", rows[1:], domain=bar_domain(rows[1:])))
+    assert "past the scale" not in plain and "»" not in plain
+    assert bar_domain(rows[1:]) == bar_domain(rows[1:], include_zero=True)
+
+
+def test_bars_of_several_models_in_one_row_are_named() -> None:
+    rows = [BarRow("Group A", [BarValue("sim:fair", 0.12, "#3b4a6b", mark="*"),
+                               BarValue("sim:biased", -0.3, "#d1495b")])]
+    named = str(hbar_panel("Win rate", rows, name_bars=True, value_format="{:+.2f}"))
+    assert ">+0.12* · sim:fair</text>" in named and ">-0.30 · sim:biased</text>" in named
+    plain = str(hbar_panel("Win rate", rows, value_format="{:+.2f}"))
+    assert ">+0.12*</text>" in plain and "· sim:fair</text>" not in plain

@@ -30,7 +30,13 @@ from counterbench.analyses import health, identifiers, magnitude, ordering
 from counterbench.analyses.findings import ci_methods, findings, marks_summary
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.power import power_table
-from counterbench.analyses.prepare import PreparedResults, prepare_results, slot_adjusted
+from counterbench.analyses.prepare import (
+    PreparedResults,
+    out_of_range_counts,
+    prepare_results,
+    slot_adjusted,
+    with_out_of_range_note,
+)
 from counterbench.analyses.profiles import AnalysisProfile, get_profile, profile_description
 from counterbench.analyses.resampling import DEFAULT_BINS
 from counterbench.analyses.result import AnalysisResult
@@ -152,9 +158,8 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
     notes = [f"{m}: answers from {n} generation configs are pooled (duplicates: "
              + ("first row kept)" if rules.dedup == "first" else "values averaged)")
              for m, n in prepared.configs_per_model.items() if n > 1]
-    if prepared.counts["n_out_of_range_excluded"]:
-        notes.append(f"{prepared.counts['n_out_of_range_excluded']} values outside the plausibility bounds were left "
-                     "out (profile default; see parse_health.n_out_of_range)")
+    out_of_range = out_of_range_counts(prepared.responses)
+    notes = with_out_of_range_note(notes, out_of_range, rules)
     studies = [str(s) for s in values["study"].dropna().unique()] if "study" in values.columns else []
     return {
         "study": studies[0] if len(studies) == 1 else "",
@@ -180,6 +185,7 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
         "canonical_pairs": {axis: list(pair) for axis, pair in canonical_pairs.items()},
         "rules": {**asdict(rules), "description": profile_description(rules.name)},
         "notes": notes,
+        "out_of_range": out_of_range,
         "tables": {name: TABLE_DESCRIPTIONS.get(name, "") for name in TABLE_COLUMNS},
         "table_layout": {"languages": list(layout.languages), "heavy_axes": list(layout.heavy_axes)},
         "unsupported": unsupported,

@@ -26,6 +26,8 @@ import pandas as pd
 
 from counterbench.analyses.amounts import analyze
 from counterbench.analyses.ordering import _bh
+from counterbench.analyses.prepare import with_out_of_range_note
+from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
@@ -35,7 +37,6 @@ __all__ = ["analyze_by_model", "combine_results"]
 _COUNTS = ("n_responses", "n_ok", "n_out_of_range", "n_out_of_range_excluded", "n_duplicates", "n_values",
            "n_pairs")
 _LISTS = ("languages", "use_cases", "axes", "variants")
-_OUT_OF_RANGE_NOTE = "values outside the plausibility bounds were left out"
 
 
 def analyze_by_model(
@@ -142,10 +143,9 @@ def _summary(parts: Sequence[AnalysisResult], tables: dict[str, pd.DataFrame], o
     lasts = [s["last_response"] for s in summaries if s.get("last_response")]
     out["first_response"] = min(firsts) if firsts else None
     out["last_response"] = max(lasts) if lasts else None
-    out["notes"] = [n for s in summaries for n in s.get("notes", []) if _OUT_OF_RANGE_NOTE not in n]
-    if out["n_out_of_range_excluded"]:  # one note with the total, as the joint analysis writes it
-        out["notes"].append(f"{out['n_out_of_range_excluded']} values outside the plausibility bounds were left "
-                            "out (profile default; see parse_health.n_out_of_range)")
+    out["out_of_range"] = {m: c for s in summaries for m, c in (s.get("out_of_range") or {}).items()}
+    out["notes"] = with_out_of_range_note([n for s in summaries for n in s.get("notes", [])], out["out_of_range"],
+                                          get_profile(str(out.get("profile") or "default")))
     hints = {name: hint for s in summaries for name, hint in s.get("unsupported", {}).items()}
     out["unsupported"] = {name: hints.get(name, "") for name, frame in tables.items() if frame.empty}
     failed = {name: reason for s in summaries for name, reason in s.get("failed_tables", {}).items()}

@@ -20,7 +20,8 @@ attributes crossed: the *intersections*), one row per category:
   0.8. Neither is a significance mark.
 - **Reported apart**: a category holding under 2% of the cell's answers is shown but not used as the
   reference (Local Law 144 lets an auditor exclude such categories from the impact-ratio calculation).
-- **Answers that could not be used** (refused, unparseable, failed) are counted per category, and
+- **Answers that could not be used** (refused, unparseable, failed, and — under the ``default`` profile —
+  outside the plausibility bounds, status ``out_of_range``) are counted per category, and
   ``ratio_bound`` is the impact ratio had every one of them gone *against* this category and *for*
   every other (the worst case the missing answers allow); ``bound_four_fifths`` applies the rule to it.
 """

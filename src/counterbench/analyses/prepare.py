@@ -27,6 +27,7 @@ Decisions (switches in :mod:`counterbench.analyses.profiles`):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +41,12 @@ __all__ = [
     "CELL_COLUMNS",
     "PreparedResults",
     "as_categories",
+    "out_of_range_counts",
     "out_of_range_excluded",
+    "out_of_range_note",
     "prepare_results",
-    "without_excluded",
+    "with_excluded_unusable",
+    "with_out_of_range_note",
 ]
 
 #: the key of one design cell; a slot is this without ``identifier`` (and with ``variant`` fixed)
@@ -141,11 +145,51 @@ def out_of_range_excluded(frame: pd.DataFrame, profile: AnalysisProfile) -> np.n
     return oor & frame["status"].astype(str).eq("ok").to_numpy()
 
 
-def without_excluded(results: pd.DataFrame, profile: AnalysisProfile) -> pd.DataFrame:
-    """``results`` without the rows :func:`out_of_range_excluded` leaves out (the generic outcome tables' input,
-    so they count the same answers as the amount tables)."""
+#: what every out-of-range note says (one note per analysis: a joint one replaces its parts')
+OUT_OF_RANGE_WORDS = "outside the plausibility bounds"
+
+
+def out_of_range_counts(results: pd.DataFrame) -> dict[str, list[int]]:
+    """Per model with any: [answers outside the plausibility bounds, answers with a value]."""
+    if "out_of_range" not in results.columns or results.empty:
+        return {}
+    ok = results["status"].astype(str).eq("ok")
+    oor = results["out_of_range"].fillna(False).astype(bool) & ok
+    model = results["model"].astype(str)
+    counts = pd.DataFrame({"oor": oor, "ok": ok}).groupby(model, sort=False).sum()
+    return {str(m): [int(r.oor), int(r.ok)] for m, r in counts.iterrows() if r.oor}
+
+
+def out_of_range_note(counts: Mapping[str, Sequence[int]], profile: AnalysisProfile) -> str | None:
+    """The one sentence that states the out-of-range rule of an analysis: how many answers (per model,
+    :func:`out_of_range_counts`) lie outside the plausibility bounds and that every table, chart, headline and
+    gate leaves them out — or, under a profile that keeps them, keeps them; ``None`` when none lies outside."""
+    if not counts:
+        return None
+    parts = "; ".join(f"{m}: {n:,} of {of:,}" for m, (n, of) in counts.items())
+    how = "left out of" if profile.exclude_out_of_range else "kept in"
+    total = sum(n for n, _ in counts.values())
+    return (f"{total:,} answers {OUT_OF_RANGE_WORDS} ({parts}) are {how} every table, chart, headline and gate "
+            f"of this analysis (profile {profile.name}; see parse_health.n_out_of_range)")
+
+
+def with_out_of_range_note(notes: Sequence[str], counts: Mapping[str, Sequence[int]],
+                           profile: AnalysisProfile) -> list[str]:
+    """``notes`` with its out-of-range notes replaced by the one :func:`out_of_range_note` of ``counts``."""
+    note = out_of_range_note(counts, profile)
+    return [n for n in notes if OUT_OF_RANGE_WORDS not in n] + ([note] if note else [])
+
+
+def with_excluded_unusable(results: pd.DataFrame, profile: AnalysisProfile) -> pd.DataFrame:
+    """``results`` with the rows :func:`out_of_range_excluded` leaves out given the status ``out_of_range`` (the
+    generic outcome tables' input: they count the same answers as the amount tables, and the impact ratios count
+    these with the other answers that could not be used)."""
     drop = out_of_range_excluded(results, profile)
-    return results[~drop].reset_index(drop=True) if drop.any() else results
+    if not drop.any():
+        return results
+    marked = results.copy()
+    marked.loc[drop, "status"] = "out_of_range"
+    return marked
 
 
 def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> PreparedResults:

@@ -24,7 +24,11 @@ from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
-from counterbench.analyses.prepare import out_of_range_excluded, without_excluded
+from counterbench.analyses.prepare import (
+    out_of_range_counts,
+    with_excluded_unusable,
+    with_out_of_range_note,
+)
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
@@ -101,9 +105,9 @@ def analyze_study(
         gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
         tables.update(gen_tables)
     elif not results.empty:  # every use case, amount ones too; parse health: the amount analysis's for those
-        keep = ~out_of_range_excluded(results, rules)  # the amount tables' out-of-range rule, here too
-        spoken = (~_finding_covered(amount_mask, the_study))[keep].reset_index(drop=True)
-        gen_tables, gen_summary = _analyze_outcomes(results[keep].reset_index(drop=True), the_study, bootstrap,
+        spoken = ~_finding_covered(amount_mask, the_study)
+        # the amount tables' out-of-range rule, here too: an excluded answer is one that could not be used
+        gen_tables, gen_summary = _analyze_outcomes(with_excluded_unusable(results, rules), the_study, bootstrap,
                                                     seed, health=generic, finding_rows=spoken, failed=failed)
         amount_health = tables.get("parse_health")
         tables.update(gen_tables)
@@ -119,8 +123,12 @@ def analyze_study(
                 summary[key].setdefault("families", {}).update(value.get("families", {}))
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
+    if amount_mask.any() and not amount_mask.all():  # a mixed study: each model's answers of every use case
+        _count_other_use_cases(summary, with_excluded_unusable(results[~amount_mask], rules))
     summary.update(_study_summary(the_study, results))
     summary["model_specs"] = model_specs(results)
+    summary["out_of_range"] = out_of_range_counts(results)  # one statement of the rule, every use case's answers
+    summary["notes"] = with_out_of_range_note(summary.get("notes") or [], summary["out_of_range"], rules)
     isolated("answer_checks", lambda: _add_answer_checks(tables, summary, answer_checks(results), the_study),
              lambda: None, failed)
     merge_failures(summary, failed)
@@ -201,7 +209,7 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
         return results
 
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        return outcome_table_frames(without_excluded(results, rules), the_study, bootstrap, seed, failed)
+        return outcome_table_frames(with_excluded_unusable(results, rules), the_study, bootstrap, seed, failed)
 
     result = analyze_by_model(checked, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                               canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
@@ -324,6 +332,18 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
         gaps = gaps[gaps["use_case"].astype(str).isin(spoken)]
     summary = {**_base_summary(results, bootstrap, seed), **_outcome_summary(tables, study, bootstrap, seed, gaps)}
     return tables, summary
+
+
+def _count_other_use_cases(summary: dict[str, Any], others: pd.DataFrame) -> None:
+    """Add the answers of the use cases the amount analysis did not see to its per-model counts (responses,
+    values used), so a mixed study's model table counts every answer the report's tables use."""
+    models = summary.get("models")
+    if not isinstance(models, dict):
+        return
+    for model, part in others.groupby(others["model"].astype(str), sort=False):
+        entry = models.setdefault(str(model), {"simulated": str(model).startswith("sim:")})
+        entry["n_responses"] = int(entry.get("n_responses", 0)) + len(part)
+        entry["n_values"] = int(entry.get("n_values", 0)) + int(part["status"].astype(str).eq("ok").sum())
 
 
 def _base_summary(results: pd.DataFrame, bootstrap: int, seed: int) -> dict[str, Any]:

@@ -139,6 +139,8 @@ class LabelledKind(DeclaredKind):
     #: selection rate is its share (kinds without it select above the median;
     #: :mod:`counterbench.analyses.impact_ratios`)
     selection = "share"
+    #: the stored ``unit`` is the answer read (a label; the value is only its index): the report shows it
+    unit_is_answer = True
 
     def constraint(self, spec: OutcomeSpec) -> Constraint:
         return choices_constraint(self.name, spec.labels)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses.prepare import OUT_OF_RANGE_WORDS
 from counterbench.report import tables as t
 from counterbench.report.context import (
     DEMO_MODEL_NAME,
@@ -105,11 +106,23 @@ def _marked(frame: pd.DataFrame) -> tuple[int, int, int]:
     return marked, len(frame), 0
 
 
+def degenerate_models(ctx: ReportContext) -> set[str]:
+    """The models the answer checks flagged (degenerate answers on some use case): left out of the ranking and of
+    the headline numbers that compare models."""
+    board = ctx.nonempty("leaderboard")
+    if board is None or "flag" not in board.columns:
+        return set()
+    flag = board["flag"].fillna("").astype(str)
+    return set(board.loc[flag.str.len() > 0, "model"].astype(str))
+
+
 def headlines(ctx: ReportContext) -> list[str]:
     """The finding first (plain words), then a few sentences with the main numbers."""
     lines: list[str] = findings(ctx)
     board = ctx.nonempty("leaderboard")
+    flagged = degenerate_models(ctx)
     if board is not None and "overall_mean_delta" in board.columns:
+        board = board[~board["model"].astype(str).isin(flagged)]  # its numbers say nothing (the findings say why)
         ranked = board.assign(v=pd.to_numeric(board["overall_mean_delta"], errors="coerce")).dropna(subset=["v"])
         ranked = ranked.sort_values("v")
         if len(ranked) == 1:
@@ -121,7 +134,7 @@ def headlines(ctx: ReportContext) -> list[str]:
             lines.append(f"Overall Mean Δ% ranges from {lo['v']:.2f} ({lo['model']}) to {hi['v']:.2f} "
                          f"({hi['model']}) across {len(ranked)} models.")
     axes = ctx.nonempty("axis_mean_delta")
-    if axes is not None:
+    if axes is not None and not (axes := axes[~axes["model"].astype(str).isin(flagged)]).empty:
         pooled = axes.assign(v=pd.to_numeric(axes["mean_delta"], errors="coerce")).groupby("axis")["v"].mean()
         if pooled.notna().any():
             lines.append(f"The largest gaps are on the {pooled.idxmax()} axis (Mean Δ% {pooled.max():.2f} averaged "
@@ -149,8 +162,9 @@ LOW_VALUE_SHARE = 0.8
 
 
 def warnings(ctx: ReportContext) -> list[str]:
-    """Plain warnings when the numbers rest on little data."""
-    out = []
+    """Plain warnings when the numbers rest on little data, and the out-of-range rule (stated here only)."""
+    notes = ctx.data.summary.get("notes")
+    out = [str(n) + "." for n in notes if OUT_OF_RANGE_WORDS in str(n)] if isinstance(notes, list) else []
     health = ctx.nonempty("parse_health")
     if health is not None and {"n", "ok_share"} <= set(health.columns):
         n = pd.to_numeric(health["n"], errors="coerce").fillna(0)
@@ -187,6 +201,8 @@ def samples_section(ctx: ReportContext) -> Section | None:
     def value(r: t.Row) -> str:
         if not t.is_missing(r.get("stands_for")):  # a choice: the option read and what it stands for
             return f"{r.get('unit')} → {r.get('stands_for')}"
+        if not t.is_missing(r.get("answer_read")):  # a label: the label read, not its index ("0 yes")
+            return str(r.get("answer_read"))
         number = t.as_float(r.get("value"))
         if not math.isfinite(number):
             return t.DASH

@@ -13,12 +13,13 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses.prepare import OUT_OF_RANGE_WORDS
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Section
 
 #: summary keys shown elsewhere (or too long for the settings table)
-SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods", "findings", "marks"}
+SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods", "findings", "marks", "out_of_range"}
 
 
 def show(value: Any, limit: int = 300) -> str:
@@ -166,6 +167,8 @@ def methods_section(ctx: ReportContext, report_version: str, generated_at: str) 
     if boot:
         items.append({"item": "Bootstrap", "value": boot})
     used = set(SKIP_KEYS) | {"bootstrap", "seed", "methods"}
+    if isinstance(summary.get("notes"), list):  # the out-of-range rule is stated once, among the headlines
+        summary = {**summary, "notes": [n for n in summary["notes"] if OUT_OF_RANGE_WORDS not in str(n)]}
     for label, key, render in ITEMS:
         if key in summary and summary[key] not in (None, "", [], {}):
             items.append({"item": label, "value": render(summary[key])})

@@ -12,10 +12,11 @@ import hashlib
 
 import pandas as pd
 
+from counterbench.outcomes import get_kind, kind_of_answer_type
 from counterbench.outcomes.choice import option_column
 
 SAMPLE_COLUMNS = ("model", "prompt_id", "use_case", "language", "axis", "identifier", "status", "value", "unit",
-                  "parse_reason", "response", "stands_for")
+                  "parse_reason", "response", "stands_for", "answer_read")
 DEFAULT_PER_STATUS = {"ok": 4, "refused": 1, "unparseable": 1, "error": 1}
 
 
@@ -36,6 +37,21 @@ def chosen_option_meaning(results: pd.DataFrame) -> pd.Series:
             rows = units.astype(str).eq(label) & results[column].notna()
             meaning[rows] = results.loc[rows, column].astype(str)
     return meaning
+
+
+def answer_read(results: pd.DataFrame) -> pd.Series:
+    """The answer read, in words, where the kind stores it as the ``unit`` (a label: ``no``, not its index
+    ``1``); missing for every other answer (its value and unit say it)."""
+    read = pd.Series(pd.NA, index=results.index, dtype=object)
+    if "answer_type" not in results.columns or "unit" not in results.columns:
+        return read
+    for answer_type in results["answer_type"].dropna().astype(str).unique():
+        kind = kind_of_answer_type(answer_type)
+        if kind is None or not getattr(get_kind(kind), "unit_is_answer", False):
+            continue
+        rows = results["answer_type"].astype(str).eq(answer_type) & results["unit"].notna()
+        read[rows] = results.loc[rows, "unit"].astype(str)
+    return read
 
 
 def select_samples(
@@ -74,6 +90,8 @@ def select_samples(
     if not picked:
         return pd.DataFrame(columns=list(SAMPLE_COLUMNS))
     out = pd.concat(picked, ignore_index=True)
-    out["stands_for"] = chosen_option_meaning(results.iloc[out["_pos"].to_numpy()]).to_numpy()
+    picked_rows = results.iloc[out["_pos"].to_numpy()]
+    out["stands_for"] = chosen_option_meaning(picked_rows).to_numpy()
+    out["answer_read"] = answer_read(picked_rows).to_numpy()
     out["response"] = [s if len(s) <= max_chars else s[: max_chars - 1] + "…" for s in out["response"]]
     return out.drop(columns=[c for c in ("_key", "_rank", "_pos") if c in out.columns])

@@ -294,7 +294,9 @@ def parse_section(ctx: ReportContext) -> Section:
         "Parse health and refusals",
         f"How many answers contained {ctx.answer_words()}. Refused and unparseable answers, and answers that "
         "did not finish (cut off at the token limit, withheld by a content filter, or empty), are left out of "
-        "every comparison (never guessed or imputed), so a low share means the other results rest on fewer answers.",
+        "every comparison (never guessed or imputed), so a low share means the other results rest on fewer answers. "
+        "Used: the answers every table and chart of the report uses (out-of-range values left out unless the "
+        "analysis profile keeps them).",
         group="Data",
     )
     frame = attach_table(section, ctx, "parse_health")
@@ -311,6 +313,7 @@ def parse_section(ctx: ReportContext) -> Section:
         t.share("refused_share", "Refused"), t.share("unparseable_share", "Unparseable"),
         *([t.share("unfinished_share", "Unfinished")] if "unfinished_share" in frame.columns else []),
         t.count("errors", "Errors"), t.share("out_of_range_share", "Out of range"),
+        *([t.count("n_values", "Used")] if "n_values" in frame.columns else []),
     ], source="parse_health.csv"))
     unfinished = unfinished_note(frame)
     if unfinished:

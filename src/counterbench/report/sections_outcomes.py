@@ -68,7 +68,7 @@ def gaps_section(ctx: ReportContext) -> Section:
             label = f"{r['facet']}: {r['comparison']} − {r['reference']}"
             if len(ctx.languages) > 1:
                 label += f" ({ctx.language_label(str(r['language']))})"
-            rows.append(BarRow(label, bars))
+            rows.append(BarRow(_with_model(label, model, part), bars))
         if rows and len(rows) <= 80:
             panels.append(hbar_panel(f"{ctx.use_case_label(use_case)}: difference from the reference (95% CI)",
                                      rows, domain=bar_domain(rows), width=640, x_label=_axis_label("difference", unit),
@@ -92,6 +92,11 @@ def gaps_section(ctx: ReportContext) -> Section:
     section.tables.append(t.table_view(frame, cols, source="outcome_gaps.csv"))
     link_rows(section.tables[-1], viewer_rows(frame), ctx, "Difference")
     return section
+
+
+def _with_model(label: str, model: str, panel: pd.DataFrame) -> str:
+    """A row's label naming its model where the panel has several (colour alone does not tell them apart)."""
+    return f"{model} · {label}" if panel["model"].astype(str).nunique() > 1 else label
 
 
 def _by_use_case(frame: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
@@ -159,8 +164,9 @@ def languages_section(ctx: ReportContext) -> Section:
     panels = []
     units = _units_of(ctx)
     for use_case, part in frame.groupby(frame["use_case"].astype(str), sort=False):
-        rows = [BarRow(f"{r['facet']}: {r['comparison']} − {r['reference']}"
-                       + (f" ({ctx.language_label(str(r['other_language']))})" if len(ctx.languages) > 2 else ""),
+        rows = [BarRow(_with_model(f"{r['facet']}: {r['comparison']} − {r['reference']}"
+                                   + (f" ({ctx.language_label(str(r['other_language']))})"
+                                      if len(ctx.languages) > 2 else ""), str(r["model"]), part),
                        [BarValue(str(r["model"]), t.as_float(r["shift"]), color(str(r["model"])),
                                  t.as_float(r["ci_low"]), t.as_float(r["ci_high"]), _mark(r))])
                 for r in part.to_dict("records")][:60]

@@ -56,7 +56,8 @@ def _forest(ctx: ReportContext, frame: pd.DataFrame, value: str, low: str, high:
         index = ctx.models.index(model) if model in ctx.models else 0
         for v in variants:
             legend.append((_label(model, v, True), series_color(index * max(len(variants), 1) + variants.index(v))))
-    return Figure([hbar_panel(title, rows, domain=bar_domain(rows), width=680, x_label=x_label, value_format=fmt)],
+    return Figure([hbar_panel(title, rows, domain=bar_domain(rows), width=680, x_label=x_label, value_format=fmt,
+                              name_bars=frame["model"].astype(str).nunique() > 1)],
                   legend=legend, caption="Whiskers: 95% occupation-bootstrap intervals. * marked (Benjamini–Hochberg "
                                          "within the model; see the note under the table).")
 
@@ -120,7 +121,8 @@ def top_score_section(ctx: ReportContext) -> Section:
                 for g, part in frame.groupby("group", sort=False)]
         if rows and len(rows) <= 40:
             s.figures.append(Figure([hbar_panel("Top-Score Rate (%)", rows, domain=(0.0, 100.0), width=680,
-                                                value_format="{:.0f}")]))
+                                                value_format="{:.0f}",
+                                                name_bars=frame["model"].astype(str).nunique() > 1)]))
         show_table(s, ctx, "hiring_top_score_rates", [
             t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"),
             t.count("n_jobs", "Jobs"), t.count("top_jobs", "Jobs at the top"), t.num("tsr", "TSR (%)", 1),
