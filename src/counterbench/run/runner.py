@@ -27,6 +27,7 @@ from counterbench.models.labels import model_spec
 from counterbench.models.simulated import SimulatedBackend
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.options import RunOptions
+from counterbench.run.batch_engine import check_batch, engine_for
 from counterbench.run.costs import load_price_table
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits
@@ -124,6 +125,7 @@ async def arun_prompts(
     dotenv = Path(opts.env_file) if opts.env_file is not None else None
     redactor = Redactor.from_environment(opts.env, dotenv)
     backends = await _create_backends(models, dotenv, opts.timeout, opts.env)
+    check_batch(opts, backends)  # a family without a batch API: one line, before the store
     store_path = Path(opts.store)
     created = not store_path.exists()
     owned = kept = False
@@ -134,7 +136,7 @@ async def arun_prompts(
                 b.check_prompts(prompts)  # a sim:FILE.yaml's effects name columns and identities of these prompts
         if opts.max_cost is not None:
             for b in backends:
-                if price_table.lookup(model_spec(b)) is None:
+                if price_table.lookup(model_spec(b), batch=opts.batch) is None:
                     raise UserError(
                         f"--max-cost needs a price for {b.name}; add a pattern for it to a price file "
                         "and pass --prices FILE"
@@ -160,6 +162,7 @@ async def arun_prompts(
                 "retry_max_tokens": opts.retry_max_tokens,
                 "parse_profile": parse_profile,
                 "structured_modes": modes,
+                "batch": opts.batch,
             }
             if ray_opts is not None:
                 run_config["ray"] = {"address": ray_opts.address, "actors": ray_opts.actors,
@@ -189,7 +192,7 @@ async def arun_prompts(
                         config_fp=config_fp,
                         work=plan_model(store_obj, items, b.name, config_fp, no_cache=no_cache,
                                         retry_errors=retry_errors, bigger_config=bigger, config=config),
-                        price=price_table.lookup(model_spec(b)),
+                        price=price_table.lookup(model_spec(b), batch=opts.batch),
                         request_bucket=limits.request_bucket(),
                         token_bucket=limits.token_bucket(largest),
                     )
@@ -207,7 +210,7 @@ async def arun_prompts(
             writer.save_prompts(new_prompts)  # in chunks once the engine runs; an answer brings its own
             parser.warm_up((item.use_case, item.answer_type) for item in items)  # not on the first reply
             display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off")
-            engine = engine_class(ray_opts)(
+            engine = engine_for(opts, engine_class(ray_opts))(
                 lanes,
                 config=config,
                 settings=EngineSettings(opts.concurrency, opts.timeout, opts.max_cost, opts.retry,
@@ -376,8 +379,10 @@ def format_summary(summary: RunSummary) -> str:
             f"{c['already_done']:,} already stored · ok {c['ok']:,} · refused {c['refused']:,} · "
             f"unparseable {c['unparseable']:,} · unfinished {c.get('unfinished', 0):,} · errors {c['errors']:,} · "
             f"retries {c['retries']:,} · "
-            f"${c['cost_usd']:.4f}"
+            f"${c['cost_usd']:.4f}" + (" at batch price" if c.get("batch") else "")
         )
+        if c.get("batch_jobs_open"):
+            lines.append(f"  {c['batch_jobs_open']} batch job(s) still open at the provider: rerun to collect them")
         reasons = c.get("finish_reasons") or {}
         odd = {k: v for k, v in reasons.items() if k not in ("stop", "end_turn", "eos")}
         if odd:

@@ -1,0 +1,158 @@
+"""``--batch``: prompts through the providers' batch APIs, against the fake batch servers on 127.0.0.1.
+
+The same answers as one at a time, at the batch price; failed, expired and whole failed jobs retried; a
+run killed with SIGKILL while it polls resumes without losing or resubmitting anything.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from counterbench.run.limits import RetryPolicy
+from counterbench.run.runner import format_summary, run_prompts
+from counterbench.table_files import write_table
+from counterbench.testing._fakecore import run_in_thread
+from counterbench.testing.fake_batch import BatchConfig, FakeAnthropicBatchServer, FakeOpenAIBatchServer
+from tests.run.conftest import cli, make_prompts, one_error_line, subprocess_env
+
+FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
+COLUMNS = "prompt_id, status, response, finish_reason, value, unit, input_tokens, output_tokens"
+
+
+def _rows(store: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(store) as conn:
+        return conn.execute(f"SELECT {COLUMNS} FROM responses ORDER BY prompt_id").fetchall()
+
+
+def _cost(store: Path) -> float:
+    with sqlite3.connect(store) as conn:
+        return float(conn.execute("SELECT total(cost_usd) FROM responses").fetchone()[0])
+
+
+def _openai_env(server: object) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "sk-test-batch-key", "OPENAI_BASE_URL": server.base_url}  # type: ignore[attr-defined]
+
+
+def _anthropic_env(server: object) -> dict[str, str]:
+    return {"ANTHROPIC_API_KEY": "sk-ant-test-key", "ANTHROPIC_BASE_URL": server.base_url}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("server_class", "model", "env_of"), [
+    (FakeOpenAIBatchServer, "openai:gpt-4o-mini", _openai_env),
+    (FakeAnthropicBatchServer, "anthropic:claude-haiku-4.5", _anthropic_env),
+])
+def test_batch_answers_are_the_one_at_a_time_answers_at_half_the_price(
+    tmp_path: Path, server_class: type, model: str, env_of: object
+) -> None:
+    prompts = make_prompts(12)
+    with run_in_thread(server_class(batch=BatchConfig(processing_s=0.3))) as server:
+        env = env_of(server)  # type: ignore[operator]
+        plain = run_prompts(prompts, [model], store=tmp_path / "plain.db", env=env, retry=FAST)
+        batch = run_prompts(prompts, [model], store=tmp_path / "batch.db", env=env, retry=FAST, batch=True,
+                            batch_size=5, batch_poll=0.2)
+        counters = server.server.batch
+    assert plain.complete and batch.complete
+    assert _rows(tmp_path / "batch.db") == _rows(tmp_path / "plain.db")
+    assert len(_rows(tmp_path / "batch.db")) == 12
+    assert counters.jobs == 3 and counters.items == 12 and counters.submitted_twice == 0  # 5 + 5 + 2
+    assert _cost(tmp_path / "batch.db") == pytest.approx(_cost(tmp_path / "plain.db") / 2)
+    assert batch.totals["cost_usd"] == pytest.approx(plain.totals["cost_usd"] / 2, abs=2e-6)  # rounded to 1e-6
+    assert batch.models[model]["batch"] is True
+    assert "at batch price" in format_summary(batch) and "at batch price" not in format_summary(plain)
+    with sqlite3.connect(tmp_path / "batch.db") as conn:
+        states = conn.execute("SELECT state, count(*), sum(n_requests) FROM batch_jobs GROUP BY state").fetchall()
+    assert states == [("collected", 3, 12)]
+    again = run_prompts(prompts, [model], store=tmp_path / "batch.db", env=env, batch=True, batch_poll=0.2)
+    assert again.totals["sent"] == 0 and counters.jobs == 3  # all done: nothing submitted
+
+
+def _faulty_prompts() -> pd.DataFrame:
+    prompts = make_prompts(8)
+    marks = {0: "[[fault:expired:1]]", 1: "[[fault:500:2]]", 2: "[[fault:400]]", 3: "[[fault:empty:1]]"}
+    prompts["user"] = [u + marks.get(i, "") for i, u in enumerate(prompts["user"])]
+    return prompts
+
+
+@pytest.mark.parametrize(("server_class", "model", "env_of"), [
+    (FakeOpenAIBatchServer, "openai:gpt-4o-mini", _openai_env),
+    (FakeAnthropicBatchServer, "anthropic:claude-haiku-4.5", _anthropic_env),
+])
+def test_failed_and_expired_items_and_jobs_are_retried_or_stored_as_errors(
+    tmp_path: Path, server_class: type, model: str, env_of: object
+) -> None:
+    config = BatchConfig(processing_s=0.05, fail_jobs=1, expire_jobs=1)
+    with run_in_thread(server_class(batch=config)) as server:
+        summary = run_prompts(_faulty_prompts(), [model], store=tmp_path / "s.db", env=env_of(server),  # type: ignore[operator]
+                              retry=RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.05), batch=True,
+                              batch_poll=0.05)
+        counters = server.server.batch
+    rows = {r[0]: r for r in _rows(tmp_path / "s.db")}
+    assert len(rows) == 8
+    assert rows["p_00002"][1] == "error"  # an invalid request is not retried
+    assert all(rows[f"p_{i:05d}"][1] == "ok" for i in range(8) if i != 2)
+    # the whole failed job, then the expired one, then the retried items: every prompt submitted 2-4 times
+    assert counters.jobs >= 3
+    assert summary.totals["retries"] >= 8
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        error, attempts = conn.execute("SELECT error, attempts FROM responses WHERE prompt_id = 'p_00002'").fetchone()
+    assert "invalid_request" in error or "400" in error
+    assert attempts >= 1
+
+
+def test_batch_on_a_family_without_a_batch_api_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    write_table(make_prompts(2), tmp_path / "prompts.csv")
+    proc = cli("run", "--prompts", "prompts.csv", "--model", "sim:biased", "--batch", "--store", "s.db",
+               cwd=tmp_path)
+    line = one_error_line(proc)
+    assert "--batch" in line and "sim:biased" in line
+    assert not (tmp_path / "s.db").exists()
+
+
+def _jobs(store: Path) -> list[tuple[str, str | None]]:
+    if not store.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+            return conn.execute("SELECT state, job_id FROM batch_jobs").fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def test_kill_minus_nine_while_polling_then_resume_loses_nothing_and_submits_nothing_twice(tmp_path: Path) -> None:
+    write_table(make_prompts(10), tmp_path / "prompts.csv")
+    store = tmp_path / "s.db"
+    config = BatchConfig(processing_s=600.0)  # the jobs stay in progress until the test lets them end
+    with run_in_thread(FakeOpenAIBatchServer(batch=config)) as server:
+        env = subprocess_env(**_openai_env(server))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "counterbench.cli", "run", "--prompts", "prompts.csv", "--model",
+             "openai:gpt-4o-mini", "--batch", "--batch-size", "4", "--batch-poll", "0.2", "--store", str(store)],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            jobs = _jobs(store)
+            if len(jobs) == 3 and all(state == "submitted" for state, _ in jobs) and server.server.batch.status_polls:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        counters = server.server.batch
+        assert counters.jobs == 3 and counters.items == 10
+        config.processing_s = 0.0  # the provider finishes the jobs while nobody is polling
+        resumed = cli("run", "--prompts", "prompts.csv", "--model", "openai:gpt-4o-mini", "--batch",
+                      "--batch-poll", "0.2", "--store", str(store), cwd=tmp_path, env=env, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+    assert counters.jobs == 3 and counters.items == 10 and counters.submitted_twice == 0
+    rows = _rows(store)
+    assert len(rows) == 10 and all(r[1] == "ok" for r in rows)
+    assert sorted(state for state, _ in _jobs(store)) == ["collected"] * 3
+    assert "at batch price" in resumed.stdout + resumed.stderr
