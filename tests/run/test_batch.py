@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -126,26 +127,29 @@ def _jobs(store: Path) -> list[tuple[str, str | None]]:
         return []
 
 
+def _start_and_kill(tmp_path: Path, model: str, env: dict[str, str], ready: Callable[[], bool]) -> None:
+    """Start ``counterbench run --batch`` in a subprocess and kill it with SIGKILL once ``ready()``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "counterbench.cli", "run", "--prompts", "prompts.csv", "--model", model, "--batch",
+         "--batch-size", "4", "--batch-poll", "0.2", "--store", "s.db"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not ready():
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+
+
 def test_kill_minus_nine_while_polling_then_resume_loses_nothing_and_submits_nothing_twice(tmp_path: Path) -> None:
     write_table(make_prompts(10), tmp_path / "prompts.csv")
     store = tmp_path / "s.db"
     config = BatchConfig(processing_s=600.0)  # the jobs stay in progress until the test lets them end
     with run_in_thread(FakeOpenAIBatchServer(batch=config)) as server:
         env = subprocess_env(**_openai_env(server))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "counterbench.cli", "run", "--prompts", "prompts.csv", "--model",
-             "openai:gpt-4o-mini", "--batch", "--batch-size", "4", "--batch-poll", "0.2", "--store", str(store)],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            jobs = _jobs(store)
-            if len(jobs) == 3 and all(state == "submitted" for state, _ in jobs) and server.server.batch.status_polls:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.communicate()
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
         counters = server.server.batch
+        _start_and_kill(tmp_path, "openai:gpt-4o-mini", env, lambda: len(_jobs(store)) == 3 and all(
+            state == "submitted" for state, _ in _jobs(store)) and counters.status_polls > 0)
         assert counters.jobs == 3 and counters.items == 10
         config.processing_s = 0.0  # the provider finishes the jobs while nobody is polling
         resumed = cli("run", "--prompts", "prompts.csv", "--model", "openai:gpt-4o-mini", "--batch",
@@ -156,3 +160,27 @@ def test_kill_minus_nine_while_polling_then_resume_loses_nothing_and_submits_not
     assert len(rows) == 10 and all(r[1] == "ok" for r in rows)
     assert sorted(state for state, _ in _jobs(store)) == ["collected"] * 3
     assert "at batch price" in resumed.stdout + resumed.stderr
+
+
+@pytest.mark.parametrize(("server_class", "model", "env_of"), [
+    (FakeOpenAIBatchServer, "openai:gpt-4o-mini", _openai_env),
+    (FakeAnthropicBatchServer, "anthropic:claude-haiku-4.5", _anthropic_env),
+])
+def test_kill_minus_nine_before_the_job_id_is_stored_finds_the_job_instead_of_submitting_it_again(
+    tmp_path: Path, server_class: type, model: str, env_of: object
+) -> None:
+    write_table(make_prompts(10), tmp_path / "prompts.csv")
+    store = tmp_path / "s.db"
+    config = BatchConfig(processing_s=0.0, accept_delay_s=60.0)  # the provider has the job, the client no id
+    with run_in_thread(server_class(batch=config)) as server:
+        env = subprocess_env(**env_of(server))  # type: ignore[operator]
+        counters = server.server.batch
+        _start_and_kill(tmp_path, model, env, lambda: counters.jobs == 1)
+        assert _jobs(store) == [("submitting", None)]
+        config.accept_delay_s = 0.0
+        resumed = cli("run", "--prompts", "prompts.csv", "--model", model, "--batch", "--batch-size", "4",
+                      "--batch-poll", "0.2", "--store", str(store), cwd=tmp_path, env=env, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr
+    assert counters.jobs == 3 and counters.items == 10 and counters.submitted_twice == 0
+    assert len(_rows(store)) == 10
+    assert sorted(state for state, _ in _jobs(store)) == ["collected"] * 3

@@ -15,7 +15,8 @@ first N submissions of that prompt) or ``FaultConfig.force``. ``expired`` expire
 ``500``, ``503``, ``529`` fail it as a server error and ``400`` as an invalid request; ``empty``,
 ``length`` and ``content_filter`` shape its answer. :attr:`BatchConfig.fail_jobs` makes the first jobs
 fail as a whole (OpenAI's ``failed``, Anthropic: every item errored) and :attr:`BatchConfig.expire_jobs`
-the next ones expire with every other item unanswered.
+the next ones expire with every other item unanswered; :attr:`BatchConfig.accept_delay_s` holds the reply
+to a submission after the job is created (a client killed meanwhile does not know its job's id).
 
 What was submitted is counted in :class:`BatchCounters` (``server.batch``): jobs, items, and how many
 times each prompt (system + user text) was submitted.
@@ -23,6 +24,7 @@ times each prompt (system + user text) was submitted.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import hashlib
 import json
@@ -52,6 +54,9 @@ class BatchConfig:
     fail_jobs: int = 0
     #: the next this many jobs expire, with every other item unanswered
     expire_jobs: int = 0
+    #: seconds between creating a job and answering its submission (a client killed meanwhile has a job it
+    #: does not know the id of)
+    accept_delay_s: float = 0.0
 
 
 @dataclass
@@ -100,6 +105,10 @@ class _BatchCore:
         job = _Job(f"{prefix}{n:06d}", time.time(), items, fate, metadata)
         self.jobs[job.job_id] = job
         return job
+
+    async def accept_delay(self) -> None:
+        if self.config.accept_delay_s > 0:
+            await asyncio.sleep(self.config.accept_delay_s)
 
     def progress(self, job: _Job) -> tuple[bool, int]:
         """``(ended, items processed)``."""
@@ -175,6 +184,7 @@ class FakeOpenAIBatchServer(FakeOpenAIServer):
             return _openai_error(400, "duplicate custom_id")
         items = [(line["custom_id"], line["body"]) for line in lines]
         job = self.core.create("batch_", items, body.get("metadata") or {}, _openai_texts)
+        await self.core.accept_delay()
         return web.json_response(self._batch_object(job))
 
     async def list_batches(self, request: web.Request) -> web.Response:
@@ -289,6 +299,7 @@ class FakeAnthropicBatchServer(FakeAnthropicServer):
             return _anthropic_error(400, "invalid_request_error", "duplicate custom_id")
         items = [(str(r["custom_id"]), r["params"]) for r in requests]
         job = self.core.create("msgbatch_", items, {}, message_texts)
+        await self.core.accept_delay()
         return web.json_response(self._batch_object(job))
 
     async def list_batches(self, request: web.Request) -> web.Response:
