@@ -152,6 +152,11 @@ def test_kill_minus_nine_while_polling_then_resume_loses_nothing_and_submits_not
             state == "submitted" for state, _ in _jobs(store)) and counters.status_polls > 0)
         assert counters.jobs == 3 and counters.items == 10
         config.processing_s = 0.0  # the provider finishes the jobs while nobody is polling
+        # a run with only the first job's prompts collects that job and leaves the others open
+        part = run_prompts(make_prompts(10).iloc[:4], ["openai:gpt-4o-mini"], store=store,
+                           env=_openai_env(server), batch=True, batch_poll=0.05)
+        assert len(_rows(store)) == 4 and part.models["openai:gpt-4o-mini"]["batch_jobs_open"] == 2
+        assert "2 batch job(s) still open" in format_summary(part)
         resumed = cli("run", "--prompts", "prompts.csv", "--model", "openai:gpt-4o-mini", "--batch",
                       "--batch-poll", "0.2", "--store", str(store), cwd=tmp_path, env=env, timeout=120)
         assert resumed.returncode == 0, resumed.stderr
@@ -184,3 +189,18 @@ def test_kill_minus_nine_before_the_job_id_is_stored_finds_the_job_instead_of_su
     assert counters.jobs == 3 and counters.items == 10 and counters.submitted_twice == 0
     assert len(_rows(store)) == 10
     assert sorted(state for state, _ in _jobs(store)) == ["collected"] * 3
+
+
+def test_max_cost_submits_jobs_only_while_their_worst_case_fits_at_the_batch_price(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text('batch:\n  "openai:*": 0.5\nprices:\n  "openai:*": {input: 0, output: 1000}\n')
+    worst = 6 * 500 / 1e6  # 6 output tokens at the batch price (500 USD per 1M): what the fake bills, too
+    with run_in_thread(FakeOpenAIBatchServer(batch=BatchConfig(processing_s=0.05))) as server:
+        summary = run_prompts(make_prompts(10), ["openai:gpt-4o-mini"], store=tmp_path / "s.db",
+                              env=_openai_env(server), prices=prices, max_tokens=6, max_cost=5.5 * worst,
+                              batch=True, batch_size=4, batch_poll=0.05)
+        counters = server.server.batch
+    assert summary.status == "max_cost"
+    assert counters.items == 5 and counters.jobs == 2  # 4, then the 1 that still fits
+    assert len(_rows(tmp_path / "s.db")) == 5
+    assert summary.totals["cost_usd"] == pytest.approx(5 * worst) and _cost(tmp_path / "s.db") <= 5.5 * worst

@@ -16,7 +16,9 @@ from its submission until it is collected: a job is submitted only while it fits
 
 Stopping (Ctrl-C, a store failure) leaves the open jobs running at the provider: the next run with the
 same model and generation config polls them and collects their results — nothing is submitted twice, and
-a request in an open job is never sent again. After ``--max-cost`` is reached, nothing more is
+a request in an open job is never sent again. A job that also answers prompts the run neither plans nor
+has stored (a run on part of the prompts) is left open for a run that has them, and its prompts wait for
+it. After ``--max-cost`` is reached, nothing more is
 submitted, but the open jobs (already billed) are still polled and collected.
 """
 
@@ -87,6 +89,9 @@ class _LaneBatch:
     paid: dict[str, float] = field(default_factory=dict)
     first_seen: tuple[float, int] | None = None
     last_line: float = 0.0
+    #: open jobs left for a run with all their prompts; prompt ids with a stored response (read when needed)
+    left_open: int = 0
+    stored: set[str] | None = None
 
 
 class BatchEngine(Engine):
@@ -137,7 +142,7 @@ class BatchEngine(Engine):
                     continue
                 delay = min(delay * 1.5, self.batch.poll_s)
                 await self._poll(lane, state)
-            lane.batch["batch_jobs_open"] = len(state.open)
+            lane.batch["batch_jobs_open"] = len(state.open) + state.left_open
             if self.writer.failure is not None:
                 self.stop("failed")
         finally:
@@ -168,10 +173,26 @@ class BatchEngine(Engine):
                     state.jobs.close(job, "abandoned", "not found at the provider: submitted again")
                     continue
                 state.jobs.submitted(job, found)
+            firsts = [pids[0] for pids, _ in job.requests.values()]
+            held.update(firsts)
+            if self._holds_other_prompts(lane, state, firsts):
+                state.left_open += 1
+                self.display.message(f"{lane.model}: batch job {job.job_id} also answers prompts this run does not "
+                                     "include; it is left open for a run that does (its prompts here wait for it)")
+                continue
             state.open.append(job)
             state.holds[job.key] = self._hold_open(lane, state, job)
-            held.update(pids[0] for pids, _ in job.requests.values())
         state.todo = [(group, 1) for pid, group in state.planned.items() if pid not in held]
+
+    def _holds_other_prompts(self, lane: Lane, state: _LaneBatch, firsts: list[str]) -> bool:
+        """Whether a job answers prompts neither planned by this run nor stored: collecting it now would lose
+        those answers (this run has no prompt rows for them)."""
+        outside = [pid for pid in firsts if pid not in state.planned]
+        if not outside:
+            return False
+        if state.stored is None:
+            state.stored = set(self.writer.store.existing_responses(lane.model, lane.config_fp))
+        return any(pid not in state.stored for pid in outside)
 
     def _hold_open(self, lane: Lane, state: _LaneBatch, job: StoredJob) -> Hold:
         """An open job from an earlier run will be billed: its worst case is reserved, fitting or not."""
