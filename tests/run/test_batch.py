@@ -204,3 +204,29 @@ def test_max_cost_submits_jobs_only_while_their_worst_case_fits_at_the_batch_pri
     assert counters.items == 5 and counters.jobs == 2  # 4, then the 1 that still fits
     assert len(_rows(tmp_path / "s.db")) == 5
     assert summary.totals["cost_usd"] == pytest.approx(5 * worst) and _cost(tmp_path / "s.db") <= 5.5 * worst
+
+
+def test_ctrl_c_while_polling_leaves_the_jobs_open_and_says_how_to_collect_them(tmp_path: Path) -> None:
+    write_table(make_prompts(6), tmp_path / "prompts.csv")
+    store = tmp_path / "s.db"
+    config = BatchConfig(processing_s=600.0)
+    with run_in_thread(FakeOpenAIBatchServer(batch=config)) as server:
+        counters = server.server.batch
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "counterbench.cli", "run", "--prompts", "prompts.csv", "--model",
+             "openai:gpt-4o-mini", "--batch", "--batch-poll", "0.2", "--store", "s.db"],
+            cwd=tmp_path, env=subprocess_env(**_openai_env(server)), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and counters.status_polls == 0:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (out, err)
+        assert "1 batch job(s) still open at the provider: rerun to collect them" in out + err
+        assert _jobs(store) == [("submitted", "batch_000001")]
+        config.processing_s = 0.0
+        resumed = run_prompts(make_prompts(6), ["openai:gpt-4o-mini"], store=store, env=_openai_env(server),
+                              batch=True, batch_poll=0.05)
+    assert resumed.complete and len(_rows(store)) == 6
+    assert counters.jobs == 1 and counters.submitted_twice == 0
