@@ -230,3 +230,27 @@ def test_ctrl_c_while_polling_leaves_the_jobs_open_and_says_how_to_collect_them(
                               batch=True, batch_poll=0.05)
     assert resumed.complete and len(_rows(store)) == 6
     assert counters.jobs == 1 and counters.submitted_twice == 0
+
+
+def test_a_job_the_provider_no_longer_has_is_submitted_again(tmp_path: Path) -> None:
+    from counterbench.run.batch_jobs import BatchJobs, new_key
+    from counterbench.run.store import open_store
+
+    store = tmp_path / "s.db"
+    with run_in_thread(FakeOpenAIBatchServer(batch=BatchConfig(processing_s=0.05))) as server:
+        env = _openai_env(server)
+        first = run_prompts(make_prompts(5).iloc[:2], ["openai:gpt-4o-mini"], store=store, env=env, batch=True,
+                            batch_poll=0.05)
+        with open_store(store) as opened:  # a job of the other three prompts, deleted at the provider since
+            jobs = BatchJobs(opened, "openai", "openai:gpt-4o-mini", first.config_fp, None, first.run_id)
+            key = new_key()
+            job = jobs.begin(key, {f"{key}-{i}": ([f"p_{i:05d}"], 1) for i in range(2, 5)})
+            jobs.submitted(job, "batch_deleted")
+        again = run_prompts(make_prompts(5), ["openai:gpt-4o-mini"], store=store, env=env, batch=True,
+                            batch_poll=0.05)
+        counters = server.server.batch
+    assert again.complete and len(_rows(store)) == 5
+    assert counters.jobs == 2 and counters.items == 5 and counters.submitted_twice == 0
+    with sqlite3.connect(store) as conn:
+        states = dict(conn.execute("SELECT job_id, state FROM batch_jobs").fetchall())
+    assert states["batch_deleted"] == "gone"

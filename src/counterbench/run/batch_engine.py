@@ -43,6 +43,8 @@ from counterbench.run.waits import sleep_unless_stopped
 if TYPE_CHECKING:
     from counterbench.models.batch_api import BatchAPI
 
+#: what a job call returns when the provider answers 404: the job is gone
+GONE: Any = object()
 #: bytes a JSONL line adds around a request body (custom id, method, url)
 _LINE_OVERHEAD = 200
 
@@ -247,9 +249,11 @@ class BatchEngine(Engine):
         self.display.message(f"{lane.model}: submitted batch job {job_id} ({len(items):,} requests)")
         return True
 
-    async def _call(self, lane: Lane, call: Callable[[], Any], found: Callable[[], Any] | None = None) -> Any:
+    async def _call(self, lane: Lane, call: Callable[[], Any], found: Callable[[], Any] | None = None, *,
+                    job: bool = False) -> Any:
         """``call()`` with the run's retry policy; before each retry, ``found()`` may say it went through.
-        ``None`` (and ``lane.fatal`` set) when it cannot succeed; ``None`` too when the run is interrupted."""
+        ``None`` (and ``lane.fatal`` set) when it cannot succeed; ``None`` too when the run is interrupted.
+        With ``job``, a 404 (the provider no longer has the job) returns :data:`GONE`."""
         policy = self.settings.retry
         attempt = 0
         while True:
@@ -257,6 +261,8 @@ class BatchEngine(Engine):
             try:
                 return await call()
             except BackendError as error:
+                if job and error.status == 404:
+                    return GONE
                 message = self.redactor.redact(str(error)) or type(error).__name__
                 if not error.retryable or attempt >= policy.max_attempts:
                     lane.fatal = message
@@ -279,17 +285,23 @@ class BatchEngine(Engine):
         for job in list(state.open):
             if self._interrupted() or lane.fatal is not None:
                 return
-            status = await self._call(lane, functools.partial(state.api.status, str(job.job_id)))
+            status = await self._call(lane, functools.partial(state.api.status, str(job.job_id)), job=True)
             if status is None:
                 return
+            if status is GONE:
+                self._gone(lane, state, job)
+                continue
             state.jobs.progress(job, status.provider_status, status.processed)
             if status.ended:
                 await self._collect(lane, state, job, status.error or f"job {status.provider_status}")
         self._show_progress(lane, state)
 
     async def _collect(self, lane: Lane, state: _LaneBatch, job: StoredJob, ended: str) -> None:
-        outcomes = await self._call(lane, functools.partial(state.api.results, str(job.job_id)))
+        outcomes = await self._call(lane, functools.partial(state.api.results, str(job.job_id)), job=True)
         if outcomes is None:
+            return
+        if outcomes is GONE:
+            self._gone(lane, state, job)
             return
         by_id = {o.custom_id: o for o in outcomes}
         started = job.submitted_at or job.created_at
@@ -331,6 +343,19 @@ class BatchEngine(Engine):
             self.stop("failed")
             return
         state.jobs.close(job, "collected")
+        state.open.remove(job)
+        self.budget.release(state.holds.pop(job.key, Hold(0.0)))
+
+    def _gone(self, lane: Lane, state: _LaneBatch, job: StoredJob) -> None:
+        """The provider no longer has ``job`` (deleted, or its results expired): its requests are sent again."""
+        self.display.message(f"{lane.model}: batch job {job.job_id} is gone at the provider; its requests are "
+                             "submitted again")
+        queued = {id(group) for group, _ in state.todo}
+        for pids, attempt in job.requests.values():
+            group = state.planned.get(pids[0])
+            if group is not None and id(group) not in queued:
+                state.todo.append((group, attempt))
+        state.jobs.close(job, "gone", "not found at the provider")
         state.open.remove(job)
         self.budget.release(state.holds.pop(job.key, Hold(0.0)))
 

@@ -6,7 +6,9 @@ A job's life, each step committed before the next is taken:
    request, and the request's attempt number) are stored *before* the provider is called;
 2. ``submitted`` — the provider's job id is stored as soon as it is known; the state the provider
    reports (``provider_status``, requests processed) is updated at every poll;
-3. ``collected`` — every result of the ended job is in ``responses`` (committed first).
+3. ``collected`` — every result of the ended job is in ``responses`` (committed first); or ``abandoned``
+   (never submitted: the provider refused it, or a run killed while submitting finds no such job) or
+   ``gone`` (the provider no longer has it: its requests go into a new job).
 
 So after a kill, a ``submitted`` job is polled, never submitted again, and a ``submitting`` one is looked
 up at the provider by its key (:meth:`~counterbench.models.batch_api.BatchAPI.find`): adopted if the
@@ -20,7 +22,6 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from counterbench.run.store import Store, _store_error
@@ -118,18 +119,9 @@ class BatchJobs:
             (provider_status, processed, time.time(), job.key))
 
     def close(self, job: StoredJob, state: str, error: str | None = None) -> None:
-        """The job is done with: ``collected`` (its results are stored) or ``abandoned`` (never submitted)."""
+        """The job is done with: ``collected``, ``abandoned`` or ``gone`` (see the module docstring)."""
         job.state = state
         self.store.execute_write_params(
             "UPDATE batch_jobs SET state = ?, collected_at = ?, error = ? WHERE batch_key = ?",
             (state, time.time(), error, job.key))
 
-
-def open_job_count(store: Store, models: Sequence[str]) -> int:
-    """How many jobs of ``models`` are still open in ``store`` (0 when it has no batch tables)."""
-    if not models:
-        return 0
-    marks = ", ".join("?" * len(models))
-    states = ", ".join("?" * len(OPEN_STATES))
-    return int(store.query(f"SELECT count(*) FROM batch_jobs WHERE model IN ({marks}) AND state IN ({states})",
-                           (*models, *OPEN_STATES))[0][0])
