@@ -254,3 +254,29 @@ def test_a_job_the_provider_no_longer_has_is_submitted_again(tmp_path: Path) -> 
     with sqlite3.connect(store) as conn:
         states = dict(conn.execute("SELECT job_id, state FROM batch_jobs").fetchall())
     assert states["batch_deleted"] == "gone"
+
+
+def test_open_jobs_submitted_to_another_endpoint_are_not_polled_here_unless_the_user_says_it_moved(
+    tmp_path: Path,
+) -> None:
+    from counterbench.errors import UserError
+    from counterbench.run.batch_jobs import BatchJobs, new_key
+    from counterbench.run.store import open_store
+
+    store = tmp_path / "s.db"
+    with run_in_thread(FakeOpenAIBatchServer(batch=BatchConfig(processing_s=0.05))) as server:
+        env = _openai_env(server)
+        first = run_prompts(make_prompts(3).iloc[:1], ["openai:gpt-4o-mini"], store=store, env=env, batch=True,
+                            batch_poll=0.05)
+        with open_store(store) as opened:
+            jobs = BatchJobs(opened, "openai", "openai:gpt-4o-mini", first.config_fp, "https://elsewhere.example/v1",
+                             first.run_id)
+            key = new_key()
+            jobs.submitted(jobs.begin(key, {f"{key}-0": (["p_00001"], 1)}), "batch_elsewhere")
+        with pytest.raises(UserError, match=r"1 open batch job\(s\) of openai:gpt-4o-mini submitted to "
+                                            r"https://elsewhere.example/v1.*--endpoint-moved"):
+            run_prompts(make_prompts(3), ["openai:gpt-4o-mini"], store=store, env=env, batch=True, batch_poll=0.05)
+        assert server.server.batch.jobs == 1
+        moved = run_prompts(make_prompts(3), ["openai:gpt-4o-mini"], store=store, env=env, batch=True,
+                            batch_poll=0.05, endpoint_moved=True)
+    assert moved.complete and len(_rows(store)) == 3  # polled here: gone (404), so submitted again

@@ -57,6 +57,8 @@ class BatchSettings:
     size: int | None = None
     poll_s: float = 60.0
     first_poll_s: float = 1.0
+    #: ``--endpoint-moved``: open jobs submitted to another base URL are polled at this one
+    endpoint_moved: bool = False
 
 
 def engine_for(options: Any, default: type[Engine]) -> Callable[..., Engine]:
@@ -64,7 +66,7 @@ def engine_for(options: Any, default: type[Engine]) -> Callable[..., Engine]:
     if not getattr(options, "batch", False):
         return default
     return functools.partial(BatchEngine, batch=BatchSettings(options.batch_size, options.batch_poll,
-                                                              min(1.0, options.batch_poll)))
+                                                              min(1.0, options.batch_poll), options.endpoint_moved))
 
 
 def check_batch(options: Any, backends: list[Backend]) -> None:
@@ -164,7 +166,17 @@ class BatchEngine(Engine):
     async def _resume(self, lane: Lane, state: _LaneBatch) -> None:
         """Take up the jobs an earlier run left open, and queue the planned requests no job holds."""
         held: set[str] = set()
-        for job in state.jobs.open_jobs():
+        jobs = state.jobs.open_jobs()
+        elsewhere = [job for job in jobs if job.endpoint != state.jobs.endpoint]
+        if elsewhere and not self.batch.endpoint_moved:
+            here = state.jobs.endpoint or "the provider's default URL"
+            lane.fatal = (f"the store holds {len(elsewhere)} open batch job(s) of {lane.model} submitted to "
+                          f"{elsewhere[0].endpoint or 'the provider default URL'}, but this run sends to {here}; "
+                          "rerun with that endpoint to collect them, or pass --endpoint-moved if it is the same "
+                          "provider")
+            self.stop("failed")
+            return
+        for job in jobs:
             if job.state == "submitting":  # killed around the submission: did the provider get it?
                 claimed = state.jobs.claimed_ids()
                 found = await self._call(lane, functools.partial(state.api.find, job.key, job.created_at,

@@ -43,6 +43,8 @@ class StoredJob:
     requests: dict[str, tuple[list[str], int]]
     provider_status: str | None = None
     processed: int = 0
+    #: the base URL it was submitted to (``None``: the provider's default)
+    endpoint: str | None = None
 
     @property
     def n_requests(self) -> int:
@@ -70,15 +72,16 @@ class BatchJobs:
         """The model's jobs whose results are not all stored yet, oldest first."""
         marks = ", ".join("?" * len(OPEN_STATES))
         rows = self.store.query(
-            "SELECT batch_key, job_id, state, created_at, submitted_at, provider_status, n_processed FROM batch_jobs "
+            "SELECT batch_key, job_id, state, created_at, submitted_at, provider_status, n_processed, endpoint "
+            "FROM batch_jobs "
             f"WHERE model = ? AND config_fp = ? AND state IN ({marks}) ORDER BY created_at",
             (self.model, self.config_fp, *OPEN_STATES))
         jobs = []
-        for key, job_id, state, created, submitted, provider_status, processed in rows:
+        for key, job_id, state, created, submitted, provider_status, processed, endpoint in rows:
             requests = {cid: (json.loads(pids), int(attempt)) for cid, pids, attempt in self.store.query(
                 "SELECT custom_id, prompt_ids, attempt FROM batch_requests WHERE batch_key = ?", (key,))}
             jobs.append(StoredJob(key, job_id, state, float(created), submitted, requests, provider_status,
-                                  int(processed or 0)))
+                                  int(processed or 0), endpoint))
         return jobs
 
     def claimed_ids(self) -> set[str]:
@@ -88,7 +91,7 @@ class BatchJobs:
     def begin(self, key: str, requests: dict[str, tuple[list[str], int]]) -> StoredJob:
         """Store a job about to be submitted (state ``submitting``) under ``key`` (:func:`new_key`), with its
         requests (custom_id -> prompt ids, attempt), in one transaction."""
-        job = StoredJob(key, None, "submitting", time.time(), None, requests)
+        job = StoredJob(key, None, "submitting", time.time(), None, requests, endpoint=self.endpoint)
         conn = self.store.conn
         try:
             with conn:
