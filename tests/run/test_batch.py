@@ -242,7 +242,7 @@ def test_a_job_the_provider_no_longer_has_is_submitted_again(tmp_path: Path) -> 
         first = run_prompts(make_prompts(5).iloc[:2], ["openai:gpt-4o-mini"], store=store, env=env, batch=True,
                             batch_poll=0.05)
         with open_store(store) as opened:  # a job of the other three prompts, deleted at the provider since
-            jobs = BatchJobs(opened, "openai", "openai:gpt-4o-mini", first.config_fp, None, first.run_id)
+            jobs = BatchJobs(opened, "openai", "openai:gpt-4o-mini", first.config_fp, server.base_url, first.run_id)
             key = new_key()
             job = jobs.begin(key, {f"{key}-{i}": ([f"p_{i:05d}"], 1) for i in range(2, 5)})
             jobs.submitted(job, "batch_deleted")

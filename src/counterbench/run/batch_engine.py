@@ -27,38 +27,24 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from counterbench.models.base import Backend, BackendError, ChatRequest, endpoint_of
+from counterbench.models.base import BackendError, ChatRequest, endpoint_of
 from counterbench.run.batch_jobs import BatchJobs, StoredJob, new_key
+from counterbench.run.batch_lane import BatchSettings, LaneBatch, check_batch, show_progress
 from counterbench.run.budget import Hold
 from counterbench.run.engine import Engine
 from counterbench.run.lane import Lane
 from counterbench.run.plan import Group, PromptItem
 from counterbench.run.waits import sleep_unless_stopped
 
-if TYPE_CHECKING:
-    from counterbench.models.batch_api import BatchAPI
+__all__ = ["BatchEngine", "BatchSettings", "check_batch", "engine_for"]
 
 #: what a job call returns when the provider answers 404: the job is gone
 GONE: Any = object()
 #: bytes a JSONL line adds around a request body (custom id, method, url)
 _LINE_OVERHEAD = 200
-
-
-@dataclass(frozen=True)
-class BatchSettings:
-    """``size``: requests per job at most (``None``: the provider's limit); ``poll_s``: the longest wait
-    between two polls; ``first_poll_s``: the first wait."""
-
-    size: int | None = None
-    poll_s: float = 60.0
-    first_poll_s: float = 1.0
-    #: ``--endpoint-moved``: open jobs submitted to another base URL are polled at this one
-    endpoint_moved: bool = False
 
 
 def engine_for(options: Any, default: type[Engine]) -> Callable[..., Engine]:
@@ -67,35 +53,6 @@ def engine_for(options: Any, default: type[Engine]) -> Callable[..., Engine]:
         return default
     return functools.partial(BatchEngine, batch=BatchSettings(options.batch_size, options.batch_poll,
                                                               min(1.0, options.batch_poll), options.endpoint_moved))
-
-
-def check_batch(options: Any, backends: list[Backend]) -> None:
-    """With ``options.batch``: a :class:`~counterbench.errors.UserError` for a model whose family has no batch API."""
-    if getattr(options, "batch", False):
-        from counterbench.models.batch_families import batch_api_for
-
-        for backend in backends:
-            batch_api_for(backend)
-
-
-@dataclass
-class _LaneBatch:
-    """One lane's batch work: requests still to submit, jobs open at the provider, groups not stored yet."""
-
-    api: BatchAPI
-    jobs: BatchJobs
-    #: first prompt id of a group -> the group, while it has no stored answer from this run
-    planned: dict[str, Group]
-    todo: list[tuple[Group, int]] = field(default_factory=list)
-    open: list[StoredJob] = field(default_factory=list)
-    holds: dict[str, Hold] = field(default_factory=dict)
-    #: what earlier attempts of a request were billed (an empty reply asked again)
-    paid: dict[str, float] = field(default_factory=dict)
-    first_seen: tuple[float, int] | None = None
-    last_line: float = 0.0
-    #: open jobs left for a run with all their prompts; prompt ids with a stored response (read when needed)
-    left_open: int = 0
-    stored: set[str] | None = None
 
 
 class BatchEngine(Engine):
@@ -132,7 +89,7 @@ class BatchEngine(Engine):
             self.recorder.serve_from_cache(lane)
             jobs = BatchJobs(self.writer.store, api.provider, lane.model, lane.config_fp, endpoint_of(lane.backend),
                              self.run_id)
-            state = _LaneBatch(api, jobs, {group[0][0].prompt_id: group for group in lane.work.groups})
+            state = LaneBatch(api, jobs, {group[0][0].prompt_id: group for group in lane.work.groups})
             await self._resume(lane, state)
             lane.batch = {"batch": True, "batch_jobs_open": 0}
             delay = self.batch.first_poll_s
@@ -163,7 +120,7 @@ class BatchEngine(Engine):
             return self._interrupted()
         return await sleep_unless_stopped(self._stop_event, delay) and self._interrupted()
 
-    async def _resume(self, lane: Lane, state: _LaneBatch) -> None:
+    async def _resume(self, lane: Lane, state: LaneBatch) -> None:
         """Take up the jobs an earlier run left open, and queue the planned requests no job holds."""
         held: set[str] = set()
         jobs = state.jobs.open_jobs()
@@ -198,7 +155,7 @@ class BatchEngine(Engine):
             state.holds[job.key] = self._hold_open(lane, state, job)
         state.todo = [(group, 1) for pid, group in state.planned.items() if pid not in held]
 
-    def _holds_other_prompts(self, lane: Lane, state: _LaneBatch, firsts: list[str]) -> bool:
+    def _holds_other_prompts(self, lane: Lane, state: LaneBatch, firsts: list[str]) -> bool:
         """Whether a job answers prompts neither planned by this run nor stored: collecting it now would lose
         those answers (this run has no prompt rows for them)."""
         outside = [pid for pid in firsts if pid not in state.planned]
@@ -208,7 +165,7 @@ class BatchEngine(Engine):
             state.stored = set(self.writer.store.existing_responses(lane.model, lane.config_fp))
         return any(pid not in state.stored for pid in outside)
 
-    def _hold_open(self, lane: Lane, state: _LaneBatch, job: StoredJob) -> Hold:
+    def _hold_open(self, lane: Lane, state: LaneBatch, job: StoredJob) -> Hold:
         """An open job from an earlier run will be billed: its worst case is reserved, fitting or not."""
         amount = sum(self._worst_case(lane, state.planned[pids[0]][0][0])
                      for pids, _ in job.requests.values() if pids[0] in state.planned)
@@ -221,7 +178,7 @@ class BatchEngine(Engine):
         return ChatRequest(item.prompt_id, item.system, item.user, self._config_for(lane, item), item.answer_type,
                            item.metadata)
 
-    async def _submit_next(self, lane: Lane, state: _LaneBatch) -> bool:
+    async def _submit_next(self, lane: Lane, state: LaneBatch) -> bool:
         """Submit the next job from ``state.todo``; False when nothing more can be submitted now."""
         api = state.api
         most = min(self.batch.size or api.max_requests, api.max_requests)
@@ -293,7 +250,7 @@ class BatchEngine(Engine):
 
     # -- polling and collecting ------------------------------------------------------------------
 
-    async def _poll(self, lane: Lane, state: _LaneBatch) -> None:
+    async def _poll(self, lane: Lane, state: LaneBatch) -> None:
         for job in list(state.open):
             if self._interrupted() or lane.fatal is not None:
                 return
@@ -306,9 +263,9 @@ class BatchEngine(Engine):
             state.jobs.progress(job, status.provider_status, status.processed)
             if status.ended:
                 await self._collect(lane, state, job, status.error or f"job {status.provider_status}")
-        self._show_progress(lane, state)
+        show_progress(self.display, lane.model, state)
 
-    async def _collect(self, lane: Lane, state: _LaneBatch, job: StoredJob, ended: str) -> None:
+    async def _collect(self, lane: Lane, state: LaneBatch, job: StoredJob, ended: str) -> None:
         outcomes = await self._call(lane, functools.partial(state.api.results, str(job.job_id)), job=True)
         if outcomes is None:
             return
@@ -358,7 +315,7 @@ class BatchEngine(Engine):
         state.open.remove(job)
         self.budget.release(state.holds.pop(job.key, Hold(0.0)))
 
-    def _gone(self, lane: Lane, state: _LaneBatch, job: StoredJob) -> None:
+    def _gone(self, lane: Lane, state: LaneBatch, job: StoredJob) -> None:
         """The provider no longer has ``job`` (deleted, or its results expired): its requests are sent again."""
         self.display.message(f"{lane.model}: batch job {job.job_id} is gone at the provider; its requests are "
                              "submitted again")
@@ -379,31 +336,7 @@ class BatchEngine(Engine):
         lane.counters.cost_usd += cost
         return cost
 
-    def _requeue(self, lane: Lane, state: _LaneBatch, group: Group, attempt: int) -> None:
+    def _requeue(self, lane: Lane, state: LaneBatch, group: Group, attempt: int) -> None:
         state.planned[group[0][0].prompt_id] = group
         state.todo.append((group, attempt + 1))
         lane.counters.retries += 1
-
-    def _show_progress(self, lane: Lane, state: _LaneBatch) -> None:
-        """One line per poll that found progress (at most every 10 s): requests processed at the provider, ETA."""
-        total = sum(job.n_requests for job in state.open)
-        processed = sum(min(job.processed, job.n_requests) for job in state.open)
-        now = time.monotonic()
-        if state.first_seen is None or processed < state.first_seen[1]:
-            state.first_seen = (now, processed)
-        if not state.open or (now - state.last_line < 10.0 and processed < total):
-            return
-        state.last_line = now
-        since, before = state.first_seen
-        rate = (processed - before) / (now - since) if now > since else 0.0
-        eta = f", about {_duration((total - processed) / rate)} left" if rate > 0 and processed < total else ""
-        self.display.message(f"{lane.model}: {len(state.open)} batch job(s) at the provider, "
-                             f"{processed:,}/{total:,} requests processed{eta}")
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
