@@ -280,3 +280,24 @@ def test_open_jobs_submitted_to_another_endpoint_are_not_polled_here_unless_the_
         moved = run_prompts(make_prompts(3), ["openai:gpt-4o-mini"], store=store, env=env, batch=True,
                             batch_poll=0.05, endpoint_moved=True)
     assert moved.complete and len(_rows(store)) == 3  # polled here: gone (404), so submitted again
+
+
+def test_progress_lines_give_the_requests_processed_and_the_time_left() -> None:
+    import io
+
+    from counterbench.run.batch_jobs import StoredJob
+    from counterbench.run.batch_lane import LaneBatch, show_progress
+    from counterbench.run.progress import RunDisplay
+
+    stream = io.StringIO()
+    display = RunDisplay({}, mode="plain", stream=stream)
+    job = StoredJob("k", "batch_1", "submitted", 0.0, 0.0, {f"k-{i}": ([f"p{i}"], 1) for i in range(1000)})
+    state = LaneBatch(api=None, jobs=None, planned={}, open=[job])  # type: ignore[arg-type]
+    show_progress(display, "m", state)  # the first look: no rate yet
+    job.processed = 250
+    state.first_seen = (state.first_seen[0] - 60.0, 0)  # type: ignore[index]  # 250 requests in the last minute
+    state.last_line -= 11.0
+    show_progress(display, "m", state)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "m: 1 batch job(s) at the provider, 0/1,000 requests processed"
+    assert lines[1] == "m: 1 batch job(s) at the provider, 250/1,000 requests processed, about 3 min left"

@@ -18,8 +18,9 @@ Stopping (Ctrl-C, a store failure) leaves the open jobs running at the provider:
 same model and generation config polls them and collects their results — nothing is submitted twice, and
 a request in an open job is never sent again. A job that also answers prompts the run neither plans nor
 has stored (a run on part of the prompts) is left open for a run that has them, and its prompts wait for
-it. After ``--max-cost`` is reached, nothing more is
-submitted, but the open jobs (already billed) are still polled and collected.
+it; open jobs submitted to another base URL stop the run (unless ``--endpoint-moved``); a job the provider
+no longer has (404) is marked ``gone`` and its requests submitted again. After ``--max-cost`` is reached,
+nothing more is submitted, but the open jobs (already billed) are still polled and collected.
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ class BatchEngine(Engine):
             jobs = BatchJobs(self.writer.store, api.provider, lane.model, lane.config_fp, endpoint_of(lane.backend),
                              self.run_id)
             state = LaneBatch(api, jobs, {group[0][0].prompt_id: group for group in lane.work.groups})
-            await self._resume(lane, state)
             lane.batch = {"batch": True, "batch_jobs_open": 0}
+            await self._resume(lane, state)
             delay = self.batch.first_poll_s
             while lane.fatal is None and self.writer.failure is None and not self._interrupted():
                 while state.todo and self.stop_reason is None and lane.fatal is None:
