@@ -89,7 +89,7 @@ def _faulty_prompts() -> pd.DataFrame:
 def test_failed_and_expired_items_and_jobs_are_retried_or_stored_as_errors(
     tmp_path: Path, server_class: type, model: str, env_of: object
 ) -> None:
-    config = BatchConfig(processing_s=0.05, fail_jobs=1, expire_jobs=1)
+    config = BatchConfig(processing_s=0.05, fail_jobs=1, expire_jobs=1, status_faults=8)  # 8 polls refused too
     with run_in_thread(server_class(batch=config)) as server:
         summary = run_prompts(_faulty_prompts(), [model], store=tmp_path / "s.db", env=env_of(server),  # type: ignore[operator]
                               retry=RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.05), batch=True,
@@ -106,6 +106,7 @@ def test_failed_and_expired_items_and_jobs_are_retried_or_stored_as_errors(
         error, attempts = conn.execute("SELECT error, attempts FROM responses WHERE prompt_id = 'p_00002'").fetchone()
     assert "invalid_request" in error or "400" in error
     assert attempts >= 1
+    assert counters.status_polls > 8
 
 
 def test_batch_on_a_family_without_a_batch_api_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:

@@ -255,9 +255,11 @@ class BatchEngine(Engine):
         for job in list(state.open):
             if self._interrupted() or lane.fatal is not None:
                 return
-            status = await self._call(lane, functools.partial(state.api.status, str(job.job_id)), job=True)
-            if status is None:
+            status = await self._status(lane, state, job)
+            if lane.fatal is not None:
                 return
+            if status is None:
+                continue  # a passing failure: the job is polled again next time
             if status is GONE:
                 self._gone(lane, state, job)
                 continue
@@ -265,6 +267,22 @@ class BatchEngine(Engine):
             if status.ended:
                 await self._collect(lane, state, job, status.error or f"job {status.provider_status}")
         show_progress(self.display, lane.model, state)
+
+    async def _status(self, lane: Lane, state: LaneBatch, job: StoredJob) -> Any:
+        """The job's status, :data:`GONE`, or ``None`` after a retryable failure (polling goes on however long
+        the provider is unreachable: a job may take a day); a failure that cannot pass stops the lane."""
+        try:
+            return await state.api.status(str(job.job_id))
+        except BackendError as error:
+            if error.status == 404:
+                return GONE
+            message = self.redactor.redact(str(error)) or type(error).__name__
+            if not error.retryable:
+                lane.fatal = message
+                self.stop("failed")
+            else:
+                self.display.message(f"{message}; polling {job.job_id} again later")
+            return None
 
     async def _collect(self, lane: Lane, state: LaneBatch, job: StoredJob, ended: str) -> None:
         outcomes = await self._call(lane, functools.partial(state.api.results, str(job.job_id)), job=True)

@@ -16,7 +16,8 @@ first N submissions of that prompt) or ``FaultConfig.force``. ``expired`` expire
 ``length`` and ``content_filter`` shape its answer. :attr:`BatchConfig.fail_jobs` makes the first jobs
 fail as a whole (OpenAI's ``failed``, Anthropic: every item errored) and :attr:`BatchConfig.expire_jobs`
 the next ones expire with every other item unanswered; :attr:`BatchConfig.accept_delay_s` holds the reply
-to a submission after the job is created (a client killed meanwhile does not know its job's id).
+to a submission after the job is created (a client killed meanwhile does not know its job's id), and
+:attr:`BatchConfig.status_faults` answers the first status polls with 503 (Anthropic: 529).
 
 What was submitted is counted in :class:`BatchCounters` (``server.batch``): jobs, items, and how many
 times each prompt (system + user text) was submitted.
@@ -57,6 +58,8 @@ class BatchConfig:
     #: seconds between creating a job and answering its submission (a client killed meanwhile has a job it
     #: does not know the id of)
     accept_delay_s: float = 0.0
+    #: the first this many status polls are answered 503 (the provider briefly unreachable)
+    status_faults: int = 0
 
 
 @dataclass
@@ -105,6 +108,11 @@ class _BatchCore:
         job = _Job(f"{prefix}{n:06d}", time.time(), items, fate, metadata)
         self.jobs[job.job_id] = job
         return job
+
+    def status_fault(self) -> bool:
+        """Count a status poll; True when it is to be answered with an error (``status_faults``)."""
+        self.counters.status_polls += 1
+        return self.counters.status_polls <= self.config.status_faults
 
     async def accept_delay(self) -> None:
         if self.config.accept_delay_s > 0:
@@ -200,7 +208,8 @@ class FakeOpenAIBatchServer(FakeOpenAIServer):
         job = self.core.jobs.get(request.match_info["batch_id"])
         if job is None:
             return _openai_error(404, "No such batch")
-        self.core.counters.status_polls += 1
+        if self.core.status_fault():
+            return _openai_error(503, "injected: the service is unavailable")
         return web.json_response(self._batch_object(job))
 
     def _batch_object(self, job: _Job) -> dict[str, Any]:
@@ -317,7 +326,8 @@ class FakeAnthropicBatchServer(FakeAnthropicServer):
         job = self.core.jobs.get(request.match_info["batch_id"])
         if job is None:
             return _anthropic_error(404, "not_found_error", "batch not found")
-        self.core.counters.status_polls += 1
+        if self.core.status_fault():
+            return _anthropic_error(529, "overloaded_error", "injected: overloaded")
         return web.json_response(self._batch_object(job))
 
     async def results(self, request: web.Request) -> web.Response:
