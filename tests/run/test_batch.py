@@ -302,3 +302,15 @@ def test_progress_lines_give_the_requests_processed_and_the_time_left() -> None:
     lines = stream.getvalue().splitlines()
     assert lines[0] == "m: 1 batch job(s) at the provider, 0/1,000 requests processed"
     assert lines[1] == "m: 1 batch job(s) at the provider, 250/1,000 requests processed, about 3 min left"
+
+
+def test_the_fake_batch_server_runs_as_its_own_process(tmp_path: Path) -> None:
+    from counterbench.testing.server_process import ServerProcess
+
+    with ServerProcess("fake_batch", "--provider", "anthropic", "--processing-s", "0.05") as proc:
+        summary = run_prompts(make_prompts(3), ["anthropic:claude-haiku-4.5"], store=tmp_path / "s.db",
+                              env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": proc.base_url}, batch=True,
+                              batch_poll=0.05)
+        printed = proc.stop()
+    assert summary.complete and len(_rows(tmp_path / "s.db")) == 3
+    assert "STOPPED" in printed

@@ -21,10 +21,14 @@ to a submission after the job is created (a client killed meanwhile does not kno
 
 What was submitted is counted in :class:`BatchCounters` (``server.batch``): jobs, items, and how many
 times each prompt (system + user text) was submitted.
+
+As a process: ``python -m counterbench.testing.fake_batch --provider anthropic --processing-s 5`` (and the
+fake servers' other options) prints ``READY <base url>``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import collections
 import hashlib
@@ -36,6 +40,7 @@ from typing import Any
 
 from aiohttp import web
 
+from counterbench.testing._fakecli import add_cli_arguments, config_from_args, serve_until_done
 from counterbench.testing._fakecore import FakeServerBase, FaultConfig
 from counterbench.testing.fake_anthropic import FakeAnthropicServer, message_body, message_texts
 from counterbench.testing.fake_openai import FakeOpenAIServer
@@ -373,3 +378,19 @@ class FakeAnthropicBatchServer(FakeAnthropicServer):
 
 def _anthropic_error(status: int, kind: str, message: str) -> web.Response:
     return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake OpenAI / Anthropic batch APIs on 127.0.0.1")
+    add_cli_arguments(parser)
+    parser.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
+    parser.add_argument("--processing-s", type=float, default=0.2, help="seconds a job stays in progress")
+    args = parser.parse_args(argv)
+    server_class = FakeOpenAIBatchServer if args.provider == "openai" else FakeAnthropicBatchServer
+    server = server_class(config_from_args(args), batch=BatchConfig(processing_s=args.processing_s),
+                          host=args.host, port=args.port)
+    asyncio.run(serve_until_done(server, args.max_seconds))
+
+
+if __name__ == "__main__":
+    main()
