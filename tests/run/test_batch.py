@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from counterbench.run.limits import RetryPolicy
+from counterbench.options import RetryPolicy
 from counterbench.run.runner import format_summary, run_prompts
 from counterbench.table_files import write_table
 from counterbench.testing._fakecore import run_in_thread
