@@ -314,3 +314,19 @@ def test_the_fake_batch_server_runs_as_its_own_process(tmp_path: Path) -> None:
         printed = proc.stop()
     assert summary.complete and len(_rows(tmp_path / "s.db")) == 3
     assert "STOPPED" in printed
+
+
+@pytest.mark.parametrize(("keywords", "message"), [
+    ({"batch_size": 0}, "--batch-size must be a whole number of at least 1"),
+    ({"batch_poll": 0}, "--batch-poll must be a number of seconds greater than 0"),
+    ({"ray": True}, "--batch and --ray do not go together"),
+])
+def test_batch_settings_no_run_can_use_are_refused_before_anything_is_sent(
+    tmp_path: Path, keywords: dict[str, object], message: str
+) -> None:
+    from counterbench.errors import UserError
+
+    with pytest.raises(UserError, match=message):
+        run_prompts(make_prompts(2), ["openai:gpt-4o-mini"], store=tmp_path / "s.db", batch=True,
+                    env={"OPENAI_API_KEY": "k"}, **keywords)
+    assert not (tmp_path / "s.db").exists()
