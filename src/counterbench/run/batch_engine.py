@@ -111,13 +111,17 @@ class BatchEngine(Engine):
             await api.aclose()
 
     def _interrupted(self) -> bool:
-        """Ctrl-C or a failure: leave the open jobs to the next run (after --max-cost they are still collected)."""
-        return self.stop_reason is not None and self.stop_reason != "max_cost"
+        """Ctrl-C or a failure: leave the open jobs to the next run (after --max-cost they are still collected,
+        until a Ctrl-C)."""
+        return self._signals > 0 or (self.stop_reason is not None and self.stop_reason != "max_cost")
 
     async def _wait(self, delay: float) -> bool:
         """Sleep before the next poll; True when the run was interrupted meanwhile."""
         if self.stop_reason == "max_cost":  # the stop event is set, but open jobs are still collected
-            await asyncio.sleep(delay)
+            loop = asyncio.get_running_loop()
+            end = loop.time() + delay
+            while not self._interrupted() and loop.time() < end:
+                await asyncio.sleep(min(0.25, end - loop.time()))
             return self._interrupted()
         return await sleep_unless_stopped(self._stop_event, delay) and self._interrupted()
 
