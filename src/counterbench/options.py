@@ -162,7 +162,10 @@ class RunOptions:
     (``True``, an address or ``RayOptions``) answers on Ray actors. ``progress``: ``off``, ``auto``,
     ``rich`` or ``plain`` (``None``: ``rich`` in a notebook, else ``off``). ``handle_signals`` (``None``:
     when the call runs in the main thread outside an event loop) lets Ctrl-C stop the run cleanly.
-    ``command`` is recorded (secrets redacted) as the command that resumes the run.
+    ``command`` is recorded (secrets redacted) as the command that resumes the run. ``batch`` sends the
+    prompts through the provider's batch API at the batch price (``openai`` and ``anthropic`` models;
+    :mod:`counterbench.run.batch_engine`), at most ``batch_size`` requests per job (``None``: the provider's
+    limit), polling at most ``batch_poll`` seconds apart.
     """
 
     store: Path | str = DEFAULT_STORE
@@ -190,6 +193,9 @@ class RunOptions:
     batch_rows: int = DEFAULT_BATCH_ROWS
     #: seconds the writer waits for more rows before a commit (``None``: the writer's own default)
     commit_window: float | None = None
+    batch: bool = False
+    batch_size: int | None = None
+    batch_poll: float = 60.0
 
     @classmethod
     def from_keywords(cls, base: RunOptions | None = None, **keywords: Any) -> RunOptions:
@@ -235,5 +241,12 @@ class RunOptions:
         window = 0.0 if self.commit_window is None else self.commit_window
         if self.batch_rows < 1 or not (math.isfinite(window) and window >= 0):
             raise UserError("the store batch size must be positive and the commit window not negative")
+        size = self.batch_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise UserError(f"--batch-size must be a whole number of at least 1, got {size!r}")
+        if not (isinstance(self.batch_poll, int | float) and math.isfinite(self.batch_poll) and self.batch_poll > 0):
+            raise UserError(f"--batch-poll must be a number of seconds greater than 0, got {self.batch_poll!r}")
+        if self.batch and self.ray is not None:
+            raise UserError("--batch and --ray do not go together: a batch job is answered by the provider")
         if self.progress not in (None, "off", "auto", "rich", "plain"):
             raise UserError(f"progress must be off, auto, rich or plain, got {self.progress!r}")

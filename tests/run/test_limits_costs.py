@@ -106,6 +106,24 @@ def test_price_table_builtin_user_file_and_errors(tmp_path: Path) -> None:
         load_price_table(tmp_path / "missing.yaml")
 
 
+def test_batch_prices_are_a_share_of_the_price_or_an_entry_s_own(tmp_path: Path) -> None:
+    table = load_price_table()
+    assert table.lookup("openai:gpt-4o-mini", batch=True) == Price(0.075, 0.30)
+    assert table.lookup("anthropic:claude-haiku-4.5", batch=True) == Price(0.50, 2.50)
+    assert table.lookup("sim:biased", batch=True) is None  # no batch share: no batch price
+    mine = tmp_path / "p.yaml"
+    mine.write_text('batch:\n  "openai:gpt-4o*": 0.25\n'
+                    'prices:\n  "openai:gpt-4.1*": {input: 2, output: 8, batch_input: 1.5, batch_output: 3}\n')
+    mine_table = load_price_table(mine)
+    assert mine_table.lookup("openai:gpt-4.1-mini", batch=True) == Price(1.5, 3.0)  # its own, before any share
+    assert mine_table.lookup("openai:gpt-4o-mini", batch=True) == Price(0.0375, 0.15)  # the file's share first
+    assert mine_table.lookup("openai:gpt-5", batch=True) == Price(0.625, 5.0)  # the built-in share
+    for bad in ('batch: 0.5', 'batch:\n  "x": 2', 'prices:\n  "x": {input: 1, output: 1, batch_input: 1}'):
+        mine.write_text(bad)
+        with pytest.raises(UserError):
+            load_price_table(mine)
+
+
 def test_redactor_hides_secret_looking_variables(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("OTHER_TOKEN=tok-1234567890\n")

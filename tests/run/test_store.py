@@ -154,7 +154,8 @@ def test_another_process_never_sees_a_half_created_store(tmp_path: Path, monkeyp
     assert len(seen) == len(SCHEMA_STATEMENTS) >= 4
     assert all(tables == 0 or app_id == APPLICATION_ID for tables, app_id in seen), seen
     watch()
-    assert seen[-1] == (5, APPLICATION_ID)  # runs, configs, prompts, responses, sqlite_sequence — once committed
+    # runs, configs, prompts, responses, sqlite_sequence, batch_jobs, batch_requests — once committed
+    assert seen[-1] == (7, APPLICATION_ID)
 
 
 def _open_at_the_same_instant(path: str, barrier: object, results: object) -> None:

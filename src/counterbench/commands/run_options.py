@@ -112,6 +112,17 @@ RayActorsOpt = Annotated[
 RayThreadsOpt = Annotated[
     int, typer.Option("--ray-threads", help="llama.cpp threads (and CPUs) of each embedded-model Ray worker.")
 ]
+BatchOpt = Annotated[
+    bool, typer.Option("--batch", help="Send through the provider's batch API at half the price (openai, "
+                       "anthropic): answers within 24 h; rerun the same command to collect after a stop.")
+]
+BatchSizeOpt = Annotated[
+    int | None, typer.Option("--batch-size", help="With --batch: requests per batch job at most (default: the "
+                             "provider's limit).")
+]
+BatchPollOpt = Annotated[
+    float, typer.Option("--batch-poll", help="With --batch: the longest wait between two polls of a job (s).")
+]
 
 #: what a bare ``--ray`` means (see :func:`optional_ray_address`)
 RAY_LOCAL = "local"
@@ -149,6 +160,9 @@ RUN_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("ray", RayOpt, None),
     ("ray_actors", RayActorsOpt, None),
     ("ray_threads", RayThreadsOpt, 1),
+    ("batch", BatchOpt, False),
+    ("batch_size", BatchSizeOpt, None),
+    ("batch_poll", BatchPollOpt, _DEFAULTS.batch_poll),
 )
 
 

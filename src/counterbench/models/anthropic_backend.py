@@ -174,23 +174,7 @@ class AnthropicBackend:
                 self._redact(f"{self.name}: malformed reply ({type(exc).__name__}: {str(exc)[:200]})"),
                 retryable=True,
             ) from None
-        latency_ms = (time.perf_counter() - started) * 1000.0
-        text = "".join(getattr(block, "text", "") for block in message.content if getattr(block, "type", "") == "text")
-        if "tools" in params:
-            inputs = [getattr(b, "input", None) for b in message.content if getattr(b, "type", "") == "tool_use"]
-            text = unwrap_object(inputs[0], text) if inputs else text
-        elif "output_config" in params:
-            text = _unwrap_answer(text)
-        usage = message.usage
-        stop = message.stop_reason
-        return ChatResult(
-            text=text,
-            finish_reason=_STOP_REASONS.get(stop, stop) if stop else None,
-            input_tokens=getattr(usage, "input_tokens", None),
-            output_tokens=getattr(usage, "output_tokens", None),
-            latency_ms=latency_ms,
-            model_reported=message.model,
-        )
+        return result_from_message(message, params, (time.perf_counter() - started) * 1000.0)
 
     async def list_models(self) -> list[str]:
         """The model ids the API lists (raises :class:`BackendError`)."""
@@ -205,6 +189,34 @@ class AnthropicBackend:
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+def result_from_message(message: Any, params: dict[str, Any], latency_ms: float | None) -> ChatResult:
+    """The :class:`ChatResult` of a Messages reply — the SDK's object or its JSON (a batch result's
+    ``message``) — to a request sent with ``params``."""
+    content = _field(message, "content") or []
+    text = "".join(str(_field(b, "text") or "") for b in content if _field(b, "type") == "text")
+    if "tools" in params:
+        inputs = [_field(b, "input") for b in content if _field(b, "type") == "tool_use"]
+        text = unwrap_object(inputs[0], text) if inputs else text
+    elif "output_config" in params:
+        text = _unwrap_answer(text)
+    usage = _field(message, "usage")
+    stop = _field(message, "stop_reason")
+    n_in, n_out, model = _field(usage, "input_tokens"), _field(usage, "output_tokens"), _field(message, "model")
+    return ChatResult(
+        text=text,
+        finish_reason=_STOP_REASONS.get(stop, stop) if isinstance(stop, str) and stop else None,
+        input_tokens=n_in if isinstance(n_in, int) else None,
+        output_tokens=n_out if isinstance(n_out, int) else None,
+        latency_ms=latency_ms,
+        model_reported=model if isinstance(model, str) else None,
+    )
+
+
+def _field(obj: Any, name: str) -> Any:
+    """``obj.name`` of an SDK object, ``obj[name]`` of a JSON object, else ``None``."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 def _status_detail(exc: Any) -> str:

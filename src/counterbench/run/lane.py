@@ -30,6 +30,8 @@ class Lane:
     successes: int = 0
     fatal: str | None = None
     groups: Iterator[Group] = field(default_factory=lambda: iter(()))
+    #: with ``--batch``: what the lane's summary adds (``batch``, ``batch_jobs_open``)
+    batch: dict[str, Any] | None = None
 
     @property
     def simulated(self) -> int:
@@ -53,4 +55,5 @@ def lane_summary(lane: Lane) -> dict[str, Any]:
     out["already_done"] = lane.work.already_done
     out["stored_errors"] = lane.work.stored_errors
     out["simulated"] = bool(lane.simulated)
+    out.update(lane.batch or {})
     return out

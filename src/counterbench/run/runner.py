@@ -26,6 +26,7 @@ from counterbench.models.labels import model_spec
 from counterbench.models.simulated import SimulatedBackend
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.options import RunOptions
+from counterbench.run.batch_engine import check_batch, engine_for
 from counterbench.run.costs import load_price_table
 from counterbench.run.identity import check_endpoint, check_model_spec
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
@@ -83,6 +84,7 @@ async def arun_prompts(
     opts = RunOptions.from_keywords(options, **keywords)
     setup = _settle(prompts, models, opts)
     backends = await _create_backends(models, setup.dotenv, opts.timeout, opts.env)
+    check_batch(opts, backends)  # a family without a batch API: one line, before the store
     store_path = Path(opts.store)
     created = not store_path.exists()
     state = _Kept()
@@ -180,7 +182,7 @@ def _check_backends(backends: list[Backend], prompts: pd.DataFrame, setup: _Setu
             b.check_prompts(prompts)  # a sim:FILE.yaml's effects name columns and identities of these prompts
     if setup.opts.max_cost is not None:
         for b in backends:
-            if setup.price_table.lookup(model_spec(b)) is None:
+            if setup.price_table.lookup(model_spec(b), batch=setup.opts.batch) is None:
                 raise UserError(f"--max-cost needs a price for {b.name}; add a pattern for it to a price file "
                                 "and pass --prices FILE")
     return dict(modes)
@@ -196,6 +198,7 @@ def _run_config(setup: _Setup, backends: list[Backend], modes: Mapping[str, Any]
         "rpm": opts.rpm, "tpm": opts.tpm, "timeout_s": opts.timeout, "max_cost": opts.max_cost,
         "no_cache": opts.no_cache, "retry_errors": opts.retry_errors, "retry_max_tokens": opts.retry_max_tokens,
         "parse_profile": opts.parse_profile, "structured_modes": dict(modes),
+        "batch": opts.batch,
     }
     if setup.ray_opts is not None:
         ray = setup.ray_opts
@@ -224,7 +227,7 @@ def _plan_lanes(store: Store, run_id: int, setup: _Setup, backends: list[Backend
             Lane(model=b.name, backend=b, config_fp=config_fp,
                  work=plan_model(store, items, b.name, config_fp, no_cache=opts.no_cache,
                                  retry_errors=opts.retry_errors, bigger_config=setup.bigger, config=config),
-                 price=setup.price_table.lookup(model_spec(b)), request_bucket=setup.limits.request_bucket(),
+                 price=setup.price_table.lookup(model_spec(b), batch=setup.opts.batch), request_bucket=setup.limits.request_bucket(),
                  token_bucket=setup.limits.token_bucket(largest))
             for b in backends
         ]
@@ -250,7 +253,7 @@ def _engine(store: Store, run_id: int, setup: _Setup, lanes: list[Lane],
     writer.save_prompts(new_prompts)  # in chunks once the engine runs; an answer brings its own
     setup.parser.warm_up((item.use_case, item.answer_type) for item in setup.items)  # not on the first reply
     display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off")
-    engine = engine_class(setup.ray_opts)(
+    engine = engine_for(setup.opts, engine_class(setup.ray_opts))(
         lanes, config=setup.config,
         settings=EngineSettings(opts.concurrency, opts.timeout, opts.max_cost, opts.retry,
                                 opts.handle_signals is not False),

@@ -4,6 +4,9 @@ APPLICATION_ID = 0x43424E43  # "CBNC"
 #: 2 added ``responses.answer_logprobs``; 3 added ``answer_complete``, ``answer_mass`` and ``answer_forced``
 #: (the reading of a label or choice answer's log-probabilities, :mod:`counterbench.outcomes.logprobs`).
 #: Older stores are migrated when opened: the columns are added, empty for the rows already there.
+#: ``batch_jobs`` and ``batch_requests`` (``--batch``: the provider's job ids, their states and which prompts
+#: each job holds, :mod:`counterbench.run.batch_jobs`) are created when a store is opened for writing, so
+#: they need no version of their own; a store without them has no batch job.
 SCHEMA_VERSION = 3
 
 SCHEMA = """
@@ -59,6 +62,31 @@ CREATE TABLE IF NOT EXISTS responses (
     UNIQUE (model, config_fp, prompt_id)
 );
 CREATE INDEX IF NOT EXISTS responses_request_fp ON responses (request_fp);
+CREATE TABLE IF NOT EXISTS batch_jobs (
+    batch_key TEXT PRIMARY KEY,
+    job_id TEXT,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    config_fp TEXT NOT NULL,
+    endpoint TEXT,
+    state TEXT NOT NULL,
+    provider_status TEXT,
+    n_requests INTEGER NOT NULL,
+    n_processed INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    submitted_at REAL,
+    updated_at REAL,
+    collected_at REAL,
+    run_id INTEGER,
+    error TEXT
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    batch_key TEXT NOT NULL,
+    custom_id TEXT NOT NULL,
+    prompt_ids TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    PRIMARY KEY (batch_key, custom_id)
+) WITHOUT ROWID;
 """
 
 #: :data:`SCHEMA` as single statements, run one by one inside the transaction that creates a store

@@ -42,8 +42,10 @@ def format_summary(summary: RunSummary) -> str:
             f"{c['already_done']:,} already stored · ok {c['ok']:,} · refused {c['refused']:,} · "
             f"unparseable {c['unparseable']:,} · unfinished {c.get('unfinished', 0):,} · errors {c['errors']:,} · "
             f"retries {c['retries']:,} · "
-            f"${c['cost_usd']:.4f}"
+            f"${c['cost_usd']:.4f}" + (" at batch price" if c.get("batch") else "")
         )
+        if c.get("batch_jobs_open"):
+            lines.append(f"  {c['batch_jobs_open']} batch job(s) still open at the provider: rerun to collect them")
         reasons = c.get("finish_reasons") or {}
         odd = {k: v for k, v in reasons.items() if k not in ("stop", "end_turn", "eos")}
         if odd:

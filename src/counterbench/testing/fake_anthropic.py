@@ -59,10 +59,7 @@ class FakeAnthropicServer(FakeServerBase):
         raw, payload = await self.read_payload(request)
         if payload is None:
             return _error(400, "request body is not a Messages request")
-        messages = payload["messages"]
-        system = _text(payload.get("system", ""))
-        user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-        prefill = _text(messages[-1].get("content")) if messages and messages[-1].get("role") == "assistant" else ""
+        system, user, prefill = message_texts(payload)
         auth = request.headers.get("Authorization", "")
         provided = request.headers.get("x-api-key") or (auth[7:] if auth.startswith("Bearer ") else "")
         if self.config.api_key is not None and provided != self.config.api_key:
@@ -87,35 +84,49 @@ class FakeAnthropicServer(FakeServerBase):
             return web.Response(
                 body=b'{"id": "msg_x", "type": "message", "content": [', content_type="application/json"
             )
-        answer = answer_text(system, user)
-        stop = "end_turn"
-        if fault == "empty" or fault == "no_choices":
-            answer = ""
-        elif fault == "length":
-            answer, stop = answer[:6], "max_tokens"
-        elif fault == "content_filter":
-            answer, stop = "", "refusal"
-        if prefill and answer.startswith(prefill):
-            answer = answer[len(prefill) :]
-        if answer and (payload.get("output_config") or {}).get("format"):
-            answer = json.dumps({"answer": answer})
-        content: list[dict[str, Any]] = [{"type": "text", "text": answer}] if answer else []
-        forced = payload.get("tool_choice") or {}
-        if answer and forced.get("type") == "tool":  # a forced tool: the answer is the tool's input
-            tool_use = {"type": "tool_use", "id": "toolu_fake", "name": forced.get("name"), "input": {"answer": answer}}
-            content = [tool_use]
-            stop = "tool_use"
-        body = {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": str(payload.get("model", "fake-claude")),
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {"input_tokens": (len(system) + len(user)) // 4, "output_tokens": 6},
-        }
+        body = message_body(payload, system, user, prefill, fault)
         return web.Response(body=json.dumps(body).encode(), content_type="application/json")
+
+
+def message_body(payload: dict[str, Any], system: str, user: str, prefill: str, fault: str | None) -> dict[str, Any]:
+    """The Messages reply to ``payload`` (a ``fault`` of ``empty``, ``length`` or ``content_filter`` shapes it)."""
+    answer = answer_text(system, user)
+    stop = "end_turn"
+    if fault == "empty" or fault == "no_choices":
+        answer = ""
+    elif fault == "length":
+        answer, stop = answer[:6], "max_tokens"
+    elif fault == "content_filter":
+        answer, stop = "", "refusal"
+    if prefill and answer.startswith(prefill):
+        answer = answer[len(prefill) :]
+    if answer and (payload.get("output_config") or {}).get("format"):
+        answer = json.dumps({"answer": answer})
+    content: list[dict[str, Any]] = [{"type": "text", "text": answer}] if answer else []
+    forced = payload.get("tool_choice") or {}
+    if answer and forced.get("type") == "tool":  # a forced tool: the answer is the tool's input
+        tool_use = {"type": "tool_use", "id": "toolu_fake", "name": forced.get("name"), "input": {"answer": answer}}
+        content = [tool_use]
+        stop = "tool_use"
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": str(payload.get("model", "fake-claude")),
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": (len(system) + len(user)) // 4, "output_tokens": 6},
+    }
+
+
+def message_texts(payload: dict[str, Any]) -> tuple[str, str, str]:
+    """``(system, last user message, assistant prefill)`` of a Messages request."""
+    messages = payload["messages"]
+    system = _text(payload.get("system", ""))
+    user = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    prefill = _text(messages[-1].get("content")) if messages and messages[-1].get("role") == "assistant" else ""
+    return system, user, prefill
 
 
 def main(argv: list[str] | None = None) -> None:

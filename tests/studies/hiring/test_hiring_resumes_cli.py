@@ -131,3 +131,18 @@ def test_a_term_relaxed_on_purpose_with_its_reason_recorded(tmp_path: Path) -> N
     assert bad.returncode == 2 and "give TERM=REASON" in one_error_line(bad)
     no_reason = cli(*base, "cycling=", cwd=tmp_path)
     assert no_reason.returncode == 2 and "needs a reason" in one_error_line(no_reason)
+
+
+def test_resumes_through_a_batch_api(tmp_path: Path) -> None:
+    """``--batch`` (here ``batch=True`` in Python): the resumes come back through OpenAI's Batch API."""
+    from counterbench.builtin.hiring.resume_generation import generate_resumes
+    from counterbench.testing.fake_batch import BatchConfig, FakeOpenAIBatchServer
+
+    jobs_file = _write_jobs(tmp_path / "jobs.jsonl", [r for r in _job_rows() if r["job_id"] != NAMED][:1])
+    out = tmp_path / "resumes.jsonl"
+    fake = FakeOpenAIBatchServer(FaultConfig(reply=_reply), batch=BatchConfig(processing_s=0.05))
+    with run_in_thread(fake) as server:
+        generate_resumes("openai:gpt-4o-mini", out, jobs=jobs_file, batch=True, batch_poll=0.05,
+                         env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url})
+        assert server.server.batch.jobs == 1 and server.counters.outcomes["ok"] == 1
+    assert [r["job_id"] for r in _lines(out)] == [JOBS[0].job_id]

@@ -14,6 +14,7 @@ import typer
 from counterbench.commands.run_options import (
     EXIT_INTERRUPTED,
     EXIT_MAX_COST,
+    BatchOpt,
     ConcurrencyOpt,
     EnvFileOpt,
     GenerationSeedOpt,
@@ -81,6 +82,7 @@ def resumes_command(
     prices: PricesOpt = None,
     env_file: EnvFileOpt = None,
     progress: ProgressOpt = None,
+    batch: BatchOpt = False,
 ) -> None:
     """Write one neutral resume template per job with any model; each answer is checked by the lint.
 
@@ -114,7 +116,7 @@ def resumes_command(
     options = run_options_from_cli(
         models, temperature=temperature, max_tokens=max_tokens, generation_seed=generation_seed, structured=False,
         concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, max_cost=max_cost, prices=prices,
-        store=where, retry_errors=True, env_file=env_file, progress=progress,
+        store=where, retry_errors=True, env_file=env_file, progress=progress, batch=batch,
     )
     config = options.generation_config(models)
     summary = None
