@@ -24,10 +24,6 @@ NOT_A_KIND: dict[tuple[str, str], str] = {
     ("studies/options.py", "choice"): "a study option's kind (one of listed values), not an outcome kind",
     ("studies/strict.py", "label"): "the use-case key `label` of a study file",
     ("studies/use_cases.py", "label"): "the use-case key `label` of a study file",
-    # branch `fast` is rewriting this file; both lines become `member(kind, "selection") == "share"`
-    # (:func:`counterbench.outcomes.measures_share`) when it lands
-    ("analyses/outcome_tables.py", "label"): "Fisher's test and the logit model for share measures",
-    ("analyses/outcome_tables.py", "choice"): "Fisher's test and the logit model for share measures",
 }
 
 

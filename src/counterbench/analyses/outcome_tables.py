@@ -54,7 +54,7 @@ import pandas as pd
 from scipy import stats as sstats
 
 from counterbench.analyses.slot_inference import SlotIntervals, slot_bootstraps, swap_tested
-from counterbench.outcomes import get_kind
+from counterbench.outcomes import get_kind, measures_share, member
 from counterbench.outcomes.base import OutcomeSpec, comparison_of
 from counterbench.stats.inference import MIN_SLOTS, MIN_SLOTS_INTERVAL, earned_marks
 from counterbench.stats.seeding import stable_seed
@@ -112,8 +112,7 @@ def measured_rows(values: pd.DataFrame, outcomes: Mapping[str, OutcomeSpec]) -> 
         compare = comparison_of(kind, spec)
         part = part.assign(kind=spec.kind, measure=kind.describe(spec), unit=compare.unit_words,
                            gap_form=compare.form)
-        offered = getattr(kind, "offered_rows", None)  # a kind whose answer measures several identities
-        part = offered(spec, part) if callable(offered) else part.assign(y=kind.measure(spec, part))
+        part = member(kind, "offered_rows")(spec, part)  # one row per answer, or several identities per answer
         parts.append(part)
     if not parts:
         return pd.DataFrame()
@@ -251,7 +250,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                        "p_value": np.nan, "exact_p": np.nan, "difference_unit": unit}
                 intervals.add(row, ("ci_low", "ci_high", "_p_t"), diff, reps, weights)
                 intervals.add(row, ("relative_ci_low", "relative_ci_high"), rel, rel_reps, weights)
-                if base["kind"] in ("label", "choice") and len(s) >= MIN_SLOTS:
+                if measures_share(str(base["kind"])) and len(s) >= MIN_SLOTS:
                     k1, n1 = totals[0] / 100.0, totals[1]
                     k0, n0 = totals[2] / 100.0, totals[3]
                     table = np.array([[k1, n1 - k1], [k0, n0 - k0]]).round().astype(np.int64)
@@ -347,7 +346,7 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         groups = _slot_codes(part, slot_columns)
         n_clusters = int(groups.max()) + 1
         y = part["y"].to_numpy(np.float64)
-        logit = kind in ("label", "choice")
+        logit = measures_share(str(kind))
         robust = n_clusters >= MIN_SLOTS_INTERVAL  # fewer clusters: an estimate, no standard error
         try:
             with warnings.catch_warnings():

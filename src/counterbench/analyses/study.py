@@ -33,6 +33,7 @@ from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
+from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
 from counterbench.models.simulated import planted_reach
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
@@ -129,6 +130,8 @@ def analyze_study(
     summary["model_specs"] = model_specs(results)
     summary["out_of_range"] = out_of_range_counts(results)  # one statement of the rule, every use case's answers
     summary["notes"] = with_out_of_range_note(summary.get("notes") or [], summary["out_of_range"], rules)
+    summary["test_record"] = build_test_record(the_study, model_records(results), record_options(
+        profile, bootstrap, seed, tau, the_study.canonical_pairs if canonical_pairs is None else canonical_pairs))
     isolated("answer_checks", lambda: _add_answer_checks(tables, summary, answer_checks(results), the_study),
              lambda: None, failed)
     merge_failures(summary, failed)
@@ -201,11 +204,13 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     failed = FailedTables()
 
     specs: dict[str, str] = {}
+    records: dict[str, dict[str, Any]] = {}
 
     def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not
         results = load(model)
         checks.append(answer_checks(results))
         specs.update(model_specs(results))
+        records.update(model_records(results))
         return results
 
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -218,6 +223,8 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(_study_summary(the_study, health[["language", "use_case"]]))
     result.summary["model_specs"] = specs
+    result.summary["test_record"] = build_test_record(the_study, records, record_options(
+        profile, bootstrap, seed, tau, pairs))
     isolated("answer_checks", lambda: _add_answer_checks(result.tables, result.summary, pd.concat(
         checks, ignore_index=True) if checks else answer_checks(pd.DataFrame()), the_study), lambda: None, failed)
     merge_failures(result.summary, failed)

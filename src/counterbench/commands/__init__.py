@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "counterbench.commands.view_cmd",
     "counterbench.commands.check_cmd",
     "counterbench.commands.power_cmd",
+    "counterbench.commands.verify_cmd",
 )
 
 

@@ -33,6 +33,7 @@ from counterbench.report.sections_outcomes import has_outcome_tables, outcome_se
 from counterbench.report.sections_probabilities import with_probability_sections
 from counterbench.report.sections_registered import registered_sections
 from counterbench.report.sections_study import study_sections
+from counterbench.report.test_record import RECORD_FILE, full_record, record_json
 from counterbench.studies.registry import default_study
 
 
@@ -40,6 +41,8 @@ from counterbench.studies.registry import default_study
 class ReportFiles:
     html: Path
     markdown: Path | None
+    #: the test record beside the report (``None``: the analysis has none)
+    record: Path | None = None
 
 
 def _subtitle(summary: dict[str, Any], n_models: int) -> str:
@@ -187,10 +190,17 @@ def write_report(
     html_path = Path(out)
     if html_path.suffix.lower() not in (".html", ".htm"):
         raise UserError(f"--out {html_path}: the report is an HTML file; give a name ending in .html")
+    record = full_record(report)
+    if record is not None:  # the table in Methods shows the runs the store adds
+        report.summary = {**report.summary, "test_record": record}
     html, md = render_report(report)
     _write_text(html_path, html)
     md_path: Path | None = None
     if write_markdown:
         md_path = Path(markdown) if markdown is not None else html_path.with_suffix(".md")
         _write_text(md_path, md)
-    return ReportFiles(html_path, md_path)
+    record_path: Path | None = None
+    if record is not None:
+        record_path = html_path.with_name(RECORD_FILE)
+        _write_text(record_path, record_json(record))
+    return ReportFiles(html_path, md_path, record_path)

@@ -17,9 +17,11 @@ from counterbench.analyses.prepare import OUT_OF_RANGE_WORDS
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Section
+from counterbench.report.test_record import add_record_table
 
 #: summary keys shown elsewhere (or too long for the settings table)
-SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods", "findings", "marks", "out_of_range"}
+SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods", "findings", "marks", "out_of_range",
+             "test_record"}
 
 
 def show(value: Any, limit: int = 300) -> str:
@@ -177,6 +179,7 @@ def methods_section(ctx: ReportContext, report_version: str, generated_at: str) 
     items.append({"item": "Report written", "value": f"{generated_at} by counterbench {report_version}"})
     section.tables.append(t.table_view(pd.DataFrame(items), [t.text("item", "Setting"), t.text("value", "Value")],
                                        caption="Settings and provenance", collapse_over=None, css="prose"))
+    add_record_table(section, summary.get("test_record"))
     methods = summary.get("ci_methods")
     if isinstance(methods, Mapping) and methods:
         section.tables.append(t.table_view(

@@ -24,7 +24,7 @@ from counterbench.run.store import Store, open_store
 RESULT_COLUMNS: tuple[str, ...] = (
     "prompt_id", "model", "simulated", *BASE_COLUMNS[1:9], "status", *PARSED_COLUMNS, "response", "finish_reason",
     *USAGE_COLUMNS, "attempts", "error", "cached", "source", "answer_type", "config_fp", "request_fp", "run_id",
-    "started_at", "finished_at", "answer_logprobs", "answer_complete", "answer_mass", "answer_forced",
+    "started_at", "finished_at", "answer_logprobs", "answer_complete", "answer_mass", "answer_forced", "prompt_hash",
 )
 #: rows fetched from SQLite at a time by :func:`load_results` (bounds its peak memory)
 READ_CHUNK_ROWS = 20_000

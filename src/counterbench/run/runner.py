@@ -227,7 +227,8 @@ def _plan_lanes(store: Store, run_id: int, setup: _Setup, backends: list[Backend
             Lane(model=b.name, backend=b, config_fp=config_fp,
                  work=plan_model(store, items, b.name, config_fp, no_cache=opts.no_cache,
                                  retry_errors=opts.retry_errors, bigger_config=setup.bigger, config=config),
-                 price=setup.price_table.lookup(model_spec(b), batch=setup.opts.batch), request_bucket=setup.limits.request_bucket(),
+                 price=setup.price_table.lookup(model_spec(b), batch=setup.opts.batch),
+                 request_bucket=setup.limits.request_bucket(),
                  token_bucket=setup.limits.token_bucket(largest))
             for b in backends
         ]
