@@ -57,6 +57,8 @@ def prompt_table_hash(prompt_ids: pd.Series, prompt_hashes: pd.Series) -> str:
 
 def study_hash(study: Any) -> str:
     """SHA-256 of ``study``'s definition as canonical JSON (module notes)."""
+    from counterbench.outcomes import encode
+
     outcomes = getattr(study, "outcomes", {}) or {}
     facets = [{"name": f.name, "kind": f.kind, "column": f.column, "levels": list(f.levels),
                "reference": f.reference, "axis": f.axis} for f in getattr(study, "facets", ()) or ()]
@@ -67,7 +69,7 @@ def study_hash(study: Any) -> str:
         "languages": dict(getattr(study, "languages", {}) or {}), "axes": list(getattr(study, "axes", ()) or ()),
         "facets": facets,
         "canonical_pairs": {str(a): list(p) for a, p in (getattr(study, "canonical_pairs", {}) or {}).items()},
-        "outcomes": {str(uc): spec.encode() for uc, spec in outcomes.items()},
+        "outcomes": {str(uc): encode(spec) for uc, spec in outcomes.items()},
         "presets": getattr(study, "presets", {}) or {},
     }
     return hashlib.sha256(json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str)
