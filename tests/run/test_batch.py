@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 from counterbench.options import RetryPolicy
-from counterbench.run.runner import format_summary, run_prompts
+from counterbench.run.runner import run_prompts
+from counterbench.run.summary import format_summary
 from counterbench.table_files import write_table
 from counterbench.testing._fakecore import run_in_thread
 from counterbench.testing.fake_batch import BatchConfig, FakeAnthropicBatchServer, FakeOpenAIBatchServer
