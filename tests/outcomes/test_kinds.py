@@ -130,3 +130,14 @@ def test_declared_answer_type_wins_over_the_use_case_name() -> None:
     assert (parsed.status, parsed.value) == ("ok", 12.0)
     label_key = parser.key_for("salary_estimation", "label:yes|no")
     assert parser.parse("### no", "stop", label_key).unit == "no"
+
+
+def test_a_text_answer_stored_value_is_its_measure_without_the_text() -> None:
+    """Found by the study generator: the viewer (stored values, no text) crashed on a store with ``text``
+    answers (``KeyError: 'status'``): the stored value is the first metric already."""
+    import numpy as np
+
+    from counterbench.outcomes.units import answer_measures
+
+    measured = answer_measures("text:length", np.array([12.0, np.nan, 40.0]))
+    assert np.array_equal(measured, np.array([12.0, np.nan, 40.0]), equal_nan=True)
