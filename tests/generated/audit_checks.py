@@ -1,7 +1,8 @@
 """A generated study through the real path, and what must hold of it (shared by the CI test and the benchmark).
 
-:func:`audit_study` runs ``counterbench.audit`` on a generated study against two local OpenAI-compatible
-servers (the planted model and its null twin) into a SQLite store; :func:`check_audit` reads what came out:
+:func:`audit_study` runs ``counterbench audit`` (the CLI, in this process) on a generated study against two
+local OpenAI-compatible servers (the planted model and its null twin) into a SQLite store, and
+:func:`check_audit` reads what it wrote (the analysis folder, read back):
 
 - every registered table (and every table the summary lists) is produced or refused with a stated reason,
   and none failed (a failed table is a bug the generator found);
@@ -74,23 +75,37 @@ class Verdict:
 
 def audit_study(study: GeneratedStudy, path: Path, store: Path, out: Path, urls: dict[str, str], *,
                 bootstrap: int = 200) -> Verdict:
-    """Audit ``study`` (written at ``path``) on the models at ``urls`` (name -> base URL) and check it."""
+    """``counterbench audit`` of ``study`` (written at ``path``) on the models at ``urls`` (name -> base URL),
+    through the CLI in this process, and the checks of what it wrote (``OUT/analysis``, read back)."""
+    from counterbench.report.context import load_analysis_dir
+    from tests.conftest import run_cli_here
+
     verdict = Verdict(study)
+    args = ["audit", str(path), "--store", str(store), "--out", str(out), "--bootstrap", str(bootstrap),
+            "--concurrency", "16", "--no-progress"]
+    for model in MODELS:
+        args += ["--model", f"{model}=openai-compatible:{urls[model]}:gen"]
+    if study.run_filters.get("preset"):
+        args += ["--preset", str(study.run_filters["preset"])]
+    for variant in study.run_filters.get("variant") or ():
+        args += ["--variant", str(variant)]
     try:
-        result = counterbench.audit(str(path), [f"{m}=openai-compatible:{urls[m]}:gen" for m in MODELS],
-                                    store=store, out=out, bootstrap=bootstrap, concurrency=16, **study.run_filters)
+        done = run_cli_here(*args, cwd=path.parent)
     except Exception as err:  # the generator's purpose: every crash is reported, not raised
         verdict.traceback = "".join(traceback.format_exception_only(err)).strip() + "\n" + traceback.format_exc()
         return verdict
-    verdict.result = result
-    check_audit(verdict, result, counterbench.prompts(str(path), **study.run_filters))
+    if done.returncode not in (0, 1) or "Traceback" in done.stderr or not (out / "report.html").is_file():
+        verdict.traceback = f"audit exit {done.returncode}: {done.stderr.strip()[-2000:]}"
+        return verdict
+    data = load_analysis_dir(out / "analysis")
+    verdict.result = data
+    check_audit(verdict, data.tables, data.summary, counterbench.prompts(str(path), **study.run_filters))
     return verdict
 
 
-def check_audit(verdict: Verdict, result: Any, prompts: pd.DataFrame) -> None:
+def check_audit(verdict: Verdict, tables: dict[str, pd.DataFrame], summary: dict[str, Any],
+                prompts: pd.DataFrame) -> None:
     study = verdict.study
-    tables: dict[str, pd.DataFrame] = result.analysis.tables
-    summary: dict[str, Any] = result.analysis.summary
     verdict.failed_tables = dict(summary.get("failed_tables") or {})
     unsupported = summary.get("unsupported") or {}
     for name in dict.fromkeys([*TABLES.names(), *(summary.get("tables") or {})]):
@@ -141,9 +156,11 @@ def _planted_row(gaps: pd.DataFrame, study: GeneratedStudy, uc: str, effect: Eff
     return row
 
 
-def cli_problems(run_cli: Callable[..., Any], study: Path, store: Path, tmp: Path) -> list[str]:
-    """``analyze --store``, ``report --store``, ``check`` and ``export`` on the audited store: one line each
-    at most, no traceback, exit 0 (``check``: 0 or 1, a verdict)."""
+def cli_problems(run_cli: Callable[..., Any], study: Path, store: Path, tmp: Path, *, analyze: bool = True,
+                 report: bool = True) -> list[str]:
+    """``analyze --store`` and ``report --store`` (each when asked: both recompute every table from the
+    store), ``check`` (on the audit's analysis, or the new one) and ``export`` on the audited store: no
+    traceback, exit 0 (``check``: 0 or 1, a verdict)."""
     problems: list[str] = []
 
     def call(name: str, *args: str, codes: tuple[int, ...] = (0,)) -> Any:
@@ -152,11 +169,16 @@ def cli_problems(run_cli: Callable[..., Any], study: Path, store: Path, tmp: Pat
             problems.append(f"{name}: exit {done.returncode}: {done.stderr.strip()[-400:]}")
         return done
 
-    call("analyze", "analyze", str(study), "--store", str(store), "-o", str(tmp / "again"), "--bootstrap", "200")
-    call("report", "report", str(study), "--store", str(store), "-o", str(tmp / "again.html"), "--bootstrap", "200")
-    if not (tmp / "again.html").is_file():
-        problems.append("report --store wrote no report")
-    gate = call("check", "check", "--analysis", str(tmp / "again"), codes=(0, 1))
+    analysis = tmp / "out" / "analysis"
+    if analyze:
+        analysis = tmp / "again"
+        call("analyze", "analyze", str(study), "--store", str(store), "-o", str(analysis), "--bootstrap", "200")
+    if report:
+        call("report", "report", str(study), "--store", str(store), "-o", str(tmp / "again.html"),
+             "--bootstrap", "200")
+        if not (tmp / "again.html").is_file():
+            problems.append("report --store wrote no report")
+    gate = call("check", "check", "--analysis", str(analysis), codes=(0, 1))
     if not gate.stdout.strip():
         problems.append("check printed no verdict")
     exported = call("export", "export", "--store", str(store), "-o", str(tmp / "export.csv"))

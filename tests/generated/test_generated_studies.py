@@ -7,7 +7,8 @@ OpenAI-compatible servers — one plants an effect on one level of every use cas
 answers the same without it — into one SQLite store (a store may hold several studies). For each study:
 no traceback; every registered table produced or refused with a stated reason, none failed; parse health
 lists every use case; the planted level marked with its sign, the null twin unmarked
-(``audit_checks.py``); ``analyze``/``report --store``, ``check`` and ``export`` run clean; a ``counterbench
+(``audit_checks.py``); ``analyze --store`` (half of them) or ``report --store`` (the others), ``check`` and
+``export`` run clean; a ``counterbench
 view`` of the store serves each study's pages. ``benchmarks/generated_studies.py`` runs hundreds.
 """
 
@@ -45,12 +46,13 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Verdic
     with run_in_thread(FakeOpenAIServer(FaultConfig(reply=reply(studies, True)))) as planted, \
             run_in_thread(FakeOpenAIServer(FaultConfig(reply=reply(studies, False)))) as null:
         urls = {"planted": planted.base_url, "null": null.base_url}
-        for study in studies:
+        for i, study in enumerate(studies):
             folder = root / study.name
             path = study.write(folder)
             verdict = audit_study(study, path, store, folder / "out", urls)
-            if not verdict.traceback:
-                verdict.other += cli_problems(run_cli_here, path, store, folder)
+            if not verdict.traceback:  # analyze or report from the store (both recompute every table)
+                verdict.other += cli_problems(run_cli_here, path, store, folder, analyze=i % 2 == 0,
+                                              report=i % 2 == 1)
             verdicts.append(verdict)
     return store, verdicts
 
@@ -80,3 +82,22 @@ def test_the_viewer_serves_every_generated_study(audited: tuple[Path, list[Verdi
 
         problems = {v.study.name: viewer_problems(get, v.study.name) for v in verdicts}
     assert not any(problems.values()), problems
+
+
+def test_the_checks_can_fail(tmp_path: Path) -> None:
+    """A "null twin" that plants the effect is caught, and so is a registered table that comes out empty
+    without a reason."""
+    import pandas as pd
+
+    from counterbench.analyses.table_registry import TABLES, TableSpec
+
+    study = generate(SEEDS[0], effect_scale=SCALE)
+    TABLES.register("empty_on_purpose", TableSpec("empty_on_purpose", ("n",), "always empty",
+                                                  lambda inputs: pd.DataFrame(), empty_reason=None), source=__name__)
+    try:
+        with run_in_thread(FakeOpenAIServer(FaultConfig(reply=reply([study], True)))) as server:
+            verdict = audit_study(study, study.write(tmp_path), tmp_path / "cb.db", tmp_path / "out",
+                                  {"planted": server.base_url, "null": server.base_url})
+    finally:
+        TABLES.unregister("empty_on_purpose")
+    assert verdict.null_marked and verdict.unexplained == ["empty_on_purpose"], verdict.problems()
