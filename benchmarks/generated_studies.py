@@ -122,6 +122,8 @@ def main() -> None:
     planted_powered = planted_powered_marked = planted_all = planted_all_marked = 0
     by_kind: dict[str, list[int]] = {}
     null_studies = null_marked = null_other = 0
+    null_by_kind: Counter[str] = Counter()  # use cases of each kind with a null mark
+    kinds_run: Counter[str] = Counter()
 
     def note(what: str, text: str) -> None:
         counts[what] += 1
@@ -135,6 +137,7 @@ def main() -> None:
         urls = {"planted": planted_server.base_url, "null": null_server.base_url}
         for i, study in enumerate(studies):
             covered.update(features(study))
+            kinds_run.update(e.kind for e in study.effects.values())
             folder = Path(tmp) / study.name
             path = study.write(folder)
             verdict: Verdict = audit_study(study, path, folder / "cb.db", folder / "out", urls,
@@ -179,6 +182,8 @@ def main() -> None:
             null_other += bool(verdict.null_marked_other)
             if verdict.null_marked:
                 note("null_twin_marked", f"{study.describe()}: {verdict.null_marked}")
+                for uc in {line.split("/", 1)[0] for line in verdict.null_marked}:
+                    null_by_kind[study.effects[uc].kind] += 1
     result = {
         "studies": len(studies),
         "tracebacks": counts["tracebacks"],
@@ -199,6 +204,7 @@ def main() -> None:
         "null_studies": null_studies,
         "null_marked_share": round(null_marked / null_studies, 4) if null_studies else None,
         "null_marked_share_ci": wilson(null_marked, null_studies),
+        "null_marked_use_cases_by_kind": {k: f"{null_by_kind[k]} of {n}" for k, n in sorted(kinds_run.items())},
         "null_marked_share_other_tables": round(null_other / null_studies, 4) if null_studies else None,
         "features_covered": dict(sorted(covered.items())),
         "examples": examples,
