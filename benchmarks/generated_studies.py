@@ -124,6 +124,7 @@ def main() -> None:
     null_studies = null_marked = null_other = 0
     null_by_kind: Counter[str] = Counter()  # use cases of each kind with a null mark
     kinds_run: Counter[str] = Counter()
+    null_other_tables: Counter[str] = Counter()  # studies whose null twin has a mark in each other table
 
     def note(what: str, text: str) -> None:
         counts[what] += 1
@@ -180,6 +181,7 @@ def main() -> None:
             null_studies += 1
             null_marked += bool(verdict.null_marked)
             null_other += bool(verdict.null_marked_other)
+            null_other_tables.update(set(verdict.null_marked_other))
             if verdict.null_marked:
                 note("null_twin_marked", f"{study.describe()}: {verdict.null_marked}")
                 for uc in {line.split("/", 1)[0] for line in verdict.null_marked}:
@@ -206,6 +208,7 @@ def main() -> None:
         "null_marked_share_ci": wilson(null_marked, null_studies),
         "null_marked_use_cases_by_kind": {k: f"{null_by_kind[k]} of {n}" for k, n in sorted(kinds_run.items())},
         "null_marked_share_other_tables": round(null_other / null_studies, 4) if null_studies else None,
+        "null_marked_other_tables_studies": dict(sorted(null_other_tables.items())),
         "features_covered": dict(sorted(covered.items())),
         "examples": examples,
         "seconds": round(time.perf_counter() - started, 1),
