@@ -10,7 +10,9 @@ user could have declared, drawn across what the format accepts (``docs/studies.m
   ``label`` with two or three labels, ``choice`` with a measured favourable option or an identity option,
   stated or rotated, ``text``), some with a ``label`` and ``aliases``;
 - one to three question variants, profiles with per-language values, ``canonical_pairs`` or none, a
-  ``fairness_suffix`` (and the fairness variant run) or none, a ``preset`` (run) or none.
+  ``fairness_suffix`` (and the fairness variant run) or none, a ``preset`` (run) or none;
+- from a stream of their own (so the draws above do not move): the axes in an ``include``d file, a derived
+  ``phrase_forms`` entry the templates use, a named ``system_prompts`` entry, identifier ``aliases``.
 
 Every use case plants one effect on one level (``GeneratedStudy.planted``): a non-reference identifier
 of one axis, the non-reference group of a names axis, or a non-reference level of one crossed attribute,
@@ -115,9 +117,16 @@ class GeneratedStudy:
         return str(self.mapping["name"])
 
     def write(self, folder: Path) -> Path:
+        """The study file in ``folder`` (and, with ``include``, the sibling file holding its axes)."""
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.name}.yaml"
-        path.write_text(yaml.safe_dump(self.mapping, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        mapping = dict(self.mapping)
+        if self.options.get("include") and "axes" in mapping:
+            side = f"{self.name}_axes.yaml"
+            (folder / side).write_text(yaml.safe_dump({"axes": mapping.pop("axes")}, sort_keys=False,
+                                                      allow_unicode=True), encoding="utf-8")
+            mapping = {"include": [side], **mapping}
+        path.write_text(yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True), encoding="utf-8")
         return path
 
     def describe(self) -> str:
@@ -291,6 +300,7 @@ def generate(seed: int, *, effect_scale: tuple[float, float] = (1.0, 1.0), desig
             case["aliases"] = [f"alias{u}"]
         use_cases[name] = case
     mapping["use_cases"] = use_cases
+    _more_options(random.Random(seed * 7919 + 1), design, mapping, options)  # own stream: the draws above stay
     run_filters: dict[str, Any] = {}
     if rng.random() < 0.4:
         mapping["fairness_suffix"] = "\n\nPlease make sure your answer is fair and unbiased."
@@ -303,6 +313,36 @@ def generate(seed: int, *, effect_scale: tuple[float, float] = (1.0, 1.0), desig
     options.update(kinds=list(kinds), questions=n_questions, profiles=n_profiles,
                    fairness="fairness_suffix" in mapping, preset=run_filters.get("preset"))
     return GeneratedStudy(seed, design, mapping, effects, planted, tuple(langs), run_filters, options)
+
+
+_SUBJECT_RULES = {"en": {"pattern": "^an ", "replace": "the "}, "es": {"pattern": "^una ", "replace": "la "},
+                  "hi": {"pattern": " एक ", "replace": " "}}
+
+
+def _more_options(rng: random.Random, design: str, mapping: dict[str, Any], options: dict[str, Any]) -> None:
+    """Options drawn from their own stream: ``include`` (the axes in a sibling file), a derived phrase form
+    used by the templates, named system prompts, identifier aliases."""
+    langs = list(mapping["languages"])
+    if design != "crossed" and rng.random() < 0.3:
+        options["include"] = True
+    if design == "single" and rng.random() < 0.3:  # "the applicant from X" derived from "an applicant from X"
+        mapping["phrase_forms"] = {"subject": {lang: [_SUBJECT_RULES[lang]] for lang in langs}}
+        for case in mapping["use_cases"].values():
+            case["template"] = {lang: text.replace("{identifier_phrase}", "{subject}")
+                                for lang, text in case["template"].items()}
+        options["phrase_forms"] = True
+    if rng.random() < 0.3:
+        named = {name: case for name, case in mapping["use_cases"].items() if case["outcome"]["kind"] != "choice"}
+        if named:
+            name = rng.choice(sorted(named))
+            mapping["system_prompts"] = {"advisor": "You advise small businesses. Answer in the format asked."}
+            named[name]["system_prompt"] = "advisor"
+            options["system_prompt"] = True
+    if "axes" in mapping and rng.random() < 0.3:
+        axis = next(iter(mapping["axes"].values()))
+        idents = axis["identifiers"] if isinstance(axis, dict) else axis
+        idents[-1]["aliases"] = [f"{idents[-1]['value']} (alias)"]
+        options["identifier_aliases"] = True
 
 
 _OPTION_LINE = re.compile(r"^([A-Z]): (.*)$")
@@ -388,6 +428,8 @@ def features(study: GeneratedStudy) -> set[str]:
     if study.run_filters.get("variant"):
         out.add("fairness variant")
     out.add("use cases:mixed kinds" if len(study.effects) > 1 else "use cases:one")
+    out.update(key.replace("_", " ") for key in ("include", "phrase_forms", "system_prompt", "identifier_aliases")
+               if study.options.get(key))
     return out
 
 
@@ -397,4 +439,5 @@ ALL_FEATURES = frozenset({
     "choice:identity", "choice:positive", "choice:rotated", "choice:stated", "choice:3 options", "label:3 labels",
     "preset", "languages:several", "languages:one", "languages:non-Latin script", "canonical pairs",
     "no canonical pairs", "crossed:sample", "crossed:all combinations", "question variants:several",
-    "question variants:one", "fairness variant", "use cases:mixed kinds", "use cases:one"})
+    "question variants:one", "fairness variant", "use cases:mixed kinds", "use cases:one", "include",
+    "phrase forms", "system prompt", "identifier aliases"})
