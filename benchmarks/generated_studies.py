@@ -40,7 +40,8 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 import pandas as pd  # noqa: E402
 from tests.conftest import run_cli_here  # noqa: E402
 from tests.generated.audit_checks import Verdict, audit_study, cli_problems, viewer_problems  # noqa: E402
-from tests.generated.studygen import GeneratedStudy, features, generate, reply  # noqa: E402
+from tests.generated.coverage import features  # noqa: E402
+from tests.generated.studygen import GeneratedStudy, generate, reply  # noqa: E402
 
 import counterbench  # noqa: E402
 from counterbench.analyses.power import ALL_USE_CASES, design_power, gap_family_size  # noqa: E402

@@ -24,7 +24,8 @@ from counterbench.testing._fakecore import FaultConfig, run_in_thread
 from counterbench.testing.fake_openai import FakeOpenAIServer
 from tests.conftest import run_cli_here
 from tests.generated.audit_checks import Verdict, audit_study, cli_problems, viewer_problems
-from tests.generated.studygen import ALL_FEATURES, GeneratedStudy, features, generate, reply
+from tests.generated.coverage import ALL_FEATURES, features
+from tests.generated.studygen import GeneratedStudy, generate, reply
 from tests.viewer.conftest import running_viewer
 
 #: chosen (by a greedy cover over seeds 1000–1799) to exercise every feature with few prompts
