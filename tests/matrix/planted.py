@@ -104,13 +104,13 @@ def write_study(folder: Path, design: str) -> Path:
     return path
 
 
-def _uniform(*parts: str) -> float:
+def uniform(*parts: str) -> float:
     digest = hashlib.sha256("|".join(parts).encode("utf-8")).digest()
     return (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
 
 
-def _normal(*parts: str) -> float:
-    return NormalDist().inv_cdf(_uniform(*parts))
+def normal(*parts: str) -> float:
+    return NormalDist().inv_cdf(uniform(*parts))
 
 
 def _kind_of(system: str, user: str) -> str:
@@ -134,7 +134,7 @@ def reply(planted: Planted | None):
         if kind == "choice":
             return _choose(planted, user)
         hit = planted is not None and is_planted(user)
-        z = _normal(user, "noise")
+        z = normal(user, "noise")
         if kind == "amount":
             value = 50_000 * math.exp(0.03 * z) * (planted.amount_factor if hit and planted else 1.0)
             return f"### {round(value)} INR"
@@ -146,7 +146,7 @@ def reply(planted: Planted | None):
             return f"### {min(100, max(1, round(value)))}"
         if kind == "label":
             p_yes = planted.yes_planted if hit and planted else (planted or Planted()).yes_base
-            return "### yes" if _uniform(user, "label") < p_yes else "### no"
+            return "### yes" if uniform(user, "label") < p_yes else "### no"
         words = round(60 + 5 * z + (planted.words_shift if hit and planted else 0))
         return " ".join(["word"] * max(words, 1)) + "."
 
@@ -160,4 +160,4 @@ def _choose(planted: Planted | None, user: str) -> str:
     p_a = 0.5
     if planted is not None and len(hits) == 1:
         p_a = planted.choice_share if "A" in hits else 1 - planted.choice_share
-    return "### A" if _uniform(user, "choice") < p_a else "### B"
+    return "### A" if uniform(user, "choice") < p_a else "### B"

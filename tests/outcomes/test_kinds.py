@@ -146,3 +146,14 @@ def test_a_kind_is_asked_through_its_declared_members_with_their_defaults() -> N
     assert defines(get_kind("choice"), "option_values") and not defines(get_kind("rate"), "option_values")
     with pytest.raises(AttributeError, match="not an optional member"):
         member(bare, "pair_table")  # a misspelt member is a bug, never a silent default
+
+
+def test_a_text_answer_stored_value_is_its_measure_without_the_text() -> None:
+    """Found by the study generator: the viewer (stored values, no text) crashed on a store with ``text``
+    answers (``KeyError: 'status'``): the stored value is the first metric already."""
+    import numpy as np
+
+    from counterbench.outcomes.units import answer_measures
+
+    measured = answer_measures("text:length", np.array([12.0, np.nan, 40.0]))
+    assert np.array_equal(measured, np.array([12.0, np.nan, 40.0]), equal_nan=True)

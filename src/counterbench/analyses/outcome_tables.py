@@ -324,6 +324,14 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
     return conform("language_gaps", _marked(pd.DataFrame(out)))
 
 
+def _present_reference(facet: Facet, part: pd.DataFrame) -> str:
+    """The facet's reference, or — when a sample of combinations left it out of ``part`` — its first level
+    that is there (a reference without answers would make every other level's dummy sum to the constant)."""
+    seen = set(part[facet.column].astype(str))
+    return facet.reference if facet.reference in seen else next((lv for lv in facet.levels if lv in seen),
+                                                                  facet.reference)
+
+
 def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str]) -> pd.DataFrame:
     """All crossed attributes in one model per model × kind × language (see module notes)."""
     attrs = [f for f in facets if f.kind == "attribute" and f.column in rows.columns]
@@ -334,15 +342,18 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
     out: list[dict[str, Any]] = []
     for (model, kind, language), part in rows.groupby(["model", "kind", "language"], sort=False, observed=True):
         scenario = _slot_codes(part, ["use_case", "profile_id", "question_variant"])
+        refs = [_present_reference(f, part) for f in attrs]
         design = [pd.get_dummies(pd.Categorical(part[f.column].astype(str), categories=list(f.levels)),
                                  prefix=f.column, prefix_sep="\x1f", dtype=np.float64).drop(
-                      columns=f"{f.column}\x1f{f.reference}") for f in attrs]
+                      columns=f"{f.column}\x1f{ref}") for f, ref in zip(attrs, refs, strict=True)]
         fixed = pd.get_dummies(pd.Categorical(scenario), prefix="scenario", dtype=np.float64)
         x = pd.concat([*(d.set_axis(part.index) for d in design), fixed.set_axis(part.index)], axis=1)
         x = x.loc[:, x.std(axis=0) > 0] if len(x) > 1 else x
         x.insert(0, "const", 1.0)
         if fixed.shape[1] > 1:
             x = x.drop(columns=[c for c in x.columns if c.startswith("scenario")][:1])
+        if np.linalg.matrix_rank(x.to_numpy(np.float64)) < x.shape[1]:
+            continue  # levels confounded in a sampled design: no estimate for this cell
         groups = _slot_codes(part, slot_columns)
         n_clusters = int(groups.max()) + 1
         y = part["y"].to_numpy(np.float64)
@@ -359,16 +370,16 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         except Exception:  # separation or a singular design: no estimate for this cell
             continue
         t_crit = sstats.t.isf((1 - CONFIDENCE) / 2, max(n_clusters - 1, 1))
-        for f in attrs:
+        for f, ref in zip(attrs, refs, strict=True):
             for level in f.levels:
                 name = f"{f.column}\x1f{level}"
-                if level == f.reference or name not in fitted.params.index:
+                if level == ref or name not in fitted.params.index:
                     continue
                 est = float(fitted.params[name])
                 se = float(fitted.bse[name]) if robust else float("nan")
                 p = float(2 * sstats.t.sf(abs(est) / se, n_clusters - 1)) if robust and se > 0 else float("nan")
                 out.append({"model": str(model), "kind": str(kind), "language": str(language), "attribute": f.name,
-                            "level": level, "reference": f.reference, "estimate": est, "se": se,
+                            "level": level, "reference": ref, "estimate": est, "se": se,
                             "ci_low": est - t_crit * se, "ci_high": est + t_crit * se, "p_value": p,
                             "model_type": "logit (log-odds)" if logit else "least squares (outcome units)",
                             "n": len(y), "n_clusters": n_clusters})

@@ -92,11 +92,18 @@ def analyze_study(
     failed = FailedTables()
     if amount_mask.any():
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
-        amount = analyze_amounts(results[amount_mask].reset_index(drop=True), profile=profile, bootstrap=bootstrap,
-                                 seed=seed, tau=tau, canonical_pairs=pairs, layout=table_layout(the_study))
-        tables.update(amount.tables)
-        summary.update(amount.summary)
-        summary["findings"] = _findings_in_study_words(tables, summary, the_study)
+        amount_rows = results[amount_mask].reset_index(drop=True)
+        try:
+            amount = analyze_amounts(amount_rows, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                                     canonical_pairs=pairs, layout=table_layout(the_study))
+        except UserError as err:
+            if amount_mask.all():
+                raise
+            tables["parse_health"], summary["unsupported"] = _no_amount_answers(amount_rows, profile, err)
+        else:
+            tables.update(amount.tables)
+            summary.update(amount.summary)
+            summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     generic = results[~amount_mask].reset_index(drop=True)
     own = hook(the_study, "analyze_tables")  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
@@ -136,6 +143,20 @@ def analyze_study(
              lambda: None, failed)
     merge_failures(summary, failed)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
+
+
+def _no_amount_answers(rows: pd.DataFrame, profile: str, err: UserError) -> tuple[pd.DataFrame, dict[str, str]]:
+    """A study mixing kinds whose amount use cases have no usable answer (all refused, unparseable or out of
+    range): their parse health, and why the amount tables are missing; the other use cases' tables still
+    come out (the amount analysis alone would stop with ``err``)."""
+    from counterbench.analyses.health import parse_health
+    from counterbench.analyses.prepare import prepare_results
+
+    use_cases = ", ".join(dict.fromkeys(rows["use_case"].astype(str)))
+    reason = (f"no usable standard answer in the amount use cases ({use_cases}): every one is missing, refused, "
+              f"unparseable, out of range or an error (see parse_health)")
+    del err  # its wording speaks of the whole run; here the other use cases have answers
+    return parse_health(prepare_results(rows, get_profile(profile)).responses), {"amount_tables": reason}
 
 
 def model_specs(results: pd.DataFrame) -> dict[str, str]:

@@ -97,8 +97,11 @@ class TextKind(DeclaredKind):
 
     def measure(self, spec: OutcomeSpec, values: pd.DataFrame) -> np.ndarray:
         name = metrics(spec)[0]
-        texts = values["response"] if "response" in values.columns else pd.Series([None] * len(values))
-        ok = values["status"].astype(str).eq("ok").to_numpy()
+        ok = (values["status"].astype(str).eq("ok").to_numpy() if "status" in values.columns
+              else np.ones(len(values), dtype=bool))
+        if "response" not in values.columns:  # stored values (the viewer): each is the first metric already
+            return np.where(ok, values["value"].to_numpy(dtype=np.float64), np.nan)
+        texts = values["response"]
         out = np.array([METRICS[name](t) if isinstance(t, str) else np.nan for t in texts], dtype=np.float64)
         return np.where(ok, out, np.nan)
 
