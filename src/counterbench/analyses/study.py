@@ -24,6 +24,7 @@ from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
+from counterbench.analyses.model_summaries import ModelSummary, model_summary
 from counterbench.analyses.prepare import out_of_range_excluded, without_excluded
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
@@ -120,8 +121,21 @@ def analyze_study(
     summary["model_specs"] = model_specs(results)
     isolated("answer_checks", lambda: _add_answer_checks(tables, summary, answer_checks(results), the_study),
              lambda: None, failed)
+    _compare_models(tables, summary, lambda: {str(m): model_summary(part, the_study, profile) for m, part in
+                                              results.groupby("model", sort=False, observed=True)},
+                    the_study, bootstrap, seed, failed)
     merge_failures(summary, failed)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
+
+
+def _compare_models(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
+                    summaries: Callable[[], Mapping[str, ModelSummary]], study: Study, bootstrap: int, seed: int,
+                    failed: FailedTables) -> None:
+    """``model_differences`` and ``model_ranks`` from every model's slot summaries (:mod:`.model_findings`)."""
+    from counterbench.analyses.model_findings import add_model_comparison
+
+    isolated(("model_differences", "model_ranks"), lambda: add_model_comparison(
+        tables, summary, summaries(), study, bootstrap=bootstrap, seed=seed), lambda: None, failed)
 
 
 def model_specs(results: pd.DataFrame) -> dict[str, str]:
@@ -190,10 +204,14 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
 
     specs: dict[str, str] = {}
 
-    def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not
+    summaries: dict[str, ModelSummary] = {}
+
+    def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not; its slot summaries kept
         results = load(model)
         checks.append(answer_checks(results))
         specs.update(model_specs(results))
+        summaries[model] = isolated(("model_differences", "model_ranks"), lambda: model_summary(
+            results, the_study, profile), dict, failed)
         return results
 
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -208,6 +226,7 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     result.summary["model_specs"] = specs
     isolated("answer_checks", lambda: _add_answer_checks(result.tables, result.summary, pd.concat(
         checks, ignore_index=True) if checks else answer_checks(pd.DataFrame()), the_study), lambda: None, failed)
+    _compare_models(result.tables, result.summary, lambda: summaries, the_study, bootstrap, seed, failed)
     merge_failures(result.summary, failed)
     result.study = the_study
     return result
