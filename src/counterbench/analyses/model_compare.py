@@ -152,6 +152,7 @@ class _Measure:
                                                                           base_seed=seed)), len(slots), self.n_boot)
                         if self.n_boot > 0 else np.zeros((0, len(slots))))
         self._cache: dict[tuple[int, bytes], tuple[float, FloatArray]] = {}
+        self._full: dict[int, FloatArray] = {}
 
     def kept(self, shared: np.ndarray) -> np.ndarray:
         """``shared`` without the slots of blocks with fewer than 2 shared slots (no spread within them)."""
@@ -159,23 +160,57 @@ class _Measure:
         return shared & (counts[self.block] >= 2) if self.n_blocks > 1 else shared
 
     def estimate(self, i: int, shared: np.ndarray) -> tuple[float, FloatArray]:
-        """(estimate, replicates) of model ``i`` on the ``shared`` slots."""
+        """(estimate, replicates) of model ``i`` on the ``shared`` slots: the replicate totals of all its slots
+        (one product per model) less those of the few slots it answered outside ``shared``."""
         key = (i, shared.tobytes())
         if key not in self._cache:
-            x = self.data[i, shared]
-            est = float(self.stat(x.sum(axis=0)[None, :])[0])
-            w = self.weights[:, shared]
-            step = max(1, _CHUNK // max(1, x.shape[0]))
-            reps = np.concatenate([self.stat(w[r:r + step] @ x) for r in range(0, w.shape[0], step)]) \
-                if w.shape[0] else np.zeros(0)
+            x = self.data[i]
+            est = float(self.stat(x[shared].sum(axis=0)[None, :])[0])
+            if self.n_boot:
+                if i not in self._full:
+                    step = max(1, _CHUNK // max(1, x.shape[0]))
+                    self._full[i] = np.concatenate([self.weights[r:r + step] @ x
+                                                    for r in range(0, self.n_boot, step)])
+                outside = self.present[i] & ~shared
+                totals = self._full[i] - self.weights[:, outside] @ x[outside] if outside.any() else self._full[i]
+                reps = self.stat(totals)
+            else:
+                reps = np.zeros(0)
             self._cache[key] = (est, reps)
         return self._cache[key]
+
+    def swap_test(self, a: int, b: int, shared: np.ndarray) -> tuple[Any, Any, Any]:
+        """The swap test of models ``a`` and ``b`` on ``shared`` slots, as :meth:`SwapTest.pvalues` takes it.
+
+        A mean over use cases of per-slot values whose counts the two models share (a canonical pair gap: one
+        matched slot counts 1 for both) is linear in the slots' values: a swap flips the sign of the slot's
+        contribution, one column per test (:meth:`SwapTest.pvalues_of_sums`'s form). Otherwise the two models'
+        statistics side by side, exchanged slot by slot."""
+        xa, xb = self.data[a, shared], self.data[b, shared]
+        counts = [bl * self.m + 1 for bl in range(self.n_blocks)]
+        if self.key.form == "mean" and np.array_equal(xa[:, counts], xb[:, counts]):
+            totals = xa[:, counts].sum(axis=0)
+            active = int(np.count_nonzero(totals > 0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scale = np.where(totals > 0, 1.0 / (active * totals), 0.0)
+            sums = [bl * self.m for bl in range(self.n_blocks)]
+            column = ((xa[:, sums] - xb[:, sums]) * scale[None, :]).sum(axis=1).reshape(-1, 1)
+            return column, -column, _first_column
+        width = xa.shape[1]
+
+        def both(t: FloatArray, stat: Callable[[FloatArray], FloatArray] = self.stat, w: int = width) -> FloatArray:
+            return stat(t[:, :w]) - stat(t[:, w:])
+        return np.hstack([xa, xb]), np.hstack([xb, xa]), both
 
     def design(self, shared: np.ndarray, models: Sequence[int]) -> tuple[float, float]:
         """Small-sample variance factor and degrees of freedom: a slot weighs its answers, use cases are groups."""
         columns = [b * self.m + c for b in range(self.n_blocks) for c in (1, 3) if c < self.m]
         counts = self.data[np.asarray(models)][:, shared][:, :, columns].sum(axis=(0, 2))
         return slot_design(counts, self.block[shared])
+
+
+def _first_column(t: FloatArray) -> FloatArray:
+    return np.asarray(t[:, 0], dtype=np.float64)
 
 
 def _key_columns(key: MeasureKey) -> dict[str, Any]:
@@ -206,14 +241,8 @@ def _differences(measure: _Measure, swaps: list[tuple[Any, Any, Any]]) -> list[d
             low, high = slot_interval(diff, reps, k, n_groups, factor=factor, df=df)
             row.update(ci_low=float(low[0]), ci_high=float(high[0]),
                        _p_t=float(slot_t_pvalue(diff, reps, k, n_groups, factor=factor, df=df)[0]))
-            xa, xb = measure.data[a, shared], measure.data[b, shared]
-            width = xa.shape[1]
-
-            def both(t: FloatArray, stat: Callable[[FloatArray], FloatArray] = measure.stat, w: int = width
-                     ) -> FloatArray:
-                return stat(t[:, :w]) - stat(t[:, w:])
             row["_swap"] = len(swaps)
-            swaps.append((np.hstack([xa, xb]), np.hstack([xb, xa]), both))
+            swaps.append(measure.swap_test(a, b, shared))
         rows.append(row)
     return rows
 
