@@ -116,7 +116,7 @@ def test_rupeebias_audit_marks_the_biased_model_against_each_fair_one_and_not_th
     board = pd.read_csv(out / "analysis" / "leaderboard.csv")
     assert board.loc[board["model"] == "sim:biased", "rank_low"].item() == 3
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "Rank, joint 95% interval" in report and "## Differences between models (paired)" in report
+    assert "Rank, joint 95% interval" in report and "## Differences between models" in report
     assert "do not differ beyond noise on any of 7 headline measures" in done.stdout
     # the store read one model at a time gives the same comparison
     again = run_cli("analyze", "rupeebias", "--store", str(store), "--out", str(tmp_path / "again"), "--bootstrap",

@@ -62,7 +62,7 @@ def test_the_planted_model_differs_from_each_fair_one_and_the_fair_ones_do_not(c
 def test_the_report_shows_the_comparison_and_the_store_gives_it_again(compared: tuple[Any, Path]) -> None:
     audit, tmp = compared
     report = (tmp / "out" / "report.md").read_text(encoding="utf-8")
-    assert "## Differences between models (paired)" in report and "## Model ranks with joint 95%" in report
+    assert "## Differences between models" in report and "## Ranking the models" in report
     findings = audit.analysis.summary["findings"]
     assert any(f.startswith("fair and twin do not differ beyond noise") for f in findings), findings
     assert any("planted" in f and "differ on" in f for f in findings), findings

@@ -121,14 +121,12 @@ def add_model_comparison(tables: dict[str, pd.DataFrame], summary: dict[str, Any
     if "leaderboard" in tables:
         tables["leaderboard"] = _with_rank_intervals(tables["leaderboard"], ranks)
     summary.setdefault("tables", {}).update({name: desc for name, (_, desc) in COMPARISON_TABLES.items()})
-    added = summary.setdefault("added_tables", {})
     unsupported = summary.setdefault("unsupported", {})
-    for name, (title, desc) in COMPARISON_TABLES.items():
+    for name in COMPARISON_TABLES:  # the report's own sections show them (report/sections_models.py)
         if tables[name].empty:
             unsupported[name] = _WHY_EMPTY
         else:
             unsupported.pop(name, None)
-            added[name] = {"title": title, "description": desc}
     summary.setdefault("marks", {}).setdefault("families", {})["model_differences"] = (
         "one pair of models (its headline measures)")
     summary.setdefault("ci_methods", {})["model_differences"] = (
