@@ -214,9 +214,11 @@ def _first_column(t: FloatArray) -> FloatArray:
 
 
 def _key_columns(key: MeasureKey) -> dict[str, Any]:
-    return {"measure": key.measure, "label": measure_label(key), "use_case": key.use_case, "kind": key.kind,
-            "language": key.language, "facet": key.facet, "reference": key.reference, "comparison": key.comparison,
-            "unit": key.unit}
+    """The measure's columns; what a pooled measure does not have (Mean Δ%'s language) is empty (NaN)."""
+    fields = {"use_case": key.use_case, "language": key.language, "facet": key.facet, "reference": key.reference,
+              "comparison": key.comparison}
+    return {"measure": key.measure, "label": measure_label(key), "kind": key.kind, "unit": key.unit,
+            **{name: value or None for name, value in fields.items()}}
 
 
 def _differences(measure: _Measure, swaps: list[tuple[Any, Any, Any]]) -> list[dict[str, Any]]:

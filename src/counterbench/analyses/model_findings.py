@@ -47,10 +47,11 @@ def _points(unit: str) -> str:
 
 def _where(row: Mapping[Any, Any], names: Mapping[str, str]) -> str:
     bits = [str(row["facet"])] if row["measure"] != "mean_delta" else []
-    if str(row["use_case"]):
-        bits.append(names.get(str(row["use_case"]), str(row["use_case"]).replace("_", " ")))
-    if str(row["language"]):
-        bits.append(names.get(str(row["language"]), str(row["language"])))
+    use_case, language = row.get("use_case"), row.get("language")
+    if isinstance(use_case, str) and use_case:
+        bits.append(names.get(use_case, use_case.replace("_", " ")))
+    if isinstance(language, str) and language:
+        bits.append(names.get(language, language))
     return f" ({', '.join(bits)})" if bits else ""
 
 

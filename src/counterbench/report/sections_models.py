@@ -26,8 +26,8 @@ def _measure(frame: pd.DataFrame, ctx: ReportContext) -> pd.Series:
 
 
 def model_sections(ctx: ReportContext) -> list[Section]:
-    """The ranking and the paired differences, when the analysis compared two or more models."""
-    if "model_ranks" not in ctx.data.tables:
+    """The ranking and the paired differences, when the analysis compared two or more models (none with one)."""
+    if ctx.nonempty("model_ranks") is None and ctx.nonempty("model_differences") is None:
         return []
     ranks = Section("model-ranks", "Ranking the models",
                     "Each model's rank on each headline measure (1 = the smallest gap), with a joint 95% rank "
