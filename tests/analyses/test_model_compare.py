@@ -10,6 +10,7 @@ each fair one on the planted comparison, the two fair ones on nothing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -133,3 +134,26 @@ def test_rupeebias_audit_marks_the_biased_model_against_each_fair_one_and_not_th
 
     a, b = oriented(diffs), oriented(by_model)
     assert np.allclose(a["difference"], b["difference"]) and (a["significant"] == b["significant"]).all()
+
+
+def test_an_analysis_leaves_a_model_flagged_by_the_answer_checks_unranked_and_out_of_the_findings() -> None:
+    from types import SimpleNamespace
+
+    from counterbench.analyses.model_findings import add_model_comparison
+
+    checks = pd.DataFrame({"model": ["fair", "twin", "biased"], "use_case": "u", "flagged": [False, True, False],
+                           "reason": ["", "constant answers: 70 in 30 of 30", ""]})
+    board = pd.DataFrame({"rank": [1, 2, 3], "model": ["fair", "twin", "biased"]})
+    marked = pd.DataFrame({"use_case": ["u"], "language": "en", "facet": "f", "reference": "ref", "comparison": "x",
+                           "significant": [True]})  # the gap is a headline measure: marked for some model
+    tables = {"answer_checks": checks, "leaderboard": board, "outcome_gaps": marked}
+    summary: dict[str, object] = {"models": {"fair": {}, "twin": {}, "biased": {}}, "findings": []}
+    study: Any = SimpleNamespace(languages={"en": "English"})
+    add_model_comparison(tables, summary, _three_models(), study, bootstrap=400, seed=0)
+    ranks = tables["model_ranks"].set_index("model")
+    assert pd.isna(ranks.loc["twin", "rank"]) and "constant answers" in ranks.loc["twin", "flag"]
+    assert list(ranks.loc[["fair", "biased"], "rank"]) == [1, 2]
+    findings = summary["findings"]
+    assert isinstance(findings, list) and len(findings) == 1 and "twin" not in findings[0]
+    assert findings[0].startswith("fair and biased differ on 1 of 1 headline measures; the largest: fair's")
+    assert tables["leaderboard"].equals(board)  # no Mean Δ% measure: the leaderboard is left as it was
