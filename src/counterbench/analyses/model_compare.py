@@ -11,7 +11,8 @@ Decisions:
 - **Headline measures** (:func:`headline_measures`): amount use cases: Mean Δ% (pooled, as the
   leaderboard) and every canonical pair gap per language (as ``cpg_overall``); every other kind: the
   canonical pairs the study declares and every gap of ``outcome_gaps`` marked for at least one model, in
-  the kind's unit.
+  the kind's unit; and where p(yes) is the primary measure of a use case (``decision_measures``), its
+  canonical and marked ``probability_gaps``.
 - **One bootstrap per measure**: slot multiplicities are drawn once per measure (its stream seeded by the
   measure's key) over the slots some model answered; a model's replicate totals the slots it shares with
   the model(s) it is compared with. Every pair and the ranks of one measure come from the same draws.
@@ -89,20 +90,37 @@ def measure_label(key: MeasureKey) -> str:
     """The measure in words: ``Mean Δ%``, ``Female vs Male (Gender)``."""
     if key.measure == "mean_delta":
         return "Mean Δ%"
-    return f"{key.comparison} vs {key.reference} ({key.facet})"
+    label = f"{key.comparison} vs {key.reference} ({key.facet})"
+    return f"{label}, from log-probabilities" if key.measure == "p_gap" else label
 
 
-def headline_measures(keys: Iterable[MeasureKey], gaps: pd.DataFrame | None) -> list[MeasureKey]:
-    """The measures compared across models (see the module notes), in first-seen order."""
-    marked: set[tuple[str, str, str, str, str]] = set()
-    if gaps is not None and not gaps.empty and "significant" in gaps.columns:
-        hit = gaps[[truthy(v) for v in gaps["significant"]]]
-        marked = {tuple(str(v) for v in row) for row in  # type: ignore[misc]
-                  hit[["use_case", "language", "facet", "reference", "comparison"]].itertuples(index=False)}
+def _marked(gaps: pd.DataFrame | None) -> set[tuple[str, ...]]:
+    """(use case, language, facet, reference, comparison) of the gaps marked for at least one model."""
+    if gaps is None or gaps.empty or "significant" not in gaps.columns:
+        return set()
+    hit = gaps[[truthy(v) for v in gaps["significant"]]]
+    return {tuple(str(v) for v in row) for row in
+            hit[["use_case", "language", "facet", "reference", "comparison"]].itertuples(index=False)}
+
+
+def headline_measures(keys: Iterable[MeasureKey], gaps: pd.DataFrame | None,
+                      probability_gaps: pd.DataFrame | None = None, decisions: pd.DataFrame | None = None
+                      ) -> list[MeasureKey]:
+    """The measures compared across models (see the module notes), in first-seen order. A p(yes) gap
+    (``p_gap``) is one where ``decisions`` (``decision_measures``) makes the probability primary for its use
+    case for at least one model, and it is canonical or marked in ``probability_gaps``."""
+    marked, p_marked = _marked(gaps), _marked(probability_gaps)
+    primary: set[str] = set()
+    if decisions is not None and not decisions.empty:
+        rows = decisions[decisions["primary"].astype(str) != "sampled"]
+        primary = set(rows["use_case"].astype(str))
     out = []
     for key in dict.fromkeys(keys):
-        if key.measure != "gap" or key.canonical or \
-                (key.use_case, key.language, key.facet, key.reference, key.comparison) in marked:
+        where = (key.use_case, key.language, key.facet, key.reference, key.comparison)
+        if key.measure == "p_gap":
+            if key.use_case in primary and (key.canonical or where in p_marked):
+                out.append(key)
+        elif key.measure != "gap" or key.canonical or where in marked:
             out.append(key)
     return out
 

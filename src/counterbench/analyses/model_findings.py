@@ -63,7 +63,8 @@ def _sentence(row: Mapping[Any, Any], names: Mapping[str, str], marked: int, tes
     low, high = sorted((sign * float(row["ci_low"]), sign * float(row["ci_high"])))
     unit = str(row["unit"])
     signed = row["measure"] != "mean_delta"
-    label = "Mean Δ%" if row["measure"] == "mean_delta" else f"{row['comparison']} vs {row['reference']} gap"
+    label = "Mean Δ%" if row["measure"] == "mean_delta" else f"{row['comparison']} vs {row['reference']} gap" + (
+        " from log-probabilities" if row["measure"] == "p_gap" else "")
     return (f"{small} and {large} differ on {marked} of {tested} headline measures; the largest: {small}'s {label}"
             f"{_where(row, names)} is smaller than {large}'s ({_value(es, unit, signed)} against "
             f"{_value(el, unit, signed)}; {large} − {small} {sign * float(row['difference']):+.1f} {_points(unit)}, "
@@ -116,8 +117,9 @@ def add_model_comparison(tables: dict[str, pd.DataFrame], summary: dict[str, Any
     keys = [k for s in ordered.values() for k in s]
     flagged = {m: "; ".join(f"{uc}: {why}" for uc, why in items)
                for m, items in flagged_reasons(tables.get("answer_checks")).items()}
-    differences, ranks = compare_models(ordered, headline_measures(keys, tables.get("outcome_gaps")),
-                                        n_boot=bootstrap, seed=seed, flagged=flagged)
+    measures = headline_measures(keys, tables.get("outcome_gaps"), tables.get("probability_gaps"),
+                                 tables.get("decision_measures"))
+    differences, ranks = compare_models(ordered, measures, n_boot=bootstrap, seed=seed, flagged=flagged)
     tables["model_differences"], tables["model_ranks"] = differences, ranks
     if "leaderboard" in tables:
         tables["leaderboard"] = _with_rank_intervals(tables["leaderboard"], ranks)

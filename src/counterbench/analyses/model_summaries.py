@@ -19,6 +19,8 @@ The measures (one :class:`MeasureKey` each):
   against its facet's reference, and the study's canonical pair where its reference is another level;
   which of them are headline measures is decided with every model's marks at hand
   (:func:`counterbench.analyses.model_compare.headline_measures`).
+- ``p_gap`` (label and choice answers stored with log-probabilities): the same gaps of 100 × p(positive)
+  (:func:`counterbench.analyses.probabilities.probability_rows`), in percentage points.
 
 Decisions: only ``standard``-variant answers with status ``ok`` and a finite measure, out-of-range amounts
 left out under the default rules (as every other table); an identity answered twice in a slot counts with
@@ -28,13 +30,14 @@ its mean (amounts) or with every answer (other kinds, as ``outcome_gaps``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.prepare import without_excluded
+from counterbench.analyses.probabilities import probability_rows
 from counterbench.analyses.profiles import get_profile
 from counterbench.stats.arrays import FloatArray
 from counterbench.stats.gaps import pair_gaps, relative_gap
@@ -49,7 +52,7 @@ _SEP = "\x1f"
 class MeasureKey:
     """One measure compared across models."""
 
-    measure: str  # mean_delta, canonical_pair, gap
+    measure: str  # mean_delta, canonical_pair, gap, p_gap
     use_case: str  # "" when pooled over use cases
     kind: str
     language: str  # "" when pooled over languages
@@ -192,4 +195,7 @@ def model_summary(results: pd.DataFrame, study: Study, profile: str = "default")
         out.update(_canonical_pairs(amounts, study, rules.nonpositive))
     if not amount.all():
         out.update(_gaps(rows[~amount], study))
+    probabilities = probability_rows(without_excluded(standard, rules), study.outcomes)
+    if not probabilities.empty:  # p(positive) of label and choice answers stored with log-probabilities
+        out.update({replace(key, measure="p_gap"): st for key, st in _gaps(probabilities, study).items()})
     return out
