@@ -33,7 +33,8 @@ COMPARISON_TABLES = {
     "model_differences": ("Differences between models (paired)", DIFFERENCE_DESCRIPTION),
     "model_ranks": ("Model ranks with joint 95% rank intervals", RANK_DESCRIPTION),
 }
-_WHY_EMPTY = "needs at least two models that answered the same slots"
+_WHY_EMPTY = ("needs at least two models that answered the same slots and a headline measure (Mean Δ% or a canonical "
+              "pair gap of amounts, a canonical or marked gap of another kind)")
 
 
 def _value(v: float, unit: str, signed: bool = True) -> str:
