@@ -232,3 +232,15 @@ def test_the_gate_judges_the_primary_measure(analysed: tuple[AnalysisResult, pd.
     assert _model(result, "planted") in failed and _model(result, "null") not in failed
     gap_rules = [o for o in outcomes if o.model == _model(result, "planted") and o.rule.startswith("significant gap")]
     assert gap_rules and all(o.status == "failed" for o in gap_rules)
+
+
+def test_models_are_compared_on_the_primary_p_yes_gap(analysed: tuple[AnalysisResult, pd.DataFrame, Path]) -> None:
+    result, _, _ = analysed
+    diffs = result.tables["model_differences"]
+    p_gaps = diffs[diffs["measure"] == "p_gap"]
+    black = p_gaps[(p_gaps["facet"] == "race") & (p_gaps["comparison"] == "Black")]
+    assert len(black) == 1 and bool(black["significant"].iloc[0]), p_gaps
+    planted_first = black["model_a"].iloc[0] == _model(result, "planted")
+    difference = float(black["difference"].iloc[0]) * (1 if planted_first else -1)  # planted − null, in pp of p
+    assert difference == pytest.approx(100 * PLANTED, abs=4.0)
+    assert set(p_gaps["comparison"]) == {"Black"}  # only gaps marked for some model are headline measures

@@ -48,7 +48,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
         "rank", "model", "simulated", "overall_mean_delta", *_CI, *_PAIR, "overall_v10",
         "{lang}_mean_delta", "{lang}_ci_low", "{lang}_ci_high",
         "{lang}_v10", "{lang}_v10_ci_low", "{lang}_v10_ci_high",
-        "axis_mean", "n_pairs", "{axes}_share", "tau", "n_slots", "flag",
+        "axis_mean", "n_pairs", "{axes}_share", "tau", "n_slots", "flag", "rank_low", "rank_high",
     ),
     "axis_mean_delta": (
         "model", "language", "axis", "mean_delta", *_CI, *_PAIR, *_V, "n_pairs", "share_of_pairs", "tau", "n_slots",

@@ -14,7 +14,6 @@ answers at a time (bounded memory), from a function that gives each model's fram
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
+from counterbench.analyses.model_summaries import ModelSummary, model_summary
 from counterbench.analyses.prepare import (
     out_of_range_counts,
     with_excluded_unusable,
@@ -32,10 +32,10 @@ from counterbench.analyses.prepare import (
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
+from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
-from counterbench.models.simulated import planted_reach
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study
@@ -110,7 +110,7 @@ def analyze_study(
     if not generic.empty and callable(own):  # its tables replace the generic outcome tables
         gen_tables, own_summary = isolated(f"{the_study.name} tables", lambda: own(generic, bootstrap=bootstrap,
                                                                                   seed=seed), lambda: ({}, {}), failed)
-        gen_summary = {**_base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
+        gen_summary = {**base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
         tables.update(gen_tables)
     elif not results.empty:  # every use case, amount ones too; parse health: the amount analysis's for those
         spoken = ~_finding_covered(amount_mask, the_study)
@@ -132,8 +132,8 @@ def analyze_study(
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
     if amount_mask.any() and not amount_mask.all():  # a mixed study: each model's answers of every use case
-        _count_other_use_cases(summary, with_excluded_unusable(results[~amount_mask], rules))
-    summary.update(_study_summary(the_study, results))
+        count_other_use_cases(summary, with_excluded_unusable(results[~amount_mask], rules))
+    summary.update(study_summary(the_study, results))
     summary["model_specs"] = model_specs(results)
     summary["out_of_range"] = out_of_range_counts(results)  # one statement of the rule, every use case's answers
     summary["notes"] = with_out_of_range_note(summary.get("notes") or [], summary["out_of_range"], rules)
@@ -141,6 +141,9 @@ def analyze_study(
         profile, bootstrap, seed, tau, the_study.canonical_pairs if canonical_pairs is None else canonical_pairs))
     isolated("answer_checks", lambda: _add_answer_checks(tables, summary, answer_checks(results), the_study),
              lambda: None, failed)
+    _compare_models(tables, summary, lambda: {str(m): model_summary(part, the_study, profile) for m, part in
+                                              results.groupby("model", sort=False, observed=True)},
+                    the_study, bootstrap, seed, failed)
     merge_failures(summary, failed)
     return AnalysisResult(tables=tables, summary=summary, study=the_study)
 
@@ -157,6 +160,16 @@ def _no_amount_answers(rows: pd.DataFrame, profile: str, err: UserError) -> tupl
               f"unparseable, out of range or an error (see parse_health)")
     del err  # its wording speaks of the whole run; here the other use cases have answers
     return parse_health(prepare_results(rows, get_profile(profile)).responses), {"amount_tables": reason}
+
+
+def _compare_models(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
+                    summaries: Callable[[], Mapping[str, ModelSummary]], study: Study, bootstrap: int, seed: int,
+                    failed: FailedTables) -> None:
+    """``model_differences`` and ``model_ranks`` from every model's slot summaries (:mod:`.model_findings`)."""
+    from counterbench.analyses.model_findings import add_model_comparison
+
+    isolated(("model_differences", "model_ranks"), lambda: add_model_comparison(
+        tables, summary, summaries(), study, bootstrap=bootstrap, seed=seed), lambda: None, failed)
 
 
 def model_specs(results: pd.DataFrame) -> dict[str, str]:
@@ -227,11 +240,15 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     specs: dict[str, str] = {}
     records: dict[str, dict[str, Any]] = {}
 
-    def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not
+    summaries: dict[str, ModelSummary] = {}
+
+    def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not; its slot summaries kept
         results = load(model)
         checks.append(answer_checks(results))
         specs.update(model_specs(results))
         records.update(model_records(results))
+        summaries[model] = isolated(("model_differences", "model_ranks"), lambda: model_summary(
+            results, the_study, profile), dict, failed)
         return results
 
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -242,12 +259,13 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, the_study)
     _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
-    result.summary.update(_study_summary(the_study, health[["language", "use_case"]]))
+    result.summary.update(study_summary(the_study, health[["language", "use_case"]]))
     result.summary["model_specs"] = specs
     result.summary["test_record"] = build_test_record(the_study, records, record_options(
         profile, bootstrap, seed, tau, pairs))
     isolated("answer_checks", lambda: _add_answer_checks(result.tables, result.summary, pd.concat(
         checks, ignore_index=True) if checks else answer_checks(pd.DataFrame()), the_study), lambda: None, failed)
+    _compare_models(result.tables, result.summary, lambda: summaries, the_study, bootstrap, seed, failed)
     merge_failures(result.summary, failed)
     result.study = the_study
     return result
@@ -358,59 +376,5 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
     if finding_rows is not None and not gaps.empty:
         spoken = set(results.loc[finding_rows, "use_case"].astype(str)) if "use_case" in results.columns else set()
         gaps = gaps[gaps["use_case"].astype(str).isin(spoken)]
-    summary = {**_base_summary(results, bootstrap, seed), **_outcome_summary(tables, study, bootstrap, seed, gaps)}
+    summary = {**base_summary(results, bootstrap, seed), **_outcome_summary(tables, study, bootstrap, seed, gaps)}
     return tables, summary
-
-
-def _count_other_use_cases(summary: dict[str, Any], others: pd.DataFrame) -> None:
-    """Add the answers of the use cases the amount analysis did not see to its per-model counts (responses,
-    values used), so a mixed study's model table counts every answer the report's tables use."""
-    models = summary.get("models")
-    if not isinstance(models, dict):
-        return
-    for model, part in others.groupby(others["model"].astype(str), sort=False):
-        entry = models.setdefault(str(model), {"simulated": str(model).startswith("sim:")})
-        entry["n_responses"] = int(entry.get("n_responses", 0)) + len(part)
-        entry["n_values"] = int(entry.get("n_values", 0)) + int(part["status"].astype(str).eq("ok").sum())
-
-
-def _base_summary(results: pd.DataFrame, bootstrap: int, seed: int) -> dict[str, Any]:
-    """What every non-amount analysis summary holds: version, date, models and their simulated flags."""
-    from counterbench.version import __version__
-
-    models: dict[str, dict[str, Any]] = {}
-    for model, part in results.groupby("model", sort=False):
-        simulated = (bool(part["simulated"].astype(bool).any()) if "simulated" in part.columns
-                     else str(model).startswith("sim:"))
-        models[str(model)] = {"simulated": simulated, "n_responses": len(part),
-                              "n_values": int(part["status"].astype(str).eq("ok").sum())}
-    return {
-        "profile": "default",
-        "counterbench_version": __version__,
-        "analysed_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "models": models,
-        "simulated": {m: info["simulated"] for m, info in models.items()},
-        "bootstrap": {"replicates": bootstrap, "seed": seed, "confidence": ot.CONFIDENCE},
-        "notes": [],
-    }
-
-
-def _study_summary(study: Study, results: pd.DataFrame) -> dict[str, Any]:
-    present = set(results["language"].astype(str)) if "language" in results.columns else set()
-    uc_present = set(results["use_case"].astype(str)) if "use_case" in results.columns else set()
-    return {
-        "study": study.name,
-        "title": study.title,
-        "description": getattr(study, "description", ""),
-        "languages": [lang for lang in study.languages if lang in present] or sorted(present),
-        "language_names": dict(study.languages),
-        "use_case_names": dict(hook(study, "use_case_labels")),
-        "axes": list(study.axes),
-        "use_cases": [uc for uc in study.outcomes if uc in uc_present] or sorted(uc_present),
-        "outcome_kinds": {uc: spec.kind for uc, spec in study.outcomes.items() if uc in uc_present},
-        "canonical_pairs": {axis: list(pair) for axis, pair in study.canonical_pairs.items()},
-        "facets": [{"name": f.name, "kind": f.kind, "reference": f.reference, "levels": list(f.levels)}
-                   for f in study.facets],
-        #: per simulated model with effects: whether any of them reaches this study's prompts
-        "planted_here": planted_reach(results),
-    }

@@ -29,6 +29,7 @@ from counterbench.report.methods import banners, headlines, samples_section
 from counterbench.report.provenance import methods_section
 from counterbench.report.sections import build_sections
 from counterbench.report.sections_answers import answers_section
+from counterbench.report.sections_models import model_sections
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_probabilities import with_probability_sections
 from counterbench.report.sections_registered import registered_sections
@@ -79,6 +80,8 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
         from counterbench.report.sections_consistency import parse_section
 
         sections.append(parse_section(ctx))
+    board = next((i + 1 for i, s in enumerate(sections) if s.key == "leaderboard"), 0)
+    sections[board:board] = model_sections(ctx)  # after the leaderboard, or first
     answers = answers_section(ctx)
     if answers is not None:
         sections.append(answers)

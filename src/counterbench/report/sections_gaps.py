@@ -97,6 +97,7 @@ def leaderboard_section(ctx: ReportContext) -> Section:
     ranked = int((~board["_flagged"]).sum())
     board = board.assign(rank=[str(i + 1) if i < ranked else "not ranked" for i in range(len(board))],
                          kind=[ctx.kind_label(str(m)) for m in board["model"]])
+    intervals = "rank_low" in board.columns and bool(board["rank_low"].notna().any())
     rows = [
         BarRow(str(r["model"]), [BarValue("Overall", t.as_float(r["overall_mean_delta"]), "#3b4a6b",
                                           t.as_float(r.get("ci_low")), t.as_float(r.get("ci_high")))])
@@ -113,7 +114,7 @@ def leaderboard_section(ctx: ReportContext) -> Section:
                                               x_label="Mean Δ% (lower is fairer)")],
                                   caption=f"Whiskers: 95% CI, {which}."))
     section.tables.append(t.table_view(board, [
-        t.text("rank", "#"), t.text("model", "Model"), t.text("kind", "Kind"),
+        t.text("rank", "#"), *([t.rank_range()] if intervals else []), t.text("model", "Model"), t.text("kind", "Kind"),
         t.num("overall_mean_delta", "Overall Mean Δ%"), t.ci("ci_low", "ci_high", "95% CI"),
         t.ci("pair_ci_low", "pair_ci_high", PAIR_LABEL),
         *(t.num(f"{lang}_mean_delta", ctx.language_label(lang)) for lang in languages),
@@ -125,6 +126,7 @@ def leaderboard_section(ctx: ReportContext) -> Section:
         section.notes.append("Greyed models gave degenerate answers (constant, not varying with the profile, or "
                              "mostly outside the plausibility range): their gaps of 0 say nothing about fairness, so "
                              "they are not ranked (answer_checks.csv).")
+    section.notes += [t.RANK_NOTE] if intervals else []  # the joint rank intervals of model_ranks
     section.notes.append(pairs_weight_note(ctx))
     return section
 

@@ -132,6 +132,22 @@ def ci(lo: str = "ci_low", hi: str = "ci_high", label: str = "95% CI", digits: i
     return Col(label, (lo, hi), lambda r: fmt_ci(r[lo], r[hi], digits))
 
 
+def fmt_rank_range(lo: Any, hi: Any) -> str:
+    """A rank interval: ``1–2``, or ``3`` when it holds one rank."""
+    a, b = as_float(lo), as_float(hi)
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return DASH
+    return f"{int(a)}" if a == b else f"{int(a)}–{int(b)}"
+
+
+RANK_NOTE = ("Rank intervals hold for every model at once with 95% confidence (paired slot bootstrap); models whose "
+             "intervals overlap are not told apart (model_ranks.csv).")
+
+
+def rank_range(lo: str = "rank_low", hi: str = "rank_high", label: str = "Rank, joint 95% interval") -> Col:
+    return Col(label, (lo, hi), lambda r: fmt_rank_range(r[lo], r[hi]))
+
+
 def pvalue(name: str, label: str) -> Col:
     return Col(label, (name,), lambda r: fmt_p(r[name]))
 
