@@ -1,0 +1,169 @@
+"""The cross-model matrix: for one use case, model × identifier (or axis, language, profile, question
+variant, prompt variant), each cell the mean of the answers' measures in the outcome kind's unit (an amount,
+a rate, a score, the share giving the positive answer, a text metric) with its answer count.
+
+Nothing here names a kind: what a cell's number is comes from the kind (``describe``) and each answer's
+measure from the catalog (:func:`counterbench.outcomes.units.answer_measures`). A kind whose single answer has
+no number of its own (a choice among identities, mapped back through the prompt's design columns) shows
+counts and no mean. Rows sort by their label or by any model's column (server-side, ``?sort=`` and
+``?order=``); :func:`as_csv` and :func:`as_json` write the same view.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from counterbench.errors import UserError
+from counterbench.outcomes import get_kind, spec_from_answer_type
+from counterbench.outcomes.units import kind_of
+from counterbench.run.results import FORMULA_STARTS
+from counterbench.viewer.catalog import Catalog
+
+#: the prompt columns a matrix's rows may be (``?by=``)
+ROWS_BY: tuple[str, ...] = ("identifier", "axis", "language", "profile_id", "question_variant", "variant")
+#: the sort key of the rows' own label (any other key is a model)
+LABEL = "label"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One model's answers in one row: their mean measure (``None`` without a usable one) and counts."""
+
+    mean: float | None
+    answers: int
+    usable: int
+
+
+@dataclass
+class MatrixRow:
+    label: str
+    #: model -> its cell (a model with no answer in this row has none)
+    cells: dict[str, Cell] = field(default_factory=dict)
+
+
+@dataclass
+class Matrix:
+    study: str
+    use_case: str
+    by: str
+    #: what a cell's mean is, in the kind's words (``share answering yes (%)``)
+    measure: str
+    models: list[str]
+    rows: list[MatrixRow]
+    sort: str
+    descending: bool
+    #: the filters the view applied (the use case included), for links and downloads
+    filters: dict[str, list[str]]
+
+
+def measure_words(answer_type: str | None) -> str:
+    """What the mean of ``answer_type``'s measures is, as its kind says it."""
+    if not answer_type:
+        return get_kind(kind_of(None)).describe(get_kind(kind_of(None)).decode("number"))
+    try:
+        spec = spec_from_answer_type(answer_type)
+    except UserError:  # an answer type this version cannot read
+        return "mean stored value"
+    return str(get_kind(spec.kind).describe(spec))
+
+
+def chosen_use_case(catalog: Catalog, filters: Mapping[str, Sequence[str]]) -> str:
+    """The use case filtered to (the first one given), else the store's first use case ('' in an empty store)."""
+    given = [v for v in filters.get("use_case", ()) if v]
+    if given:
+        return given[0]
+    known = catalog.options.get("use_case", [])
+    return known[0] if known else ""
+
+
+def build(catalog: Catalog, filters: Mapping[str, Sequence[str]], *, by: str = "identifier", sort: str = "",
+          descending: bool = False) -> Matrix:
+    """The matrix of ``filters`` (one use case: :func:`chosen_use_case`), rows by ``by`` (one of
+    :data:`ROWS_BY`), sorted by ``sort`` (:data:`LABEL`, a model, or '' for the store's order)."""
+    if by not in ROWS_BY:
+        by = ROWS_BY[0]
+    use_case = chosen_use_case(catalog, filters)
+    active = {k: [v for v in vals if v] for k, vals in filters.items() if any(vals)}
+    active["use_case"] = [use_case]
+    where, params = catalog.where(active)
+    grouped = catalog.query(
+        f"SELECT {by}, model, count(*), sum(status = 'ok' AND measure IS NOT NULL), "
+        f"avg(CASE WHEN status = 'ok' THEN measure END), min(id) FROM cat.items{where} GROUP BY {by}, model "
+        "ORDER BY min(id)", params)
+    types = catalog.query(f"SELECT answer_type, study FROM cat.items{where} ORDER BY id LIMIT 1", params)
+    answer_type, study = (str(types[0][0] or ""), str(types[0][1])) if types else ("", "")
+    rows: dict[str, MatrixRow] = {}
+    present: list[str] = []
+    for label, model, answers, usable, mean, _ in grouped:
+        label, model = str(label), str(model)
+        finite = mean is not None and math.isfinite(float(mean))
+        rows.setdefault(label, MatrixRow(label)).cells[model] = Cell(float(mean) if finite else None,
+                                                                    int(answers), int(usable or 0))
+        present.append(model)
+    order = catalog.options.get("model", [])
+    models = sorted(set(present), key=lambda m: (order.index(m) if m in order else len(order), m))
+    if sort != LABEL and sort not in models:
+        sort = ""
+    out = Matrix(study, use_case, by, measure_words(answer_type), models, list(rows.values()), sort, descending,
+                 active)
+    sort_rows(out)
+    return out
+
+
+def sort_rows(matrix: Matrix) -> None:
+    """Order ``matrix.rows`` by its label or by one model's mean (rows without a mean there last)."""
+    if not matrix.sort:
+        return
+    if matrix.sort == LABEL:
+        matrix.rows.sort(key=lambda r: r.label.casefold(), reverse=matrix.descending)
+        return
+    with_mean = [r for r in matrix.rows if _mean(r, matrix.sort) is not None]
+    without = [r for r in matrix.rows if _mean(r, matrix.sort) is None]
+    with_mean.sort(key=lambda r: (_mean(r, matrix.sort) or 0.0, r.label), reverse=matrix.descending)
+    matrix.rows = with_mean + without
+
+
+def _mean(row: MatrixRow, model: str) -> float | None:
+    cell = row.cells.get(model)
+    return cell.mean if cell else None
+
+
+def as_json(matrix: Matrix) -> dict[str, Any]:
+    """The view as JSON: its use case, row column, measure, models and rows in the shown order."""
+    return {
+        "study": matrix.study, "use_case": matrix.use_case, "by": matrix.by, "measure": matrix.measure,
+        "sort": matrix.sort or None, "order": "desc" if matrix.descending else "asc",
+        "filters": matrix.filters, "models": matrix.models,
+        "rows": [{matrix.by: row.label, "cells": {
+            m: {"mean": c.mean, "answers": c.answers, "usable": c.usable}
+            for m in matrix.models if (c := row.cells.get(m)) is not None}} for row in matrix.rows],
+    }
+
+
+def _text(value: str) -> str:
+    """A text cell as :func:`counterbench.run.results.spreadsheet_safe` writes it (a formula start gets ``'``)."""
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
+def as_csv(matrix: Matrix) -> str:
+    """The view as CSV, one line per row in the shown order: the row's label, then per model its mean
+    (the measure named in the header), answers and usable answers (empty where the model has none)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = [matrix.by]
+    for model in matrix.models:
+        header += [_text(f"{model} {matrix.measure}"), _text(f"{model} answers"), _text(f"{model} usable")]
+    writer.writerow(header)
+    for row in matrix.rows:
+        line: list[Any] = [_text(row.label)]
+        for model in matrix.models:
+            cell = row.cells.get(model)
+            line += ["", "", ""] if cell is None else [
+                "" if cell.mean is None else repr(round(cell.mean, 6)), cell.answers, cell.usable]
+        writer.writerow(line)
+    return buffer.getvalue()
