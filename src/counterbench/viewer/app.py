@@ -10,7 +10,7 @@ Pages (all GET, all server-rendered, no JavaScript at all):
   parse status, raw text) and the slot's spread;
 * ``/matrix`` — for one use case, model × identifier (or axis, language, profile, question variant, prompt
   variant), each cell the mean measure in the outcome kind's unit with its answer count, linked to the answers
-  behind it; sorted server-side (``?sort=label`` or ``?sort=MODEL``, ``&order=desc``);
+  behind it; sorted server-side (``?sort=row`` or ``?sort=MODEL``, ``&order=desc``);
   ``/matrix.csv`` and ``/matrix.json`` download the same view (same query);
 * ``/static/viewer.css`` — the only stylesheet.
 

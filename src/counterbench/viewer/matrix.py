@@ -27,7 +27,7 @@ from counterbench.viewer.catalog import Catalog
 #: the prompt columns a matrix's rows may be (``?by=``)
 ROWS_BY: tuple[str, ...] = ("identifier", "axis", "language", "profile_id", "question_variant", "variant")
 #: the sort key of the rows' own label (any other key is a model)
-LABEL = "label"
+LABEL = "row"
 
 
 @dataclass(frozen=True)
