@@ -10,6 +10,7 @@ import asyncio
 import csv
 import io
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from counterbench.outcomes.units import answer_measures
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.report.chromium import CHROMIUM
 from tests.viewer.conftest import running_viewer
 from tests.viewer.test_viewer_http import get, sql
@@ -195,3 +196,25 @@ def test_browser_sorts_follows_a_cell_and_downloads_the_csv(matrix_store: Matrix
         assert page.recorded.dialogs == []
 
     asyncio.run(scenario())
+
+
+def test_rows_by_a_design_column_group_their_identities(tmp_path: Path) -> None:
+    """A grouped-names study: rows by the design's ``group``, counted as SQL counts them on the ``answers``
+    view, and a cell links to exactly its group's identities."""
+    store = tmp_path / "groups.db"
+    done = run_cli("run", str(REPO / "examples" / "names_groups.yaml"), "--model", "sim:fair", "--model",
+                   "sim:biased", "--store", str(store), "--no-progress")
+    assert done.returncode == 0, done.stdout + done.stderr
+    want = {(str(g), str(m)): (int(n), sorted(json.loads(ids))) for g, m, n, ids in sql(
+        store, "SELECT json_extract(design, '$.group'), model, count(*), json_group_array(DISTINCT identifier) "
+               "FROM answers GROUP BY 1, 2")}
+    with running_viewer(store) as url:
+        data = json.loads(get(url + "/matrix.json?by=group")[2])
+        _, _, html = get(url + "/matrix?by=group")
+    got = {(row["group"], m): c["answers"] for row in data["rows"] for m, c in row["cells"].items()}
+    assert got == {k: v[0] for k, v in want.items()} and len({g for g, _ in got}) >= 2
+    assert '<option value="group" selected>group</option>' in html
+    links = [parse_qs(urlsplit(h.replace("&amp;", "&")).query)
+             for h in re.findall(r'class="cell-link" href="([^"]*)"', html)]
+    shown = {(q["model"][0], tuple(sorted(q["identifier"]))) for q in links}
+    assert shown == {(model, tuple(ids)) for (_, model), (_, ids) in want.items()}

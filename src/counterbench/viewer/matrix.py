@@ -1,6 +1,7 @@
 """The cross-model matrix: for one use case, model × identifier (or axis, language, profile, question
-variant, prompt variant), each cell the mean of the answers' measures in the outcome kind's unit (an amount,
-a rate, a score, the share giving the positive answer, a text metric) with its answer count.
+variant, prompt variant, or any column the study's design gives its prompts: a group, a level), each cell
+the mean of the answers' measures in the outcome kind's unit (an amount, a rate, a score, the share giving
+the positive answer, a text metric) with its answer count.
 
 Nothing here names a kind: what a cell's number is comes from the kind (``describe``) and each answer's
 measure from the catalog (:func:`counterbench.outcomes.units.answer_measures`). A kind whose single answer has
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +28,8 @@ from counterbench.viewer.catalog import Catalog
 
 #: the prompt columns a matrix's rows may be (``?by=``)
 ROWS_BY: tuple[str, ...] = ("identifier", "axis", "language", "profile_id", "question_variant", "variant")
+#: design columns offered as rows only when they take at most this many values
+MAX_DESIGN_VALUES = 200
 #: the sort key of the rows' own label (any other key is a model)
 LABEL = "row"
 
@@ -44,6 +48,8 @@ class MatrixRow:
     label: str
     #: model -> its cell (a model with no answer in this row has none)
     cells: dict[str, Cell] = field(default_factory=dict)
+    #: the filters that select this row's answers (a design column's row: its identifiers and profiles)
+    narrows: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -59,6 +65,8 @@ class Matrix:
     descending: bool
     #: the filters the view applied (the use case included), for links and downloads
     filters: dict[str, list[str]]
+    #: what rows may be: :data:`ROWS_BY`, then the design columns of the use case's prompts
+    rows_by: list[str] = field(default_factory=lambda: list(ROWS_BY))
 
 
 def measure_words(answer_type: str | None) -> str:
@@ -81,38 +89,78 @@ def chosen_use_case(catalog: Catalog, filters: Mapping[str, Sequence[str]]) -> s
     return known[0] if known else ""
 
 
+def design_columns(catalog: Catalog, use_case: str) -> list[str]:
+    """The columns the study's design gives ``use_case``'s prompts (a group, a level, a role ...) whose values
+    are text or numbers, in the first prompt's order, at most :data:`MAX_DESIGN_VALUES` values each."""
+    known = ", ".join("?" * len(ROWS_BY))
+    found = catalog.query(
+        "SELECT j.key FROM main.prompts p, json_each(CASE WHEN json_valid(p.design) AND json_type(p.design) = "
+        "'object' THEN p.design END) j WHERE p.use_case = ? AND j.type IN ('text', 'integer', 'real') AND "
+        f"instr(j.key, '\"') = 0 AND j.key NOT IN ({known}) GROUP BY j.key HAVING count(DISTINCT j.value) <= ? "
+        "ORDER BY min(j.id)", [use_case, *ROWS_BY, MAX_DESIGN_VALUES])
+    return [str(k) for (k,) in found]
+
+
+def _grouped(catalog: Catalog, by: str, active: Mapping[str, Sequence[str]]) -> list[tuple[Any, ...]]:
+    """Per (row value, model): answers, usable answers, mean measure, first id, identifiers, profiles."""
+    where, params = catalog.where(active, "c.")
+    if by in ROWS_BY:
+        row, joins = f"c.{by}", ""
+    else:  # a design column, read from the prompt behind each answer
+        row = "json_extract(p.design, ?)"
+        params = [f'$."{by}"', *params]
+        joins = (" JOIN main.responses r ON r.id = c.id LEFT JOIN main.prompts p ON p.prompt_id = r.prompt_id "
+                 "AND p.prompt_hash = r.prompt_hash")
+    return catalog.query(
+        f"SELECT {row} AS row_value, c.model, count(*), sum(c.status = 'ok' AND c.measure IS NOT NULL), "
+        "avg(CASE WHEN c.status = 'ok' THEN c.measure END), min(c.id), json_group_array(DISTINCT c.identifier), "
+        f"json_group_array(DISTINCT c.profile_id) FROM cat.items c{joins}{where} GROUP BY row_value, c.model "
+        "ORDER BY min(c.id)", params)
+
+
 def build(catalog: Catalog, filters: Mapping[str, Sequence[str]], *, by: str = "identifier", sort: str = "",
           descending: bool = False) -> Matrix:
     """The matrix of ``filters`` (one use case: :func:`chosen_use_case`), rows by ``by`` (one of
-    :data:`ROWS_BY`), sorted by ``sort`` (:data:`LABEL`, a model, or '' for the store's order)."""
-    if by not in ROWS_BY:
-        by = ROWS_BY[0]
+    :data:`ROWS_BY` or of :func:`design_columns`), sorted by ``sort`` (:data:`LABEL`, a model, or '' for the
+    store's order)."""
     use_case = chosen_use_case(catalog, filters)
+    rows_by = [*ROWS_BY, *design_columns(catalog, use_case)]
+    if by not in rows_by:
+        by = ROWS_BY[0]
     active = {k: [v for v in vals if v] for k, vals in filters.items() if any(vals)}
     active["use_case"] = [use_case]
     where, params = catalog.where(active)
-    grouped = catalog.query(
-        f"SELECT {by}, model, count(*), sum(status = 'ok' AND measure IS NOT NULL), "
-        f"avg(CASE WHEN status = 'ok' THEN measure END), min(id) FROM cat.items{where} GROUP BY {by}, model "
-        "ORDER BY min(id)", params)
+    grouped = _grouped(catalog, by, active)
     types = catalog.query(f"SELECT answer_type, study FROM cat.items{where} ORDER BY id LIMIT 1", params)
     answer_type, study = (str(types[0][0] or ""), str(types[0][1])) if types else ("", "")
     rows: dict[str, MatrixRow] = {}
     present: list[str] = []
-    for label, model, answers, usable, mean, _ in grouped:
-        label, model = str(label), str(model)
+    for value, model, answers, usable, mean, _, identifiers, profiles in grouped:
+        label, model = ("" if value is None else _text_of(value)), str(model)
         finite = mean is not None and math.isfinite(float(mean))
-        rows.setdefault(label, MatrixRow(label)).cells[model] = Cell(float(mean) if finite else None,
-                                                                    int(answers), int(usable or 0))
+        row = rows.setdefault(label, MatrixRow(label))
+        row.cells[model] = Cell(float(mean) if finite else None, int(answers), int(usable or 0))
+        if by not in ROWS_BY:
+            for key, values in (("identifier", identifiers), ("profile_id", profiles)):
+                row.narrows[key] = list(dict.fromkeys([*row.narrows.get(key, []), *json.loads(values)]))
         present.append(model)
     order = catalog.options.get("model", [])
     models = sorted(set(present), key=lambda m: (order.index(m) if m in order else len(order), m))
     if sort != LABEL and sort not in models:
         sort = ""
+    for row in rows.values():
+        row.narrows = row.narrows or {by: [row.label]}
     out = Matrix(study, use_case, by, measure_words(answer_type), models, list(rows.values()), sort, descending,
-                 active)
+                 active, rows_by)
     sort_rows(out)
     return out
+
+
+def _text_of(value: Any) -> str:
+    """A row value as text: a whole number without ``.0`` (a design's level ``2.0`` reads ``2``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def sort_rows(matrix: Matrix) -> None:
