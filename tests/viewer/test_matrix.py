@@ -187,6 +187,13 @@ def test_browser_sorts_follows_a_cell_and_downloads_the_csv(matrix_store: Matrix
             assert first == [r[0] for r in json.loads(await page.evaluate(rows))], "the CSV is the view, in order"
             want = stored_cells(matrix_store.path)
             assert {k: v[:2] for k, v in got.items()} == {k: v[:2] for k, v in want.items()}
+            sorted_view = await page.url()
+            await page.evaluate("document.querySelector('select[name=by]').value = 'axis'")
+            await page.navigating("document.getElementById('apply').click()")
+            query = parse_qs(urlsplit(await page.url()).query)
+            assert query["by"] == ["axis"] and query["sort"] == ["sim:biased"], "the form keeps the sort"
+            assert [r[0] for r in json.loads(await page.evaluate(rows))] == ["Disability"]
+            await page.goto(sorted_view)
             await page.navigating("document.querySelector('td.cell[data-model=\"sim:biased\"] a').click()")
             query = parse_qs(urlsplit(await page.url()).query)
             assert query["model"] == ["sim:biased"] and query["use_case"] == ["shortlist"]
