@@ -225,3 +225,15 @@ def test_rows_by_a_design_column_group_their_identities(tmp_path: Path) -> None:
              for h in re.findall(r'class="cell-link" href="([^"]*)"', html)]
     shown = {(q["model"][0], tuple(sorted(q["identifier"]))) for q in links}
     assert shown == {(model, tuple(ids)) for (_, model), (_, ids) in want.items()}
+
+
+def test_csv_text_that_a_spreadsheet_would_run_starts_with_a_quote() -> None:
+    from counterbench.viewer.matrix import Cell, Matrix, MatrixRow, as_csv
+
+    view = Matrix("s", "u", "identifier", "mean amount", ["=cmd|' /C calc'!A0"],
+                  [MatrixRow("@SUM(1+1)", {"=cmd|' /C calc'!A0": Cell(-2.5, 3, 2)}), MatrixRow("plain", {})],
+                  "", False, {"use_case": ["u"]})
+    lines = list(csv.reader(io.StringIO(as_csv(view))))
+    assert lines[0] == ["identifier", "'=cmd|' /C calc'!A0 mean amount", "'=cmd|' /C calc'!A0 answers",
+                        "'=cmd|' /C calc'!A0 usable"]
+    assert lines[1:] == [["'@SUM(1+1)", "-2.5", "3", "2"], ["plain", "", "", ""]], "numbers stay numbers"

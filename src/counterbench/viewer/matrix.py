@@ -92,12 +92,12 @@ def chosen_use_case(catalog: Catalog, filters: Mapping[str, Sequence[str]]) -> s
 def design_columns(catalog: Catalog, use_case: str) -> list[str]:
     """The columns the study's design gives ``use_case``'s prompts (a group, a level, a role ...) whose values
     are text or numbers, in the first prompt's order, at most :data:`MAX_DESIGN_VALUES` values each."""
-    known = ", ".join("?" * len(ROWS_BY))
+    known = ", ".join("?" * (len(ROWS_BY) + 1))  # and not "cells", the JSON's key of a row's cells
     found = catalog.query(
         "SELECT j.key FROM main.prompts p, json_each(CASE WHEN json_valid(p.design) AND json_type(p.design) = "
         "'object' THEN p.design END) j WHERE p.use_case = ? AND j.type IN ('text', 'integer', 'real') AND "
         f"instr(j.key, '\"') = 0 AND j.key NOT IN ({known}) GROUP BY j.key HAVING count(DISTINCT j.value) <= ? "
-        "ORDER BY min(j.id)", [use_case, *ROWS_BY, MAX_DESIGN_VALUES])
+        "ORDER BY min(j.id)", [use_case, *ROWS_BY, "cells", MAX_DESIGN_VALUES])
     return [str(k) for (k,) in found]
 
 
