@@ -4,8 +4,10 @@ Builds a store of ``--models`` simulated models × the whole RupeeBias prompt ta
 352,350 responses by default) by direct inserts (no model is called: values are drawn at random,
 answers are ``### N INR``), starts ``counterbench view`` on it as a user would (a subprocess on
 127.0.0.1), and times HTTP requests over one keep-alive connection: slot views of random slots (the
-target is ≤ 200 ms), the slot list for a canonical pair, a filtered response page, and a full-text
-search. Run: ``python benchmarks/view_speed.py [--models 9] [--requests 60]``.
+target is ≤ 200 ms), the slot list for a canonical pair, a filtered response page, a full-text
+search, and the cross-model matrix of one use case (model × identifier, sorted by a model; its CSV; rows by
+the design column the store's prompts carry first).
+Run: ``python benchmarks/view_speed.py [--models 9] [--requests 60]``.
 """
 
 from __future__ import annotations
@@ -126,6 +128,14 @@ def main() -> None:
         filter_ms = [timed(conn, "/?" + urlencode({"model": "sim:bench-5", "axis": "Religion", "language": "en"}))[0]
                      for _ in range(5)]
         search_ms = [timed(conn, "/?" + urlencode({"q": "### 12345 INR"}))[0] for _ in range(3)]
+        matrix: dict[str, list[float]] = {"model": [], "csv": [], "design": []}
+        for _ in range(3):
+            matrix["model"].append(timed(conn, "/matrix?" + urlencode({"sort": "sim:bench-1", "order": "desc"}))[0])
+            matrix["csv"].append(timed(conn, "/matrix.csv")[0])
+            _, _, page = timed(conn, "/matrix")
+            design = re.findall(r'<option value="([^"]+)"', page.split('name="by"', 1)[1].split("</select>", 1)[0])[6:]
+            if design:
+                matrix["design"].append(timed(conn, "/matrix?" + urlencode({"by": design[0]}))[0])
         conn.close()
     finally:
         proc.terminate()
@@ -136,7 +146,8 @@ def main() -> None:
         "viewer_ready_s": round(ready_s, 2), "catalog_index_s": indexed,
         "slot_view": {**summary(slot_ms), "identities_per_slot": round(statistics.mean(sizes), 1) if sizes else 0},
         "pair_slot_list": summary(pair_ms), "filtered_responses_page": summary(filter_ms),
-        "full_text_search": summary(search_ms), "target_slot_view_ms": 200,
+        "full_text_search": summary(search_ms),
+        **{f"matrix_{k}": summary(v) for k, v in matrix.items() if v}, "target_slot_view_ms": 200,
         "meets_target": bool(slot_ms) and summary(slot_ms)["p95_ms"] <= 200,
     }, indent=2))
     if args.store is None:

@@ -6,7 +6,9 @@ APPLICATION_ID = 0x43424E43  # "CBNC"
 #: Older stores are migrated when opened: the columns are added, empty for the rows already there.
 #: ``batch_jobs`` and ``batch_requests`` (``--batch``: the provider's job ids, their states and which prompts
 #: each job holds, :mod:`counterbench.run.batch_jobs`) are created when a store is opened for writing, so
-#: they need no version of their own; a store without them has no batch job.
+#: they need no version of their own; a store without them has no batch job. The same holds for the view
+#: ``answers`` (every response beside its prompt's columns, for Datasette or any SQL client without a join):
+#: a view holds no data, so a store opened for writing gains it with no version and no migration.
 SCHEMA_VERSION = 3
 
 SCHEMA = """
@@ -87,6 +89,12 @@ CREATE TABLE IF NOT EXISTS batch_requests (
     attempt INTEGER NOT NULL,
     PRIMARY KEY (batch_key, custom_id)
 ) WITHOUT ROWID;
+CREATE VIEW IF NOT EXISTS answers AS
+SELECT r.id, r.model, r.config_fp, p.study, p.use_case, p.language, p.axis, p.identifier, p.profile_id,
+       p.question_variant, p.variant, p.answer_type, r.status, r.value, r.unit, r.parse_reason, r.response,
+       r.error, r.finish_reason, r.simulated, r.input_tokens, r.output_tokens, r.cost_usd, r.latency_ms,
+       r.attempts, r.started_at, r.finished_at, r.run_id, r.prompt_id, r.prompt_hash, p.design, p.system, p.user
+FROM responses r LEFT JOIN prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash;
 """
 
 #: :data:`SCHEMA` as single statements, run one by one inside the transaction that creates a store

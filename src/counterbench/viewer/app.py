@@ -8,7 +8,13 @@ Pages (all GET, all server-rendered, no JavaScript at all):
   is in the outcome kind's comparison (Δ% for amounts, percentage points for yes/no, points for scores);
 * ``/slot`` — one slot: every identity's answer to the same prompt side by side (value, unit,
   parse status, raw text) and the slot's spread;
+* ``/matrix`` — for one use case, model × identifier (or axis, language, profile, question variant, prompt
+  variant), each cell the mean measure in the outcome kind's unit with its answer count, linked to the answers
+  behind it; sorted server-side (``?sort=row`` or ``?sort=MODEL``, ``&order=desc``);
+  ``/matrix.csv`` and ``/matrix.json`` download the same view (same query);
 * ``/static/viewer.css`` — the only stylesheet.
+
+Every filter value is shown with its number of responses.
 
 Model text is untrusted: jinja2 escapes everything, control, bidi and zero-width characters are shown as
 escapes exactly as in the report (:func:`counterbench.report.visible.show_controls`), a page number that
@@ -30,7 +36,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -38,6 +44,7 @@ from counterbench.outcomes.units import GapUnit
 from counterbench.report.links import query_string
 from counterbench.report.visible import template_environment
 from counterbench.viewer.catalog import FILTERS, PAGE_SIZE, SLOT_KEY, Answer, Catalog
+from counterbench.viewer.matrix import LABEL, ROWS_BY, Matrix, as_csv, as_json, build
 
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
        "frame-ancestors 'none'")
@@ -49,7 +56,8 @@ SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 LABELS = {"study": "Study", "model": "Model", "use_case": "Use case", "language": "Language", "axis": "Axis",
-          "identifier": "Identifier", "status": "Status", "variant": "Prompt variant"}
+          "identifier": "Identifier", "status": "Status", "variant": "Prompt variant", "profile_id": "Profile",
+          "question_variant": "Question variant"}
 
 
 class SecurityHeaders:
@@ -163,7 +171,7 @@ def create_app(catalog: Catalog) -> Starlette:
     def common(request: Request) -> dict[str, Any]:
         catalog.refresh()
         filters = filters_of(request)
-        return {"store": str(catalog.path), "options": catalog.options, "filters": filters,
+        return {"store": str(catalog.path), "options": catalog.options, "counts": catalog.counts, "filters": filters,
                 "page": page_of(request), "total": catalog.total(), "path": request.url.path}
 
     def no_page(request: Request) -> Response:
@@ -201,6 +209,27 @@ def create_app(catalog: Catalog) -> Starlette:
             return render("missing.html.j2", status_code=404, **ctx, search="", message=str(err))
         return render("slot.html.j2", **ctx, search="", view=view, wanted=wanted, slot_key=SLOT_KEY)
 
+    def matrix_of(request: Request) -> tuple[dict[str, Any], Matrix]:
+        ctx = common(request)
+        params = request.query_params
+        view = build(catalog, ctx["filters"], by=params.get("by", ROWS_BY[0]), sort=params.get("sort", ""),
+                     descending=params.get("order") == "desc")
+        return ctx, view
+
+    async def matrix(request: Request) -> Response:
+        ctx, view = matrix_of(request)
+        query = {**view.filters, "by": [view.by], "sort": [view.sort] if view.sort else [],
+                 "order": ["desc"] if view.descending else []}
+        return render("matrix.html.j2", **ctx, search="", view=view, rows_by=ROWS_BY, label_key=LABEL,
+                      query=query)
+
+    async def matrix_csv(request: Request) -> Response:
+        return Response(as_csv(matrix_of(request)[1]), media_type="text/csv; charset=utf-8",
+                        headers={"content-disposition": 'attachment; filename="matrix.csv"'})
+
+    async def matrix_json(request: Request) -> Response:
+        return JSONResponse(as_json(matrix_of(request)[1]))
+
     async def css(request: Request) -> Response:
         return Response(stylesheet(), media_type="text/css")
 
@@ -209,7 +238,8 @@ def create_app(catalog: Catalog) -> Starlette:
                       message="no such page")
 
     return Starlette(
-        routes=[Route("/", index), Route("/slots", slots), Route("/slot", slot), Route("/static/viewer.css", css)],
+        routes=[Route("/", index), Route("/slots", slots), Route("/slot", slot), Route("/matrix", matrix),
+                Route("/matrix.csv", matrix_csv), Route("/matrix.json", matrix_json), Route("/static/viewer.css", css)],
         middleware=[Middleware(SecurityHeaders),
                     Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])],
         exception_handlers={404: not_found},

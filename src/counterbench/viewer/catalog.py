@@ -184,6 +184,8 @@ class Catalog:
         self._count = 0
         self._checked = 0.0
         self.options: dict[str, list[str]] = {}
+        #: filter -> {value: responses holding it} (shown beside each filter value)
+        self.counts: dict[str, dict[str, int]] = {}
         self.build_seconds = 0.0
         self.refresh(force=True)
 
@@ -247,8 +249,11 @@ class Catalog:
             (after,))
 
     def _options(self) -> dict[str, list[str]]:
-        """Each filter's values, in store order (the prompt table's order for prompt columns)."""
+        """Each filter's values, in store order (the prompt table's order for prompt columns); their
+        responses in :attr:`counts`."""
         out: dict[str, list[str]] = {}
+        self.counts = {col: {str(v): int(n) for v, n in self.conn.execute(
+            f"SELECT {col}, count(*) FROM cat.items GROUP BY {col}")} for col in FILTERS}
         for col in FILTERS:
             table = "cat.prompts" if col in _PROMPT_KEYS else "cat.items"
             order = "min(rowid)" if table == "cat.prompts" else "min(id)"
@@ -256,12 +261,13 @@ class Catalog:
                 f"SELECT {col} FROM {table} WHERE {col} IS NOT NULL AND {col} != '' GROUP BY {col} ORDER BY {order}")]
         return out
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of ``sql`` over the store (``main``) and its catalog (``cat.items``), under the lock."""
         with self._lock:
             return self.conn.execute(sql, list(params)).fetchall()
 
     def total(self) -> int:
-        return int(self._query("SELECT count(*) FROM cat.items")[0][0])
+        return int(self.query("SELECT count(*) FROM cat.items")[0][0])
 
     # -- filters ------------------------------------------------------------------------------
 
@@ -292,8 +298,8 @@ class Catalog:
             join = " JOIN main.responses r ON r.id = c.id"
             where += (" AND " if where else " WHERE ") + "instr(lower(r.response), lower(?)) > 0"
             params.append(search)
-        count = int(self._query(f"SELECT count(*) FROM cat.items c{join}{where}", params)[0][0])
-        rows = self._query(
+        count = int(self.query(f"SELECT count(*) FROM cat.items c{join}{where}", params)[0][0])
+        rows = self.query(
             f"SELECT c.id FROM cat.items c{join}{where} ORDER BY c.id LIMIT ? OFFSET ?",
             [*params, size, max(0, page) * size],
         )
@@ -303,7 +309,7 @@ class Catalog:
         if not ids:
             return []
         marks = ", ".join("?" * len(ids))
-        rows = self._query(
+        rows = self.query(
             "SELECT c.id, c.model, c.config_fp, c.study, c.use_case, c.language, c.axis, c.profile_id, "
             "c.question_variant, c.variant, c.identifier, c.status, c.value, r.unit, r.parse_reason, r.response, "
             "r.error, r.prompt_id FROM cat.items c JOIN main.responses r ON r.id = c.id "
@@ -332,10 +338,10 @@ class Catalog:
             "min(CASE WHEN status = 'ok' THEN measure END) AS lo, max(CASE WHEN status = 'ok' THEN measure END) AS hi, "
             f"max(answer_type) AS answer_type FROM cat.items{where} GROUP BY {keys}"
         )
-        count = int(self._query(f"SELECT count(*) FROM ({grouped})", params)[0][0])
+        count = int(self.query(f"SELECT count(*) FROM ({grouped})", params)[0][0])
         relative = self._relative_types()
         marks = ", ".join("?" * len(relative)) or "NULL"
-        rows = self._query(
+        rows = self.query(
             f"SELECT *, CASE WHEN n_values < 2 THEN NULL WHEN answer_type IN ({marks}) THEN "
             "CASE WHEN lo + hi > 0 THEN (hi - lo) / ((hi + lo) / 2.0) * 100 END ELSE hi - lo END AS spread "
             f"FROM ({grouped}) ORDER BY spread IS NULL, spread DESC, {keys} LIMIT ? OFFSET ?",
@@ -349,7 +355,7 @@ class Catalog:
 
     def _relative_types(self) -> list[str]:
         """The stored answer types whose kind compares relatively (Δ%)."""
-        types = [t for (t,) in self._query("SELECT DISTINCT answer_type FROM cat.prompts")]
+        types = [t for (t,) in self.query("SELECT DISTINCT answer_type FROM cat.prompts")]
         return [t for t in types if gap_unit(kind_of(t or None)).relative]
 
     def slot(self, slot: Mapping[str, str], identifiers: Sequence[str] = ()) -> SlotView:
@@ -362,12 +368,12 @@ class Catalog:
             raise LookupError("a slot needs a model")
         given = [k for k in SLOT_KEY if slot.get(k)]
         where = " WHERE " + " AND ".join(f"c.{k} = ?" for k in given)
-        first = self._query(f"SELECT {', '.join(SLOT_KEY)} FROM cat.items c{where} ORDER BY c.id LIMIT 1",
+        first = self.query(f"SELECT {', '.join(SLOT_KEY)} FROM cat.items c{where} ORDER BY c.id LIMIT 1",
                             [str(slot[k]) for k in given])
         if not first:
             raise LookupError("no answers in this slot")
         key = {k: str(v) for k, v in zip(SLOT_KEY, first[0], strict=True)}
-        rows = self._query(
+        rows = self.query(
             "SELECT c.id, c.identifier, c.status, c.value, r.unit, r.parse_reason, r.response, r.error, r.prompt_id, "
             "p.user, p.system, c.measure FROM cat.items c JOIN main.responses r ON r.id = c.id "
             "LEFT JOIN main.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash WHERE "
@@ -379,14 +385,14 @@ class Catalog:
         if wanted:
             order = {ident: k for k, ident in enumerate(wanted)}
             answers.sort(key=lambda a: order.get(a.identifier, len(order)))
-        answer_type = self._query("SELECT answer_type FROM cat.items c" + where + " ORDER BY c.id LIMIT 1",
+        answer_type = self.query("SELECT answer_type FROM cat.items c" + where + " ORDER BY c.id LIMIT 1",
                                   [str(slot[k]) for k in given])[0][0]
         unit = gap_unit(kind_of(answer_type or None))
         usable = [a for a in answers if a.status == "ok" and a.measure is not None and math.isfinite(a.measure)]
         spread, mean_gap = spread_of([a.measure for a in usable if a.measure is not None], unit.relative)
         low = min(usable, key=lambda a: a.measure or 0.0) if usable else None
         high = max(usable, key=lambda a: a.measure or 0.0) if usable else None
-        others = [m for (m,) in self._query(
+        others = [m for (m,) in self.query(
             "SELECT DISTINCT model FROM cat.items WHERE use_case = ? AND language = ? AND axis = ? AND profile_id = ? "
             "AND question_variant = ? AND variant = ? AND model != ? ORDER BY model",
             [key["use_case"], key["language"], key["axis"], key["profile_id"], key["question_variant"],
