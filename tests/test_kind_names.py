@@ -24,6 +24,8 @@ NOT_A_KIND: dict[tuple[str, str], str] = {
     ("studies/options.py", "choice"): "a study option's kind (one of listed values), not an outcome kind",
     ("studies/strict.py", "label"): "the use-case key `label` of a study file",
     ("studies/use_cases.py", "label"): "the use-case key `label` of a study file",
+    ("analyses/model_compare.py", "label"): "the model comparison tables' `label` column (a measure's name)",
+    ("report/sections_models.py", "label"): "the model comparison tables' `label` column (a measure's name)",
 }
 
 
