@@ -66,13 +66,13 @@ def studies_command() -> None:
     for name, entry in registered_studies().items():
         try:
             study = load_study(name)
+            declared = declared_options(study)
+            if declared is not None:  # listed even when the study needs one of them to expand (its data)
+                options[name] = declared.describe()
             frame = study.expand()
         except UserError as err:
             table.add_row(name, f"(cannot be loaded: {err})", *[""] * 6, entry.source)
             continue
-        declared = declared_options(study)
-        if declared is not None:
-            options[name] = declared.describe()
         table.add_row(
             name,
             study.title,
