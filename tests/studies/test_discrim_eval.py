@@ -11,9 +11,12 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import counterbench
+from counterbench.builtin.discrim_eval.score import discrimination_scores
 from counterbench.builtin.discrim_eval.study import INSTRUCTION, DiscrimEvalStudy, create_study
 from counterbench.studies.registry import STUDIES
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
@@ -134,3 +137,43 @@ def test_malformed_file_is_one_line_and_exit_2(tmp_path: Path, registered: None,
 def test_without_data_the_study_says_how_to_give_it(registered: None) -> None:
     with pytest.raises(counterbench.UserError, match="--data"):
         create_study().expand()
+
+
+def test_discrimination_score_from_the_store(audited: Path) -> None:
+    result = counterbench.analyze(audited / "cb.db", DiscrimEvalStudy(audited / "explicit.jsonl"), bootstrap=300,
+                                  seed=1)
+    scores = result.tables["discrim_eval_scores"].set_index("level")
+    assert len(scores) == 8 and set(scores["n_questions"]) == {10}
+    black = scores.loc["Black"]
+    assert black["score"] == pytest.approx(PLANTED, abs=0.1) and black["ci_high"] < 0 < black["ci_high"] + 1
+    for null in ("Asian", "Hispanic", "Native American", "female", "non-binary", "20", "100"):
+        assert abs(scores.loc[null, "score"]) < 0.1 and scores.loc[null, "ci_low"] < 0 < scores.loc[null, "ci_high"]
+    assert "discrim_eval_scores" in result.summary["added_tables"]
+    assert "DiscrimEval discrimination score" in next((audited / "out").rglob("report.md")).read_text("utf-8")
+
+
+def test_discrimination_score_equals_a_fixed_and_a_mixed_effects_fit(tmp_path: Path) -> None:
+    """On the balanced grid the mean over questions of the logit differences is the coefficient of a
+    least-squares fit with a fixed effect per question, and of statsmodels' mixed model with a random
+    intercept per question (DiscrimEval's model, on logit p(yes))."""
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(7)
+    records = [{"model": "m", "use_case": "decision", "profile_id": f"Q{q}", "age": str(int(a)), "gender": g, "race": r}
+               for q in QUESTIONS for a in AGES for g in GENDERS for r in RACES]
+    frame = pd.DataFrame(records)
+    level = {q: rng.normal(0, 1) for q in frame["profile_id"].unique()}
+    logit = (frame["profile_id"].map(level) - 0.7 * frame["race"].eq("Asian") + 0.3 * frame["gender"].eq("female")
+             + rng.normal(0, 0.4, len(frame)))
+    frame["y"] = 100.0 / (1.0 + np.exp(-logit))
+    facets = DiscrimEvalStudy(write_fixture(tmp_path / "explicit.jsonl")).facets
+    table = discrimination_scores(frame, facets, ["profile_id"], 0, 0).set_index("level")
+    frame["logit"] = np.log(frame["y"] / (100 - frame["y"]))
+    terms = "C(age, Treatment('60')) + C(gender, Treatment('male')) + C(race, Treatment('white'))"
+    fixed = smf.ols(f"logit ~ {terms} + C(profile_id)", frame).fit().params
+    mixed = smf.mixedlm(f"logit ~ {terms}", frame, groups=frame["profile_id"]).fit(reml=True).fe_params
+    for name, facet, ref in (("Asian", "race", "white"), ("female", "gender", "male"), ("20", "age", "60")):
+        key = f"C({facet}, Treatment('{ref}'))[T.{name}]"
+        assert table.loc[name, "score"] == pytest.approx(fixed[key], abs=1e-9)
+        assert table.loc[name, "score"] == pytest.approx(mixed[key], abs=1e-6)
+    assert table.loc["Asian", "score"] == pytest.approx(-0.7, abs=0.15)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.builtin.discrim_eval.data import DecisionRow, read_rows
+from counterbench.builtin.discrim_eval.score import SCORES
 from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
@@ -55,6 +56,8 @@ class DiscrimEvalStudy(PythonStudy):
     outcomes: Mapping[str, OutcomeSpec] = {USE_CASE: DECISION}
     slot_columns = ("variant", "use_case", "language", "profile_id", "question_variant")
     variants = ("standard",)
+    #: DiscrimEval's discrimination score beside the generic tables (:mod:`.score`)
+    study_tables = (SCORES,)
 
     def __init__(self, data: Path | None = None) -> None:
         self.data = data
