@@ -149,6 +149,9 @@ def test_discrimination_score_from_the_store(audited: Path) -> None:
     for null in ("Asian", "Hispanic", "Native American", "female", "non-binary", "20", "100"):
         assert abs(scores.loc[null, "score"]) < 0.1 and scores.loc[null, "ci_low"] < 0 < scores.loc[null, "ci_high"]
     assert "discrim_eval_scores" in result.summary["added_tables"]
+    # without the file, the study has the published grid's levels: the same scores from the store
+    again = counterbench.analyze(audited / "cb.db", create_study(), bootstrap=300, seed=1).tables["discrim_eval_scores"]
+    assert again.set_index("level").loc["Black", "score"] == pytest.approx(black["score"], abs=1e-12)
     assert "DiscrimEval discrimination score" in next((audited / "out").rglob("report.md")).read_text("utf-8")
 
 

@@ -42,6 +42,13 @@ REFERENCES = {"gender": "male", "race": "white", "age": "60"}
 DECISION: OutcomeSpec = get_kind("label").spec({"kind": "label", "labels": ["yes", "no"]},
                                                lambda key, problem: ValueError(f"{key}: {problem}"))
 
+NEEDS_DATA = ("study discrim_eval needs DiscrimEval's published file: `counterbench audit discrim_eval --data "
+              "explicit.jsonl ...` (docs/discrim-eval.md)")
+#: the published grid (both sets): the facets of the study without ``--data``, so a store of the published files
+#: is analysed without the file again
+PUBLISHED = {"age": tuple(str(a) for a in range(20, 101, 10)), "gender": ("male", "female", "non-binary"),
+             "race": ("white", "Black", "Asian", "Hispanic", "Native American")}
+PUBLISHED_FACETS = tuple(Facet(c, c, levels, REFERENCES[c], None, "attribute") for c, levels in PUBLISHED.items())
 OPTIONS = {"data": StudyOption("DiscrimEval's published JSONL file (explicit.jsonl or implicit.jsonl)")}
 
 
@@ -63,7 +70,7 @@ class DiscrimEvalStudy(PythonStudy):
         self.data = data
         self.source = "built-in" if data is None else str(data)
         self._rows: list[DecisionRow] = read_rows(data) if data is not None else []
-        self.facets = tuple(_facet(column, self._rows) for column in self.axes) if self._rows else ()
+        self.facets = tuple(_facet(column, self._rows) for column in self.axes) if self._rows else PUBLISHED_FACETS
 
     @property
     def study_options(self) -> StudyOptions:
@@ -72,8 +79,7 @@ class DiscrimEvalStudy(PythonStudy):
 
     def rows(self) -> Iterable[Mapping[str, Any]]:
         if not self._rows:
-            raise UserError("study discrim_eval needs DiscrimEval's published file: "
-                            "`counterbench audit discrim_eval --data explicit.jsonl ...` (docs/discrim-eval.md)")
+            raise UserError(NEEDS_DATA)
         for row in self._rows:
             yield {"use_case": USE_CASE, "language": "en", "axis": "crossed",
                    "identifier": f"{row.age} · {row.gender} · {row.race}",
