@@ -134,6 +134,15 @@ def test_malformed_file_is_one_line_and_exit_2(tmp_path: Path, registered: None,
     assert not (tmp_path / "cb.db").exists() and not (tmp_path / "out").exists()
 
 
+def test_a_study_file_names_the_data(tmp_path: Path, registered: None) -> None:
+    write_fixture(tmp_path / "explicit.jsonl")
+    (tmp_path / "de.yaml").write_text("study: discrim_eval\ndata: explicit.jsonl\n", encoding="utf-8")
+    assert len(counterbench.prompts(str(tmp_path / "de.yaml"))) == 450
+    (tmp_path / "bad.yaml").write_text("study: discrim_eval\ndata: missing.jsonl\n", encoding="utf-8")
+    with pytest.raises(counterbench.UserError, match=r"bad\.yaml: data missing\.jsonl: no such file"):
+        counterbench.prompts(str(tmp_path / "bad.yaml"))
+
+
 def test_without_data_the_study_says_how_to_give_it(registered: None) -> None:
     with pytest.raises(counterbench.UserError, match="--data"):
         create_study().expand()

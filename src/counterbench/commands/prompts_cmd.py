@@ -64,6 +64,7 @@ def studies_command() -> None:
     for col in ("study", "title", "outcomes", "use cases", "languages", "axes", "identifiers", "prompts", "source"):
         table.add_column(col, overflow="fold")
     for name, entry in registered_studies().items():
+        study = None
         try:
             study = load_study(name)
             declared = declared_options(study)
@@ -71,7 +72,9 @@ def studies_command() -> None:
                 options[name] = declared.describe()
             frame = study.expand()
         except UserError as err:
-            table.add_row(name, f"(cannot be loaded: {err})", *[""] * 6, entry.source)
+            # a study that loads but needs one of its options (its data) for prompts: its title and what to give
+            said = f"(cannot be loaded: {err})" if study is None else f"{study.title} ({err})"
+            table.add_row(name, said, *[""] * 6, entry.source)
             continue
         table.add_row(
             name,

@@ -77,6 +77,14 @@ class DiscrimEvalStudy(PythonStudy):
         """``--data FILE``: the published file the prompts come from."""
         return StudyOptions(options=OPTIONS, build=lambda values: DiscrimEvalStudy(values.get("data")))
 
+    def from_study_file(self, data: Mapping[str, Any], path: Path) -> DiscrimEvalStudy:
+        """A study file ``study: discrim_eval`` with ``data: FILE`` (relative to the study file)."""
+        try:
+            chosen = self.study_options.values(data, study="discrim_eval", prefix="", base=path.parent)
+        except UserError as err:
+            raise UserError(f"{path.name}: {err}") from None
+        return DiscrimEvalStudy(chosen.get("data"))
+
     def rows(self) -> Iterable[Mapping[str, Any]]:
         if not self._rows:
             raise UserError(NEEDS_DATA)
