@@ -113,7 +113,10 @@ def test_planted_race_effect_is_found_from_the_store(audited: Path) -> None:
     impact = result.tables["impact_ratios"]
     assert "Black" in set(impact["category"])
     report = next((audited / "out").rglob("report.md")).read_text(encoding="utf-8")
-    assert "Black" in report and "DiscrimEval" in report
+    assert "DiscrimEval" in report and "(p(yes) from log-probabilities): Black gets " in report
+    finding = next(line for line in report.splitlines() if "): Black gets " in line)
+    assert "lower than white" in finding  # the right sign; the null races are never a finding
+    assert not any(f"): {race} gets " in report for race in ("Asian", "Hispanic", "Native American"))
 
 
 @pytest.mark.parametrize(("content", "message"), [
