@@ -33,7 +33,7 @@ from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
-from counterbench.analyses.table_registry import TableInputs, build_registered_tables, registered_summary
+from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables, registered_summary
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
@@ -311,13 +311,17 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
     tables.update(isolated(probabilities.PROBABILITY_TABLES, lambda: probabilities.probability_tables(
         standard, study, bootstrap, seed, tables), dict, failed))
+    own = tuple(hook(study, "study_tables"))  # the study's own tables, after (and seeing) the generic ones
+    if own:
+        tables.update(build_tables(own, TableInputs(rows, study, bootstrap, seed, tables, failed=failed,
+                                                    unusable=unusable.reset_index(drop=True))))
     return tables
 
 
 def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap: int, seed: int,
                      finding_gaps: pd.DataFrame) -> dict[str, Any]:
     """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
-    registered = registered_summary(tables)
+    registered = registered_summary(tables, tuple(hook(study, "study_tables")))
     unsupported = dict(registered["unsupported"])
     named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
     decision = {name: frame for name, frame in tables.items() if name in named}

@@ -24,7 +24,7 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -39,8 +39,8 @@ from counterbench.analyses.isolation import FailedTables, isolated
 from counterbench.registry import Registry
 from counterbench.studies.base import Study
 
-__all__ = ["TABLES", "SharedPasses", "TableInputs", "TableSpec", "build_registered_tables", "conform_to",
-           "registered_summary"]
+__all__ = ["TABLES", "SharedPasses", "TableInputs", "TableSpec", "build_registered_tables", "build_tables",
+           "conform_to", "registered_summary"]
 
 T = TypeVar("T")
 
@@ -166,10 +166,16 @@ def conform_to(spec: TableSpec, frame: pd.DataFrame | None) -> pd.DataFrame:
 def build_registered_tables(inputs: TableInputs) -> dict[str, pd.DataFrame]:
     """Every registered table, in registry order (each sees the ones before it). Each is built in
     isolation: one that raises is left empty and named in ``inputs.failed`` with its reason."""
+    return build_tables([TABLES.get(name) for name in TABLES.names()], inputs)
+
+
+def build_tables(specs: Sequence[TableSpec], inputs: TableInputs) -> dict[str, pd.DataFrame]:
+    """The tables ``specs`` declare, in order, as :func:`build_registered_tables` builds the registered ones
+    (a study's own tables, its ``study_tables`` hook, go through here too)."""
     built: dict[str, pd.DataFrame] = dict(inputs.tables)
     out: dict[str, pd.DataFrame] = {}
-    for name in TABLES.names():
-        spec = TABLES.get(name)
+    for spec in specs:
+        name = spec.name
         step = TableInputs(inputs.rows, inputs.study, inputs.bootstrap, inputs.seed, built, inputs.shared,
                            inputs.failed, inputs.unusable)
         made: pd.DataFrame | None = isolated(name, partial(spec.build, step), lambda: None, inputs.failed)
@@ -178,10 +184,11 @@ def build_registered_tables(inputs: TableInputs) -> dict[str, pd.DataFrame]:
     return out
 
 
-def registered_summary(tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
-    """The summary's part for the registered tables: descriptions, why empty ones are empty, and the
-    headings of those the report shows in a section of their own (``added_tables``)."""
-    specs = [TABLES.get(name) for name in TABLES.names() if name in tables]
+def registered_summary(tables: Mapping[str, pd.DataFrame], own: Sequence[TableSpec] = ()) -> dict[str, Any]:
+    """The summary's part for the registered tables and a study's ``own``: descriptions, why empty ones are
+    empty, and the headings of those the report shows in a section of their own (``added_tables``)."""
+    specs = [*(TABLES.get(name) for name in TABLES.names()), *own]
+    specs = [s for s in specs if s.name in tables]
     return {
         "tables": {s.name: s.description for s in specs},
         "unsupported": {s.name: s.empty_reason for s in specs if tables[s.name].empty and s.empty_reason},

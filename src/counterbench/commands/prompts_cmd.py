@@ -64,15 +64,18 @@ def studies_command() -> None:
     for col in ("study", "title", "outcomes", "use cases", "languages", "axes", "identifiers", "prompts", "source"):
         table.add_column(col, overflow="fold")
     for name, entry in registered_studies().items():
+        study = None
         try:
             study = load_study(name)
+            declared = declared_options(study)
+            if declared is not None:  # listed even when the study needs one of them to expand (its data)
+                options[name] = declared.describe()
             frame = study.expand()
         except UserError as err:
-            table.add_row(name, f"(cannot be loaded: {err})", *[""] * 6, entry.source)
+            # a study that loads but needs one of its options (its data) for prompts: its title and what to give
+            said = f"(cannot be loaded: {err})" if study is None else f"{study.title} ({err})"
+            table.add_row(name, said, *[""] * 6, entry.source)
             continue
-        declared = declared_options(study)
-        if declared is not None:
-            options[name] = declared.describe()
         table.add_row(
             name,
             study.title,

@@ -29,6 +29,9 @@ class StudyHooks(Protocol):
     #: the study's own command-line options (``counterbench audit STUDY --NAME VALUE``), a
     #: :class:`counterbench.studies.options.StudyOptions`; default: none
     study_options: Any
+    #: tables of its own (``counterbench.analyses.table_registry.TableSpec`` s), built after the generic tables
+    #: on the same inputs (they see them in ``TableInputs.tables``), for this study only; default: none
+    study_tables: tuple[Any, ...]
 
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int, seed: int,
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -52,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "variants": VARIANTS,
     "use_case_labels": {},
     "study_options": None,
+    "study_tables": (),
     "analyze_tables": None,
     "report_sections": None,
     "from_study_file": None,
