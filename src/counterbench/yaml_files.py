@@ -144,10 +144,11 @@ def _size(node: Any, limit: int) -> int:
     return count
 
 
-def load_strict(text: str, source: str) -> Any:
+def load_strict(text: str, source: str, *, loader_class: Any = None) -> Any:
     """The parsed YAML ``text`` (``None`` when empty). Duplicate keys, alias bombs and deep nesting raise
-    :class:`UserError`; invalid YAML raises ``yaml.YAMLError`` (the caller words it)."""
-    loader = FastStrictLoader(text, source)
+    :class:`UserError`; invalid YAML raises ``yaml.YAMLError`` (the caller words it). ``loader_class``:
+    :class:`FastStrictLoader` by default; :class:`StrictLoader` reads with the pure-Python parser."""
+    loader = (loader_class or FastStrictLoader)(text, source)
     try:
         return loader.get_single_data()
     except RecursionError:

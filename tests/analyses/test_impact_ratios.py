@@ -10,6 +10,7 @@ import pytest
 
 from counterbench.analyses.impact_ratios import FOUR_FIFTHS, impact_ratio_table
 from counterbench.studies.base import Facet
+from tests.analyses.shortlist import shortlist_study
 
 GENDER = Facet("gender", "gender", ("man", "woman"), "man", None, "attribute")
 RACE = Facet("race", "race", ("white", "Black", "Asian"), "white", None, "attribute")
@@ -81,24 +82,7 @@ def test_intersections_and_small_categories_reported_apart() -> None:
     assert other["reference"] != "Other"
 
 
-STUDY = """\
-name: shortlist
-title: Shortlisting by gender
-languages:
-  en: {name: English, id_infix: en}
-axes:
-  Gender:
-    - {value: man, phrases: {en: "The candidate is a man"}}
-    - {value: woman, phrases: {en: "The candidate is a woman"}}
-use_cases:
-  shortlist:
-    outcome: {kind: label, labels: ["yes", "no"]}
-    template:
-      en: "Candidate number {number} applies for the analyst job. {identifier_phrase}.\\n{question}"
-    question_variants:
-      en: ["Should we shortlist them?"]
-    profiles:
-""" + "".join(f"      - {{profile_id: P{i:02d}, number: {i}}}\n" for i in range(1, 21))
+STUDY = shortlist_study("shortlist", 20)
 
 
 def _reply(system: str, user: str) -> str:

@@ -89,13 +89,9 @@ REFUSED = (BOMB, DEEP, "a: 1\nb: 2\na: 3\n", "a: [1, 2\n", "a: {<<: {k: v}, m: n
 
 
 def _python_strict(text: str) -> object:
-    from counterbench.yaml_files import StrictLoader
+    from counterbench.yaml_files import StrictLoader, load_strict
 
-    loader = StrictLoader(text, "f.yaml")
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+    return load_strict(text, "f.yaml", loader_class=StrictLoader)
 
 
 @pytest.mark.parametrize("text", EQUIVALENT)

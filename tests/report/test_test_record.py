@@ -18,27 +18,11 @@ import pytest
 
 from counterbench.analyses.test_record import prompt_table_hash
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+from tests.analyses.shortlist import shortlist_study
 from tests.conftest import run_cli
 
 KEY = "sk-test-record-0123456789abcdef"
-STUDY = """\
-name: shortlist_record
-title: Shortlisting by gender
-languages:
-  en: {name: English, id_infix: en}
-axes:
-  Gender:
-    - {value: man, phrases: {en: "The candidate is a man"}}
-    - {value: woman, phrases: {en: "The candidate is a woman"}}
-use_cases:
-  shortlist:
-    outcome: {kind: label, labels: ["yes", "no"]}
-    template:
-      en: "Candidate number {number} applies for the analyst job. {identifier_phrase}.\\n{question}"
-    question_variants:
-      en: ["Should we shortlist them?"]
-    profiles:
-""" + "".join(f"      - {{profile_id: P{i:02d}, number: {i}}}\n" for i in range(1, 11))
+STUDY = shortlist_study("shortlist_record", 10)
 
 
 def _reply(system: str, user: str) -> str:

@@ -112,7 +112,7 @@ def make_local(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Bac
     if path.suffix.lower() != ".gguf":
         raise UserError(f"model {spec.raw!r}: local:PATH must name a .gguf file")
     # named after the file (``local:/models/gemma-3-270m.gguf`` -> ``gemma-3-270m``); the full spec stays recorded
-    return LlamaCppBackend(name=path.stem, model_path=path, spec=spec.raw)
+    return LlamaCppBackend(name=path.with_suffix("").name, model_path=path, spec=spec.raw)  # the file's name
 
 
 def make_sim(spec: ModelSpec, env: Mapping[str, str], timeout_s: float) -> Backend:

@@ -35,7 +35,7 @@ from counterbench.models.base import BackendError, ChatRequest, endpoint_of
 from counterbench.run.batch_jobs import BatchJobs, StoredJob, new_key
 from counterbench.run.batch_lane import BatchSettings, LaneBatch, check_batch, show_progress
 from counterbench.run.budget import Hold
-from counterbench.run.engine import Engine
+from counterbench.run.engine import Engine, raise_first_error
 from counterbench.run.lane import Lane
 from counterbench.run.plan import Group, PromptItem
 from counterbench.run.waits import sleep_unless_stopped
@@ -71,10 +71,7 @@ class BatchEngine(Engine):
                     task.add_done_callback(self._worker_done)
                     self._workers.append(task)
                 results = await asyncio.gather(*self._workers, return_exceptions=True)
-                errors = [r for r in results
-                          if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
-                if errors:
-                    raise errors[0]
+                raise_first_error(results)
         finally:
             self.writer.flush()
             self.display.refresh()

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
+from typing import Any
 
 from counterbench.models.base import (
     Backend,
@@ -63,6 +64,13 @@ _FINAL_EMPTY = frozenset({"length", "content_filter"})
 _ATTEMPTS_BEFORE_ANY_SUCCESS = 3
 
 
+def raise_first_error(results: list[Any]) -> None:
+    """Raise the first exception among gathered workers' ``results`` (a cancelled worker is not an error)."""
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            raise result
+
+
 class Engine(RunSession):
     """The in-process engine: one lane of worker coroutines per model (see the module docstring)."""
 
@@ -89,10 +97,7 @@ class Engine(RunSession):
                 results = await asyncio.gather(*self._workers, return_exceptions=True)
                 while self._retries:  # the workers are done; wait for the retries still pending
                     results += await asyncio.gather(*list(self._retries), return_exceptions=True)
-                errors = [r for r in results
-                          if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
-                if errors:
-                    raise errors[0]
+                raise_first_error(results)
         finally:
             self.writer.flush()
             self.display.refresh()
