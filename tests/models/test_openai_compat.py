@@ -295,13 +295,17 @@ def test_concurrent_requests_with_faults_all_complete_after_retries(fake_openai:
     )
     n = 120
 
+    answered_with_status = 0  # failures the server certainly saw: it sent an HTTP status
+
     async def one(i: int) -> tuple[str | None, int]:
+        nonlocal answered_with_status
         for attempt in range(1, 30):
             try:
                 result = await backend.complete(_request(f"question {i}"))
                 return result.text, attempt
             except BackendError as exc:
                 assert exc.retryable and PLANTED_KEY not in str(exc)
+                answered_with_status += exc.status is not None
         raise AssertionError("never answered")
 
     async def go() -> list[tuple[str | None, int]]:
@@ -314,8 +318,10 @@ def test_concurrent_requests_with_faults_all_complete_after_retries(fake_openai:
     assert [text for text, _ in results] == [answer_text(SYSTEM_INR, f"question {i}") for i in range(n)]
     retries = sum(attempts - 1 for _, attempts in results)
     counters = fake_openai.counters
-    # a client timeout can fire before a busy server has read the request: the server may see fewer
-    assert n + retries * 0.8 <= counters.requests <= n + retries
+    # a client timeout or dropped connection can fire before a busy server has read the request, so the
+    # server may see fewer than n + retries; it saw at least every request it answered with a status,
+    # and never more than were sent
+    assert n + answered_with_status <= counters.requests <= n + retries
     faults = sum(v for k, v in counters.outcomes.items() if k != "ok")
     assert counters.outcomes["ok"] >= n and faults == counters.requests - counters.outcomes["ok"]
     assert 0.15 < faults / counters.requests < 0.45
