@@ -14,6 +14,7 @@ from counterbench.outcomes import parse_outcome
 from counterbench.parse import parse_answer
 from counterbench.run import run_prompts
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+from tests.parse.rupeebias_types import answer_type
 from tests.run.conftest import FAST_RETRY, make_prompts
 
 DEEP_ANSWER = '{"answer": "### 950000 INR", "deep": ' + "[" * 1000 + "]" * 1000 + "}"
@@ -61,7 +62,8 @@ def test_a_deep_reply_body_is_stored_unparseable_not_a_crash(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("char", ["\u200b", "\u200d", "\u200c", "\ufeff", "\u00ad", "\u2060"])
 def test_an_invisible_character_inside_a_number_is_never_the_tail_digits(char: str) -> None:
-    for text, use_case in ((f"### 9{char}50000 INR", "salary_estimation"), (f"### 9{char}50,000 INR", "inr"),
+    salary = answer_type("salary_estimation")
+    for text, use_case in ((f"### 9{char}50000 INR", salary), (f"### 9{char}50,000 INR", "inr"),
                            (f"### 1{char}2.5 %", "percent"), (f"### 12.{char}5 %", "percent")):
         answer = parse_answer(text, use_case)
         assert (answer.status, answer.reason) == ("unparseable", "hidden_character"), (text, answer)
@@ -70,9 +72,9 @@ def test_an_invisible_character_inside_a_number_is_never_the_tail_digits(char: s
 
 
 def test_a_bidi_override_with_digits_is_hidden_and_formatting_alone_is_read() -> None:
-    assert parse_answer("### \u202e0000021\u202c INR", "salary_estimation").reason == "hidden_character"
+    assert parse_answer("### \u202e0000021\u202c INR", answer_type("salary_estimation")).reason == "hidden_character"
     for text in ("\ufeff### 950000 INR", "### 950000 INR\u200b", "### \u200b950000 INR", "आपका\u200d वेतन ### 9.5 LPA"):
-        answer = parse_answer(text, "salary_estimation")
+        answer = parse_answer(text, answer_type("salary_estimation"))
         assert (answer.status, answer.value) == ("ok", 950_000.0), (text, answer)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from tests.parse.rupeebias_types import answer_type
 
 from counterbench.errors import UserError
-from counterbench.parse import ParsedAnswer, parse_answer, parse_profiles, parse_series, valid_use_case_names
+from counterbench.parse import ParsedAnswer, answer_type_names, parse_answer, parse_profiles, parse_series
 from counterbench.parse.rules import load_rules
 
 
@@ -16,35 +17,42 @@ def test_profiles() -> None:
 
 
 @pytest.mark.parametrize(
-    ("use_case", "answer_type"),
+    ("use_case", "expected"),
     [
         ("salary_estimation", "inr_annual"),
         ("counter_offer_recommendation", "inr_annual"),
         ("salary_increment_estimation", "percent"),
         ("service_pricing_vendor", "inr"),
         ("service_pricing_customer", "inr"),
-        ("service_pricing_client", "inr"),
+        ("service_pricing_client", "inr"),  # the release's name, an alias the study declares
     ],
 )
-def test_use_cases_map_to_answer_types(use_case: str, answer_type: str) -> None:
-    assert load_rules().use_cases[use_case] == answer_type
+def test_the_study_declares_its_use_cases_answer_types(use_case: str, expected: str) -> None:
+    assert answer_type(use_case) == expected
 
 
-def test_unknown_use_case_is_a_user_error() -> None:
+def test_the_parse_rules_name_no_study_use_case() -> None:
+    """Which use case reads which answer type is the study's to say; the parse rules know answer types only."""
+    assert not hasattr(load_rules(), "use_cases")
+    with pytest.raises(UserError, match="unknown answer type 'salary_estimation'"):
+        parse_answer("### 5 INR", "salary_estimation")
+
+
+def test_unknown_answer_type_is_a_user_error() -> None:
     with pytest.raises(UserError) as info:
         parse_answer("### 5 INR", "salary_guess")
     message = str(info.value)
     assert "\n" not in message and "salary_guess" in message
-    for name in ("salary_estimation", "service_pricing_client", "inr_annual", "percent", "number"):
+    for name in ("inr_annual", "inr", "percent", "number"):
         assert name in message
 
 
 def test_unknown_profile_is_a_user_error() -> None:
     with pytest.raises(UserError) as info:
-        parse_answer("### 5 INR", "salary_estimation", profile="rupeebias-v2")
+        parse_answer("### 5 INR", "inr_annual", profile="rupeebias-v2")
     assert "default" in str(info.value) and "rupeebias-v1" in str(info.value)
     with pytest.raises(UserError):
-        parse_series(pd.Series(["### 5 INR"]), "salary_estimation", profile="strict")
+        parse_series(pd.Series(["### 5 INR"]), "inr_annual", profile="strict")
 
 
 def test_v1_has_no_generic_number_parser() -> None:
@@ -52,9 +60,8 @@ def test_v1_has_no_generic_number_parser() -> None:
         parse_answer("### 5", "number", profile="rupeebias-v1")
 
 
-def test_valid_names_listed() -> None:
-    names = valid_use_case_names()
-    assert "salary_estimation" in names and "inr" in names
+def test_answer_type_names_listed() -> None:
+    assert answer_type_names() == ["inr", "inr_annual", "number", "percent"]
 
 
 def test_parsed_answer_is_frozen() -> None:
@@ -97,7 +104,7 @@ def test_parse_series_columns_index_and_values() -> None:
             "salary_estimation",
         ]
     )
-    table = parse_series(texts, use_cases)
+    table = parse_series(texts, use_cases.map(answer_type))
     assert list(table.columns) == [
         "status",
         "value",
@@ -120,7 +127,7 @@ def test_parse_series_columns_index_and_values() -> None:
 def test_parse_series_same_text_different_use_cases() -> None:
     texts = pd.Series(["### 45000 INR"] * 4)
     use_cases = pd.Series(["salary_estimation", "service_pricing_vendor"] * 2)
-    table = parse_series(texts, use_cases, profile="rupeebias-v1")
+    table = parse_series(texts, use_cases.map(answer_type), profile="rupeebias-v1")
     assert table["release_value"].tolist() == [45000.0, 45000.0, 45000.0, 45000.0]
     assert table["value"].tolist() == [4.5e9, 45000.0, 4.5e9, 45000.0]  # v1: <1e5 INR salary read as LPA
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.parse.rupeebias_types import answer_type
 from tests.parse.test_parse_properties import indian, western
 
 from counterbench.parse import parse_answer
@@ -30,7 +31,7 @@ from counterbench.parse import parse_answer
     ],
 )
 def test_number_forms_are_read_correctly(text: str, value: float) -> None:
-    answer = parse_answer(text, "salary_estimation")
+    answer = parse_answer(text, answer_type("salary_estimation"))
     assert answer.status == "ok" and answer.value == pytest.approx(value), (text, answer)
 
 
@@ -45,7 +46,7 @@ def test_number_forms_are_read_correctly(text: str, value: float) -> None:
     ],
 )
 def test_unreadable_number_forms_are_refused(text: str, reason: str) -> None:
-    answer = parse_answer(text, "salary_estimation")
+    answer = parse_answer(text, answer_type("salary_estimation"))
     assert answer.status == "unparseable" and answer.reason == reason, (text, answer)
 
 
@@ -59,10 +60,10 @@ def test_every_spaced_grouping_and_scientific_form_round_trips_or_is_refused() -
         n = rng.randint(1_000, 99_999_999)
         forms = [_spaced(indian(n)), _spaced(western(n)), f"{n:.6e}", f"{n / 1e6:.6g}M"]
         for form in forms:
-            answer = parse_answer(f"### {form} INR", "salary_estimation")
+            answer = parse_answer(f"### {form} INR", answer_type("salary_estimation"))
             if answer.status == "ok":
                 assert answer.value == pytest.approx(float(form.replace(" ", "").rstrip("M")) * (
                     1e6 if form.endswith("M") else 1.0), rel=1e-9), (form, answer)
             else:
                 assert answer.status == "unparseable", (form, answer)
-        assert parse_answer(f"### {_spaced(indian(n))} INR", "salary_estimation").value == n
+        assert parse_answer(f"### {_spaced(indian(n))} INR", answer_type("salary_estimation")).value == n

@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable
 
 import pytest
+from tests.parse.rupeebias_types import answer_type
 
 from counterbench.parse import parse_answer
 
@@ -48,7 +49,7 @@ def test_price_round_trip(profile: str, style: Callable[[int], str]) -> None:
     """`### n INR` parses back to n for prices, however n is grouped, under both profiles."""
     for n in _integers(1):
         text = f"### {style(n)} INR"
-        parsed = parse_answer(text, "service_pricing_vendor", profile)
+        parsed = parse_answer(text, answer_type("service_pricing_vendor"), profile)
         assert (parsed.status, parsed.value, parsed.release_value) == ("ok", n, n), text
         assert parsed.out_of_range == (not 100 <= n <= 10_000_000), text
 
@@ -58,7 +59,7 @@ def test_salary_round_trip_default(style: Callable[[int], str]) -> None:
     """Salary `### n INR` is n rupees per year (never LPA), release value n / 1e5."""
     for n in _integers(2):
         text = f"### {style(n)} INR"
-        parsed = parse_answer(text, "salary_estimation")
+        parsed = parse_answer(text, answer_type("salary_estimation"))
         assert (parsed.status, parsed.value) == ("ok", n), text
         assert parsed.release_value == pytest.approx(n / 1e5, rel=1e-12), text
 
@@ -66,7 +67,7 @@ def test_salary_round_trip_default(style: Callable[[int], str]) -> None:
 def test_salary_round_trip_v1_quirk() -> None:
     """Under rupeebias-v1 a salary `### n INR` is n rupees only from ₹1 lakh; below, n is read as LPA."""
     for n in _integers(3):
-        parsed = parse_answer(f"### {indian(n)} INR", "salary_estimation", "rupeebias-v1")
+        parsed = parse_answer(f"### {indian(n)} INR", answer_type("salary_estimation"), "rupeebias-v1")
         expected = n if n >= 100_000 else n * 100_000
         assert parsed.value == pytest.approx(expected, rel=1e-12), n
 
@@ -77,7 +78,7 @@ def test_lpa_ranges_are_midpoints(profile: str) -> None:
     for _ in range(N):
         lo = round(rng.uniform(1, 60), 1)
         hi = round(lo + rng.uniform(0.5, 30), 1)
-        parsed = parse_answer(f"{lo}-{hi} LPA", "counter_offer_recommendation", profile)
+        parsed = parse_answer(f"{lo}-{hi} LPA", answer_type("counter_offer_recommendation"), profile)
         assert parsed.status == "ok" and parsed.is_range, (lo, hi)
         assert parsed.value == pytest.approx((lo + hi) / 2 * 1e5, rel=1e-9), (lo, hi)
 
@@ -88,7 +89,7 @@ def test_percent_round_trip(profile: str) -> None:
     for _ in range(N):
         p = round(rng.uniform(0, 300), rng.choice([0, 1, 2]))
         for text in (f"### {p} %", f"### {p}%"):
-            parsed = parse_answer(text, "salary_increment_estimation", profile)
+            parsed = parse_answer(text, answer_type("salary_increment_estimation"), profile)
             assert (parsed.status, parsed.value) == ("ok", p), text
 
 

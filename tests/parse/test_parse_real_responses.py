@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.parse.rupeebias_types import answer_type
 
 from counterbench.parse import parse_answer, parse_series
 
@@ -44,7 +45,7 @@ def _agreement(records: list[dict[str, Any]], profile: str) -> tuple[int, int, i
         expected = record["validation_status"]
         if expected is None:
             continue
-        parsed = parse_answer(record["response"], record["task"], profile)
+        parsed = parse_answer(record["response"], answer_type(record["task"]), profile)
         compared += 1
         by_status += (parsed.status == "ok") == (expected == "valid")
         with_bounds += (parsed.status == "ok" and not parsed.out_of_range) == (expected == "valid")
@@ -68,7 +69,7 @@ def test_agreement_with_release_validation(records: list[dict[str, Any]], profil
 @pytest.mark.parametrize("profile", ["rupeebias-v1", "default"])
 def test_each_row(records: list[dict[str, Any]], profile: str) -> None:
     for record in records:
-        parsed = parse_answer(record["response"], record["task"], profile)
+        parsed = parse_answer(record["response"], answer_type(record["task"]), profile)
         text = record["response"].strip()
         if text == "### -1 INR":
             assert (parsed.status, parsed.reason) == ("unparseable", "negative"), record
@@ -89,9 +90,9 @@ def test_series_matches_scalar(records: list[dict[str, Any]]) -> None:
 
     frame = pd.DataFrame(records)
     for profile in ("default", "rupeebias-v1"):
-        table = parse_series(frame["response"], frame["task"], profile=profile)
+        table = parse_series(frame["response"], frame["task"].map(answer_type), profile=profile)
         for i, record in enumerate(records):
-            one = parse_answer(record["response"], record["task"], profile)
+            one = parse_answer(record["response"], answer_type(record["task"]), profile)
             assert table["status"].iloc[i] == one.status
             assert table["reason"].iloc[i] == one.reason
             if one.value is None:

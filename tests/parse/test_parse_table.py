@@ -11,15 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from tests.parse.rupeebias_types import answer_type
 
 from counterbench.parse import ParsedAnswer, parse_answer
 
-SAL = "salary_estimation"
-HIKE = "salary_increment_estimation"
-COUNTER = "counter_offer_recommendation"
-VENDOR = "service_pricing_vendor"
-CLIENT = "service_pricing_client"  # the release's name; alias of service_pricing_customer
-CUSTOMER = "service_pricing_customer"
+SAL = answer_type("salary_estimation")
+HIKE = answer_type("salary_increment_estimation")
+COUNTER = answer_type("counter_offer_recommendation")
+VENDOR = answer_type("service_pricing_vendor")
+CLIENT = answer_type("service_pricing_client")  # the release's name; alias of service_pricing_customer
+CUSTOMER = answer_type("service_pricing_customer")
 
 
 @dataclass(frozen=True)

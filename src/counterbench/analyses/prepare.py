@@ -20,14 +20,15 @@ Decisions (switches in :mod:`counterbench.analyses.profiles`):
 - **A study profile's value rule** (``rewrite_values``): applied to the rows before anything else,
   with the full results (design columns included) at hand — the built-in study's release profile
   analyses counter-offers as a markup over the offer this way.
-- ``service_pricing_client`` (the release's name) is renamed ``service_pricing_customer``.
+- A use case stored under another name its (registered) study declares (``use_case_aliases``, e.g. a
+  published release's name) is analysed under the study's own name.
 - Missing optional columns: ``variant`` → ``standard``; ``simulated`` → true for ``sim:`` models;
   ``out_of_range`` → false.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,9 +67,6 @@ REQUIRED_COLUMNS: tuple[str, ...] = (
 RELEASE_DEDUP_COLUMNS: tuple[str, ...] = (
     "model", "variant", "use_case", "language", "profile_id", "question_variant", "identifier"
 )
-USE_CASE_ALIASES = {"service_pricing_client": "service_pricing_customer"}
-
-
 @dataclass(frozen=True)
 class PreparedResults:
     """The analysis inputs derived from one results table.
@@ -108,6 +106,20 @@ def _check_columns(results: pd.DataFrame) -> None:
         raise UserError("the results table is empty: run some prompts first (`counterbench run`)")
 
 
+def use_case_aliases(study_names: Iterable[str]) -> dict[str, str]:
+    """Another name of a use case -> its study's own name, as the registered studies named declare them (the
+    ``use_case_aliases`` hook); a study that is not registered (a study file) declares none here."""
+    from counterbench.studies.hooks import hook
+    from counterbench.studies.registry import STUDIES, load_study
+
+    aliases: dict[str, str] = {}
+    for name in dict.fromkeys(study_names):
+        if name in STUDIES:
+            for alias, own in dict(hook(load_study(name), "use_case_aliases")).items():
+                aliases.setdefault(str(alias), str(own))
+    return aliases
+
+
 def _with_defaults(results: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in (*REQUIRED_COLUMNS, "variant", "simulated", "out_of_range", "release_value",
                         "config_fp", "started_at", "finished_at") if c in results.columns]
@@ -120,7 +132,10 @@ def _with_defaults(results: pd.DataFrame) -> pd.DataFrame:
     if "out_of_range" not in frame.columns:
         frame["out_of_range"] = False
     frame["out_of_range"] = frame["out_of_range"].fillna(False).astype(bool)
-    frame["use_case"] = frame["use_case"].astype(str).replace(USE_CASE_ALIASES)
+    frame["use_case"] = frame["use_case"].astype(str)
+    aliases = use_case_aliases(results["study"].dropna().astype(str).unique() if "study" in results.columns else ())
+    if aliases:
+        frame["use_case"] = frame["use_case"].replace(aliases)
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
     frame["status"] = frame["status"].astype(str)
     return frame

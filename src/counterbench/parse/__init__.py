@@ -8,16 +8,16 @@ the parsers know live in ``rules.yaml`` (package data). Start with :func:`parse_
 
 from counterbench.parse.api import DEFAULT_PROFILE, parse_answer, parse_profiles, parse_series
 from counterbench.parse.result import STATUSES, ParsedAnswer
-from counterbench.parse.rules import AnswerType, resolve_answer_type, valid_use_case_names
+from counterbench.parse.rules import AnswerType, answer_type_names, resolve_answer_type
 
 __all__ = [
     "DEFAULT_PROFILE",
     "STATUSES",
     "AnswerType",
     "ParsedAnswer",
+    "answer_type_names",
     "parse_answer",
     "parse_profiles",
     "parse_series",
     "resolve_answer_type",
-    "valid_use_case_names",
 ]

@@ -55,43 +55,42 @@ def _parse_cached(text: str | None, answer_type_name: str, profile: str) -> Pars
     return _parser(profile)(text, resolve_answer_type(answer_type_name))
 
 
-def parse_answer(text: str | None, use_case: str, profile: str = DEFAULT_PROFILE) -> ParsedAnswer:
+def parse_answer(text: str | None, answer_type_name: str, profile: str = DEFAULT_PROFILE) -> ParsedAnswer:
     """Parse one model response.
 
-    ``use_case`` is a use case the parse rules name (``rules.yaml``: ``use_cases``) or an answer
-    type (``inr_annual``, ``percent``, ``inr``, ``number``). ``profile`` is one of
-    :func:`parse_profiles`.
+    ``answer_type_name`` is an answer type of ``rules.yaml`` (``inr_annual``, ``percent``, ``inr``,
+    ``number``; a study's use case declares its own). ``profile`` is one of :func:`parse_profiles`.
     """
-    answer_type = resolve_answer_type(use_case)
+    answer_type = resolve_answer_type(answer_type_name)
     _parser(profile)
     if text is not None and not isinstance(text, str):
         text = None
     return _parse_cached(text, answer_type.name, profile)
 
 
-def _answer_type_codes(use_cases: pd.Series | str, index: pd.Index) -> tuple[np.ndarray, list[str]]:
+def _answer_type_codes(answer_types: pd.Series | str, index: pd.Index) -> tuple[np.ndarray, list[str]]:
     """Per-row answer type codes (into the returned name list)."""
-    if isinstance(use_cases, str):
-        return np.zeros(len(index), dtype=np.int64), [resolve_answer_type(use_cases).name]
-    if len(use_cases) != len(index):
-        raise UserError(f"parse_series: {len(index)} texts but {len(use_cases)} use cases; give one per text")
-    codes, uniques = pd.factorize(pd.Series(use_cases).astype(object), use_na_sentinel=False)
+    if isinstance(answer_types, str):
+        return np.zeros(len(index), dtype=np.int64), [resolve_answer_type(answer_types).name]
+    if len(answer_types) != len(index):
+        raise UserError(f"parse_series: {len(index)} texts but {len(answer_types)} answer types; give one per text")
+    codes, uniques = pd.factorize(pd.Series(answer_types).astype(object), use_na_sentinel=False)
     names = [resolve_answer_type(str(u)).name for u in uniques]
     type_names = sorted(set(names))
     remap = np.array([type_names.index(n) for n in names], dtype=np.int64)
     return remap[codes], type_names
 
 
-def parse_series(texts: pd.Series, use_cases: pd.Series | str, profile: str = DEFAULT_PROFILE) -> pd.DataFrame:
+def parse_series(texts: pd.Series, answer_types: pd.Series | str, profile: str = DEFAULT_PROFILE) -> pd.DataFrame:
     """Parse many responses at once; one output row per input row, same index.
 
-    ``use_cases`` is one name for all rows or a Series aligned by position with ``texts``.
+    ``answer_types`` is one answer type name for all rows or a Series aligned by position with ``texts``.
     Columns: ``status``, ``value``, ``unit``, ``is_range``, ``out_of_range``, ``reason``,
     ``release_value``, ``release_unit``. Each distinct (text, answer type) pair is parsed once.
     """
     _parser(profile)
     texts = pd.Series(texts)
-    type_codes, type_names = _answer_type_codes(use_cases, texts.index)
+    type_codes, type_names = _answer_type_codes(answer_types, texts.index)
     text_codes, text_uniques = pd.factorize(texts.astype(object), use_na_sentinel=True)
     # NaN/None -> code len(text_uniques), parsed as None
     text_codes = np.where(text_codes < 0, len(text_uniques), text_codes).astype(np.int64)

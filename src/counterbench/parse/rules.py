@@ -6,8 +6,8 @@ Decisions:
   phrases, error and truncation markers) and every per-answer-type fact (unit, release unit,
   plausibility bounds) lives in ``rules.yaml`` next to this module. Adding a unit word or a
   refusal phrase in another language is a data edit.
-- A *use case* (``salary_estimation``, ..., ``service_pricing_client``) maps to an *answer type*
-  (``inr_annual``, ``percent``, ``inr``, ``number``). Callers may pass either; anything else is a
+- Answers are parsed by *answer type* (``inr_annual``, ``percent``, ``inr``, ``number``); a study's use case
+  declares its answer type in the study (never here). Any other name is a
   :class:`~counterbench.errors.UserError` whose one-line message lists the valid names.
 - The file is read once per process (``functools.cache``); the returned objects are frozen.
 """
@@ -45,7 +45,6 @@ class AnswerType:
 class Rules:
     """Everything loaded from ``rules.yaml``. Word lists are lower-cased and normalised."""
 
-    use_cases: dict[str, str]
     answer_types: dict[str, AnswerType]
     scales: dict[str, float]  # word -> multiplier
     percent_words: tuple[str, ...]
@@ -96,10 +95,6 @@ def _answer_type(name: str, raw: Any) -> AnswerType:
 def rules_from_mapping(data: dict[str, Any]) -> Rules:
     """Build :class:`Rules` from the parsed YAML mapping (validates its shape)."""
     answer_types = {name: _answer_type(name, raw) for name, raw in dict(data["answer_types"]).items()}
-    use_cases = {str(k): str(v) for k, v in dict(data["use_cases"]).items()}
-    for use_case, answer_type in use_cases.items():
-        if answer_type not in answer_types:
-            raise ValueError(f"{RULES_FILE}: use case {use_case} maps to unknown answer type {answer_type}")
     scales: dict[str, float] = {}
     for name, raw in dict(data["scales"]).items():
         for word in _words(raw["words"], f"scales.{name}.words"):
@@ -107,7 +102,6 @@ def rules_from_mapping(data: dict[str, Any]) -> Rules:
     periods = dict(data["periods"])
     refusals = {str(profile): tuple(phrases) for profile, phrases in dict(data["refusal_phrases"]).items()}
     return Rules(
-        use_cases=use_cases,
         answer_types=answer_types,
         scales=scales,
         percent_words=_words(data["percent_words"], "percent_words"),
@@ -136,23 +130,15 @@ def load_rules() -> Rules:
     return rules_from_mapping(data)
 
 
-def valid_use_case_names() -> list[str]:
-    """Use case names and answer type names accepted by :func:`resolve_answer_type`."""
-    rules = load_rules()
-    return sorted(rules.use_cases) + sorted(rules.answer_types)
+def answer_type_names() -> list[str]:
+    """The answer type names :func:`resolve_answer_type` accepts."""
+    return sorted(load_rules().answer_types)
 
 
 @functools.cache
-def resolve_answer_type(use_case: str) -> AnswerType:
-    """Map a use case name (or an answer type name) to its :class:`AnswerType`.
-
-    Raises :class:`UserError` for an unknown name.
-    """
-    rules = load_rules()
-    name = rules.use_cases.get(use_case, use_case)
-    answer_type = rules.answer_types.get(name)
+def resolve_answer_type(name: str) -> AnswerType:
+    """The :class:`AnswerType` called ``name``; an unknown name is a :class:`UserError`."""
+    answer_type = load_rules().answer_types.get(name)
     if answer_type is None:
-        raise UserError(
-            f"unknown use case or answer type {use_case!r}; valid names: " + ", ".join(valid_use_case_names())
-        )
+        raise UserError(f"unknown answer type {name!r}; valid names: " + ", ".join(answer_type_names()))
     return answer_type

@@ -65,6 +65,9 @@ class DeclarativeStudy:
         self._aliases = {
             alias: uc.name for uc in definition.use_cases.values() for alias in (uc.name, *uc.aliases)
         }
+        self.use_case_aliases: Mapping[str, str] = {
+            alias: uc.name for uc in definition.use_cases.values() for alias in uc.aliases
+        }
         self._expanded: dict[tuple[str, ...], pd.DataFrame] = {}
         self._identifier_aliases = {
             alias: ident.value for ident in definition.identifiers for alias in (ident.value, *ident.aliases)

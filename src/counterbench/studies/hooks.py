@@ -26,6 +26,9 @@ class StudyHooks(Protocol):
     variants: tuple[str, ...]
     #: use case -> the name tables and the report use for it (default: the use case's own name)
     use_case_labels: Mapping[str, str]
+    #: another name of a use case (e.g. the one a published release uses) -> the study's own name; answers
+    #: stored under the other name are analysed and linked under the study's (default: none)
+    use_case_aliases: Mapping[str, str]
     #: the study's own command-line options (``counterbench audit STUDY --NAME VALUE``), a
     #: :class:`counterbench.studies.options.StudyOptions`; default: none
     study_options: Any
@@ -54,6 +57,7 @@ class StudyHooks(Protocol):
 DEFAULTS: dict[str, Any] = {
     "variants": VARIANTS,
     "use_case_labels": {},
+    "use_case_aliases": {},
     "study_options": None,
     "study_tables": (),
     "analyze_tables": None,

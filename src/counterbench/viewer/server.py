@@ -6,7 +6,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +14,13 @@ from counterbench.errors import UserError
 from counterbench.report.links import DEFAULT_HOST, DEFAULT_PORT
 
 
-def analysis_aliases() -> dict[str, dict[str, str]]:
-    """Names the analysis tables use for stored values (e.g. a renamed use case), so report links match."""
-    try:
-        from counterbench.analyses import prepare
-    except ImportError:  # pragma: no cover - the analysis package is part of counterbench
-        return {}
-    use_cases = getattr(prepare, "USE_CASE_ALIASES", {})
-    return {"use_case": dict(use_cases)} if isinstance(use_cases, dict) else {}
+def analysis_aliases(studies: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Names the analysis tables use for stored values (a use case stored under a name its study declares as
+    an alias is analysed under the study's own), so report links match."""
+    from counterbench.analyses.prepare import use_case_aliases
+
+    use_cases = use_case_aliases(studies)
+    return {"use_case": use_cases} if use_cases else {}
 
 
 def bind(port: int) -> socket.socket:
@@ -57,7 +56,8 @@ def serve(store: str | Path, port: int = DEFAULT_PORT, *, announce: Callable[[st
     from counterbench.viewer.app import create_app
     from counterbench.viewer.catalog import Catalog
 
-    catalog = Catalog(store, aliases=analysis_aliases())
+    catalog = Catalog(store)
+    catalog.aliases = analysis_aliases(str(s) for (s,) in catalog.query("SELECT DISTINCT study FROM cat.items") if s)
     sock = bind(port)
     url = f"http://{DEFAULT_HOST}:{sock.getsockname()[1]}/"
     say = announce or (lambda line: print(line, flush=True))
