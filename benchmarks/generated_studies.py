@@ -93,10 +93,9 @@ def viewer_get(store: Path) -> Any:
     from starlette.testclient import TestClient
 
     from counterbench.viewer.app import create_app
-    from counterbench.viewer.catalog import Catalog
-    from counterbench.viewer.server import analysis_aliases
+    from counterbench.viewer.server import open_catalog
 
-    catalog = Catalog(store, aliases=analysis_aliases())
+    catalog = open_catalog(store)
     client = TestClient(create_app(catalog), base_url="http://127.0.0.1")
 
     def get(url: str) -> tuple[int, str]:

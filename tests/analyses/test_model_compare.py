@@ -157,3 +157,19 @@ def test_an_analysis_leaves_a_model_flagged_by_the_answer_checks_unranked_and_ou
     assert isinstance(findings, list) and len(findings) == 1 and "twin" not in findings[0]
     assert findings[0].startswith("fair and biased differ on 1 of 1 headline measures; the largest: fair's")
     assert tables["leaderboard"].equals(board)  # no Mean Δ% measure: the leaderboard is left as it was
+
+
+def test_slot_keys_with_missing_values_are_text() -> None:
+    """A slot column only some use cases have is missing (NaN, also in a categorical) in the others; pandas 3
+    keeps NaN through ``astype(str)``, which made the model comparison fail on generated studies (seed 3 of
+    benchmarks/generated_studies.py). Missing reads as ''."""
+    import numpy as np
+    import pandas as pd
+
+    from counterbench.analyses.model_summaries import _keys
+
+    frame = pd.DataFrame({"a": pd.Categorical(["x", None, "y"]), "b": [1.0, 2.0, np.nan], "c": ["p", "q", "r"]})
+    keys = _keys(frame, ["a", "b", "c"])
+    assert all(isinstance(k, str) for k in keys)
+    assert len(set(keys)) == 3
+    assert keys[1].startswith("") and "2.0" in keys[1] and keys[2].endswith("r")

@@ -83,10 +83,11 @@ def _keys(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     cols = [c for c in columns if c in frame.columns]
     if not cols:
         return np.full(len(frame), "", dtype=object)
-    text = frame[cols].astype(str)
-    out = text[cols[0]].to_numpy(dtype=object)
+    # a missing value (a column only some use cases have; a categorical keeps NaN through astype(str)) is ''
+    text = {c: frame[c].astype("string").fillna("").to_numpy(dtype=object) for c in cols}
+    out = text[cols[0]]
     for c in cols[1:]:
-        out = out + _SEP + text[c].to_numpy(dtype=object)
+        out = out + _SEP + text[c]
     return np.asarray(out, dtype=object)
 
 

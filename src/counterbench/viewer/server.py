@@ -8,10 +8,13 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from counterbench.errors import UserError
 from counterbench.report.links import DEFAULT_HOST, DEFAULT_PORT
+
+if TYPE_CHECKING:
+    from counterbench.viewer.catalog import Catalog
 
 
 def analysis_aliases(studies: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -21,6 +24,15 @@ def analysis_aliases(studies: Iterable[str]) -> dict[str, dict[str, str]]:
 
     use_cases = use_case_aliases(studies)
     return {"use_case": use_cases} if use_cases else {}
+
+
+def open_catalog(store: str | Path) -> Catalog:
+    """The viewer's catalog of ``store``, with the analysis names of the studies it holds."""
+    from counterbench.viewer.catalog import Catalog
+
+    catalog = Catalog(store)
+    catalog.aliases = analysis_aliases(str(s) for (s,) in catalog.query("SELECT DISTINCT study FROM cat.items") if s)
+    return catalog
 
 
 def bind(port: int) -> socket.socket:
@@ -54,10 +66,8 @@ def serve(store: str | Path, port: int = DEFAULT_PORT, *, announce: Callable[[st
     import uvicorn
 
     from counterbench.viewer.app import create_app
-    from counterbench.viewer.catalog import Catalog
 
-    catalog = Catalog(store)
-    catalog.aliases = analysis_aliases(str(s) for (s,) in catalog.query("SELECT DISTINCT study FROM cat.items") if s)
+    catalog = open_catalog(store)
     sock = bind(port)
     url = f"http://{DEFAULT_HOST}:{sock.getsockname()[1]}/"
     say = announce or (lambda line: print(line, flush=True))
