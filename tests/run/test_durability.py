@@ -293,6 +293,8 @@ def test_store_deleted_mid_run_stops_with_a_named_recovery_file(tmp_path: Path) 
     line = one_error_line(subprocess.CompletedProcess([], 2, out, err))
     assert "was deleted or replaced" in line
     recovered = _recovered_ids(_recovery_file(line))
+    first = json.loads(_recovery_file(line).read_text(encoding="utf-8").splitlines()[0])
+    assert first["model_spec"] == first["model"]  # the model string behind the label, checked at its import
     assert len(recovered) == len(set(recovered))
     by_user = dict(zip(table["user"], table["prompt_id"], strict=True))
     assert set(recovered) == {by_user[u] for u in answered}  # every answer received, nothing else
