@@ -3,7 +3,8 @@
 not UTF-8, a truncated line or a line that is not an object is one line naming the file (and the line) and
 exit 2, for every door — ``run --prompts``, a recovery file's ``import``, hiring's ``--jobs``/``--resumes``/
 ``--baskets``, DiscrimEval's and BBQ's ``--data``, STEM's ``--math``/``--jeebench``, ``verify``'s test
-record, an annotation sheet and a price table. Nothing is left behind. (YAML files: test_yaml_doors.py.)"""
+record, an annotation sheet, a price table and an Inspect ``.json`` log. Nothing is left behind. (YAML
+files: test_yaml_doors.py.)"""
 
 from __future__ import annotations
 
@@ -177,3 +178,22 @@ def test_the_readers_give_the_same_values_as_json_and_csv(tmp_path: Path) -> Non
     table.write_text("x,y\n1,\n2,b\n", encoding="utf-8")
     assert read_csv_file(table).to_dict("records") == [{"x": "1", "y": ""}, {"x": "2", "y": "b"}]
     assert read_csv_file(table, as_text=False)["x"].tolist() == [1, 2]
+
+
+INSPECT_DEFECTS = {
+    "too deep": b'{"version": 2, "eval": ' + b"[" * 5000 + b"]" * 5000 + b"}",  # past Python's recursion limit
+    "NaN": b'{"version": 2, "status": "success", "eval": NaN}',
+    "not UTF-8": b'{"version": 2, "eval": "Z\xfcrich"}',
+    "truncated": b'{"version": 2, "eval": {"model": "x"',
+}
+
+
+@pytest.mark.parametrize("defect", list(INSPECT_DEFECTS))
+def test_a_bad_inspect_json_log_is_one_line(tmp_path: Path, defect: str) -> None:
+    """Inspect's own reader reads its logs; a bad one is still one line naming the file, and no store."""
+    pytest.importorskip("inspect_ai")
+    path = tmp_path / "log.json"
+    path.write_bytes(INSPECT_DEFECTS[defect])
+    _one_line(run_cli_here("import", "--inspect-log", str(path), "--store", str(tmp_path / "s.db"), cwd=tmp_path),
+              "cannot read Inspect log", "log.json")
+    assert _left(tmp_path, path) == []
