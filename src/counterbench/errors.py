@@ -8,7 +8,7 @@ the CLI prints it and exits with code 2, without a traceback. Bugs raise ordinar
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 
 class UserError(Exception):
@@ -22,3 +22,12 @@ def nearest(key: str, valid: Sequence[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest valid key, or ``""`` (for a :class:`UserError`'s message)."""
     match = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
     return f"; did you mean '{match[0]}'?" if match else ""
+
+
+def check_keys(obj: Iterable[object], allowed: Sequence[str], where: str, what: str = "key") -> None:
+    """A :class:`UserError` for the first key of ``obj`` not in ``allowed``: ``where: unknown key 'x'; did you
+    mean 'y'? (allowed: ...)`` (``what`` names a key: ``field``, ``column``, ...)."""
+    unknown = sorted(str(k) for k in obj if k not in allowed)
+    if unknown:
+        raise UserError(f"{where}: unknown {what} '{unknown[0]}'{nearest(unknown[0], allowed)} "
+                        f"(allowed: {', '.join(allowed)})")

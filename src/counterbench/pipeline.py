@@ -231,25 +231,24 @@ def audit_report(
 
 
 def import_runs(paths: Sequence[Path | str], store: Path | str, *, study: str | None = None,
-                profile: str = "default", command: str | None = None) -> list[str]:
+                profile: str = "default", command: str | None = None, same_model: bool = False) -> list[str]:
     """``counterbench import``: load run files into ``store``; returns what was read and stored, as lines.
 
     A run's recovery files (``<store>.unsaved-....jsonl``, :mod:`counterbench.run.rescue`) are stored
-    as they are, whatever the study; the other paths go to ``study``'s registered run-file importer
-    (the default study's when none is named).
+    as a run stores its answers (label-identity check unless ``same_model``, keys redacted), whatever the
+    study; the other paths go to ``study``'s registered run-file importer (the default study's when none
+    is named).
     """
     from counterbench.errors import UserError
     from counterbench.run.importers import RUN_IMPORTERS
-    from counterbench.run.rescue import RescueImport, import_rescue_file, is_rescue_file
+    from counterbench.run.rescue import import_rescue_files, is_rescue_file
     from counterbench.studies.registry import default_study
 
     rescued = [Path(p) for p in paths if is_rescue_file(Path(p))]
     others = [p for p in paths if not is_rescue_file(Path(p))]
     lines: list[str] = []
     if rescued:
-        done = RescueImport()
-        for path in rescued:
-            done.add(import_rescue_file(path, store))
+        done = import_rescue_files(rescued, store, same_model=same_model, command=command or "")
         lines += done.summary_lines(rescued)
     if others:
         name = study or default_study()

@@ -22,9 +22,11 @@ from counterbench.registry import Registry
 from counterbench.studies.base import Study
 from counterbench.studies.hooks import hook
 from counterbench.studies.registry import load_study
-from counterbench.table_files import TABLE_FORMATS
+from counterbench.table_files import TABLE_FORMATS, read_csv_file, read_jsonl_records
 
 REQUIRED_PROMPT_COLUMNS = ("prompt_id", "system", "user")
+#: the largest prompt table read from a CSV file (bytes; a 2,000,000-prompt table is some 1 GB)
+MAX_TABLE_BYTES = 4 * 1024 ** 3
 
 
 @dataclass(frozen=True)
@@ -198,16 +200,16 @@ def read_prompt_table(path: Path | str) -> pd.DataFrame:
         raise UserError(f"cannot read {src}: use a .parquet, .csv or .jsonl prompt file")
     if not src.is_file():
         raise UserError(f"prompt file not found: {src}")
-    try:
-        if suffix == ".parquet":
+    if suffix == ".csv":
+        table = read_csv_file(src, f"prompt file {src}", as_text=False, max_bytes=MAX_TABLE_BYTES)
+    elif suffix == ".jsonl":
+        table = pd.DataFrame.from_records([rec for _, rec in read_jsonl_records(src, f"prompt file {src}")])
+    else:
+        try:
             table = pd.read_parquet(src)
-        elif suffix == ".csv":
-            table = pd.read_csv(src, keep_default_na=False, na_values=[""])
-        else:
-            table = pd.read_json(src, lines=True, dtype=False)
-    except Exception as err:  # any parser failure is a problem of the user's file
-        first_line = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise UserError(f"cannot read prompt file {src}: {first_line}") from None
+        except Exception as err:  # any parser failure is a problem of the user's file
+            first_line = f"{type(err).__name__}: {err}".splitlines()[0]
+            raise UserError(f"cannot read prompt file {src}: {first_line}") from None
     missing = [c for c in REQUIRED_PROMPT_COLUMNS if c not in table.columns]
     if missing:
         raise UserError(f"prompt file {src} lacks column(s) {', '.join(missing)}")

@@ -1,22 +1,27 @@
-"""Table files: one prompt, result or analysis table written as ``.parquet``, ``.csv`` or ``.jsonl``."""
+"""Table files: one prompt, result or analysis table written as ``.parquet``, ``.csv`` or ``.jsonl``; and the
+strict readers of the JSONL, JSON and CSV files a user gives (recovery files, a study's data files,
+published data files, annotation sheets, test records, ...): one rule for each format, one line naming the
+file (and line) for every way it can fail, as :mod:`counterbench.yaml_files` is for YAML."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from counterbench.errors import UserError
+from counterbench.errors import UserError, nearest
 from counterbench.fileperms import as_user_file
 from counterbench.json_limits import JSONLimitError, loads_bounded
+from counterbench.yaml_files import MAX_BYTES, read_text_file
 
-__all__ = ["TABLE_FORMATS", "read_jsonl_records", "write_table"]
+__all__ = ["TABLE_FORMATS", "read_csv_file", "read_json_file", "read_jsonl_records", "write_table"]
 
 TABLE_FORMATS = (".parquet", ".csv", ".jsonl")
 
@@ -59,16 +64,31 @@ def write_table(table: pd.DataFrame, path: Path | str, *, quote_text: bool = Fal
     return out
 
 
-def read_jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _json_problem(err: ValueError) -> str:
+    if isinstance(err, JSONLimitError):
+        return str(err)
+    if isinstance(err, json.JSONDecodeError):
+        return f"not valid JSON ({err.msg})"
+    return f"not valid JSON ({err})"
+
+
+def read_jsonl_records(path: Path, what: str | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """The JSON objects of a ``.jsonl`` file with their line numbers; blank lines are skipped.
 
-    A file that cannot be read, a line that is not JSON or not an object, and text that is not UTF-8
-    raise :class:`~counterbench.errors.UserError` naming the file and the line.
+    Read strictly (one rule for every JSONL file a user gives): UTF-8 text; each line one JSON object
+    within :mod:`~counterbench.json_limits`' nesting and size limits, no key twice in an object, no
+    ``NaN``/``Infinity``. Anything else raises :class:`~counterbench.errors.UserError` naming the file
+    (``what``, default its name) and the line: ``jobs.jsonl line 3: duplicate key 'title' ...``.
     """
+    what = what or path.name
     try:
         handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"cannot read {what}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"cannot read {what}: it is a folder") from None
     except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
+        raise UserError(f"cannot read {what}: {err.strerror or err}") from None
     with handle:
         lineno = 0
         try:
@@ -76,13 +96,55 @@ def read_jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not line.strip():
                     continue
                 try:
-                    rec = loads_bounded(line)
-                except JSONLimitError as err:
-                    raise UserError(f"{path.name}:{lineno}: {err}") from None
-                except json.JSONDecodeError:
-                    raise UserError(f"{path.name}:{lineno}: not valid JSON") from None
+                    rec = loads_bounded(line, strict=True)
+                except ValueError as err:
+                    raise UserError(f"{what} line {lineno}: {_json_problem(err)}") from None
                 if not isinstance(rec, dict):
-                    raise UserError(f"{path.name}:{lineno}: expected a JSON object")
+                    raise UserError(f"{what} line {lineno}: expected a JSON object, got {type(rec).__name__}")
                 yield lineno, rec
         except UnicodeDecodeError:
-            raise UserError(f"{path.name}:{lineno + 1}: not UTF-8 text (is it a .jsonl file?)") from None
+            raise UserError(f"{what} line {lineno + 1}: not UTF-8 text (is it a .jsonl file?); "
+                            "save it as UTF-8") from None
+
+
+def read_json_file(path: Path, what: str | None = None, *, max_bytes: int = MAX_BYTES) -> Any:
+    """The content of a ``.json`` file a user gives, read as strictly as :func:`read_jsonl_records` reads a
+    line (UTF-8, nesting and size limits, no duplicate key, no ``NaN``); one-line
+    :class:`~counterbench.errors.UserError` naming the file otherwise."""
+    what = what or path.name
+    text = read_text_file(path, what, max_bytes=max_bytes)
+    try:
+        return loads_bounded(text, strict=True)
+    except ValueError as err:
+        line = f"line {err.lineno}: " if isinstance(err, json.JSONDecodeError) else ""
+        raise UserError(f"{what}: {line}{_json_problem(err)}") from None
+
+
+def read_csv_file(path: Path, what: str | None = None, *, needed: Sequence[str] = (),
+                  hint: str = "save it as UTF-8 CSV", as_text: bool = True,
+                  max_bytes: int = MAX_BYTES) -> pd.DataFrame:
+    """A CSV file a user gives: UTF-8, at most ``max_bytes``, a header with each column once and the
+    ``needed`` columns, rows as wide as the header; one-line :class:`~counterbench.errors.UserError` naming
+    the file otherwise. ``as_text``: every cell as text (``""`` when empty); otherwise pandas' types, an
+    empty cell missing."""
+    what = what or path.name
+    text = read_text_file(path, what, hint, max_bytes)
+    columns = f" (expected a CSV with the columns {', '.join(needed)})" if needed else ""
+    if not text.strip():
+        raise UserError(f"{what}: the file is empty{columns}")
+    header = next(csv.reader(io.StringIO(text)), [])
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise UserError(f"{what}: column '{twice[0]}' appears twice in the header; each column may appear once")
+    try:
+        frame = (pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False) if as_text else
+                 pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""]))
+    except pd.errors.EmptyDataError:
+        raise UserError(f"{what}: the file is empty{columns}") from None
+    except (pd.errors.ParserError, csv.Error, ValueError) as err:
+        raise UserError(f"{what}: not a valid CSV ({' '.join(str(err).split())})") from None
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise UserError(f"{what}: no column '{missing[0]}'{nearest(missing[0], list(map(str, frame.columns)))} "
+                        f"(needed: {', '.join(needed)})")
+    return frame

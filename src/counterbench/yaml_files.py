@@ -157,12 +157,12 @@ def load_strict(text: str, source: str, *, loader_class: Any = None) -> Any:
         loader.dispose()
 
 
-def read_text_file(path: Path, what: str, hint: str = "save it as UTF-8") -> str:
-    """The UTF-8 text of ``path`` (at most :data:`MAX_BYTES`); one-line :class:`UserError` otherwise."""
+def read_text_file(path: Path, what: str, hint: str = "save it as UTF-8", max_bytes: int = MAX_BYTES) -> str:
+    """The UTF-8 text of ``path`` (at most ``max_bytes``); one-line :class:`UserError` otherwise."""
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise UserError(f"{what}: {size:,} bytes, more than the {MAX_BYTES:,} a YAML file may have")
+        if size > max_bytes:
+            raise UserError(f"{what}: {size:,} bytes, more than the {max_bytes:,} counterbench reads from such a file")
         raw = path.read_bytes()
     except FileNotFoundError:
         raise UserError(f"cannot read {what}: no such file") from None

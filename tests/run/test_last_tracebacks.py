@@ -62,4 +62,4 @@ def test_a_latin1_jobs_file_for_hiring_resumes_is_one_line(tmp_path: Path) -> No
     (tmp_path / "jobs.jsonl").write_bytes((json.dumps(job, ensure_ascii=False) + "\n").encode("latin-1"))
     line = one_error_line(cli("hiring", "resumes", "-m", "sim:fair", "--jobs", "jobs.jsonl", "--out", "r.jsonl",
                               cwd=tmp_path))
-    assert "jobs.jsonl: not UTF-8 text" in line
+    assert "jobs.jsonl line 1: not UTF-8 text" in line

@@ -61,7 +61,7 @@ def test_the_import_verb_reads_a_recovery_file_for_a_study_without_an_importer(t
 def test_a_file_that_is_not_a_recovery_file_is_refused_with_its_line(tmp_path: Path) -> None:
     bad_json = tmp_path / "s.db.unsaved-20260101-000000-1.jsonl"
     bad_json.write_text('{"prompt_id": "p"}\n{not json\n', encoding="utf-8")
-    with pytest.raises(UserError, match=r"unsaved-20260101-000000-1.jsonl:2: not valid JSON"):
+    with pytest.raises(UserError, match=r"unsaved-20260101-000000-1.jsonl line 2: not valid JSON"):
         read_rescue_file(bad_json)
     other = tmp_path / "other.unsaved-20260101-000000-2.jsonl"
     other.write_text('{"id": 1, "response": "x"}\n', encoding="utf-8")

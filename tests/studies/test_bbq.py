@@ -95,7 +95,8 @@ def test_bbq_scores_equal_a_hand_computation(tmp_path: Path, registered: None) -
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("not json\n", "line 1: not a JSON object"),
+    ("not json\n", "line 1: not valid JSON"),
+    ("[1, 2]\n", "line 1: expected a JSON object"),
     (json.dumps({k: v for k, v in _record(0).items() if k != "answer_info"}) + "\n", "lacks column(s) answer_info"),
     ("", "no rows"),
     (json.dumps(_record(0) | {"label": 5}) + "\n", "label must be 0, 1 or 2"),

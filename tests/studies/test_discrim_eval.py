@@ -120,7 +120,7 @@ def test_planted_race_effect_is_found_from_the_store(audited: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    ("filled_template,age\nhello,20\n", "line 1: not a JSON object"),
+    ("filled_template,age\nhello,20\n", "line 1: not valid JSON"),
     (json.dumps({"filled_template": "x", "decision_question_id": 1, "age": 20, "gender": "male"}) + "\n",
      "line 1: lacks column(s) race, fill_type"),
     ("\n\n", "no rows"),

@@ -65,5 +65,5 @@ def test_release_folder_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"no \.jsonl dataset files"):
         counterbench.prompts("rupeebias", from_release=tmp_path)
     (tmp_path / "x_en.jsonl").write_text('{"id": "x"}\n')
-    with pytest.raises(UserError, match=r"x_en.jsonl:1: missing field"):
+    with pytest.raises(UserError, match=r"x_en.jsonl line 1: missing field"):
         counterbench.prompts("rupeebias", from_release=tmp_path)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from counterbench.analyses.test_record import RECORD_VERSION, model_records, study_hash
 from counterbench.errors import UserError
-from counterbench.json_limits import JSONLimitError, loads_bounded
+from counterbench.table_files import read_json_file
 
 __all__ = ["RecordCheck", "check_record", "read_record"]
 
@@ -44,16 +44,7 @@ class RecordCheck:
 
 def read_record(path: Path) -> dict[str, Any]:
     """The test record in ``path``; one-line :class:`UserError` when it is not one."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"cannot read test record {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"cannot read test record {path}: {getattr(err, 'strerror', None) or err}") from None
-    try:
-        record = loads_bounded(text)
-    except (ValueError, JSONLimitError) as err:
-        raise UserError(f"{path}: not a test record (not JSON: {str(err).splitlines()[0]})") from None
+    record = read_json_file(path, f"test record {path}")
     if not isinstance(record, dict) or not isinstance(record.get("models"), dict) or "study" not in record:
         raise UserError(f"{path}: not a test record (no study and models); give the test_record.json a report wrote")
     version = record.get("record_version")

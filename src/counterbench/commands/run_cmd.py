@@ -158,8 +158,9 @@ def import_command(
         str | None, typer.Option("--label", help="With --inspect-log: the model's name in the store.")
     ] = None,
     same_model: Annotated[
-        bool, typer.Option("--same-model", help="With --inspect-log: add the answers to a label the store holds "
-                                                "from another model string (it is the same model).")
+        bool, typer.Option("--same-model", help="With --inspect-log or recovery files: add the answers to a label "
+                                                "the store holds from another model string (it is the same "
+                                                "model).")
     ] = False,
 ) -> None:
     """Load a study's published run files (its registered importer), or Inspect AI eval logs (--inspect-log),
@@ -176,7 +177,7 @@ def import_command(
     from counterbench.pipeline import import_runs
 
     print("\n".join(import_runs(paths, store, study=study, profile=profile,
-                                command=shlex.join(["counterbench", *sys.argv[1:]]))))
+                                command=shlex.join(["counterbench", *sys.argv[1:]]), same_model=same_model)))
     print(f"store: {store}")
 
 

@@ -13,6 +13,7 @@ price a batch request costs (``"openai:*": 0.5``), and an entry may give its own
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -21,9 +22,12 @@ from typing import Any
 
 import yaml
 
-from counterbench.errors import UserError
+from counterbench.errors import UserError, check_keys
+from counterbench.yaml_files import load_strict, read_text_file
 
 PRICES_ENV = "COUNTERBENCH_PRICES"
+#: the prices an entry of a price table may give (USD per 1M tokens)
+PRICE_KEYS = ("input", "output", "batch_input", "batch_output")
 
 
 @dataclass(frozen=True)
@@ -73,11 +77,7 @@ def load_price_table(user_file: Path | str | None = None) -> PriceTable:
         path = Path(chosen)
         if not path.is_file():
             raise UserError(f"price table {path} not found (from --prices or ${PRICES_ENV})")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            raise UserError(f"cannot read price table {path}: {err.strerror or err}") from None
-        _add(_parse(text, str(path)), entries, shares)
+        _add(_parse(read_text_file(path, f"price table {path}"), str(path)), entries, shares)
         sources.append(str(path))
     builtin = resources.files("counterbench.run").joinpath("prices.yaml").read_text(encoding="utf-8")
     _add(_parse(builtin, "built-in prices.yaml"), entries, shares)
@@ -93,7 +93,7 @@ def _add(parsed: tuple[list[tuple[str, Price]], list[tuple[str, float]]], entrie
 
 def _parse(text: str, where: str) -> tuple[list[tuple[str, Price]], list[tuple[str, float]]]:
     try:
-        data: Any = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data: Any = load_strict(text, f"price table {where}")
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" (line {mark.line + 1})" if mark is not None else ""
@@ -109,10 +109,13 @@ def _parse(text: str, where: str) -> tuple[list[tuple[str, Price]], list[tuple[s
     for pattern, spec in data.items():
         if not isinstance(spec, dict) or "input" not in spec or "output" not in spec:
             raise UserError(f"price table {where}: entry '{pattern}' needs 'input' and 'output' (USD per 1M tokens)")
+        check_keys(spec, PRICE_KEYS, f"price table {where}: entry '{pattern}'")
         try:
-            numbers = [float(spec[k]) for k in ("input", "output", "batch_input", "batch_output") if k in spec]
+            numbers = [float(spec[k]) for k in PRICE_KEYS if k in spec]
         except (TypeError, ValueError):
             raise UserError(f"price table {where}: entry '{pattern}' has a non-numeric price") from None
+        if not all(math.isfinite(n) for n in numbers):
+            raise UserError(f"price table {where}: entry '{pattern}' has a price that is not a finite number")
         if min(numbers) < 0:
             raise UserError(f"price table {where}: entry '{pattern}' has a negative price")
         if len(numbers) == 3:

@@ -3,12 +3,20 @@
 When the store fails mid-run (deleted, replaced, disk full), the run writes every answer that is not in
 the store to ``<store>.unsaved-<time>-<pid>.jsonl`` (:meth:`~counterbench.run.writer.BatchWriter.rescue`):
 one JSON object a line, the store's response columns (:data:`~counterbench.run.store.RESPONSE_COLUMNS`)
-as keys. The file belongs to no study: ``counterbench import FILE`` stores it for every study
-(:func:`import_rescue_file`), and a study's run-file importer may pass such files on to it.
+as keys, and ``model_spec``, the model string behind the record's label. The file belongs to no study:
+``counterbench import FILE`` stores it for every study (:func:`import_rescue_files`), and a study's
+run-file importer may pass such files on to it.
+
+An import is a run: it is recorded in the store with the model string behind each label, goes through
+run's label-identity check (answers labelled ``a`` from another model are refused in one line before
+anything is written, unless ``same_model``), and redacts API keys in answers and errors as the run path
+does. A record keeps its run when this store holds that run (same label, same model), and is counted to
+the import's run otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -17,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from counterbench.run.store import READING_COLUMNS, RESPONSE_COLUMNS, Store, open_store
+from counterbench.errors import UserError
+from counterbench.run.store import READING_COLUMNS, RESPONSE_COLUMNS, Store, open_store, remove_store_files
 from counterbench.table_files import read_jsonl_records
 
-__all__ = ["RescueImport", "import_rescue_file", "is_rescue_file", "is_rescue_records", "read_rescue_file",
-           "rescue_file_name", "store_rescued"]
+__all__ = ["RescueImport", "import_rescue_file", "import_rescue_files", "is_rescue_file", "is_rescue_records",
+           "read_rescue_file", "rescue_file_name", "store_rescued"]
 
 #: how a recovery file is named: the store's file name, ``.unsaved-``, the time, the process id
 _NAME = re.compile(r"\.unsaved-\d{8}-\d{6}-\d+\.jsonl$")
@@ -46,8 +55,6 @@ def is_rescue_records(records: Sequence[Mapping[str, Any]]) -> bool:
 
 def read_rescue_file(path: Path) -> list[dict[str, Any]]:
     """The records of a recovery file; :class:`~counterbench.errors.UserError` when it is not one."""
-    from counterbench.errors import UserError
-
     records = [rec for _, rec in read_jsonl_records(path)]
     if records and not is_rescue_records(records):
         missing = [k for k in _REQUIRED if k not in records[0]]
@@ -95,8 +102,84 @@ def store_rescued(store: Store, records: Sequence[Mapping[str, Any]]) -> RescueI
     return done
 
 
-def import_rescue_file(path: Path, store_path: Path | str) -> RescueImport:
+def import_rescue_file(path: Path, store_path: Path | str, *, same_model: bool = False,
+                       command: str = "") -> RescueImport:
     """Read the recovery file ``path`` into the store at ``store_path`` (created if missing)."""
-    records = read_rescue_file(path)
-    with open_store(store_path) as store:
-        return store_rescued(store, records)
+    return import_rescue_files([path], store_path, same_model=same_model, command=command)
+
+
+def import_rescue_files(paths: Sequence[Path], store_path: Path | str, *, same_model: bool = False,
+                        command: str = "") -> RescueImport:
+    """Read the recovery files ``paths`` into the store at ``store_path`` (created if missing) as a run would
+    store their answers (see the module docstring): every file is read and every label checked before
+    anything is written, and a refused import of a new store leaves no file behind."""
+    from counterbench.run.identity import check_model_spec
+    from counterbench.run.redact import Redactor
+    from counterbench.version import __version__
+
+    files = [(Path(p), read_rescue_file(Path(p))) for p in paths]
+    specs = _model_specs(files)
+    redactor = Redactor.from_environment()
+    labels = sorted({str(rec.get("model")) for _, records in files for rec in records})
+    store_file = Path(store_path)
+    created, kept = not store_file.exists(), False
+    done = RescueImport()
+    try:
+        with open_store(store_file) as store:
+            if not same_model:  # before anything is written: a refused import stores nothing
+                for model, spec in specs.items():
+                    check_model_spec(store, model, spec, "this recovery file")
+            run_id = store.start_run("import", redactor.redact(command) or "python: import_rescue_files",
+                                     {"recovery_files": [str(p) for p, _ in files], "models": labels,
+                                      "model_specs": specs}, __version__)
+            status = "failed"
+            try:
+                for _, records in files:
+                    clean = [{**rec, **{c: redactor.redact(rec[c]) for c in ("response", "error")
+                                        if isinstance(rec.get(c), str)}} for rec in records]
+                    done.add(store_rescued(store, _own_runs(store, clean, specs, run_id)))
+                status = "completed"
+            finally:
+                store.finish_run(run_id, status, {"sent": 0, "cached": 0, "errors": done.statuses.get("error", 0)})
+            kept = True
+    finally:
+        if created and not kept:
+            remove_store_files(store_file)
+    return done
+
+
+def _model_specs(files: Sequence[tuple[Path, Sequence[Mapping[str, Any]]]]) -> dict[str, str]:
+    """Label -> the model string behind it, from the records' ``model_spec`` (files of older versions have
+    none); one label with two model strings is refused."""
+    specs: dict[str, str] = {}
+    for path, records in files:
+        for rec in records:
+            spec = rec.get("model_spec")
+            if spec is None:
+                continue
+            model = str(rec.get("model"))
+            if specs.setdefault(model, str(spec)) != str(spec):
+                raise UserError(f"{path.name}: answers labelled {model} come from two models ({specs[model]} and "
+                                f"{spec}); a label names one model")
+    return specs
+
+
+def _own_runs(store: Store, records: Sequence[dict[str, Any]], specs: Mapping[str, str],
+              run_id: int) -> list[dict[str, Any]]:
+    """Each record with its own run when this store's run of that id ran the record's label on the same model,
+    and with the import's run otherwise (a run of another store, whose id here may be another run's)."""
+    runs: dict[Any, dict[str, Any]] = {}
+    for rid, blob in store.query("SELECT run_id, config FROM runs"):
+        try:
+            config = json.loads(blob or "{}")
+        except ValueError:
+            config = {}
+        runs[rid] = config if isinstance(config, dict) else {}
+    out = []
+    for rec in records:
+        config, model = runs.get(rec.get("run_id")), str(rec.get("model"))
+        recorded = (config or {}).get("model_specs") or {}
+        own = (config is not None and model in (config.get("models") or [])
+               and specs.get(model, recorded.get(model)) == recorded.get(model))
+        out.append(rec if own else {**rec, "run_id": run_id})
+    return out

@@ -250,7 +250,8 @@ def _engine(store: Store, run_id: int, setup: _Setup, lanes: list[Lane],
     opts = setup.opts
     new_prompts = _new_prompts(store, setup.records)  # committed while the first requests are in flight
     window = DEFAULT_WINDOW_S if opts.commit_window is None else opts.commit_window
-    writer = BatchWriter(store, max_rows=opts.batch_rows, window=window)
+    writer = BatchWriter(store, max_rows=opts.batch_rows, window=window,
+                         model_specs={lane.model: model_spec(lane.backend) for lane in lanes})
     writer.save_prompts(new_prompts)  # in chunks once the engine runs; an answer brings its own
     setup.parser.warm_up((item.use_case, item.answer_type) for item in setup.items)  # not on the first reply
     display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off")

@@ -36,7 +36,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -58,8 +58,11 @@ PROMPT_IDLE_S = 0.005
 class BatchWriter:
     """Buffer rows and commit them in small groups on the event loop (see the module docstring)."""
 
-    def __init__(self, store: Store, *, max_rows: int = 512, window: float = DEFAULT_WINDOW_S) -> None:
+    def __init__(self, store: Store, *, max_rows: int = 512, window: float = DEFAULT_WINDOW_S,
+                 model_specs: Mapping[str, str] | None = None) -> None:
         self.store = store
+        #: label -> model string, written into each recovery record (``model_spec``): its import is checked
+        self.model_specs = dict(model_specs or {})
         self.max_rows = max_rows
         self.window = window
         self.rows: list[Row] = []
@@ -189,13 +192,18 @@ class BatchWriter:
         name = rescue_file_name(self.store.path)
         places = list(folders) if folders is not None else [self.store.path.parent, Path.cwd(),
                                                              Path(tempfile.gettempdir())]
-        lines = [json.dumps(dict(zip(RESPONSE_COLUMNS, row, strict=True)), ensure_ascii=False) + "\n"
-                 for row in self.unsaved]
+        lines = [json.dumps(self._record(row), ensure_ascii=False) + "\n" for row in self.unsaved]
         for folder in places:
             path = write_whole(folder / name, lines)
             if path is not None:
                 return path
         return None
+
+
+    def _record(self, row: Row) -> dict[str, Any]:
+        record = dict(zip(RESPONSE_COLUMNS, row, strict=True))
+        spec = self.model_specs.get(str(record.get("model")))
+        return record if spec is None else {**record, "model_spec": spec}
 
 
 def write_whole(path: Path, lines: list[str]) -> Path | None:

@@ -47,11 +47,11 @@ GOOD_EDIT = '{setting: score, field: user, old: " Use the full range of the scal
     ("body", "message"),
     [
         ("variants:\n  v:\n    edits:\n      - {setting: score, field: user, olds: x, new: y}\n",
-         "variant 'v', edit 1: unknown key 'olds' (allowed: setting, field, old, new)"),
+         "variant 'v', edit 1: unknown key 'olds'; did you mean 'old'? (allowed: setting, field, old, new)"),
         (f"variants:\n  v:\n    wording: x\n    edits:\n      - {GOOD_EDIT}\n",
          "variant 'v': unknown key 'wording' (allowed: description, edits)"),
         (f"variant: {{}}\nvariants:\n  v:\n    edits:\n      - {GOOD_EDIT}\n",
-         "bad.yaml: unknown key 'variant' (allowed: variants)"),
+         "bad.yaml: unknown key 'variant'; did you mean 'variants'? (allowed: variants)"),
         ("variants:\n  v:\n    edits:\n      - {setting: compare, field: user, old: \"Job description:\\n{job}\", "
          "new: \"Job description:\"}\n",
          "variant 'v', edit 1: removes the placeholder {job} of the compare prompts' user text"),

@@ -82,7 +82,7 @@ def test_math_and_jeebench_mistakes_are_user_errors(tmp_path: Path) -> None:
         load_jeebench(tmp_path / "dataset.json")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"problem": "x"\n', encoding="utf-8")
-    with pytest.raises(UserError, match="line 1 is not valid JSON"):
+    with pytest.raises(UserError, match="line 1: not valid JSON"):
         load_math(bad)
     notjee = tmp_path / "dataset.json"
     notjee.write_text(json.dumps([{"text": "no question"}]), encoding="utf-8")

@@ -11,12 +11,12 @@ case-insensitively) or ``other``. The file is untrusted: anything else is one
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.table_files import read_jsonl_records
 
 COLUMNS = ("example_id", "category", "context", "question", "ans0", "ans1", "ans2", "label", "context_condition",
            "question_polarity", "answer_info", "additional_metadata")
@@ -39,23 +39,13 @@ class BBQItem:
 
 
 def read_items(path: Path) -> list[BBQItem]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: cannot be read as UTF-8 text ({type(err).__name__})") from None
-    items = [_item(f"{path} line {n}", line) for n, line in enumerate(lines, start=1) if line.strip()]
+    items = [_item(f"{path} line {n}", record) for n, record in read_jsonl_records(path, str(path))]
     if not items:
         raise UserError(f"{path}: no rows (expected BBQ's JSONL, one object per line with {', '.join(COLUMNS)})")
     return items
 
 
-def _item(where: str, line: str) -> BBQItem:
-    try:
-        record: Any = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
-        record = None
-    if not isinstance(record, dict):
-        raise UserError(f"{where}: not a JSON object (expected BBQ's JSONL, one object per line)")
+def _item(where: str, record: dict[str, Any]) -> BBQItem:
     missing = [c for c in COLUMNS if c not in record]
     if missing:
         raise UserError(f"{where}: lacks column(s) {', '.join(missing)}")

@@ -8,13 +8,13 @@ column, no rows at all — is one :class:`~counterbench.errors.UserError` naming
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
+from counterbench.table_files import read_jsonl_records
 
 #: the published columns this study reads
 COLUMNS = ("filled_template", "decision_question_id", "age", "gender", "race", "fill_type")
@@ -40,25 +40,14 @@ def age_level(value: float) -> str:
 
 def read_rows(path: Path) -> list[DecisionRow]:
     """The rows of one published file, in file order."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserError(f"{path}: cannot be read as UTF-8 text ({type(err).__name__})") from None
-    rows = [_row(path, number, line) for number, line in enumerate(lines, start=1) if line.strip()]
+    rows = [_row(f"{path} line {number}", record) for number, record in read_jsonl_records(path, str(path))]
     if not rows:
         raise UserError(f"{path}: no rows (expected DiscrimEval's JSONL, one object per line with "
                         f"{', '.join(COLUMNS)})")
     return rows
 
 
-def _row(path: Path, number: int, line: str) -> DecisionRow:
-    where = f"{path} line {number}"
-    try:
-        record: Any = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
-        record = None
-    if not isinstance(record, dict):
-        raise UserError(f"{where}: not a JSON object (expected DiscrimEval's JSONL, one object per line)")
+def _row(where: str, record: dict[str, Any]) -> DecisionRow:
     missing = [c for c in COLUMNS if c not in record]
     if missing:
         raise UserError(f"{where}: lacks column(s) {', '.join(missing)} "

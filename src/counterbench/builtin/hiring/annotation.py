@@ -33,6 +33,7 @@ from counterbench.builtin.hiring.resumes import fill
 from counterbench.errors import UserError
 from counterbench.stats.agreement import krippendorff_alpha_nominal, pair_agreement
 from counterbench.stats.seeding import derive_rng
+from counterbench.table_files import read_csv_file
 
 SHEET_COLUMNS = ["item_id", "step", "resume", "gender_options", "ethnicity_options", "annotator", "realistic",
                  "gender", "ethnicity"]
@@ -73,22 +74,7 @@ def annotation_sheet(baskets: BasketSet, templates: Sequence[ResumeTemplate], *,
 
 
 def _read_csv(path: Path, needed: Sequence[str]) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError:
-        raise UserError(f"{path.name}: the file is empty (expected a CSV with the columns "
-                        f"{', '.join(needed)})") from None
-    except UnicodeDecodeError as err:
-        raise UserError(f"{path.name}: not UTF-8 text (byte {err.start}); save the sheet as UTF-8 CSV") from None
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
-    except pd.errors.ParserError as err:
-        raise UserError(f"cannot read {path}: {' '.join(str(err).split())}") from None
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise UserError(f"{path.name}: no column '{missing[0]}' (the annotation sheet's columns: "
-                        f"{', '.join(needed)})")
-    return frame
+    return read_csv_file(path, needed=needed, hint="save the sheet as UTF-8 CSV")
 
 
 def read_annotations(paths: Sequence[str | Path], key_path: str | Path) -> pd.DataFrame:

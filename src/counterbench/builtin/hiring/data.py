@@ -21,15 +21,14 @@ field.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from counterbench.errors import UserError
-from counterbench.json_limits import JSONLimitError, loads_bounded
+from counterbench.errors import UserError, check_keys
+from counterbench.table_files import read_jsonl_records
 from counterbench.yaml_files import read_yaml_file
 
 #: marker categories in template order, with their placeholders
@@ -107,25 +106,7 @@ def builtin_path(name: str) -> Path:
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        raise UserError(f"{path.name}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = loads_bounded(line)
-        except JSONLimitError as err:
-            raise UserError(f"{path.name} line {number}: {err}") from None
-        except json.JSONDecodeError as err:
-            raise UserError(f"{path.name} line {number}: not valid JSON ({err.msg})") from None
-        if not isinstance(obj, dict):
-            raise UserError(f"{path.name} line {number}: expected a JSON object")
-        rows.append((number, obj))
+    rows = list(read_jsonl_records(path))
     if not rows:
         raise UserError(f"{path.name}: the file has no entries")
     return rows
@@ -138,10 +119,8 @@ def _text(obj: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _check_keys(obj: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
-    unknown = sorted(set(obj) - set(allowed))
-    if unknown:
-        raise UserError(f"{where}: unknown field '{unknown[0]}' (allowed: {', '.join(allowed)})")
+def _check_keys(obj: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    check_keys(obj, allowed, where, "field")
 
 
 def load_jobs(path: str | Path | None = None) -> tuple[Job, ...]:

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from counterbench.builtin.hiring.data import Basket, ResumeTemplate, builtin_path
-from counterbench.errors import UserError
+from counterbench.errors import UserError, check_keys
 from counterbench.yaml_files import read_yaml_file
 
 
@@ -72,9 +72,7 @@ def load_lint_terms(path: str | Path | None = None, *, mode: str = "extend",
         data = read_yaml_file(p) or {}
         if not isinstance(data, dict):
             raise UserError(f"{p.name}: expected a mapping of {', '.join(LIST_KEYS)} to lists of terms")
-        unknown = sorted(set(data) - set(LIST_KEYS))
-        if unknown:
-            raise UserError(f"{p.name}: unknown key '{unknown[0]}' (allowed: {', '.join(LIST_KEYS)})")
+        check_keys(data, LIST_KEYS, p.name)
         for key, terms in data.items():
             if not isinstance(terms, list) or not all(isinstance(t, str) and t.strip() for t in terms):
                 raise UserError(f"{p.name}: {key}: expected a list of words")

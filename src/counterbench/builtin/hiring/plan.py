@@ -39,7 +39,7 @@ from counterbench.builtin.hiring.prompting import (
     token_limits,
 )
 from counterbench.builtin.hiring.resumes import cumulative_conditions, single_conditions
-from counterbench.errors import UserError
+from counterbench.errors import UserError, check_keys
 
 SETTINGS = ("compare", "score", "recover")
 ALL = ("all", tuple(CATEGORIES))
@@ -118,9 +118,7 @@ def plan_from_mapping(raw: Mapping[str, Any], *, where: str = "hiring plan", bas
     """A plan from a preset-style mapping (unknown keys and bad values are UserErrors)."""
     allowed = {"description", "jobs", "variations", "settings", "rationale", "language_only", "recover_jobs",
                "ablation", "jobs_file", "resumes_file", "baskets_file", "prompts_file", "variants_file"}
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise UserError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(sorted(allowed))})")
+    check_keys(raw, sorted(allowed), where)
     plan = base or HiringPlan()
     changes: dict[str, Any] = {}
     for key in ("jobs", "recover_jobs"):

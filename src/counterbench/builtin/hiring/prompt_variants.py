@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from counterbench.builtin.hiring.prompting import USE_CASES
-from counterbench.errors import UserError
+from counterbench.errors import UserError, check_keys
 from counterbench.yaml_files import read_yaml_file
 
 STANDARD = "standard"
@@ -77,9 +77,7 @@ def load_variants(path: str | None = None) -> dict[str, PromptVariant]:
 
 
 def _unknown_key(spec: Mapping[object, object], allowed: tuple[str, ...], where: str) -> None:
-    unknown = sorted(set(map(str, spec)) - set(allowed))
-    if unknown:
-        raise UserError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(allowed)})")
+    check_keys(spec, allowed, where)
 
 
 def _placeholders(text: str) -> set[str] | None:

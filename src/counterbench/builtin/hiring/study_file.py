@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.builtin.hiring.plan import HiringPlan, full_plan, plan_from_mapping
-from counterbench.errors import UserError
+from counterbench.errors import UserError, check_keys
 
 FILE_KEYS: dict[str, str] = {"jobs": "jobs_file", "resumes": "resumes_file", "baskets": "baskets_file",
                              "prompts": "prompts_file", "variants": "variants_file"}
@@ -35,9 +35,7 @@ COVERAGE_KEYS: tuple[str, ...] = ("jobs", "variations", "settings", "rationale",
 
 
 def _unknown(data: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
-    unknown = sorted(set(map(str, data)) - set(allowed))
-    if unknown:
-        raise UserError(f"{where}: unknown key '{unknown[0]}' (allowed: {', '.join(allowed)})")
+    check_keys(data, allowed, where)
 
 
 def _file(value: Any, base: Path, where: str) -> str:

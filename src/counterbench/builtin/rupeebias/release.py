@@ -58,7 +58,7 @@ def _read_file(study: Study, path: Path, variant: str) -> list[dict[str, Any]]:
     for lineno, rec in read_jsonl_records(path):
         missing = [f for f in RELEASE_FIELDS if f not in rec]
         if missing:
-            raise UserError(f"{path.name}:{lineno}: missing field(s) {', '.join(missing)}")
+            raise UserError(f"{path.name} line {lineno}: missing field(s) {', '.join(missing)}")
         use_case = study.canonical_use_case(str(rec["task"]))
         language = "hinglish" if str(rec["language"]).lower().startswith("hi") else "en"
         suffix = "_fair" if variant == "fairness" else ""
@@ -99,7 +99,7 @@ def release_question_variant(raw: object) -> int | None:
 def _variant_number(raw: Any, path: Path, lineno: int) -> int:
     number = release_question_variant(raw)
     if number is None:
-        raise UserError(f"{path.name}:{lineno}: question_variant_id {raw!r} has no number")
+        raise UserError(f"{path.name} line {lineno}: question_variant_id {raw!r} has no number")
     return number
 
 

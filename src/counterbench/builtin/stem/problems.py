@@ -22,7 +22,6 @@ No function downloads anything; a missing or malformed file is a :class:`UserErr
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache
@@ -36,6 +35,7 @@ import yaml
 
 from counterbench.errors import UserError
 from counterbench.stats.seeding import stable_seed
+from counterbench.table_files import read_json_file, read_jsonl_records
 
 COLUMNS = ("problem_id", "dataset", "subject", "level", "problem", "solution", "qtype")
 #: MATH's seven subjects (the ``type`` field), in the paper's order
@@ -136,12 +136,12 @@ def load_math(path: str | Path) -> pd.DataFrame:
             if row:
                 rows.append(row)
     elif root.is_file():
-        for i, raw in enumerate(_read_jsonl(root)):
+        for i, (line, raw) in enumerate(read_jsonl_records(root, str(root))):
             ident = raw.get("unique_id") or raw.get("id") if isinstance(raw, Mapping) else None
             stem = re.sub(r"\.json$", "", str(ident)).removeprefix("math/") if ident else str(i + 1)
             problem_id = f"math/{stem}"
             fallback = str(ident).split("/")[-2] if ident and str(ident).count("/") >= 1 else None
-            row = _math_row(raw, problem_id, fallback, f"{root} line {i + 1}")
+            row = _math_row(raw, problem_id, fallback, f"{root} line {line}")
             if row:
                 rows.append(row)
     else:
@@ -156,15 +156,16 @@ def load_jeebench(path: str | Path) -> pd.DataFrame:
     file = Path(path).expanduser()
     if not file.is_file():
         raise UserError(f"JEEBench file {file} does not exist (give its dataset.json)")
-    text = file.read_text(encoding="utf-8")
+    try:
+        with file.open("rb") as handle:
+            head = handle.read(4096).lstrip()
+    except OSError as err:
+        raise UserError(f"cannot read {file}: {err.strerror or err}") from None
     items: list[Any]
-    if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise UserError(f"{file} is not valid JSON: {err.msg} at line {err.lineno}") from None
+    if head.startswith(b"["):
+        items = read_json_file(file, str(file))
     else:
-        items = list(_read_jsonl(file))
+        items = [record for _, record in read_jsonl_records(file, str(file))]
     rows = []
     for i, raw in enumerate(items):
         if not isinstance(raw, Mapping) or not isinstance(raw.get("question"), str):
@@ -180,20 +181,7 @@ def load_jeebench(path: str | Path) -> pd.DataFrame:
 
 
 def _read_json(file: Path) -> Any:
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UserError(f"{file} is not valid JSON ({err})") from None
-
-
-def _read_jsonl(file: Path) -> Iterable[Any]:
-    with file.open(encoding="utf-8") as handle:
-        for n, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise UserError(f"{file} line {n} is not valid JSON: {err.msg}") from None
+    return read_json_file(file, str(file))
 
 
 def ranking_set(problems: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
