@@ -331,7 +331,9 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
                                    "language shifts ±t·se with the small-sample factor and degrees of freedom "
                                    "(level means: 95% percentile intervals); p from the swap test of matched slots",
                        "crossed_regression": "slot-clustered CR1 standard errors, t with clusters − 1 degrees "
-                                             "of freedom"},
+                                             "of freedom",
+                       "group_gaps_over_names": "names as a sample of their group: Welch's t over the names' "
+                                                "slot-adjusted means, Welch–Satterthwaite degrees of freedom"},
         "marks": probabilities.with_families(outcome_findings.marks_summary(), decision),
         "findings": probabilities.findings_by_measure(
             outcome_findings.outcome_findings(finding_gaps, dict(study.languages), outcomes=study.outcomes),
