@@ -25,6 +25,18 @@ def test_every_outcome_table_is_documented_with_its_columns() -> None:
             assert f"`{column}`" in text, (name, column)
 
 
+def test_every_built_in_registered_table_is_documented_with_its_columns() -> None:
+    from counterbench.analyses.table_registry import TABLES
+
+    text = (REPO / "docs" / "analysis.md").read_text()
+    for name, entry in TABLES.entries().items():
+        if entry.source != "built-in":
+            continue
+        assert f"### `{name}`" in text, name
+        for column in TABLES.get(name).columns:
+            assert f"`{column}`" in text, (name, column)
+
+
 def test_every_outcome_kind_and_design_is_documented() -> None:
     from counterbench.outcomes import kind_names
 

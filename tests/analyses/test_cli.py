@@ -96,9 +96,9 @@ def test_model_filter_and_determinism(small_store: Path) -> None:
 def test_result_write_and_json_safety(small_store: Path, tmp_path: Path) -> None:
     result = analyze(small_store, bootstrap=0)
     written = result.write(tmp_path / "w")
-    # amounts get the generic tables too, and every analysis the answer checks, impact ratios and the model
-    # comparison (model_differences, model_ranks)
-    assert len(written) == 2 * (len(TABLE_COLUMNS) + len(OUTCOME_TABLES) + 4) + 1
+    # amounts get the generic tables too, and every analysis the answer checks, impact ratios, the group gaps
+    # over names (empty here: no groups) and the model comparison (model_differences, model_ranks)
+    assert len(written) == 2 * (len(TABLE_COLUMNS) + len(OUTCOME_TABLES) + 5) + 1
     assert (tmp_path / "w" / "answer_checks.csv").is_file()
     text = (tmp_path / "w" / "summary.json").read_text(encoding="utf-8")
     assert "NaN" not in text and json.loads(text)["bootstrap"]["replicates"] == 0

@@ -36,7 +36,9 @@ def marks_summary() -> dict[str, Any]:
                     "(crossed_regression: t with clusters − 1 degrees of freedom)",
             "families": {"outcome_gaps": family + " (its use cases × languages × facets × identities)",
                          "language_gaps": family + " (its use cases × facets × identities × languages)",
-                         "crossed_regression": family + " (its outcome kinds × languages × attribute levels)"}}
+                         "crossed_regression": family + " (its outcome kinds × languages × attribute levels)",
+                         "group_gaps_over_names": family + " (its use cases × languages × groups; Welch's t over "
+                                                           "names)"}}
 
 
 def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None, most: int = 3,
@@ -62,7 +64,8 @@ def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None
         chosen = [r for case in cases
                   for r in ranked[ranked["use_case"].astype(str) == case].head(per_case).to_dict("records")]
         for r in chosen:
-            where = f"{r['facet']}; {names.get(str(r['use_case']), r['use_case'])}, " \
+            these = ", for these names" if str(r.get("facet_kind")) == "group" else ""  # names not a sample
+            where = f"{r['facet']}{these}; {names.get(str(r['use_case']), r['use_case'])}, " \
                     f"{names.get(str(r['language']), r['language'])}"
             compare = _comparison(r, outcomes)
             words = compare.words(str(model), str(r["comparison"]), str(r["reference"]), float(r["difference"]))

@@ -24,6 +24,7 @@ from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
+from counterbench.analyses.names_sample import names_sample_findings
 from counterbench.analyses.prepare import (
     out_of_range_counts,
     with_excluded_unusable,
@@ -330,11 +331,14 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
                                    "language shifts ±t·se with the small-sample factor and degrees of freedom "
                                    "(level means: 95% percentile intervals); p from the swap test of matched slots",
                        "crossed_regression": "slot-clustered CR1 standard errors, t with clusters − 1 degrees "
-                                             "of freedom"},
+                                             "of freedom",
+                       "group_gaps_over_names": "names as a sample of their group: Welch's t over the names' "
+                                                "slot-adjusted means, Welch–Satterthwaite degrees of freedom"},
         "marks": probabilities.with_families(outcome_findings.marks_summary(), decision),
         "findings": probabilities.findings_by_measure(
             outcome_findings.outcome_findings(finding_gaps, dict(study.languages), outcomes=study.outcomes),
-            decision, dict(study.languages)),
+            decision, dict(study.languages))
+        + names_sample_findings(tables.get("group_gaps_over_names"), dict(study.languages), study.outcomes),
         "tables": ({name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | registered["tables"]
                    | probabilities.descriptions(decision)),
         "unsupported": unsupported,

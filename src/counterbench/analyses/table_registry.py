@@ -36,6 +36,11 @@ from counterbench.analyses.impact_ratios import COLUMNS as IMPACT_COLUMNS
 from counterbench.analyses.impact_ratios import DESCRIPTION as IMPACT_DESCRIPTION
 from counterbench.analyses.impact_ratios import impact_ratio_table
 from counterbench.analyses.isolation import FailedTables, isolated
+from counterbench.analyses.names_sample import COLUMNS as NAMES_COLUMNS
+from counterbench.analyses.names_sample import DESCRIPTION as NAMES_DESCRIPTION
+from counterbench.analyses.names_sample import EMPTY_REASON as NAMES_EMPTY_REASON
+from counterbench.analyses.names_sample import TITLE as NAMES_TITLE
+from counterbench.analyses.names_sample import group_gaps_over_names
 from counterbench.registry import Registry
 from counterbench.studies.base import Study
 
@@ -134,6 +139,12 @@ def _impact_ratios(inputs: TableInputs) -> pd.DataFrame:
                               inputs.seed, favourable=favourable)
 
 
+def _group_gaps_over_names(inputs: TableInputs) -> pd.DataFrame:
+    study = inputs.study
+    return group_gaps_over_names(inputs.rows, study.facets, list(study.slot_columns),
+                                 getattr(study, "counterfactual_column", "identifier") or "identifier")
+
+
 def _builtin(name: str, build: Callable[[TableInputs], pd.DataFrame], empty_reason: str | None) -> TableSpec:
     columns, description = ot.OUTCOME_TABLES[name]
     return TableSpec(name, columns, description, build, empty_reason=empty_reason, report_section=False)
@@ -154,6 +165,9 @@ TABLES.register("impact_ratios", TableSpec(
     "impact_ratios", IMPACT_COLUMNS, IMPACT_DESCRIPTION, _impact_ratios,
     title="Selection rates and impact ratios (four-fifths rule)",
     empty_reason="needs answers from at least two categories of one attribute, group or axis"))
+TABLES.register("group_gaps_over_names", TableSpec(
+    "group_gaps_over_names", NAMES_COLUMNS, NAMES_DESCRIPTION, _group_gaps_over_names, title=NAMES_TITLE,
+    empty_reason=NAMES_EMPTY_REASON, report_section=False))
 
 
 def conform_to(spec: TableSpec, frame: pd.DataFrame | None) -> pd.DataFrame:

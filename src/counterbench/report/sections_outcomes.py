@@ -17,6 +17,8 @@ from counterbench.report.context import ReportContext
 from counterbench.report.document import Figure, Section, series_color
 from counterbench.report.links import link_rows
 from counterbench.report.sections_gaps import mark_col
+from counterbench.report.sections_names import NAME as NAMES_TABLE
+from counterbench.report.sections_names import names_sample_section
 from counterbench.stats.inference import MIN_SLOTS
 
 FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
@@ -25,6 +27,10 @@ MARK_RULE = (
     "a p that passes both an exact test (the two conditions' answers swapped slot by slot) and the test of "
     "the interval, and a 95% interval that excludes 0; a comparison on fewer than " + str(MIN_SLOTS) +
     " matched prompts is not tested ('too few matched prompts to test').")
+
+GROUP_RULE = (" A group row holds for these names — the names the study lists, compared slot by slot — and a "
+              "model that reacts to single names moves it; 'Groups over names like these' treats the names as a "
+              "sample of their group.")
 
 
 def _mark(r: t.Row) -> str:
@@ -50,7 +56,7 @@ def gaps_section(ctx: ReportContext) -> Section:
         f"{'/'.join(sorted({FACET_WORDS.get(k, k) for k in ctx.facet_kinds}) or 'axis')}, inside prompts that "
         "differ only in that identity. The difference is in the outcome's own unit (percentage points for "
         "rates and yes/no shares, points for scores; for amounts the relative gap, comparison / reference − 1, "
-        "in %); 0 means no gap. " + MARK_RULE,
+        "in %); 0 means no gap. " + MARK_RULE + (GROUP_RULE if "group" in ctx.facet_kinds else ""),
         group="Overview",
     )
     frame = ctx.nonempty("outcome_gaps")
@@ -66,6 +72,8 @@ def gaps_section(ctx: ReportContext) -> Section:
             bars = [BarValue(model, t.as_float(r["difference"]), color, t.as_float(r["ci_low"]),
                              t.as_float(r["ci_high"]), _mark(r))]
             label = f"{r['facet']}: {r['comparison']} − {r['reference']}"
+            if str(r.get("facet_kind")) == "group":
+                label += " (for these names)"
             if len(ctx.languages) > 1:
                 label += f" ({ctx.language_label(str(r['language']))})"
             rows.append(BarRow(_with_model(label, model, part), bars))
@@ -230,6 +238,8 @@ def outcome_sections(ctx: ReportContext) -> list[Section]:
         built.append(languages_section(ctx))
     if ctx.nonempty("crossed_regression") is not None:
         built.append(regression_section(ctx))
+    if "group" in ctx.facet_kinds or ctx.nonempty(NAMES_TABLE) is not None:
+        built.append(names_sample_section(ctx))
     return built
 
 
