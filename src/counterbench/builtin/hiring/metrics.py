@@ -218,7 +218,7 @@ def _paired_with_neutral(frame: pd.DataFrame, groups: Sequence[str]) -> tuple[Fl
     :func:`_pivot`). The neutral column is all zero counts."""
     valid = frame[frame["score"].notna() & frame["group"].isin(list(groups))]
     units = pd.Series(cluster_labels(valid).to_numpy(), index=valid.index)
-    by_job = valid.groupby(["job_id", "group"], sort=False)["score"].mean().unstack("group")
+    by_job = valid.groupby(["job_id", "group"], sort=False, observed=True)["score"].mean().unstack("group")
     by_job = by_job.reindex(columns=list(groups))
     unit_of = units.groupby(valid["job_id"].to_numpy(), sort=False).first().reindex(by_job.index)
     if NEUTRAL not in by_job.columns or by_job.empty:
