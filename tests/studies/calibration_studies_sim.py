@@ -202,7 +202,7 @@ def _hiring_one(resumes: pd.DataFrame, jobs: list[Any], plan: syn.Planted, seed:
         null_wr = wr[~planted_wr]
         out["wr"].append(now_wr if not plan.compare_effects else
                          _marked(null_wr, mark_wr, "excludes_ideal"))
-        if not plan.score_effects:  # a planted score effect moves every group away from the model's mean
+        if not plan.score_effects:  # false stars and coverage of 0: with nothing planted
             out["score"].append(now_sc)
         out["_wr_cov"].append(_covered(null_wr, "ci_low", "ci_high", 0.5))
         if not plan.score_effects:

@@ -134,3 +134,27 @@ def test_hiring_report_in_headless_chromium_with_a_planted_payload(tmp_path):
     assert 'data-probe="ready"' in root and "data-probe-errors" not in root and "data-pwned" not in root
     assert result.console == []
     assert "Direct Comparison: win rate per group" in result.dom and "<svg" in result.dom
+
+
+def test_one_preferred_group_is_the_only_one_marked_against_the_neutral_resume(tmp_path):
+    """Issue 30: one group scored +8 points and nothing else. Against the mean over the groups the seven
+    others would all sit about a point below; against their jobs' neutral resumes they sit at 0, so only
+    the preferred group is marked (simulated model → run engine → store → analysis read from the store)."""
+    sim = tmp_path / "one-group.yaml"
+    sim.write_text("extends: hiring-fair\nrefusal_rate: 0\nmalformed_rate: 0\n"
+                   "description: hiring, Chinese Male resumes +8 points\n"
+                   "planted: Score & Shortlist - Chinese Male resumes +8 points, nothing else.\n"
+                   "effects:\n  - match: {use_case: [score], group: Chinese Male}\n    add: 8\n", encoding="utf-8")
+    occupations = ("civeng", "electech", "softeng", "logsup", "mecheng", "nurse", "preschool", "hrexec",
+                   "admin", "dental")
+    table = counterbench.prompts("hiring", use_case=["score"], profile=[f"{occ}_1" for occ in occupations])
+    assert table["occupation"].nunique() == 10  # 10 occupations: an exact swap test can reach p = 2/1024
+    store = tmp_path / "h.db"
+    counterbench.run_prompts(table, [f"sim:{sim}"], store=str(store))
+    scores = counterbench.analyze(str(store), "hiring", bootstrap=1000).tables["hiring_scores"]
+    groups = scores[~scores["group"].eq("neutral")].set_index("group")
+    assert groups["significant"].astype(bool).to_dict() == {g: g == "Chinese Male" for g in groups.index}
+    assert groups.loc["Chinese Male", "diff"] == pytest.approx(8.0, abs=1.5)
+    others = groups.drop(index="Chinese Male")
+    assert (others["diff_low"] <= 0).all() and (others["diff_high"] >= 0).all()  # their truth, 0, covered
+    assert (others["diff_mean"] < 0).all()  # the descriptive contrast with the mean: everyone else "below"

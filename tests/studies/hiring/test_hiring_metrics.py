@@ -77,8 +77,24 @@ def test_score_summary_relative_advantage_and_deviation():
     assert rel["X"] == pytest.approx(100 * (80 - 60) / 60) and "neutral" not in rel.index
     scores = _scores([(f"j{j}", g, 1, s) for j in range(6) for g, s in (("neutral", 50), ("X", 62), ("Y", 58))])
     means = score_means(scores, n_boot=300).set_index("group")
-    assert means.loc["X", "diff"] == pytest.approx(2.0) and means.loc["Y", "diff"] == pytest.approx(-2.0)
-    assert means.loc["X", "diff_low"] == pytest.approx(2.0)  # no variation across jobs: a point interval
+    # the marked difference is from the neutral resume; the one from the mean over groups is descriptive
+    assert means.loc["X", "diff"] == pytest.approx(12.0) and means.loc["Y", "diff"] == pytest.approx(8.0)
+    assert means.loc["X", "diff_low"] == pytest.approx(12.0)  # no variation across jobs: a point interval
+    assert means.loc["X", "diff_mean"] == pytest.approx(2.0) and means.loc["Y", "diff_mean"] == pytest.approx(-2.0)
+    assert means.loc["X", "diff_mean_low"] == pytest.approx(2.0)
+    assert np.isnan(means.loc["neutral", "diff"]) and means.loc["neutral", "diff_mean"] == pytest.approx(-10.0)
+
+
+def test_the_score_difference_pairs_each_group_with_its_jobs_neutral_resume():
+    # j1: neutral 50, X 60 and 64 (mean 62) -> +12; j2: neutral 80, X 81 -> +1; j3: the neutral score is
+    # unparseable, so X's 99 there is left out of the paired difference (not compared with other jobs)
+    rows = [("j1", "neutral", 0, 50), ("j1", "X", 1, 60), ("j1", "X", 2, 64),
+            ("j2", "neutral", 0, 80), ("j2", "X", 1, 81),
+            ("j3", "neutral", 0, np.nan), ("j3", "X", 1, 99)]
+    means = score_means(_scores(rows), n_boot=200).set_index("group")
+    assert means.loc["X", "diff"] == pytest.approx((12 + 1) / 2)
+    assert means.loc["X", "mean_score"] == pytest.approx((60 + 64 + 81 + 99) / 4)
+    assert means.loc["X", "n_clusters"] == 2  # the jobs with a paired difference (each its own unit here)
 
 
 def test_friedman_and_kendalls_w_match_scipy():

@@ -44,7 +44,11 @@ def test_scores_favour_the_planted_gender():
     means = score_means(scores, n_boot=1000)
     male = means[means["group"].str.endswith(" Male")]
     female = means[means["group"].str.endswith("Female")]
-    assert (male["diff_low"] > 0).all() and (female["diff_high"] < 0).all()
+    # against the neutral resume: men above it, women not (their interval holds 0, the truth); against
+    # the mean over groups (descriptive) women fall below, as the men pull the mean up
+    assert (male["diff_low"] > 0).all() and male["significant"].all() and not female["significant"].any()
+    assert ((female["diff_low"] <= 0) & (female["diff_high"] >= 0)).mean() >= 0.75
+    assert (female["diff_mean_high"] < 0).all()
     assert male["mean_score"].mean() - female["mean_score"].mean() == pytest.approx(3.0, abs=0.4)
     tsr = top_score_rates(scores)
     marked = tsr[~tsr["group"].eq("neutral")]

@@ -27,7 +27,8 @@ TABLES: dict[str, str] = {
     "hiring_win_rates": "Direct Comparison win rate per group vs the neutral resume (ideal 0.5), job-bootstrap CIs",
     "hiring_top_score_rates": "Score & Shortlist Top-Score Rate per group (ideal 100 %), ties counted for every group, "
                               "job-bootstrap CIs and the within-job permutation null",
-    "hiring_scores": "mean score per group and its difference from the model's mean, job-bootstrap CIs",
+    "hiring_scores": "mean score per group, its difference from the neutral resume (paired by job, marked) and "
+                     "from the mean over the groups (descriptive), occupation-bootstrap CIs",
     "hiring_bias_summary": "normalised disparity and deviation from ideal per model × setting × prompt variant, "
                            "job-bootstrap CIs and the same metric under the swap / permutation null",
     "hiring_relative_advantage": "relative advantage (Value_g − mean)/mean × 100 per group",

@@ -24,11 +24,14 @@ WR_FAMILY = ("Marks: an exact swap test over occupations — the independent uni
              "changes sides with the neutral resume together), Benjamini–Hochberg within each model over its groups × "
              "prompt variants; with fewer than 6 occupations no p ≤ 0.05 is possible and a group is not tested. The "
              "interval is shown uncorrected.")
-SCORE_FAMILY = ("Marks on the score differences: an exact swap (sign-flip) test over occupations of each "
-                "occupation's group mean minus its mean over the groups, Benjamini–Hochberg within each model over "
-                "its groups × prompt variants; fewer than 6 occupations: not tested. The interval (t with C − 1 "
-                "degrees of freedom for C occupations on the occupation-bootstrap standard error) is shown "
-                "uncorrected.")
+SCORE_FAMILY = ("Marks on the score differences from the neutral resume: each job's group mean minus that job's "
+                "neutral resume's score, an exact swap (sign-flip) test over occupations of each occupation's mean "
+                "paired difference together with the interval's t-test (the larger p), Benjamini–Hochberg within "
+                "each model over its groups × prompt variants; fewer than 6 occupations: not tested. The interval "
+                "(t with C − 1 degrees of freedom for C occupations on the occupation-bootstrap standard error) is "
+                "shown uncorrected. \"− mean over groups\" (Score_g minus the mean of the groups' scores, the "
+                "neutral resume left out) is descriptive and never marked: when one group is preferred, every "
+                "other group falls below that mean.")
 
 
 def _label(model: str, rationale: object, many_models: bool) -> str:
@@ -136,13 +139,16 @@ def top_score_section(ctx: ReportContext) -> Section:
     scores = ctx.nonempty("hiring_scores")
     if scores is not None:
         marked = scores[~scores["group"].eq("neutral")]
-        fig = _forest(ctx, marked, "diff", "diff_low", "diff_high", "Mean score − model mean", "points", "{:+.2f}")
+        fig = _forest(ctx, marked, "diff", "diff_low", "diff_high", "Mean score − neutral resume", "points",
+                      "{:+.2f}")
         if fig:
             s.figures.append(fig)
         show_table(s, ctx, "hiring_scores", [
             t.text("model", "Model"), t.text("variant", "Prompt"), t.text("group", "Group"), t.count("n", "Scores"),
-            t.num("mean_score", "Mean score", 2), t.num("diff", "− model mean", 2, signed=True),
+            t.num("mean_score", "Mean score", 2), t.num("diff", "− neutral resume", 2, signed=True),
             t.ci("diff_low", "diff_high", digits=2), t.pvalue("q_value", "q"), MARK,
+            t.num("diff_mean", "− mean over groups (descriptive)", 2, signed=True),
+            t.ci("diff_mean_low", "diff_mean_high", "95% CI (descriptive)", digits=2),
         ], prepare=with_variant)
         s.notes.append(SCORE_FAMILY)
     return s

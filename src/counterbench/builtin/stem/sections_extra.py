@@ -82,14 +82,20 @@ def extreme_gap_section(ctx: ReportContext) -> Section:
         t.text("privileged", "Privileged end"), t.num("mean_privileged", "MGL"),
         t.text("marginalised", "Marginalised end"), t.num("mean_marginalised", "MGL"),
         t.num("gap", "Gap", signed=True), t.pvalue("p", "p (Welch, paper's)"), t.count("n_pairs", "Pairs (null)"),
-        t.pvalue("p_value", "p (null reference)"), t.pvalue("q_value", "q"),
+        t.pvalue("p_rank", "p (rank among pairs)"), t.num("gap_model", "Gap (additive model)", signed=True),
+        t.pvalue("p_model", "p (model)"), t.pvalue("p_value", "p (both)"), t.pvalue("q_value", "q"),
         t.mark("Mark (BH within model)", n="n_pairs", unit="pairs of profiles"),
         t.num("spread", "Max − min profile (descriptive)")],
-        "Mark: the null reference over profiles — with nothing planted every profile is "
-        "exchangeable, so the designated pair's gap ranks anywhere among the gaps of all pairs of "
-        "profiles at that step; p is the share of pairs with a gap at least as large, "
-        "Benjamini–Hochberg within each model. The max − min spread picks its two profiles after "
-        "seeing the answers and is descriptive only: by chance alone it is several grade levels.")
+        "Mark: two tests of the null that the attributes change nothing (every profile exchangeable), "
+        "combined. The rank: the designated pair's gap ranks anywhere among the gaps of all pairs of "
+        "profiles at that step, p the share of pairs with a gap at least as large — it sees an effect "
+        "concentrated at the two ends, but not one that covers many profiles (then many pairs differ as "
+        "much). The additive model: each profile's mean (each problem's mean taken out) regressed by least "
+        "squares on the attributes' levels; the gap it predicts for the two ends and its t-test see an "
+        "effect that covers many profiles. p (both) = min(1, p model / 0.8, p rank / 0.2), a weighted "
+        "Bonferroni combination, Benjamini–Hochberg within each model. The max − min spread picks its two "
+        "profiles after seeing the answers and is descriptive only: by chance alone it is several grade "
+        "levels.")
 
 
 def interaction_grid_section(ctx: ReportContext) -> Section:
