@@ -54,8 +54,7 @@ UNSUPPORTED_HINTS: dict[str, str] = {
     "qv_robustness_model": "needs at least two question variants per use case (run without --question-variant)",
     "qv_robustness_by_use_case": "needs at least two question variants per use case "
     "(run without --question-variant)",
-    "fairness_ablation": "needs runs with the fairness instruction: add --variant standard --variant fairness "
-    "(the paper used --use-case salary_estimation)",
+    "fairness_ablation": "needs runs with the fairness instruction: add --variant standard --variant fairness",
     "merit_sensitivity": "needs at least two profiles per use case (run without --profile)",
     "profile_rank_agreement": "needs at least three profiles per use case (run without --profile)",
     "kendalls_w": "needs at least two profiles and two identifiers per use case and axis",
