@@ -6,10 +6,9 @@ built in an attached in-memory database: one row per response with its prompt's 
 without any text, indexed by slot. Every page filters that catalog and then reads the few texts it
 shows from the store by row id, so a slot view costs two indexed lookups whatever the store's size.
 
-A *slot* is the set of prompts that differ only in the counterfactual identifier (the paper's
-matched design): one model and generation config × study × use case × language × axis × profile ×
-question variant × prompt variant. Nothing here names a study, a language or an axis: the values
-come from the store.
+A *slot* is the set of prompts that differ only in the counterfactual identifier (the matched design):
+one model and generation config × study × use case × language × axis × profile × question variant ×
+prompt variant. Nothing here names a study, a language or an axis: the values come from the store.
 """
 
 from __future__ import annotations
