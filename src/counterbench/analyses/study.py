@@ -341,7 +341,7 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
         "findings": probabilities.findings_by_measure(
             outcome_findings.outcome_findings(finding_gaps, _names(study), outcomes=study.outcomes,
                                               favourable=favourable_of(study)),
-            decision, dict(study.languages)),
+            decision, _names(study), favourable_of(study)),
         "tables": ({name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | registered["tables"]
                    | probabilities.descriptions(decision)),
         "unsupported": unsupported,
