@@ -21,8 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["GAP_STATISTICS", "PAIR_MEAN", "difference", "gap_statistic", "pair_mean", "pair_mean_of", "ratio",
-           "ratio_to_pair_mean"]
+__all__ = ["GAP_STATISTICS", "PAIR_MEAN", "difference", "gap_statistic", "pair_mean", "pair_mean_of", "ratio"]
 
 #: the form every stated amount gap is in
 PAIR_MEAN = "pair_mean"
@@ -70,8 +69,3 @@ def pair_mean_of(first: float, second: float) -> float:
     total = first + second
     return 200.0 * (first - second) / total if total > 0 else float("nan")
 
-
-def ratio_to_pair_mean(percent_of_reference: float) -> float:
-    """A gap in % of the reference (comparison / reference − 1) restated in % of the pair's mean."""
-    r = percent_of_reference / 100.0
-    return 200.0 * r / (2.0 + r) if r > -2.0 else float("nan")
