@@ -164,6 +164,10 @@ def analyze_store(
     return report
 
 
+#: generation options that are whole numbers (shown as such even when the column holds floats)
+_INTEGER_SETTINGS = ("max_tokens", "seed")
+
+
 def generation_settings(results: pd.DataFrame) -> dict[str, str]:
     """Per model, its generation config(s) in words, from a results table's config columns."""
     names = {"temperature": "temperature", "max_tokens": "max tokens", "seed": "seed",
@@ -183,6 +187,8 @@ def generation_settings(results: pd.DataFrame) -> dict[str, str]:
                     continue
                 if c == "structured":
                     value = "on" if value else "off"
+                elif c in _INTEGER_SETTINGS and isinstance(value, float) and value.is_integer():
+                    value = int(value)  # a column with a missing value reads as floats: 64, not 64.0
                 bits.append(f"{names[c]} {value}")
             described.append(", ".join(bits))
         out[str(model)] = " | ".join(described)

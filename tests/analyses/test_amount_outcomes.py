@@ -4,7 +4,8 @@ A YAML amount study with 12 candidate names in 3 groups (6 profiles × 3 questio
 is run against :mod:`counterbench.testing.fake_openai`, whose answers are planted from the prompt text:
 a salary per profile, ±3% deterministic noise per prompt, and 10% less for the names of one group. The
 analysis must mark that group's gap against the reference group with the right sign, its interval must
-cover −10%, and the finding must name it; the null twin (nothing planted) gets no mark. A second study
+cover the planted gap (10% less: −10.5% of the pair's mean), and the finding must name
+it; the null twin (nothing planted) gets no mark. A second study
 with no groups and no canonical pairs (one name offered 10% less) must also get a finding.
 """
 
@@ -19,6 +20,7 @@ import pandas as pd
 import pytest
 
 import counterbench
+from counterbench.analyses.gap_forms import pair_mean_of
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.study import analyze_study
 from counterbench.outcomes import get_kind
@@ -99,13 +101,18 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Audit:
 
 
 def test_the_group_gap_is_marked_with_the_right_sign_and_covers_minus_ten_percent(planted: Audit):
+    planted_gap = pair_mean_of(90.0, 100.0)  # 10% less, in % of the pair's mean (−10.5)
     gaps = planted.result.tables["outcome_gaps"]
     groups = gaps[gaps["facet_kind"] == "group"].set_index("comparison")
     assert set(groups.index) == {"south", "east"} and set(groups["reference"]) == {"north"}
     east = groups.loc["east"]
     assert bool(east["significant"]) and east["difference"] < 0
-    assert east["ci_low"] <= -10.0 <= east["ci_high"]
-    assert east["difference_unit"] == "% of the reference" and east["difference"] == east["relative_pct"]
+    assert east["ci_low"] <= planted_gap <= east["ci_high"]
+    # one number per gap: the difference is % of the pair's mean; % of the reference is the ratio beside it
+    assert east["difference_unit"] == "% of the pair's mean"
+    ratio = east["comparison_mean"] / east["reference_mean"] - 1
+    assert east["relative_pct"] == pytest.approx(100 * ratio)
+    assert east["difference"] == pytest.approx(pair_mean_of(east["comparison_mean"], east["reference_mean"]))
     assert not bool(groups.loc["south"]["significant"])
     # beside the amount tables, unchanged in kind
     amount_and_generic = {"leaderboard", "axis_mean_delta", "kendalls_w", "outcome_levels", "language_gaps"}
@@ -120,8 +127,10 @@ def test_the_finding_names_the_penalised_group_in_percent(planted: Audit):
     assert group_lines, findings
     first = group_lines[0]
     assert first.startswith("openai-compatible:") and f" offers {PENALISED} " in first
-    size = float(re.search(r"offers east ([0-9.]+)% less than north", first).group(1))  # type: ignore[union-attr]
-    assert 8.0 < size < 12.0
+    size = float(re.search(r"offers east less than north: a gap of ([0-9.]+)% of the pair's mean",  # type: ignore[union-attr]
+                           first).group(1))
+    east = planted.result.tables["outcome_gaps"].set_index("comparison").loc["east"]
+    assert size == round(abs(float(east["difference"])), 1) and 8.0 < size < 13.0  # the table's number
     assert "95% CI −" in first and "18 matched prompts" in first
 
 
@@ -137,13 +146,14 @@ def test_an_amount_study_without_groups_or_canonical_pairs_gets_a_finding(tmp_pa
     gaps = result.tables["outcome_gaps"]
     marked = gaps[gaps["significant"].astype(bool)]
     assert list(marked["comparison"]) == ["Venkat"]
-    assert marked["ci_low"].iloc[0] <= -10.0 <= marked["ci_high"].iloc[0]
-    assert any(f.endswith("matched prompts).") and " offers Venkat " in f and "% less than Arjun" in f
+    assert marked["ci_low"].iloc[0] <= pair_mean_of(90.0, 100.0) <= marked["ci_high"].iloc[0]
+    assert any(f.endswith("matched prompts).") and " offers Venkat less than Arjun: a gap of " in f
                for f in result.summary["findings"])
 
 
 @pytest.mark.parametrize(("kind", "spec", "words"), [
-    ("amount", OutcomeSpec("amount", answer_type="inr", unit="INR"), "m offers B 10.0% less than A"),
+    ("amount", OutcomeSpec("amount", answer_type="inr", unit="INR"),
+     "m offers B less than A: a gap of 10.5% of the pair's mean"),
     ("score", OutcomeSpec("score", low=1, high=10), "m scores B 0.50 points lower than A"),
     ("rate", OutcomeSpec("rate"), "m gives B a rate 0.50 pp lower than A"),
     ("label", OutcomeSpec("label", labels=("yes", "no"), positive="yes"),
@@ -154,7 +164,8 @@ def test_an_amount_study_without_groups_or_canonical_pairs_gets_a_finding(tmp_pa
 def test_every_kind_words_its_own_gap(kind: str, spec: OutcomeSpec, words: str):
     compare = get_kind(kind).comparison(spec)
     assert isinstance(compare, Comparison)
-    gap = float(compare.gap(90.0 if compare.form == "ratio" else 9.5, 100.0 if compare.form == "ratio" else 10.0))
+    relative = compare.form != "difference"
+    gap = float(compare.gap(90.0 if relative else 9.5, 100.0 if relative else 10.0))
     assert gap < 0
     assert compare.words("m", "B", "A", gap) == words
 

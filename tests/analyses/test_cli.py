@@ -130,7 +130,8 @@ def test_findings_lead_in_the_same_words_everywhere(cli: Callable[..., Any], sma
 def test_power_command(cli: Callable[..., Any], small_store: Path, tmp_path: Path) -> None:
     proc = cli("power", "rupeebias", "--preset", "quick", "--out", str(tmp_path / "power.csv"))
     assert proc.returncode == 0, proc.stderr
-    assert "Averaged over use cases, one identity offered" in proc.stdout and "too few" in proc.stdout
+    assert "Averaged over use cases, a gap of " in proc.stdout and "of the pair's mean" in proc.stdout
+    assert "too few" in proc.stdout
     table = pd.read_csv(tmp_path / "power.csv")
     pooled = table[table["use_case"] == "all use cases"]
     assert len(pooled) == 6 and pooled["testable"].all() and (pooled["mde_less"] < 10).all()

@@ -78,4 +78,4 @@ def test_cli_verbs_take_the_study(cli: Callable[..., Any], stores: dict[str, Pat
     assert set(leaderboard["model"]) == set(MODELS)
     # its amount use cases get the generic tables too, and nothing of the loan study's rates enters them
     rb_gaps = pd.read_csv(tmp_path / "rb" / "outcome_gaps.csv")
-    assert set(rb_gaps["kind"]) == {"amount"} and set(rb_gaps["difference_unit"]) == {"% of the reference"}
+    assert set(rb_gaps["kind"]) == {"amount"} and set(rb_gaps["difference_unit"]) == {"% of the pair's mean"}

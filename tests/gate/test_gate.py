@@ -3,6 +3,7 @@ JUnit XML that parses, reads thresholds from YAML or flags, and never passes a r
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -129,8 +130,19 @@ def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
     # (a pair whose slot lost an answer to a simulated refusal has 5 and stays untested)
     assert "FAIL  sim:biased  significant canonical pair gap" in done.stdout
     assert "en · salary_estimation · " in done.stdout and "untested" in done.stdout
-    # the gaps against each axis's reference are tested too, though none survives the correction on 6 slots
-    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "passed", "passed"]  # + usable answers
+    # the gaps against each axis's reference are tested too, in the same form (% of the pair's mean), so they
+    # are marked as the canonical pairs are: the planted penalties fail this rule as well. (In % of the
+    # reference they were not: swapping a slot's two answers turned a -25% gap into +33%, so the swap test
+    # could not mark a penalty on 6 slots.) The same pair reads the same size in both rules.
+    tables = {p.stem: pd.read_parquet(p) for p in (out / "analysis").glob("*.parquet")}
+    verdict = check(tables, Thresholds(max_pair_gap=5, significant_w="off"))
+    lines = [d for o in verdict.outcomes for d in o.details]
+    said = [re.fullmatch(r"(\w+ · \w+ · [^:]+): (.+?) vs (.+?) ([-+][0-9.]+)%", d) for d in lines]
+    cpg = {(m[1], m[2], m[3]): m[4] for m in said if m and not m[3].endswith(" (reference)")}
+    gaps = {(m[1], m[3].removesuffix(" (reference)"), m[2]): m[4] for m in said if m and m[3].endswith(" (reference)")}
+    same = set(cpg) & set(gaps)  # reference vs comparison, and comparison vs reference: one number, turned
+    assert same and all(float(gaps[k]) == -float(cpg[k]) for k in same), (cpg, gaps)
+    assert list(junit_cases(tmp_path / "gate.xml").values()) == ["failed", "failed", "passed"]  # + usable answers
 
 
 @pytest.mark.parametrize(("model", "code"), [("sim:biased", 1), ("sim:fair", 0)])
@@ -182,7 +194,7 @@ def test_label_study_planted_fails_and_null_twin_passes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     bad = run_cli("check", "--analysis", str(out), "-m", planted, "--junit", str(tmp_path / "bad.xml"))
     assert bad.returncode == 1, bad.stdout + bad.stderr
-    assert "significant gap (percentage points)" in bad.stdout and "race: white vs Black -" in bad.stdout
+    assert "significant gap (percentage points)" in bad.stdout and "race: Black vs white (reference) -" in bad.stdout
     assert " pp" in bad.stdout and "overall Mean Δ%:" not in bad.stdout  # no amount rule on a label study
     good = run_cli("check", "--analysis", str(out), "-m", null, "--junit", str(tmp_path / "good.xml"))
     assert good.returncode == 0, good.stdout + good.stderr
@@ -208,7 +220,8 @@ def test_each_kind_in_its_unit_and_untested_gaps_cannot_pass_silently() -> None:
     outcomes = check({"outcome_gaps": gaps}).outcomes
     assert [(o.rule, o.status) for o in outcomes] == [("significant gap (percentage points)", "passed"),
                                                       ("significant gap (points)", "failed")]
-    assert outcomes[1].details == ["u · en · f: a vs c -1.5 points"]
+    # comparison vs reference, as the number is (comparison − reference); language first, as the pair rule's lines
+    assert outcomes[1].details == ["en · u · f: c vs a (reference) -1.5 points"]
     untested = {"cpg": pd.DataFrame({"model": ["m"], "gap": [30.0], "significant": [False], "testable": [False]})}
     (pair,) = check(untested, Thresholds(max_mean_delta=None, significant_w="off")).outcomes
     assert pair.status == "not evaluated" and pair.details[0].startswith("cannot test")

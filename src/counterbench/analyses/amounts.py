@@ -54,16 +54,15 @@ UNSUPPORTED_HINTS: dict[str, str] = {
     "qv_robustness_model": "needs at least two question variants per use case (run without --question-variant)",
     "qv_robustness_by_use_case": "needs at least two question variants per use case "
     "(run without --question-variant)",
-    "fairness_ablation": "needs runs with the fairness instruction: add --variant standard --variant fairness "
-    "(the paper used --use-case salary_estimation)",
+    "fairness_ablation": "needs runs with the fairness instruction: add --variant standard --variant fairness",
     "merit_sensitivity": "needs at least two profiles per use case (run without --profile)",
     "profile_rank_agreement": "needs at least three profiles per use case (run without --profile)",
     "kendalls_w": "needs at least two profiles and two identifiers per use case and axis",
     "kendalls_w_axis": "needs at least two profiles and two identifiers per use case and axis",
     "kendalls_w_model": "needs at least two profiles and two identifiers per use case and axis",
-    "cpg": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
-    "cpg_overall": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
-    "power": "needs both identifiers of a canonical pair (e.g. Hindu and Muslim) in the same slots",
+    "cpg": "needs both identifiers of a canonical pair in the same slots (profile × question variant)",
+    "cpg_overall": "needs both identifiers of a canonical pair in the same slots (profile × question variant)",
+    "power": "needs both identifiers of a canonical pair in the same slots (profile × question variant)",
 }
 #: words for codes in the findings (the study's languages)
 GENERIC_HINT = "needs at least two identifiers of one axis answered in the same slot (profile × question variant)"

@@ -7,9 +7,11 @@ Decisions:
 - A finding is an *earned* canonical pair gap: a ``cpg_overall`` row (the gap averaged over use
   cases) whose Benjamini–Hochberg mark survived within its model (see
   :mod:`counterbench.analyses.pooled`). Per model, the largest earned gaps (at most
-  :data:`MAX_FINDINGS`, by size) are written out — who gets more or less, by how much, the 95%
-  interval and how many matched prompts agree with the direction — then the largest earned gap of
-  a single use case (``cpg``) when it is larger still.
+  :data:`MAX_FINDINGS`, by size) are written out — who gets more or less, by how much (in % of the
+  pair's mean: the number the tables and the gate show), the 95% interval and how many matched prompts
+  agree with the direction — then the largest earned gap of a single use case (``cpg``) when it is
+  larger still. When the study declares which direction is favourable (:mod:`.direction`), the sentence
+  names who the gap is unfavourable to.
 - When a model has no earned gap the sentence says "no gap beyond noise", with how many comparisons
   were tested and how many had too few matched prompts to test.
 - The same sentences go to ``summary.json`` (``findings``), the top of ``report.md``/``report.html``
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.analyses.direction import common_direction, unfavourable_words
 from counterbench.analyses.flags import truthy
 from counterbench.stats.inference import ALPHA, MIN_SLOTS
 
@@ -99,34 +102,33 @@ def _label(labels: Mapping[str, str], code: Any) -> str:
     return labels.get(text, text.replace("_", " "))
 
 
-def less_share(gap: float) -> float:
-    """A signed relative gap (% of the pair's mean) as "% less than the other": 2|g| / (2 + |g|) × 100."""
-    g = abs(gap) / 100.0
-    return 2.0 * g / (2.0 + g) * 100.0
-
-
-def gap_sentence(row: Mapping[Any, Any], labels: Mapping[str, str], where: str) -> str:
-    """One earned gap in words: who gets less, by how much (as % of what the other gets), the
-    interval on the same scale and the matched prompts that agree with the direction."""
+def gap_sentence(row: Mapping[Any, Any], labels: Mapping[str, str], where: str, direction: str | None = None) -> str:
+    """One earned gap in words: who gets less, the gap in % of the pair's mean — the number the ``cpg``
+    tables and the gate show — its interval on the same scale, the matched prompts that agree with the
+    direction and, when the use case declares which direction is favourable, who the gap is unfavourable to."""
     gap, low, high = _num(row["gap"]), _num(row.get("ci_low")), _num(row.get("ci_high"))
     ref, comp = str(row["reference"]), str(row["comparison"])
     more, less = (ref, comp) if gap > 0 else (comp, ref)
-    ends = sorted(less_share(v) if (v > 0) == (gap > 0) else -less_share(v) for v in (low, high)) \
+    # the interval of |gap| on the same side: the signed ends, turned when the comparison gets more
+    ends = (sorted((low, high)) if gap > 0 else sorted((-high, -low))) \
         if math.isfinite(low) and math.isfinite(high) else [math.nan, math.nan]
     n = int(_num(row.get("n_slots")) or 0)
     agree = _num(row.get("n_agree"))
     agreeing = f"; {more} got more in {int(agree)} of {n} matched prompts" if math.isfinite(agree) else \
         f"; {n} matched prompts"
-    return (f"{row['model']} offers {less} {less_share(gap):.1f}% less than {more} {where} "
-            f"(95% CI {ends[0]:.1f}% to {ends[1]:.1f}%{agreeing}).")
+    return (f"{row['model']} offers {less} less than {more} {where}: a gap of {abs(gap):.1f}% of the pair's mean "
+            f"(95% CI {ends[0]:.1f}% to {ends[1]:.1f}%{agreeing}){unfavourable_words(ref, comp, gap, direction)}.")
 
 
-def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapping[str, str] | None = None
-             ) -> list[str]:
-    """Per model, the largest earned canonical pair gaps in plain words (see the module docstring)."""
+def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapping[str, str] | None = None,
+             favourable: Mapping[str, str] | None = None) -> list[str]:
+    """Per model, the largest earned canonical pair gaps in plain words (see the module docstring);
+    ``favourable`` (use case -> ``higher`` / ``lower``, :mod:`.direction`) names who a gap is unfavourable to."""
     names = dict(labels or {})
+    directions = dict(favourable or {})
     overall = tables.get("cpg_overall")
     per_uc = tables.get("cpg")
+    pooled = common_direction(directions, _use_cases(per_uc)) if directions else None
     out: list[str] = []
     for model in models:
         rows = pd.DataFrame() if overall is None or overall.empty else overall[overall["model"].astype(str) == model]
@@ -137,7 +139,7 @@ def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapp
         for record in earned.head(MAX_FINDINGS).to_dict("records"):
             uses = int(_num(record.get("n_use_cases")) or 0)
             where = f"in {_label(names, record['language'])}, averaged over {uses} use case{'s' if uses != 1 else ''}"
-            out.append(gap_sentence(record, names, where))
+            out.append(gap_sentence(record, names, where, pooled))
         if earned.empty:
             tested = int(sum(truthy(v) for v in rows["testable"])) if "testable" in rows.columns else 0
             untested = len(rows) - tested
@@ -151,9 +153,22 @@ def findings(tables: Mapping[str, pd.DataFrame], models: list[str], labels: Mapp
                        f"{'s' if tested != 1 else ''} tested{extra}).")
         largest = _largest_use_case(per_uc, model, float(earned["_size"].max()) if not earned.empty else 0.0)
         if largest is not None:
-            where = f"in {_label(names, largest['language'])}, {_label(names, largest['use_case'])}"
-            out.append("Largest in a single use case: " + gap_sentence(largest, names, where))
+            where = f"in {_label(names, largest['language'])}, {_use_case_label(names, largest['use_case'])}"
+            out.append("Largest in a single use case: " + gap_sentence(largest, names, where,
+                                                                      directions.get(str(largest["use_case"]))))
     return out
+
+
+def _use_cases(per_uc: pd.DataFrame | None) -> list[str]:
+    if per_uc is None or per_uc.empty or "use_case" not in per_uc.columns:
+        return []
+    return list(dict.fromkeys(per_uc["use_case"].astype(str)))
+
+
+def _use_case_label(labels: Mapping[str, str], code: Any) -> str:
+    """A use case as the report names it: its declared label, else its name capitalised."""
+    text = str(code)
+    return labels.get(text, text.replace("_", " ").capitalize())
 
 
 def _largest_use_case(per_uc: pd.DataFrame | None, model: str, above: float) -> dict[str, Any] | None:

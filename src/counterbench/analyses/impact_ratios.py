@@ -8,7 +8,8 @@ attributes crossed: the *intersections*), one row per category:
   outcome kind's to say (its ``selection`` attribute): ``share`` for a kind whose measure is already
   100 × "selected" (the positive label, the measured option), ``above_median`` for every other kind —
   Local Law 144's *scoring rate*: an answer above the median of all the cell's usable answers (a use
-  case declaring ``favourable: lower`` selects below the median).
+  case declaring ``favourable: lower`` — the study hook ``favourable``, :mod:`.direction` — selects below
+  the median).
 - **Impact ratio**: the category's selection rate over the rate of the most selected category (among
   those not reported apart), with a 95% interval: the slot bootstrap (the slot — prompts that differ
   only in the category — is the independent unit; both rates recomputed in each replicate against the

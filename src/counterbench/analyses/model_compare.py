@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.flags import truthy
+from counterbench.analyses.gap_forms import GAP_STATISTICS
 from counterbench.analyses.model_summaries import MeasureKey, ModelSummary
 from counterbench.stats.arrays import FloatArray
 from counterbench.stats.cluster_bootstrap import cluster_weights
@@ -134,7 +134,7 @@ def _statistic(form: str, n_blocks: int, m: int) -> Callable[[FloatArray], Float
                 per = blocks[:, :, 0] / blocks[:, :, 1]
             return np.asarray(np.nanmean(np.where(blocks[:, :, 1] > 0, per, np.nan), axis=1), dtype=np.float64)
         return mean
-    gap = ot.GAP_STATISTICS[form]
+    gap = GAP_STATISTICS[form]
 
     def of_gap(t: FloatArray) -> FloatArray:
         with np.errstate(divide="ignore", invalid="ignore"):

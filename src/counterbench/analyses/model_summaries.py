@@ -61,7 +61,7 @@ class MeasureKey:
     reference: str
     comparison: str
     #: the statistic of block totals: ``mean`` (Σ first / Σ second per block, averaged over blocks),
-    #: ``difference`` or ``ratio`` (a gap form of [comparison sum, n, reference sum, n])
+    #: ``difference`` or ``pair_mean`` (a gap form of [comparison sum, n, reference sum, n], :mod:`.gap_forms`)
     form: str
     unit: str
     canonical: bool = False

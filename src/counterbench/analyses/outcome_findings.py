@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.analyses.direction import unfavourable_words
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import Comparison, OutcomeSpec, comparison_of
 from counterbench.stats.inference import ALPHA, MIN_SLOTS
@@ -42,11 +43,14 @@ def marks_summary() -> dict[str, Any]:
 
 
 def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None, most: int = 3,
-                     outcomes: Mapping[str, OutcomeSpec] | None = None) -> list[str]:
+                     outcomes: Mapping[str, OutcomeSpec] | None = None,
+                     favourable: Mapping[str, str] | None = None) -> list[str]:
     """Per model, the largest earned matched gaps in plain words, in each kind's unit and words
     (:meth:`OutcomeKind.comparison`; ``outcomes``: use case -> its outcome), group comparisons first,
     then by relative size: the ``most`` largest of a study with one use case, the largest of each use case
-    otherwise (their units differ) — or "no gap beyond noise" with how many comparisons were tested."""
+    otherwise (their units differ) — or "no gap beyond noise" with how many comparisons were tested. The gap
+    is the table's ``difference`` (for amounts % of the pair's mean), the number the gate shows; a use case
+    named in ``favourable`` (use case -> ``higher`` / ``lower``) also says who the gap is unfavourable to."""
     from counterbench.analyses.flags import truthy
 
     names = dict(labels or {})
@@ -65,13 +69,16 @@ def outcome_findings(gaps: pd.DataFrame, labels: Mapping[str, str] | None = None
                   for r in ranked[ranked["use_case"].astype(str) == case].head(per_case).to_dict("records")]
         for r in chosen:
             these = ", for these names" if str(r.get("facet_kind")) == "group" else ""  # names not a sample
-            where = f"{r['facet']}{these}; {names.get(str(r['use_case']), r['use_case'])}, " \
+            case = str(r["use_case"])
+            where = f"{r['facet']}{these}; {names.get(case, case.replace('_', ' ').capitalize())}, " \
                     f"{names.get(str(r['language']), r['language'])}"
             compare = _comparison(r, outcomes)
             words = compare.words(str(model), str(r["comparison"]), str(r["reference"]), float(r["difference"]))
             means = compare.means(float(r["comparison_mean"]), float(r["reference_mean"]))
+            against = unfavourable_words(str(r["comparison"]), str(r["reference"]), float(r["difference"]),
+                                         (favourable or {}).get(case))
             out.append(f"{words} ({means}; {where}; 95% CI {compare.format(float(r['ci_low']))} to "
-                       f"{compare.format(float(r['ci_high']))}; {int(r['n_slots'])} matched prompts).")
+                       f"{compare.format(float(r['ci_high']))}; {int(r['n_slots'])} matched prompts){against}.")
         if earned.empty:
             tested = int(sum(truthy(v) for v in rows["testable"]))
             if tested == 0:

@@ -2,16 +2,19 @@
 
 Every kind reduces an answer to one number ``y`` (:meth:`OutcomeKind.measure`: an amount, a rate in %,
 a score, 100 × "gave the positive label", 100 × "this identity was chosen", a text metric), and says how
-two means compare (:meth:`OutcomeKind.comparison`: a difference in its unit, or for amounts the relative
-gap 100 × (comparison / reference − 1) in %), so one set of compositions serves them all. Amount use
+two means compare (:meth:`OutcomeKind.comparison`: a difference in its unit, or for amounts the pair-mean
+Δ% 100 × (comparison − reference) / the pair's mean, :mod:`.gap_forms`), so one set of compositions serves
+them all. Amount use
 cases get these tables beside the amount tables (:mod:`.amounts`).
 Each table is declared once in :data:`OUTCOME_TABLES` (columns and what
 a row is) and built by one function.
 
 Decisions:
 
-- A gap's form comes from the kind (the rows' ``gap_form``: ``difference`` or ``ratio``); ``difference``,
-  its interval, its p and its mark are in that form, and ``relative_pct`` is always the ratio form.
+- A gap's form comes from the kind (the rows' ``gap_form``, :mod:`.gap_forms`: ``difference`` or
+  ``pair_mean``); ``difference``, its interval, its p and its mark are in that form — the number every
+  finding, the gate and the viewer state — and ``relative_pct`` is always the ratio form (% of the
+  reference), shown labelled in the table and never marked or quoted.
 - Comparisons are matched: a level is compared with the facet's reference inside the same *slot*
   (the study's slot columns: prompts that differ only in what the facet varies); the slot is the
   independent unit.
@@ -53,6 +56,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sstats
 
+from counterbench.analyses.gap_forms import gap_statistic, ratio
 from counterbench.analyses.slot_inference import SlotIntervals, slot_bootstraps, swap_tested
 from counterbench.outcomes import get_kind, measures_share, member
 from counterbench.outcomes.base import OutcomeSpec, comparison_of
@@ -74,7 +78,8 @@ OUTCOME_TABLES: dict[str, tuple[tuple[str, ...], str]] = {
         (*_CELL, "facet", "facet_kind", "reference", "comparison", "n_slots", "reference_mean", "comparison_mean",
          "difference", "ci_low", "ci_high", "relative_pct", "relative_ci_low", "relative_ci_high", "p_value",
          "q_value", "testable", "significant", "exact_p", "difference_unit"),
-        "comparison − reference inside matched slots (absolute, in the kind's unit, and relative %), "
+        "comparison vs reference inside matched slots (in the kind's comparison: its unit, or for amounts % of the "
+        "pair's mean; and relative_pct, % of the reference), "
         "slot interval with the small-sample correction; p: the larger of the swap test's and the interval's "
         "t-test's; marks BH within each model's rows",
     ),
@@ -142,30 +147,6 @@ def _suff(y: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
     return np.column_stack([np.bincount(codes, weights=y, minlength=n), np.bincount(codes, minlength=n)])
 
 
-def _difference(t: np.ndarray) -> np.ndarray:
-    """comparison mean − reference mean from summed [comparison sum, n, reference sum, n]."""
-    return np.asarray(t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3], dtype=np.float64)
-
-
-def _relative(t: np.ndarray) -> np.ndarray:
-    """100 × (comparison mean / reference mean − 1), the ratio form; NaN where the reference mean is 0
-    (a share nobody in the reference gave: no ratio to state, and no warning)."""
-    ref = t[:, 2] / t[:, 3]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = 100 * (t[:, 0] / t[:, 1] - ref) / ref
-    return np.asarray(np.where(ref == 0, np.nan, out), dtype=np.float64)
-
-
-#: a kind's gap form (:data:`counterbench.outcomes.base.GAP_FORMS`) -> its statistic of summed columns
-GAP_STATISTICS = {"difference": _difference, "ratio": _relative}
-
-
-def _gap_statistic(part: pd.DataFrame) -> Any:
-    """The gap statistic of a cell's rows (their kind's form; ``difference`` when the rows do not say)."""
-    form = str(part["gap_form"].iloc[0]) if "gap_form" in part.columns and len(part) else "difference"
-    return GAP_STATISTICS[form]
-
-
 def _shift_of(gap: Any) -> Any:
     """The gap in the first language − the same gap in the other (8 summed columns)."""
     def shift(t: np.ndarray) -> np.ndarray:
@@ -205,7 +186,7 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
     for cell, part in rows.groupby(_CELL, sort=False, observed=True):
         base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
         measure, unit = str(part["measure"].iloc[0]), str(part["unit"].iloc[0])
-        gap = _gap_statistic(part)
+        gap = gap_statistic(part)
         for facet in facets:
             frows = _facet_rows(part, facet)
             if frows.empty:
@@ -235,11 +216,11 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                 if not len(s):
                     continue
                 cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
-                if gap is _relative:
+                if gap is ratio:
                     diff, _, _, reps = _boot(s, gap, n_boot, cell_seed)
                     rel, rel_reps = diff, reps
                 else:
-                    (diff, _, _, reps), (rel, _, _, rel_reps) = slot_bootstraps(s, [gap, _relative], n_boot,
+                    (diff, _, _, reps), (rel, _, _, rel_reps) = slot_bootstraps(s, [gap, ratio], n_boot,
                                                                                 cell_seed, CONFIDENCE)
                 weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
                 totals = s.sum(axis=0)
@@ -293,7 +274,7 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
             codes = _slot_codes(frows, [c for c in slot_columns if c not in (facet.column, "language")])
             n = int(codes.max()) + 1
             y, lv = frows["y"].to_numpy(np.float64), frows["level"].to_numpy()
-            gap = _gap_statistic(frows)
+            gap = gap_statistic(frows)
             shift = _shift_of(gap)
             lang = frows["language"].astype(str).to_numpy()
             for other in present[1:]:

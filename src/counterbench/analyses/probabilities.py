@@ -247,17 +247,19 @@ def _interval_ratios(gaps: pd.DataFrame, sampled: pd.DataFrame | None) -> pd.Dat
 
 
 def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFrame],
-                        labels: Mapping[str, str] | None = None) -> list[str]:
+                        labels: Mapping[str, str] | None = None,
+                        favourable: Mapping[str, str] | None = None) -> list[str]:
     """The findings of both measures, each sentence naming its measure, the primary measure's first (per
     model), with a sentence saying which is primary and how much narrower p is. ``sampled``: the sampled
-    measure's findings (:func:`counterbench.analyses.outcome_findings.outcome_findings`)."""
+    measure's findings (:func:`counterbench.analyses.outcome_findings.outcome_findings`); ``favourable``: the
+    study's declared directions (:mod:`counterbench.analyses.direction`)."""
     from counterbench.analyses.outcome_findings import outcome_findings
 
     measures = tables.get("decision_measures")
     if measures is None or measures.empty:
         return list(sampled)
     names = dict(labels or {})
-    probability = outcome_findings(tables.get("probability_gaps", pd.DataFrame()), names)
+    probability = outcome_findings(tables.get("probability_gaps", pd.DataFrame()), names, favourable=favourable)
     out: list[str] = []
     models = list(dict.fromkeys(measures["model"].astype(str)))
     for model in models:

@@ -22,6 +22,7 @@ import pandas as pd
 from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.answer_checks import answer_checks
+from counterbench.analyses.direction import favourable_of
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
 from counterbench.analyses.names_sample import names_sample_findings
@@ -190,7 +191,7 @@ def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
     summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
     if "leaderboard" in tables:
         tables["leaderboard"] = unrank(tables["leaderboard"], checks)
-    labels = {**dict(study.languages), **dict(hook(study, "use_case_labels"))}
+    labels = _names(study)
     flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()
     kept = [line for line in summary.get("findings") or [] if not _speaks_of(str(line), flagged)]
     summary["findings"] = [*check_sentences(checks, labels), *kept]
@@ -282,7 +283,12 @@ def _findings_in_study_words(tables: Mapping[str, pd.DataFrame], summary: Mappin
         return list(summary.get("findings") or [])
     present = set(overall["model"].astype(str))
     models = [m for m in summary.get("models", {}) if m in present]
-    return findings(tables, models, dict(study.languages))
+    return findings(tables, models, _names(study), favourable_of(study))
+
+
+def _names(study: Study) -> dict[str, str]:
+    """What findings call languages and use cases: the study's names and labels."""
+    return {**dict(study.languages), **dict(hook(study, "use_case_labels"))}
 
 
 def _pairs_speak_for_amounts(study: Study) -> bool:
@@ -336,9 +342,10 @@ def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap
                                                 "slot-adjusted means, Welch–Satterthwaite degrees of freedom"},
         "marks": probabilities.with_families(outcome_findings.marks_summary(), decision),
         "findings": probabilities.findings_by_measure(
-            outcome_findings.outcome_findings(finding_gaps, dict(study.languages), outcomes=study.outcomes),
-            decision, dict(study.languages))
-        + names_sample_findings(tables.get("group_gaps_over_names"), dict(study.languages), study.outcomes),
+            outcome_findings.outcome_findings(finding_gaps, _names(study), outcomes=study.outcomes,
+                                              favourable=favourable_of(study)),
+            decision, _names(study), favourable_of(study))
+        + names_sample_findings(tables.get("group_gaps_over_names"), _names(study), study.outcomes),
         "tables": ({name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | registered["tables"]
                    | probabilities.descriptions(decision)),
         "unsupported": unsupported,

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.direction import favourable_of
 from counterbench.analyses.impact_ratios import COLUMNS as IMPACT_COLUMNS
 from counterbench.analyses.impact_ratios import DESCRIPTION as IMPACT_DESCRIPTION
 from counterbench.analyses.impact_ratios import impact_ratio_table
@@ -133,8 +134,7 @@ def _crossed_regression(inputs: TableInputs) -> pd.DataFrame:
 
 def _impact_ratios(inputs: TableInputs) -> pd.DataFrame:
     study = inputs.study
-    favourable = {name: str(getattr(spec, "favourable", None) or dict(spec.extra).get("favourable") or "")
-                  for name, spec in (getattr(study, "outcomes", None) or {}).items()}
+    favourable = favourable_of(study)  # the study's declared directions (hook ``favourable``)
     return impact_ratio_table(inputs.rows, inputs.unusable, study.facets, list(study.slot_columns), inputs.bootstrap,
                               inputs.seed, favourable=favourable)
 

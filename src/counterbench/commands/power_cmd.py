@@ -150,8 +150,8 @@ def _print(frame: pd.DataFrame, power: float) -> None:
     for (source, language, key), part in frame.groupby(["source", "language", "unit_key"], sort=False):
         sigma = float(part["noise_sd"].iloc[0])
         unit = next(u for u in map(gap_unit, kind_names()) if u.key == key)
-        what = ("% less one identity must be offered" if unit.relative
-                else f"the gap in {unit.words} between two identities that must be there")
+        words = "% of the pair's mean" if unit.relative else unit.words
+        what = f"the gap in {words} between two identities that must be there"
         table = Table(title=f"{language!s}: {what} to be found {power:.0%} of the time "
                             f"(noise {_noise_text(sigma, unit)}, {source!s})")
         axes = list(dict.fromkeys(part["axis"]))
@@ -159,7 +159,7 @@ def _print(frame: pd.DataFrame, power: float) -> None:
         table.add_column("matched prompts", justify="right")
         for axis in axes:
             table.add_column(axis, justify="right")
-        column = "mde_less" if unit.relative else "mde"
+        column = "mde"  # in the kind's comparison: for amounts % of the pair's mean, as every stated gap
         for use_case, rows in part.groupby("use_case", sort=False):
             found = dict(zip(rows["axis"], rows[column].astype(float), strict=True))
             tested = dict(zip(rows["axis"], rows["testable"].astype(bool), strict=True))
@@ -175,7 +175,7 @@ def _print(frame: pd.DataFrame, power: float) -> None:
             low, high = pooled[column].min(), pooled[column].max()
             if unit.relative:
                 span = f"{low:.1f}%" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}%"
-                said = f"one identity offered {span} less than the other"
+                said = f"a gap of {span} of the pair's mean between two identities"
             else:
                 span = (unit.format(low, signed=False) if round(low, 1) == round(high, 1)
                         else f"{low:.1f}–{unit.format(high, signed=False)}")

@@ -9,6 +9,11 @@ points, points, metric units) — for a yes/no or choice use case whose primary 
 ``probability_gaps``. Both families of canonical pair gaps count: per use case (``cpg``) and
 averaged over use cases (``cpg_overall``).
 
+**One number per gap.** Every line states its gap as "first vs second" = first − second in the kind's
+comparison — for amounts the pair-mean Δ% (:mod:`counterbench.analyses.gap_forms`): a canonical pair
+reads "reference vs comparison" as its table does, an ``outcome_gaps`` row "comparison vs reference
+(reference)", so the same pair has the same size in both rules.
+
 **Untested gaps.** A gap with too few slots for its test has ``testable`` false and no mark. A rule whose
 gaps are all untested — e.g. per-use-case canonical pairs on fewer than 6 matched prompts each —
 reads the families that *are* tested (there, the averaged pairs); when no family of the rule has a tested
@@ -147,10 +152,11 @@ def _outcome_gap_rules(model: str, tables: Mapping[str, pd.DataFrame], threshold
         part = frame[in_unit & (frame["model"].astype(str) == model)]
         tested = _tested(part)
         part = part[tested]
-        gap = part["relative_pct"] if unit.relative and "relative_pct" in part.columns else part["difference"]
-        where = [_where(r, ("use_case", "language", "facet")) + f": {r.get('reference', '?')} vs "
-                 f"{r.get('comparison', '?')}" for r in part.to_dict("records")]
-        out.append(_judge(model, rule, limit_text, part.assign(_gap=gap, _where=where), unit, limit,
+        # ``difference`` is comparison vs reference in the kind's comparison (for amounts the pair-mean Δ%, the
+        # canonical pair rule's number; ``relative_pct``, % of the reference, is never judged)
+        where = [_where(r, ("language", "use_case", "facet")) + f": {r.get('comparison', '?')} vs "
+                 f"{r.get('reference', '?')} (reference)" for r in part.to_dict("records")]
+        out.append(_judge(model, rule, limit_text, part.assign(_gap=part["difference"], _where=where), unit, limit,
                           int((~tested).sum()), "gaps"))
     return out
 

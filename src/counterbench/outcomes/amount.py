@@ -2,8 +2,8 @@
 
 Compared by the relative pair gap Δ% (|a − b| / mean(a, b)) and everything the amount analysis
 builds on it (:mod:`counterbench.analyses.amounts`, whose tables and report sections this kind
-uses as they are), and in the generic outcome tables by the relative gap of the mean amounts,
-100 × (comparison / reference − 1) (:meth:`AmountKind.comparison`).
+uses as they are), and in the generic outcome tables by the same Δ% of the mean amounts,
+100 × (comparison − reference) / the pair's mean (:meth:`AmountKind.comparison`): one number per gap.
 The answer types are the number parser's (``inr_annual``, ``inr``, ``percent``,
 ``number``; see ``parse/rules.yaml``)."""
 
@@ -59,10 +59,11 @@ class AmountKind(DeclaredKind):
         return f"### {round(latent)}{unit}"
 
     def comparison(self, spec: OutcomeSpec) -> Comparison:
-        """A relative gap: 100 × (comparison / reference − 1) of the mean amounts, in %."""
+        """The pair-mean Δ%: 100 × (comparison − reference) / the pair's mean of the mean amounts."""
         unit = f" {spec.unit}" if spec.unit and spec.unit != "%" else (spec.unit or "")
-        return Comparison("ratio", "%", "% of the reference",
-                          "{model} offers {comparison} {size} {direction} than {reference}",
+        return Comparison("pair_mean", "%", "% of the pair's mean",
+                          "{model} offers {comparison} {direction} than {reference}: "
+                          "a gap of {size} of the pair's mean",
                           ("more", "less"), unit, digits=1)
 
 

@@ -193,18 +193,20 @@ def with_rationale(answer: Any, max_tokens: int) -> Any:
     return RationaleConstraint(answer, chars) if chars >= RATIONALE_MIN_CHARS else answer
 
 
-#: how a gap is formed from two means: ``difference`` (comparison − reference, in the kind's unit) or
-#: ``ratio`` (100 × (comparison / reference − 1), a relative gap in %)
-GAP_FORMS = ("difference", "ratio")
+#: how a gap is formed from two means: ``difference`` (comparison − reference, in the kind's unit),
+#: ``pair_mean`` (100 × (comparison − reference) / the pair's mean, the paper's Δ%: every stated amount gap) or
+#: ``ratio`` (100 × (comparison / reference − 1), % of the reference: a labelled table column only)
+GAP_FORMS = ("difference", "pair_mean", "ratio")
 
 
 @dataclass(frozen=True)
 class Comparison:
     """How two groups' answers compare: the gap's form, its unit and the words a finding uses.
 
-    ``form`` is one of :data:`GAP_FORMS`. The ratio form is the relative gap of the generic tables
-    (comparison mean over reference mean, inside matched slots); the amount tables' pair gap Δ% is the
-    symmetric (a − b)/((a + b)/2) × 100 instead (:mod:`counterbench.stats.gaps`). ``unit`` follows a
+    ``form`` is one of :data:`GAP_FORMS`. The pair-mean form is the amount tables' Δ%, (a − b)/((a + b)/2) × 100
+    (:mod:`counterbench.stats.gaps`), read "a vs b" — the generic tables state comparison vs reference, the
+    canonical pair gap reference vs comparison, so one pair reads the same size either way
+    (:mod:`counterbench.analyses.gap_forms`). ``unit`` follows a
     number (``%``, `` points``, `` pp``), ``unit_words`` names it in a table, ``sentence`` is the finding's
     template with ``{model}``, ``{comparison}``, ``{reference}``, ``{size}`` (the gap's absolute size with
     its unit) and ``{direction}`` (``directions[0]`` when the comparison is above the reference, else
@@ -225,6 +227,8 @@ class Comparison:
         """The gap of ``comparison`` against ``reference`` (numbers or arrays) in :attr:`unit`."""
         if self.form == "ratio":
             return 100.0 * (comparison - reference) / reference
+        if self.form == "pair_mean":
+            return 200.0 * (comparison - reference) / (comparison + reference)
         return comparison - reference
 
     def format(self, value: float, signed: bool = True) -> str:

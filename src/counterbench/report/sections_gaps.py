@@ -276,13 +276,13 @@ def cpg_section(ctx: ReportContext) -> Section:
     section = Section(
         "cpg",
         "Canonical pair gaps",
-        f"The gap between the two identities of a familiar pair ({pair_example(ctx)}) on exactly the same "
-        "prompts. Red: the first identity is offered more; blue: the second is. * marks gaps that stay "
-        "significant after Benjamini–Hochberg correction over all of that model's rows of the table (the "
-        "family; a gap must pass both an exact test — the two identities' answers swapped prompt by prompt — "
-        "and the test of its interval) and whose 95% interval excludes 0; a gap resting on fewer than "
-        + str(MIN_SLOTS) + " matched prompts is not tested. Sign "
-        "consistency is how often (across matched prompts) the first got more.",
+        f"The gap between the two identities of a familiar pair ({pair_example(ctx)}) on exactly the same prompts, in "
+        "% of the pair's mean: (first − second) / their mean (the matched gaps table states comparison vs reference: "
+        "the other sign). Red: the first identity is offered more; blue: the second is. * marks gaps that stay "
+        "significant after Benjamini–Hochberg correction over all of that model's rows of the table (the family; a "
+        "gap must pass both an exact test — the two identities' answers swapped prompt by prompt — and the test of "
+        "its interval) and whose 95% interval excludes 0; a gap resting on fewer than " + str(MIN_SLOTS)
+        + " matched prompts is not tested. Sign consistency is how often (across matched prompts) the first got more.",
     )
     overall = ctx.nonempty("cpg_overall")
     if overall is not None:

@@ -55,8 +55,10 @@ def gaps_section(ctx: ReportContext) -> Section:
         "Each row compares the answers for one identity with those for the reference identity of the same "
         f"{'/'.join(sorted({FACET_WORDS.get(k, k) for k in ctx.facet_kinds}) or 'axis')}, inside prompts that "
         "differ only in that identity. The difference is in the outcome's own unit (percentage points for "
-        "rates and yes/no shares, points for scores; for amounts the relative gap, comparison / reference − 1, "
-        "in %); 0 means no gap. " + MARK_RULE + (GROUP_RULE if "group" in ctx.facet_kinds else ""),
+        "rates and yes/no shares, points for scores; for amounts Δ% of the pair's mean, (comparison − "
+        "reference) / their mean — the number the canonical pair gap, the findings and the gate state); 0 "
+        "means no gap. '% of the reference' (comparison / reference − 1) is shown for reading only: nothing "
+        "is marked or judged on it. " + MARK_RULE + (GROUP_RULE if "group" in ctx.facet_kinds else ""),
         group="Overview",
     )
     frame = ctx.nonempty("outcome_gaps")
@@ -92,7 +94,7 @@ def gaps_section(ctx: ReportContext) -> Section:
         t.text("comparison", "Identity"), t.text("reference", "Reference"),
         t.num("comparison_mean", "Mean"), t.num("reference_mean", "Reference mean"),
         t.num("difference", "Difference", signed=True), t.ci(), t.text("difference_unit", "Unit"),
-        t.num("relative_pct", "Relative %", 1, signed=True), t.count("n_slots", "Matched prompts"),
+        t.num("relative_pct", "% of the reference", 1, signed=True), t.count("n_slots", "Matched prompts"),
         t.pvalue("q_value", "q"), mark_col(),
     ]
     if frame["exact_p"].notna().any():

@@ -14,7 +14,7 @@ ALL_USE_CASES = "all use cases"
 def _cell(r: t.Row) -> str:
     if t.fmt_flag(r.get("testable")) != "✓":
         return f"too few (n = {t.fmt_int(r.get('n_slots'))})"
-    return f"{t.fmt_num(r.get('mde_less'), 1)}% less"
+    return f"{t.fmt_num(r.get('mde'), 1)}%"
 
 
 def power_section(ctx: ReportContext) -> Section:
@@ -40,8 +40,8 @@ def power_section(ctx: ReportContext) -> Section:
                 rows, index="use_case", columns="axis", index_order=order, column_order=ctx.axes, cell=_cell,
                 index_label="Use case", rename_index=lambda u: "All use cases" if u == ALL_USE_CASES else
                 use_case_name(u),
-                caption=f"{model} · {language_name(lang)}: one identity offered this much less than the other is "
-                        f"found 80% of the time (noise {sigma * 100:.1f}%)", source="power.csv"))
+                caption=f"{model} · {language_name(lang)}: a gap this large between the two identities (% of "
+                        f"the pair's mean) is found 80% of the time (noise {sigma * 100:.1f}%)", source="power.csv"))
     section.notes.append("Assumes answers = level × identity effect × lognormal noise, and Benjamini–Hochberg "
                          "within the model with one real gap among those tested (conservative when several are "
                          "real). `counterbench power` gives the same for a design before running it.")

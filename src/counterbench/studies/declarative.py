@@ -55,6 +55,9 @@ class DeclarativeStudy:
         self.use_case_labels: Mapping[str, str] = {
             name: uc.label for name, uc in definition.use_cases.items() if uc.label
         }
+        self.favourable: Mapping[str, str] = {
+            name: uc.favourable for name, uc in definition.use_cases.items() if uc.favourable
+        }
         from counterbench.outcomes.choice_options import ORDER_COLUMN, declared_options
 
         if any(declared_options(spec) for spec in self.outcomes.values()):  # compare within one order of options

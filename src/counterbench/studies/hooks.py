@@ -29,6 +29,11 @@ class StudyHooks(Protocol):
     #: another name of a use case (e.g. the one a published release uses) -> the study's own name; answers
     #: stored under the other name are analysed and linked under the study's (default: none)
     use_case_aliases: Mapping[str, str]
+    #: use case -> which direction of its measure is favourable to the person asked about: ``higher`` (a salary,
+    #: an approval) or ``lower`` (a rent, a deposit, an interest rate); findings then name who a gap is
+    #: unfavourable to, and impact ratios select on the favourable side (default: none declared — findings
+    #: state the direction only, impact ratios select the higher side)
+    favourable: Mapping[str, str]
     #: the study's own command-line options (``counterbench audit STUDY --NAME VALUE``), a
     #: :class:`counterbench.studies.options.StudyOptions`; default: none
     study_options: Any
@@ -58,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
     "variants": VARIANTS,
     "use_case_labels": {},
     "use_case_aliases": {},
+    "favourable": {},
     "study_options": None,
     "study_tables": (),
     "analyze_tables": None,

@@ -47,6 +47,8 @@ class UseCase:
     outcome: OutcomeSpec | None = None
     #: how reports name the use case (default: its name, capitalised)
     label: str | None = None
+    #: which direction of the outcome is favourable: ``higher``, ``lower`` or ``None`` (not declared)
+    favourable: str | None = None
 
     @property
     def n_question_variants(self) -> int:

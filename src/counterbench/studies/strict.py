@@ -41,6 +41,7 @@ SCHEMA: dict[str, Any] = {
     "use_cases": {FREE: {
         "answer_type": None, "outcome": None, "system_prompt": None, "template": None,
         "question_variants": None, "profiles": None, "aliases": None, "label": None,
+        "favourable": None,
     }},
     "presets": {FREE: {"description": None, "filters": {
         "use_case": None, "language": None, "axis": None, "identifier": None, "profile": None,

@@ -62,8 +62,24 @@ def parse_use_cases(
         _check_options(ctx, where, outcome, profiles[0])
         aliases = tuple(str(a) for a in (m.get("aliases") or []))
         label = ctx.text(m["label"], f"{where}.label") if "label" in m else None
-        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases, outcome, label)
+        use_cases[str(name)] = UseCase(str(name), answer_type, sp, templates, qvs, profiles, aliases, outcome, label,
+                                       _favourable(ctx, m, where))
     return use_cases
+
+
+#: the directions a use case may declare favourable (``favourable:``)
+FAVOURABLE = ("higher", "lower")
+
+
+def _favourable(ctx: _Ctx, m: Mapping[str, Any], where: str) -> str | None:
+    """``favourable: higher | lower``: which direction of the outcome favours the person asked about."""
+    if "favourable" not in m:
+        return None
+    value = m["favourable"]
+    if not isinstance(value, str) or value.strip().lower() not in FAVOURABLE:
+        raise ctx.fail(f"{where}.favourable", f"expected higher or lower (which outcome favours the person), "
+                       f"got {value!r}")
+    return value.strip().lower()
 
 
 def _parse_profiles(

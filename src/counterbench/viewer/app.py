@@ -40,6 +40,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from counterbench.errors import UserError
+from counterbench.outcomes import spec_from_answer_type
 from counterbench.outcomes.units import GapUnit
 from counterbench.report.links import query_string
 from counterbench.report.visible import template_environment
@@ -88,6 +90,8 @@ def environment() -> jinja2.Environment:
     env.filters["pct"] = fmt_pct
     env.filters["gap"] = fmt_gap
     env.globals["answer_text"] = answer_text
+    env.globals["answer_words"] = answer_words
+    env.globals["answer_cells"] = answer_cells
     env.globals["link"] = link
     env.globals["slot_link"] = slot_link
     return env
@@ -119,11 +123,32 @@ def fmt_gap(value: Any, unit: GapUnit) -> str:
 
 
 def answer_text(answer: Answer) -> str:
-    """An answer as its kind reads it: the amount with its unit, or the label it gave (a label's measure is
-    its positive share, not a number to show)."""
-    if answer.measure is not None and answer.value is not None and answer.measure == answer.value:
-        return f"{fmt_value(answer.value)} {answer.unit or ''}".strip()
-    return answer.unit or fmt_value(answer.measure)
+    """An answer as its kind reads it: the amount with its unit, or the label it gave."""
+    return answer_words(answer.value, answer.unit, answer.answer_type)
+
+
+def answer_words(value: Any, unit: Any, answer_type: Any) -> str:
+    """A stored answer in words: ``29,932 INR`` for a number, ``yes`` for a label or an option."""
+    number, after = answer_cells(value, unit, answer_type)
+    return f"{number} {after}".strip()
+
+
+def answer_cells(value: Any, unit: Any, answer_type: Any) -> tuple[str, str]:
+    """(the answer, its unit) as a table shows them: (``29,932``, ``INR``) for a number, (``yes``, ``""``) for
+    a label or an option — whose stored value is only the label's position, never shown as ``0 yes``."""
+    text = str(unit or "")
+    if text and text in _labels_of(str(answer_type or "")):
+        return text, ""
+    return fmt_value(value), text
+
+
+@lru_cache(maxsize=256)
+def _labels_of(answer_type: str) -> tuple[str, ...]:
+    """The labels an answer type's outcome declares (none for numbers, or a type this version cannot read)."""
+    try:
+        return tuple(spec_from_answer_type(answer_type).labels) if answer_type else ()
+    except UserError:
+        return ()
 
 
 def link(path: str, params: dict[str, Any], **changes: Any) -> str:

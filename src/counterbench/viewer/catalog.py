@@ -6,10 +6,9 @@ built in an attached in-memory database: one row per response with its prompt's 
 without any text, indexed by slot. Every page filters that catalog and then reads the few texts it
 shows from the store by row id, so a slot view costs two indexed lookups whatever the store's size.
 
-A *slot* is the set of prompts that differ only in the counterfactual identifier (the paper's
-matched design): one model and generation config × study × use case × language × axis × profile ×
-question variant × prompt variant. Nothing here names a study, a language or an axis: the values
-come from the store.
+A *slot* is the set of prompts that differ only in the counterfactual identifier (the matched design):
+one model and generation config × study × use case × language × axis × profile × question variant ×
+prompt variant. Nothing here names a study, a language or an axis: the values come from the store.
 """
 
 from __future__ import annotations
@@ -102,6 +101,7 @@ class Answer:
     system: str | None
     #: the number the analysis compares (a label's positive answer 100, the other 0; an amount itself)
     measure: float | None = None
+    answer_type: str | None = None
 
 
 @dataclass
@@ -312,12 +312,12 @@ class Catalog:
         rows = self.query(
             "SELECT c.id, c.model, c.config_fp, c.study, c.use_case, c.language, c.axis, c.profile_id, "
             "c.question_variant, c.variant, c.identifier, c.status, c.value, r.unit, r.parse_reason, r.response, "
-            "r.error, r.prompt_id FROM cat.items c JOIN main.responses r ON r.id = c.id "
+            "r.error, r.prompt_id, c.answer_type FROM cat.items c JOIN main.responses r ON r.id = c.id "
             f"WHERE c.id IN ({marks}) ORDER BY c.id",
             list(ids),
         )
         names = ("id", *SLOT_KEY, "identifier", "status", "value", "unit", "parse_reason", "response", "error",
-                 "prompt_id")
+                 "prompt_id", "answer_type")
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     # -- slots --------------------------------------------------------------------------------
@@ -375,7 +375,7 @@ class Catalog:
         key = {k: str(v) for k, v in zip(SLOT_KEY, first[0], strict=True)}
         rows = self.query(
             "SELECT c.id, c.identifier, c.status, c.value, r.unit, r.parse_reason, r.response, r.error, r.prompt_id, "
-            "p.user, p.system, c.measure FROM cat.items c JOIN main.responses r ON r.id = c.id "
+            "p.user, p.system, c.measure, c.answer_type FROM cat.items c JOIN main.responses r ON r.id = c.id "
             "LEFT JOIN main.prompts p ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash WHERE "
             + " AND ".join(f"c.{k} = ?" for k in SLOT_KEY) + " ORDER BY c.id",
             [key[k] for k in SLOT_KEY],
