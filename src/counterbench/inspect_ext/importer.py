@@ -32,9 +32,7 @@ from counterbench.run.store import (
     PROMPT_COLUMNS,
     RESPONSE_COLUMNS,
     Store,
-    open_store,
     prompt_hash,
-    remove_store_files,
     request_fingerprint,
     text_hash,
 )
@@ -220,36 +218,20 @@ def _model_specs(logs: list[tuple[Path, Any]], label: str | None) -> dict[str, s
 def import_inspect_logs(paths: Iterable[Path | str], store: Path | str, *, label: str | None = None,
                         profile: str = "default", command: str = "", same_model: bool = False) -> InspectImport:
     """Load every sample of the Inspect eval logs at ``paths`` into ``store`` (see the module docstring)."""
-    from counterbench.run.identity import check_model_spec
-    from counterbench.version import __version__
+    from counterbench.run.import_run import import_run
 
     report = InspectImport(files=find_logs(list(paths)))
     parser = ResponseParser(profile)
     redactor = Redactor.from_environment()
     logs = [(p, _read(p)) for p in report.files]
     specs = _model_specs(logs, label)
-    store_path = Path(store)
-    created = not store_path.exists()
-    kept = False
-    try:
-        with open_store(store_path) as db:
-            if not same_model:  # before anything is written: a refused import stores nothing
-                for model, spec in specs.items():
-                    check_model_spec(db, model, spec, "this import")
-            run_id = db.start_run("import", redactor.redact(command) or "python: import_inspect_logs",
-                                  {"inspect_logs": [str(p) for p in report.files], "label": label,
-                                   "models": sorted(specs), "model_specs": specs}, __version__)
-            status = "failed"
-            try:
-                for path, log in logs:
-                    _import_one(db, log, path, label, parser, run_id, report, redactor)
-                status = "completed"
-            finally:
-                db.finish_run(run_id, status, {"sent": 0, "cached": 0, "errors": report.statuses.get("error", 0)})
-            kept = True
-    finally:
-        if created and not kept and report.stored == 0:  # a refused first import leaves no file behind
-            remove_store_files(store_path)
+    params = {"inspect_logs": [str(p) for p in report.files], "label": label, "models": sorted(specs),
+              "model_specs": specs}
+    with import_run(store, specs, what="this import", command=command, redactor=redactor,
+                    default_command="python: import_inspect_logs", params=params, same_model=same_model,
+                    errors=lambda: report.statuses.get("error", 0), stored=lambda: report.stored) as (db, run_id):
+        for path, log in logs:
+            _import_one(db, log, path, label, parser, run_id, report, redactor)
     return report
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.errors import UserError
-from counterbench.run.store import READING_COLUMNS, RESPONSE_COLUMNS, Store, open_store, remove_store_files
+from counterbench.run.store import READING_COLUMNS, RESPONSE_COLUMNS, Store
 from counterbench.table_files import read_jsonl_records
 
 __all__ = ["RescueImport", "import_rescue_file", "import_rescue_files", "is_rescue_file", "is_rescue_records",
@@ -113,38 +113,22 @@ def import_rescue_files(paths: Sequence[Path], store_path: Path | str, *, same_m
     """Read the recovery files ``paths`` into the store at ``store_path`` (created if missing) as a run would
     store their answers (see the module docstring): every file is read and every label checked before
     anything is written, and a refused import of a new store leaves no file behind."""
-    from counterbench.run.identity import check_model_spec
+    from counterbench.run.import_run import import_run
     from counterbench.run.redact import Redactor
-    from counterbench.version import __version__
 
     files = [(Path(p), read_rescue_file(Path(p))) for p in paths]
     specs = _model_specs(files)
     redactor = Redactor.from_environment()
     labels = sorted({str(rec.get("model")) for _, records in files for rec in records})
-    store_file = Path(store_path)
-    created, kept = not store_file.exists(), False
     done = RescueImport()
-    try:
-        with open_store(store_file) as store:
-            if not same_model:  # before anything is written: a refused import stores nothing
-                for model, spec in specs.items():
-                    check_model_spec(store, model, spec, "this recovery file")
-            run_id = store.start_run("import", redactor.redact(command) or "python: import_rescue_files",
-                                     {"recovery_files": [str(p) for p, _ in files], "models": labels,
-                                      "model_specs": specs}, __version__)
-            status = "failed"
-            try:
-                for _, records in files:
-                    clean = [{**rec, **{c: redactor.redact(rec[c]) for c in ("response", "error")
-                                        if isinstance(rec.get(c), str)}} for rec in records]
-                    done.add(store_rescued(store, _own_runs(store, clean, specs, run_id)))
-                status = "completed"
-            finally:
-                store.finish_run(run_id, status, {"sent": 0, "cached": 0, "errors": done.statuses.get("error", 0)})
-            kept = True
-    finally:
-        if created and not kept:
-            remove_store_files(store_file)
+    params = {"recovery_files": [str(p) for p, _ in files], "models": labels, "model_specs": specs}
+    with import_run(store_path, specs, what="this recovery file", command=command, redactor=redactor,
+                    default_command="python: import_rescue_files", params=params, same_model=same_model,
+                    errors=lambda: done.statuses.get("error", 0)) as (store, run_id):
+        for _, records in files:
+            clean = [{**rec, **{c: redactor.redact(rec[c]) for c in ("response", "error")
+                                if isinstance(rec.get(c), str)}} for rec in records]
+            done.add(store_rescued(store, _own_runs(store, clean, specs, run_id)))
     return done
 
 
