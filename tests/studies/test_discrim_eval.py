@@ -242,6 +242,9 @@ def test_interventions_are_prompt_variants(tmp_path: Path, registered: None) -> 
     assert all(i.paper and i.text for i in interventions().values())
     with pytest.raises(counterbench.UserError, match="unknown variant 'nope'"):
         counterbench.prompts(study, variant=["nope"])
+    done = run_cli_here("prompts", "discrim_eval", "--data", str(tmp_path / "explicit.jsonl"), "--variant", "nope",
+                        "--out", str(tmp_path / "p.csv"), cwd=tmp_path)
+    assert done.returncode == 2 and "unknown variant 'nope'" in done.stderr and SHRINKING in done.stderr
 
 
 def test_an_intervention_is_compared_with_the_baseline(intervened: Path) -> None:
