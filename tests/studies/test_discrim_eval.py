@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 
 import counterbench
+from counterbench.analyses.probabilities import probability_rows
+from counterbench.builtin.discrim_eval.interventions import interventions
 from counterbench.builtin.discrim_eval.score import discrimination_scores
 from counterbench.builtin.discrim_eval.study import INSTRUCTION, DiscrimEvalStudy, create_study
 from counterbench.studies.registry import STUDIES
@@ -192,3 +194,89 @@ def test_discrimination_score_equals_a_fixed_and_a_mixed_effects_fit(tmp_path: P
         assert table.loc[name, "score"] == pytest.approx(fixed[key], abs=1e-9)
         assert table.loc[name, "score"] == pytest.approx(mixed[key], abs=1e-6)
     assert table.loc["Asian", "score"] == pytest.approx(-0.7, abs=0.15)
+
+
+# --- DiscrimEval's prompt interventions as prompt variants (the paper's §5) -------------------------------------
+
+SMALLER = -0.3  # logit for Black applicants when the "illegal" intervention's text is in the prompt
+SHRINKING, NULL = "illegal", "ignore-demographics"
+
+
+def intervention_labels(system: str, user: str) -> dict[str, float] | None:
+    """:func:`planted_labels`, with the Black effect :data:`SMALLER` under the :data:`SHRINKING` intervention's
+    text and unchanged (a null intervention) under :data:`NULL`'s."""
+    labels = planted_labels(system, user)
+    if labels is None or " Black " not in user or interventions()[SHRINKING].text not in user:
+        return labels
+    logit = math.log(labels["yes"] / labels["no"]) - PLANTED + SMALLER
+    p = 1.0 / (1.0 + math.exp(-logit))
+    return {"yes": p, "no": 1.0 - p}
+
+
+@pytest.fixture(scope="module")
+def intervened(tmp_path_factory: pytest.TempPathFactory, registered: None) -> Path:
+    """The fixture audited with two interventions selected (``--variant``); the standard prompts stay."""
+    folder = tmp_path_factory.mktemp("intervened")
+    data = write_fixture(folder / "explicit.jsonl")
+    server = FakeOpenAIServer(FaultConfig(labels=intervention_labels, bare_answers=True))
+    with run_in_thread(server) as fake:
+        done = run_cli_here("audit", "discrim_eval", "--data", str(data), "--variant", SHRINKING, "--variant", NULL,
+                            "-m", f"openai-compatible:{fake.base_url}:m", "--logprobs", "5", "--store",
+                            str(folder / "cb.db"), "--out", str(folder / "out"), "--bootstrap", "300",
+                            "--no-progress", cwd=folder)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return folder
+
+
+def test_interventions_are_prompt_variants(tmp_path: Path, registered: None) -> None:
+    study = DiscrimEvalStudy(write_fixture(tmp_path / "explicit.jsonl"))
+    assert study.variants[0] == "standard" and {SHRINKING, NULL, "affirmative-action"} <= set(study.variants)
+    table = study.expand((SHRINKING,))  # the standard prompts are kept beside the intervention's
+    assert list(table["variant"].drop_duplicates()) == ["standard", SHRINKING] and len(table) == 2 * 450
+    assert table["prompt_id"].is_unique
+    standard, illegal = table.iloc[0], table.iloc[450]
+    assert illegal["prompt_id"] == f"{standard['prompt_id']}~{SHRINKING}"
+    text = interventions()[SHRINKING].text
+    assert text not in standard["user"]
+    assert illegal["user"] == standard["user"].replace(f"\n\n{INSTRUCTION}", f"\n\n{text}\n\n{INSTRUCTION}")
+    assert all(i.paper and i.text for i in interventions().values())
+    with pytest.raises(counterbench.UserError, match="unknown variant 'nope'"):
+        counterbench.prompts(study, variant=["nope"])
+    done = run_cli_here("prompts", "discrim_eval", "--data", str(tmp_path / "explicit.jsonl"), "--variant", "nope",
+                        "--out", str(tmp_path / "p.csv"), cwd=tmp_path)
+    assert done.returncode == 2 and "unknown variant 'nope'" in done.stderr and SHRINKING in done.stderr
+
+
+def test_an_intervention_is_compared_with_the_baseline(intervened: Path) -> None:
+    import statsmodels.formula.api as smf
+
+    study = DiscrimEvalStudy(intervened / "explicit.jsonl")
+    result = counterbench.analyze(intervened / "cb.db", study, bootstrap=300, seed=1)
+    scores = result.tables["discrim_eval_scores"]
+    assert set(scores["variant"]) == {"standard", SHRINKING, NULL} and len(scores) == 3 * 8
+    by = scores.set_index(["variant", "level"])
+    base, smaller, same = by.loc[("standard", "Black")], by.loc[(SHRINKING, "Black")], by.loc[(NULL, "Black")]
+    assert base["score"] == pytest.approx(PLANTED, abs=0.1) and pd.isna(base["change"])
+    assert smaller["score"] == pytest.approx(SMALLER, abs=0.1) and abs(smaller["score"]) < abs(base["score"])
+    assert smaller["baseline_score"] == pytest.approx(base["score"], abs=1e-12)
+    assert smaller["change"] == pytest.approx(smaller["score"] - base["score"], abs=1e-12)
+    assert smaller["change"] > 0 and smaller["change_ci_low"] > 0 and bool(smaller["change_significant"])
+    assert same["score"] == pytest.approx(PLANTED, abs=0.1) and not bool(same["change_significant"])
+    assert same["change_ci_low"] < 0 < same["change_ci_high"]
+    changed = scores[scores["variant"] != "standard"].set_index(["variant", "level"])["change_significant"]
+    assert changed.astype(bool).sum() == 1  # only the planted change is marked
+    # each variant's score is DiscrimEval's mixed-effects coefficient on its own stored answers
+    stored = counterbench.load_results(intervened / "cb.db")
+    for variant in (SHRINKING, NULL):
+        rows = probability_rows(stored[stored["variant"] == variant], study.outcomes)
+        rows["logit"] = np.log(rows["y"] / (100 - rows["y"]))
+        terms = "C(age, Treatment('60')) + C(gender, Treatment('male')) + C(race, Treatment('white'))"
+        mixed = smf.mixedlm(f"logit ~ {terms}", rows, groups=rows["profile_id"]).fit(reml=True).fe_params
+        for level, facet, ref in (("Black", "race", "white"), ("female", "gender", "male"), ("20", "age", "60")):
+            assert by.loc[(variant, level), "score"] == pytest.approx(
+                mixed[f"C({facet}, Treatment('{ref}'))[T.{level}]"], abs=1e-6)
+    report = next((intervened / "out").rglob("report.md")).read_text(encoding="utf-8")
+    assert "DiscrimEval discrimination score" in report and "Mark (change) |" in report
+    section = report.split("## DiscrimEval discrimination score", 1)[1].split("\n## ", 1)[0]
+    marked = [line for line in section.splitlines() if line.rstrip().endswith("| * |")]
+    assert marked and all(f"| {SHRINKING} | race | Black |" in line for line in marked)  # a key row of the table

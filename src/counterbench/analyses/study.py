@@ -307,7 +307,9 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     """The generic outcome tables (:data:`.outcome_tables.OUTCOME_TABLES`) of ``results``' standard rows;
     a table that fails is left empty and named in ``failed`` (:mod:`.isolation`)."""
     failed = failed if failed is not None else FailedTables()
-    standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
+    is_standard = (results["variant"].astype(str).eq("standard") if "variant" in results.columns
+                   else pd.Series(True, index=results.index))
+    standard = results[is_standard]
     rows = ot.measured_rows(standard, study.outcomes)
     unusable: pd.DataFrame = (standard.loc[~standard["status"].astype(str).eq("ok")] if "status" in standard.columns
                               else standard.iloc[0:0])
@@ -320,8 +322,10 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
         standard, study, bootstrap, seed, tables), dict, failed))
     own = tuple(hook(study, "study_tables"))  # the study's own tables, after (and seeing) the generic ones
     if own:
+        variant_rows = ot.measured_rows(results[~is_standard], study.outcomes)  # a study table may compare them
         tables.update(build_tables(own, TableInputs(rows, study, bootstrap, seed, tables, failed=failed,
-                                                    unusable=unusable.reset_index(drop=True))))
+                                                    unusable=unusable.reset_index(drop=True),
+                                                    variant_rows=variant_rows)))
     return tables
 
 

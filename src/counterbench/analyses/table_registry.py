@@ -25,7 +25,7 @@ Decisions:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -86,6 +86,10 @@ class TableInputs:
     #: the standard-variant answers that could not be used (``status`` refused, unparseable, error, ...),
     #: with the same identifying columns as ``rows`` (no ``y``)
     unusable: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the answers of the study's other prompt variants (``--variant``), measured as ``rows`` and with their
+    #: ``variant`` column, for a table that compares a variant with the standard prompts; empty when only the
+    #: standard prompts were run (the generic tables read ``rows`` only)
+    variant_rows: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass(frozen=True)
@@ -190,8 +194,7 @@ def build_tables(specs: Sequence[TableSpec], inputs: TableInputs) -> dict[str, p
     out: dict[str, pd.DataFrame] = {}
     for spec in specs:
         name = spec.name
-        step = TableInputs(inputs.rows, inputs.study, inputs.bootstrap, inputs.seed, built, inputs.shared,
-                           inputs.failed, inputs.unusable)
+        step = replace(inputs, tables=built)
         made: pd.DataFrame | None = isolated(name, partial(spec.build, step), lambda: None, inputs.failed)
         frame = conform_to(spec, made)
         built[name] = out[name] = frame

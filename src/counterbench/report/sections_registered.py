@@ -3,7 +3,8 @@
 The analysis summary's ``added_tables`` names them (``counterbench.analyses.table_registry``: a table is
 one declaration and one function, and this is where the report shows it): the section's title and blurb
 are the table's, its columns are the declared ones, each shown by its type (numbers to three
-decimals, counts whole, flags as ✓/✗, anything else as text).
+decimals, counts whole, flags as ✓/✗, anything else as text) — but a column named ``significant`` or
+``<what>_significant`` is a mark (``*``, the last column), so the Markdown's key rows show its marked rows first.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from counterbench.report.document import Section, attach_table
 def _column(frame: pd.DataFrame, name: str) -> t.Col:
     series = frame[name]
     label = name.replace("_", " ").capitalize()
+    if name == "significant" or name.endswith("_significant"):  # a mark: `*`, and marked rows are key rows
+        what = name.removesuffix("significant").strip("_").replace("_", " ")
+        return t.mark(f"Mark ({what})" if what else "Mark", significant=name)
     if pd.api.types.is_bool_dtype(series):
         return t.flag(name, label)
     if pd.api.types.is_integer_dtype(series):

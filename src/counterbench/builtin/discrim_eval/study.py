@@ -17,6 +17,9 @@ Decisions:
   question is the independent unit: every interval resamples questions.
 - **References**: ``male``, ``white`` and age ``60`` (the paper's baseline demographics) when the file has
   them, else the first level in the file (ages: the lowest). Other levels in file order (ages numeric).
+- **Prompt interventions** (the paper's §5) are prompt variants, ``--variant NAME`` (:mod:`.interventions`):
+  the intervention's text between the published prompt and the answer instruction. The standard prompts are
+  always run too, so every variant's discrimination score has its baseline (``discrim_eval_scores``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from counterbench.builtin.discrim_eval.data import DecisionRow, read_rows
+from counterbench.builtin.discrim_eval.interventions import variant_names, with_interventions
 from counterbench.builtin.discrim_eval.score import SCORES
 from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
@@ -62,7 +66,8 @@ class DiscrimEvalStudy(PythonStudy):
     axes = ("age", "gender", "race")
     outcomes: Mapping[str, OutcomeSpec] = {USE_CASE: DECISION}
     slot_columns = ("variant", "use_case", "language", "profile_id", "question_variant")
-    variants = ("standard",)
+    #: the standard prompts and DiscrimEval's prompt interventions (``--variant NAME``; :mod:`.interventions`)
+    variants = variant_names()
     #: DiscrimEval's discrimination score beside the generic tables (:mod:`.score`)
     study_tables = (SCORES,)
 
@@ -97,10 +102,8 @@ class DiscrimEvalStudy(PythonStudy):
                    "system": "", "user": f"{row.text}\n\n{INSTRUCTION}\n{BARE_WORD}"}
 
     def expand(self, variants: Sequence[str] = ("standard",)) -> Any:
-        for variant in variants:
-            if variant not in self.variants:
-                raise UserError(f"study discrim_eval has only the standard variant, not {variant!r}")
-        return super().expand(variants)
+        """The standard prompts, then each chosen intervention's (:mod:`.interventions`): the baseline stays."""
+        return with_interventions(super().expand(("standard",)), variants, INSTRUCTION)
 
 
 def _facet(column: str, rows: Sequence[DecisionRow]) -> Facet:
