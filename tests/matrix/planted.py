@@ -98,6 +98,11 @@ def use_case(kind: str) -> str:
     return f"{kind}_case"
 
 
+def use_case_words(kind: str) -> str:
+    """How findings name the use case of ``kind`` (a use case without a label: its id in words)."""
+    return use_case(kind).replace("_", " ").capitalize()
+
+
 def write_study(folder: Path, design: str) -> Path:
     path = folder / f"matrix_{design}.yaml"
     path.write_text(yaml.safe_dump(study_mapping(design), sort_keys=False, allow_unicode=True), encoding="utf-8")

@@ -21,7 +21,17 @@ import counterbench
 from counterbench.testing._fakecore import FaultConfig, run_in_thread
 from counterbench.testing.fake_openai import FakeOpenAIServer
 from tests.matrix.choice_study import ChoiceMatrixStudy
-from tests.matrix.planted import DESIGNS, KINDS, PLANTED_GROUP, PLANTED_LEVEL, Planted, reply, use_case, write_study
+from tests.matrix.planted import (
+    DESIGNS,
+    KINDS,
+    PLANTED_GROUP,
+    PLANTED_LEVEL,
+    Planted,
+    reply,
+    use_case,
+    use_case_words,
+    write_study,
+)
 
 PLANTED = Planted()
 
@@ -76,7 +86,7 @@ def _check_planted_gap(design: str, kind: str, result: Any) -> None:
 
 def _check_finding(design: str, kind: str, result: Any) -> None:
     name = PLANTED_GROUP if design == "grouped" else PLANTED_LEVEL
-    findings = [f for f in result.analysis.summary.get("findings", []) if name in f and use_case(kind) in f]
+    findings = [f for f in result.analysis.summary.get("findings", []) if name in f and use_case_words(kind) in f]
     assert findings, f"{design}: no finding names {name}: {result.analysis.summary.get('findings')}"
 
 
