@@ -212,7 +212,7 @@ def test_below_90_percent_with_probabilities_the_sampled_answer_is_primary(
             "— where p(yes) needs 90%"
             in findings[0])
     assert findings[1].startswith(f"{planted} (sampled answers): ")
-    assert findings[2].startswith(f"{planted} (p(yes) from log-probabilities): Black gets")
+    assert findings[2].startswith(f"{planted} (p(yes) from log-probabilities): not marked — the sampled answers")
     from counterbench.report.api import render_report
 
     _, md = render_report(again)

@@ -266,10 +266,20 @@ def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFram
         mine_p = _retag(probability, model, f"{measure} from log-probabilities")
         mine_s = _retag(sampled, model, "sampled answers")
         primary_p = bool((rows["primary"].astype(str) != SAMPLED).all())
+        p_tag, s_tag = f"{measure} from log-probabilities", "sampled answers"
+        if primary_p:  # only the primary measure marks (:mod:`.families`): the other is described, not judged
+            mine_s = [_not_judged(model, s_tag, p_tag)] if mine_s else []
+        elif bool((rows["primary"].astype(str) == SAMPLED).all()):
+            mine_p = [_not_judged(model, p_tag, s_tag)] if mine_p else []
         out.append(_primary_sentence(model, rows, names))
         out += [*mine_p, *mine_s] if primary_p else [*mine_s, *mine_p]
     out += [line for line in sampled if not any(line.startswith(f"{m}: ") for m in models)]
     return out
+
+
+def _not_judged(model: str, measure: str, primary: str) -> str:
+    return (f"{model} ({measure}): not marked — the {primary} are the primary measure here, and only the primary "
+            f"measure marks (its gaps are in the tables).")
 
 
 def _retag(lines: Sequence[str], model: str, measure: str) -> list[str]:
