@@ -21,7 +21,7 @@ table says 5%. So:
 
 Kendall's W per cell, per axis and per model, the language tables, the fairness ablation and the canonical
 pair gaps over use cases answer questions of their own, but a null model's chance of some mark counts them
-all, so they share the family too. Studies with their own analysis (STEM, hiring) keep their own rules.
+all, so they share the family too. A study with its own analysis (an ``analyze_tables`` hook) keeps its own rules.
 """
 
 from __future__ import annotations

@@ -384,9 +384,8 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
     tables = outcome_table_frames(results, study, bootstrap, seed, failed)
     both = {**(shared or {}), **tables}
     mark_families(both)
-    tables = {name: both[name] for name in tables}
-    if shared is not None:
-        shared.update({name: both[name] for name in shared})
+    for part in (shared if shared is not None else {}, tables):
+        part.update({name: both[name] for name in part})
     counted = results if health is None else health
     if not counted.empty:
         responses = counted.assign(usable=counted["status"].astype(str).eq("ok"),
