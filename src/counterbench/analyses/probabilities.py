@@ -22,8 +22,8 @@ Decisions:
   ``probability_regression``: the columns of their sampled twins (``outcome_*``,
   ``crossed_regression``) plus ``measure`` (``p(yes)``, ``p(option)``). Fisher's exact test is for counts
   and is left empty; the regression is a fractional logit (log-odds of p, quasi-likelihood with the same
-  cluster-robust errors). Marks are BH-corrected within each model's rows of each table, a family of its
-  own, as the sampled tables' are.
+  cluster-robust errors). Marks: only the primary measure's rows (below) enter the model's one family
+  (:mod:`.families`); ``probability_regression`` is descriptive, as ``crossed_regression`` is.
 - **Which is primary** (``decision_measures``, one row per model × use case with any answer read):
   the probabilities when at least 90% of the usable answers have a complete reading, the allowed answers
   hold a median of at least half the probability and at most half the answers were forced
