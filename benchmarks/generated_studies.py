@@ -16,8 +16,11 @@ and the viewer's pages (the viewer app in-process). Printed as JSON:
   answers, so this is conservative), with its Wilson 95% interval; ``planted_marked_share_all`` likewise
   over every planted row;
 - ``null_marked_share``: the share of studies whose null twin has any mark in ``outcome_gaps`` (the
-  family-wise rate), with its Wilson interval; ``null_marked_share_other_tables``: any mark in another
-  table (``language_gaps``, ``crossed_regression``, ...; families of their own).
+  rate within that table), with its Wilson interval; ``null_marked_share_other_tables``: any mark in another
+  table (``language_gaps``, ``cpg``, ``kendalls_w``, ...);
+- ``any_table_null_marked_share``: the share of studies whose null twin has a mark in *any* table, with its
+  Wilson interval — the family-wise rate of the one family per model (``analyses/families.py``) that the
+  report states as 5%.
 
 Usage: ``python benchmarks/generated_studies.py [--studies 300] [--first-seed 0] [--cli-every 10]``.
 """
@@ -121,7 +124,7 @@ def main() -> None:
     examples: dict[str, list[str]] = {}
     planted_powered = planted_powered_marked = planted_all = planted_all_marked = 0
     by_kind: dict[str, list[int]] = {}
-    null_studies = null_marked = null_other = 0
+    null_studies = null_marked = null_other = null_any = 0
     null_by_kind: Counter[str] = Counter()  # use cases of each kind with a null mark
     kinds_run: Counter[str] = Counter()
     null_other_tables: Counter[str] = Counter()  # studies whose null twin has a mark in each other table
@@ -181,6 +184,7 @@ def main() -> None:
             null_studies += 1
             null_marked += bool(verdict.null_marked)
             null_other += bool(verdict.null_marked_other)
+            null_any += bool(verdict.null_marked or verdict.null_marked_other)
             null_other_tables.update(set(verdict.null_marked_other))
             if verdict.null_marked:
                 note("null_twin_marked", f"{study.describe()}: {verdict.null_marked}")
@@ -209,6 +213,8 @@ def main() -> None:
         "null_marked_use_cases_by_kind": {k: f"{null_by_kind[k]} of {n}" for k, n in sorted(kinds_run.items())},
         "null_marked_share_other_tables": round(null_other / null_studies, 4) if null_studies else None,
         "null_marked_other_tables_studies": dict(sorted(null_other_tables.items())),
+        "any_table_null_marked_share": round(null_any / null_studies, 4) if null_studies else None,
+        "any_table_null_marked_share_ci": wilson(null_any, null_studies),
         "features_covered": dict(sorted(covered.items())),
         "examples": examples,
         "seconds": round(time.perf_counter() - started, 1),

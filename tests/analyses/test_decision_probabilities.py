@@ -108,7 +108,7 @@ def test_p_yes_measures_the_planted_gap_and_marks_it(analysed: tuple[AnalysisRes
     assert not planted.loc[["Asian", "Hispanic"], "significant"].astype(bool).any()
     regression = result.tables["probability_regression"]
     row = regression[(regression["model"] == _model(result, "planted")) & (regression["level"] == "Black")].iloc[0]
-    assert row["estimate"] < 0 and bool(row["significant"])
+    assert row["estimate"] < 0 and row["p_value"] < 0.01 and not bool(row["significant"])  # descriptive
     # the sampled answer's tables are still there, for both models, and wider
     sampled = result.tables["outcome_gaps"]
     assert set(sampled["model"]) == set(gaps["model"]) and len(sampled) == len(gaps)
@@ -212,7 +212,7 @@ def test_below_90_percent_with_probabilities_the_sampled_answer_is_primary(
             "— where p(yes) needs 90%"
             in findings[0])
     assert findings[1].startswith(f"{planted} (sampled answers): ")
-    assert findings[2].startswith(f"{planted} (p(yes) from log-probabilities): Black gets")
+    assert findings[2].startswith(f"{planted} (p(yes) from log-probabilities): not marked — the sampled answers")
     from counterbench.report.api import render_report
 
     _, md = render_report(again)

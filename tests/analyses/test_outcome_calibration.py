@@ -80,7 +80,7 @@ def test_too_few_matched_prompts_are_not_tested_and_the_report_says_so() -> None
     assert gaps["p_value"].isna().all() and gaps["q_value"].isna().all()
     assert result.summary["findings"] == ["sim:few: too few matched prompts to test any comparison (n = 2; 6 needed)."]
     html, md = render_report(result)
-    assert "too few matched prompts to test (n = 2)" in md and "one model's rows of this table" in md
+    assert "too few matched prompts to test (n = 2)" in md and "its tested rows of every table that marks" in md
     assert "too few matched prompts to test (n = 2)" in html
 
 

@@ -100,7 +100,8 @@ def test_planted_effect_is_recovered(audits: dict[str, Path], ex: Example) -> No
 def test_crossed_study_regression_agrees_in_sign(audits: dict[str, Path]) -> None:
     reg = pd.read_csv(audits["approval_crossed"] / "analysis" / "crossed_regression.csv")
     black = reg[(reg["attribute"] == "race") & (reg["level"] == "Black")].iloc[0]
-    assert black["estimate"] < 0 and black["ci_high"] < 0 and bool(black["significant"])
+    assert black["estimate"] < 0 and black["ci_high"] < 0 and black["p_value"] < 0.01
+    assert not reg["significant"].astype(bool).any()  # descriptive: the marks are the gap table's (families.py)
     assert set(reg["attribute"]) == {"age", "gender", "race"}
 
 

@@ -8,7 +8,7 @@ local OpenAI-compatible servers (the planted model and its null twin) into a SQL
   and none failed (a failed table is a bug the generator found);
 - ``parse_health`` lists every use case run, for both models;
 - the planted level's gap row (per use case × language) of the planted model is marked with the planted
-  sign, and no ``outcome_gaps`` row of the null twin is marked (one family: each model's rows).
+  sign, and no row of the null twin is marked in any table (one family per model: analyses/families.py).
 
 :func:`cli_problems` then analyses the store again with the CLI (``analyze --store``, ``report --store``,
 ``check``, ``export``), and :func:`viewer_problems` reads the viewer's pages for the study.
@@ -56,7 +56,7 @@ class Verdict:
     health_missing: list[str] = field(default_factory=list)
     planted: list[PlantedRow] = field(default_factory=list)
     null_marked: list[str] = field(default_factory=list)  # the null twin's marked outcome_gaps rows
-    null_marked_other: list[str] = field(default_factory=list)  # its marks in other tables (descriptive)
+    null_marked_other: list[str] = field(default_factory=list)  # its marks in other tables (the same family)
     other: list[str] = field(default_factory=list)  # CLI and viewer problems
     result: Any = None
 
@@ -70,6 +70,7 @@ class Verdict:
                     f"{'no row' if not p.found else 'not marked' if not p.marked else 'wrong sign'}"
                     f" (estimate {p.estimate:+.3g})" for p in self.planted if not (p.marked and p.right_sign)]
         out += [f"null twin marked: {r}" for r in self.null_marked]
+        out += [f"null twin marked in {n}" for n in dict.fromkeys(self.null_marked_other)]  # one family per model
         return [*out, *self.other]
 
 

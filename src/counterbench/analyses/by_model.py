@@ -7,7 +7,8 @@ cell). Three things span models and are redone on the combined tables:
 * the leaderboard's ``rank`` (models sorted by overall Mean Δ%, as in the joint analysis);
 * the paper's Benjamini–Hochberg q-values of Kendall's W (``q_bh_all`` over every included cell or axis,
   ``q_bh_within_axis`` per language × axis, ``q_bh`` per language); the ``significant`` marks are
-  corrected within each model's rows (:mod:`counterbench.stats.inference`), so they stay as computed;
+  corrected within each model's rows (:mod:`counterbench.stats.inference`; the caller then re-marks
+  them in the model's one family, :mod:`counterbench.analyses.families`), so they stay as computed;
 * the summary (counts added up, lists united, dates widened, findings in leaderboard order,
   ``unsupported`` recomputed).
 

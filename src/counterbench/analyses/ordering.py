@@ -17,7 +17,8 @@ Decisions:
   **Marks**: ``significant`` = ``q_value`` ≤ 0.05, BH within one model's rows of the table (its
   languages × axes; per use case: its languages × use cases × axes; per model: its languages), so
   a model's marks do not depend on which other models were audited with it, and under no ordering
-  effect a model gets any mark in ≤ 5% of audits (docs/analysis.md). Per model: Mean W over
+  effect a model gets any mark in ≤ 5% of audits (docs/analysis.md). The analysis then re-marks them
+  in the model's one family over every table (:mod:`counterbench.analyses.families`). Per model: Mean W over
   axes, Fisher over the axes' combined p, ``q_bh`` across models within a language (the paper's).
 - **Robustness / profile rank agreement**: per-setting values from :mod:`counterbench.stats.robustness`;
   means over use cases (robustness) or axes (rank agreement) with a percentile bootstrap CI that

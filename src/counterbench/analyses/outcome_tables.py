@@ -32,8 +32,9 @@ Decisions:
 - **Marks** (``significant``): :func:`counterbench.stats.inference.earned_marks` — a row is
   ``testable`` with at least ``MIN_SLOTS`` matched slots (6: the fewest whose swap test can reach
   0.05; otherwise no p, no q, no mark: "too few matched prompts to test (n = …)"; the interval is
-  shown from ``MIN_SLOTS_INTERVAL``), Benjamini–Hochberg q ≤ 0.05 within the family (one model's rows
-  of the table) *and* the 95% interval excludes 0. ``docs/analysis.md`` gives the simulation.
+  shown from ``MIN_SLOTS_INTERVAL``), Benjamini–Hochberg q ≤ 0.05 within the family *and* the 95%
+  interval excludes 0. The family here is one model's rows of the table; the analysis then re-marks every
+  table in the model's one family (:mod:`.families`). ``docs/analysis.md`` gives the simulation.
 - ``label`` comparisons also give Fisher's exact test on the pooled 2 × 2 counts (``exact_p``; it
   ignores the clustering, so it is shown but never marks).
 - Only ``standard``-variant rows with status ``ok`` enter; other statuses count in ``parse_health``.
@@ -43,7 +44,8 @@ Decisions:
   slot-cluster-robust standard errors (statsmodels' CR1: the ``G/(G − 1) · (N − 1)/(N − K)``
   small-sample correction) with t on ``clusters − 1`` degrees of freedom — normal quantiles and an
   uncorrected sandwich are too small with few clusters. Standard errors and intervals from
-  ``MIN_SLOTS_INTERVAL`` clusters, p and marks (as above) from ``MIN_SLOTS`` clusters.
+  ``MIN_SLOTS_INTERVAL`` clusters, p from ``MIN_SLOTS`` clusters; descriptive in the analysis (it tests
+  the gap table's contrasts again: no mark, :mod:`.families`).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ OUTCOME_TABLES: dict[str, tuple[tuple[str, ...], str]] = {
         "comparison vs reference inside matched slots (in the kind's comparison: its unit, or for amounts % of the "
         "pair's mean; and relative_pct, % of the reference), "
         "slot interval with the small-sample correction; p: the larger of the swap test's and the interval's "
-        "t-test's; marks BH within each model's rows",
+        "t-test's; marks BH in the model's one family (every table that marks)",
     ),
     "language_gaps": (
         ("model", "use_case", "kind", "facet", "facet_kind", "reference", "comparison", "language", "other_language",
@@ -93,7 +95,8 @@ OUTCOME_TABLES: dict[str, tuple[tuple[str, ...], str]] = {
         ("model", "kind", "language", "attribute", "level", "reference", "estimate", "se", "ci_low", "ci_high",
          "p_value", "q_value", "testable", "significant", "model_type", "n", "n_clusters"),
         "the effect of one attribute level against its reference, all crossed attributes in one model "
-        "with scenario fixed effects and slot-clustered (CR1) standard errors, t with clusters − 1 df",
+        "with scenario fixed effects and slot-clustered (CR1) standard errors, t with clusters − 1 df; "
+        "descriptive (no marks: it tests the gap table's contrasts again)",
     ),
 }
 

@@ -22,8 +22,8 @@ Decisions:
   ``probability_regression``: the columns of their sampled twins (``outcome_*``,
   ``crossed_regression``) plus ``measure`` (``p(yes)``, ``p(option)``). Fisher's exact test is for counts
   and is left empty; the regression is a fractional logit (log-odds of p, quasi-likelihood with the same
-  cluster-robust errors). Marks are BH-corrected within each model's rows of each table, a family of its
-  own, as the sampled tables' are.
+  cluster-robust errors). Marks: only the primary measure's rows (below) enter the model's one family
+  (:mod:`.families`); ``probability_regression`` is descriptive, as ``crossed_regression`` is.
 - **Which is primary** (``decision_measures``, one row per model × use case with any answer read):
   the probabilities when at least 90% of the usable answers have a complete reading, the allowed answers
   hold a median of at least half the probability and at most half the answers were forced
@@ -268,10 +268,20 @@ def findings_by_measure(sampled: Sequence[str], tables: Mapping[str, pd.DataFram
         mine_p = _retag(probability, model, f"{measure} from log-probabilities")
         mine_s = _retag(sampled, model, "sampled answers")
         primary_p = bool((rows["primary"].astype(str) != SAMPLED).all())
+        p_tag, s_tag = f"{measure} from log-probabilities", "sampled answers"
+        if primary_p:  # only the primary measure marks (:mod:`.families`): the other is described, not judged
+            mine_s = [_not_judged(model, s_tag, p_tag)] if mine_s else []
+        elif bool((rows["primary"].astype(str) == SAMPLED).all()):
+            mine_p = [_not_judged(model, p_tag, s_tag)] if mine_p else []
         out.append(_primary_sentence(model, rows, names))
         out += [*mine_p, *mine_s] if primary_p else [*mine_s, *mine_p]
     out += [line for line in sampled if not any(line.startswith(f"{m}: ") for m in models)]
     return out
+
+
+def _not_judged(model: str, measure: str, primary: str) -> str:
+    return (f"{model} ({measure}): not marked — the {primary} are the primary measure here, and only the primary "
+            f"measure marks (its gaps are in the tables).")
 
 
 def _retag(lines: Sequence[str], model: str, measure: str) -> list[str]:

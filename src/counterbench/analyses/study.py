@@ -23,6 +23,7 @@ from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.direction import favourable_of
+from counterbench.analyses.families import families_summary, mark_families
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
 from counterbench.analyses.names_sample import names_sample_findings
@@ -105,7 +106,6 @@ def analyze_study(
         else:
             tables.update(amount.tables)
             summary.update(amount.summary)
-            summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     generic = results[~amount_mask].reset_index(drop=True)
     own = hook(the_study, "analyze_tables")  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
@@ -113,16 +113,22 @@ def analyze_study(
         gen_tables, own_summary = isolated(f"{the_study.name} tables", lambda: own(generic, bootstrap=bootstrap,
                                                                                   seed=seed), lambda: ({}, {}), failed)
         gen_summary = {**base_summary(generic, bootstrap, seed), **own_summary}  # its summary overrides the basics
+        mark_families(tables)  # the amount tables' family; the study's own tables keep their own rules
         tables.update(gen_tables)
     elif not results.empty:  # every use case, amount ones too; parse health: the amount analysis's for those
         spoken = ~_finding_covered(amount_mask, the_study)
         # the amount tables' out-of-range rule, here too: an excluded answer is one that could not be used
         gen_tables, gen_summary = _analyze_outcomes(with_excluded_unusable(results, rules), the_study, bootstrap,
-                                                    seed, health=generic, finding_rows=spoken, failed=failed)
+                                                    seed, health=generic, finding_rows=spoken, failed=failed,
+                                                    shared=tables)
         amount_health = tables.get("parse_health")
         tables.update(gen_tables)
         if amount_health is not None and "parse_health" in gen_tables:  # a mixed study: every use case's health
             tables["parse_health"] = _both_health(amount_health, gen_tables["parse_health"])
+    else:  # no generic tables: the amount tables' own family per model
+        mark_families(tables)
+    if "cpg_overall" in tables:  # the amount findings, on the shared family's marks
+        summary["findings"] = _findings_in_study_words(tables, summary, the_study)
     if gen_summary:
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported", "ci_methods") and key in summary:
@@ -133,6 +139,7 @@ def analyze_study(
                 summary[key].setdefault("families", {}).update(value.get("families", {}))
             elif key not in summary or key in ("outcome_models",):
                 summary[key] = value
+    summary.setdefault("marks", {}).setdefault("families", {}).update(families_summary(tables))
     if amount_mask.any() and not amount_mask.all():  # a mixed study: each model's answers of every use case
         count_other_use_cases(summary, with_excluded_unusable(results[~amount_mask], rules))
     summary.update(study_summary(the_study, results))
@@ -258,6 +265,7 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
 
     result = analyze_by_model(checked, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                               canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
+    mark_families(result.tables)  # one family per model over every table (:mod:`.families`)
     result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, the_study)
     _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
@@ -366,6 +374,7 @@ def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, s
     summary["findings"] = [*summary.get("findings", []), *extra["findings"]]
     summary.setdefault("ci_methods", {}).update(extra["ci_methods"])
     summary.setdefault("marks", {}).setdefault("families", {}).update(extra["marks"]["families"])
+    summary["marks"]["families"].update(families_summary(result.tables))
     summary.setdefault("tables", {}).update(extra["tables"])
     unsupported = summary.setdefault("unsupported", {})
     for name in [*ot.OUTCOME_TABLES, *extra["added_tables"]]:
@@ -376,15 +385,22 @@ def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, s
 
 def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed: int, *,
                       health: pd.DataFrame | None = None, finding_rows: pd.Series | None = None,
-                      failed: FailedTables | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+                      failed: FailedTables | None = None, shared: dict[str, pd.DataFrame] | None = None
+                      ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """The generic tables and their summary; ``health``: the rows the parse-health table counts (default
-    all; empty: no table), ``finding_rows``: the rows whose gaps the findings speak for (default all)."""
+    all; empty: no table), ``finding_rows``: the rows whose gaps the findings speak for (default all),
+    ``shared``: tables built before (the amount tables), re-marked in place with the generic ones in one
+    family per model (:mod:`.families`)."""
     from counterbench.analyses.health import parse_health
 
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
         raise UserError(f"--bootstrap must be a whole number ≥ 0, got {bootstrap!r}")
     failed = failed if failed is not None else FailedTables()
     tables = outcome_table_frames(results, study, bootstrap, seed, failed)
+    both = {**(shared or {}), **tables}
+    mark_families(both)
+    for part in (shared if shared is not None else {}, tables):
+        part.update({name: both[name] for name in part})
     counted = results if health is None else health
     if not counted.empty:
         responses = counted.assign(usable=counted["status"].astype(str).eq("ok"),

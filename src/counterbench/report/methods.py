@@ -145,7 +145,7 @@ def headlines(ctx: ReportContext) -> list[str]:
         few = f"; {untested} rest on too few matched prompts to test" if untested else ""
         if tested:
             lines.append(f"{sig} of {tested} tested canonical-pair gaps per use case stay significant after "
-                         f"Benjamini–Hochberg correction within each model{few}.")
+                         f"Benjamini–Hochberg correction in each model's one family{few}.")
         else:
             lines.append(f"None of the {untested} canonical-pair gaps per use case can be tested: each rests on "
                          f"fewer than {MIN_SLOTS} matched prompts (the findings above average over use cases).")
@@ -153,7 +153,7 @@ def headlines(ctx: ReportContext) -> list[str]:
     if w is not None and "significant" in w.columns:
         sig, tested, _ = _marked(w)
         lines.append(f"{sig} of {tested} model × language × axis orderings are significantly consistent "
-                     "(Kendall's W, Benjamini–Hochberg within each model).")
+                     "(Kendall's W, Benjamini–Hochberg in each model's one family).")
     return lines + design_limits(ctx) + warnings(ctx)
 
 

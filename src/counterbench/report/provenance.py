@@ -133,7 +133,8 @@ AMOUNT_METHODS = (
     "|a − b| / ((a + b) / 2) × 100. Missing or refused answers remove only their own pairs; nothing is "
     "imputed. Every 95% interval resamples slots (the prompts that differ only in the identity: pairs in a "
     "slot are not independent), corrected for few slots; the paper's pair bootstrap is shown as a labelled "
-    "column. Marks (*) are Benjamini–Hochberg corrected within each model's rows of a table, and need both "
+    "column. Marks (*) are Benjamini–Hochberg corrected in one family per model (every tested row of every "
+    "table that marks), and need both "
     "an exact swap test (the two answers of each matched prompt swapped) and the interval to exclude 0; "
     "comparisons on too few matched prompts are not tested (see 'Marks' below and the analysis docs for the "
     "simulations).")
@@ -142,7 +143,8 @@ OUTCOME_METHODS = (
     "identity is compared with its reference inside the same slots; answers that were refused or could not be "
     "read leave out only themselves, nothing is imputed. Every interval resamples whole slots (the "
     "independent unit); the intervals of gaps and language shifts are corrected for few slots. Marks (*) "
-    "are Benjamini–Hochberg corrected within each model's rows of a table, and need both an exact swap test "
+    "are Benjamini–Hochberg corrected in one family per model (every tested row of every table that marks), "
+    "and need both an exact swap test "
     "(the two conditions of each matched slot exchanged) and the interval to exclude 0; comparisons on too "
     "few matched prompts are not tested.")
 

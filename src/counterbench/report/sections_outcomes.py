@@ -23,7 +23,8 @@ from counterbench.stats.inference import MIN_SLOTS
 
 FACET_WORDS = {"axis": "axis", "group": "group of identifiers", "attribute": "crossed attribute"}
 MARK_RULE = (
-    "A mark (*) needs Benjamini–Hochberg q ≤ 0.05 within the family — one model's rows of this table — on "
+    "A mark (*) needs Benjamini–Hochberg q ≤ 0.05 within the model's one family — its tested rows of every "
+    "table that marks — on "
     "a p that passes both an exact test (the two conditions' answers swapped slot by slot) and the test of "
     "the interval, and a 95% interval that excludes 0; a comparison on fewer than " + str(MIN_SLOTS) +
     " matched prompts is not tested ('too few matched prompts to test').")
@@ -214,9 +215,9 @@ def regression_section(ctx: ReportContext) -> Section:
         "effect of each attribute level against its reference, holding the others fixed (log-odds for yes/no "
         "answers, as in DiscrimEval's discrimination score; outcome units otherwise). Standard errors are "
         "clustered by slot with the small-sample (CR1) correction, and intervals and p use t with clusters − 1 "
-        "degrees of freedom. A mark (*) needs Benjamini–Hochberg q ≤ 0.05 within the family — one model's rows "
-        "of this table — and a 95% interval that excludes 0; fewer than " + str(MIN_SLOTS) + " clusters: not "
-        "tested.",
+        "degrees of freedom; p from " + str(MIN_SLOTS) + " clusters. Descriptive: it tests the gap table's "
+        "contrasts again (adjusted for the other attributes), so it carries no mark — the marks are the gap "
+        "table's, in the model's one family.",
     )
     frame = ctx.nonempty("crossed_regression")
     section.unsupported = _note(ctx, "crossed_regression", "only studies with crossed attributes have it")
@@ -227,8 +228,7 @@ def regression_section(ctx: ReportContext) -> Section:
     section.tables.append(t.table_view(frame, [
         t.text("model", "Model"), t.text("language", "Language", _lang(ctx)), t.text("attribute", "Attribute"),
         t.text("level", "Level"), t.text("reference", "Reference"), t.num("estimate", "Estimate", 3, signed=True),
-        t.ci(digits=3), t.text("model_type", "Scale"), t.count("n_clusters", "Clusters"), t.pvalue("q_value", "q"),
-        mark_col(),
+        t.ci(digits=3), t.text("model_type", "Scale"), t.count("n_clusters", "Clusters"), t.pvalue("p_value", "p"),
     ], source="crossed_regression.csv"))
     return section
 
