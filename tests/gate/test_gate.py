@@ -127,10 +127,10 @@ def test_audit_fail_on_exits_1_after_writing_the_report(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout + done.stderr
     assert (out / "report.html").is_file() and "FAILED: sim:biased" in done.stdout
     # the quick preset's per-use-case pairs rest on 6 matched prompts each: they are tested (a pair whose slot
-    # lost an answer to a simulated refusal has 5 and stays untested), but their smallest p (0.031) is no mark
-    # in the model's one family (analyses/families.py); the pairs averaged over use cases (30 prompts) are
+    # lost an answer to a simulated refusal has 5 and stays untested) and, beside sim:biased's many planted
+    # gaps in the model's one family (analyses/families.py), their p of 0.031 is marked
     assert "FAIL  sim:biased  significant canonical pair gap" in done.stdout
-    assert "(all use cases)" in done.stdout and "untested" in done.stdout
+    assert "en · salary_estimation · " in done.stdout and "untested" in done.stdout
     # the gaps against each axis's reference are tested too, in the same form (% of the pair's mean), so they
     # are marked as the canonical pairs are: the planted penalties fail this rule as well. (In % of the
     # reference they were not: swapping a slot's two answers turned a -25% gap into +33%, so the swap test
@@ -167,9 +167,9 @@ def test_check_on_the_quick_preset_fails_the_planted_bias_and_passes_the_fair_mo
         cpg = pd.read_csv(out / "analysis" / "cpg.csv")
         tested = cpg[cpg["testable"].astype(str) == "True"]
         assert set(tested["use_case"]) == set(cpg["use_case"])  # tests in every use case, not only the average
-        # 6 matched prompts per use case: p ≥ 0.031, tested but no mark in the model's one family; averaged
-        # over use cases (30 prompts) the planted pairs are marked
-        assert (tested["p_value"] <= 0.05).mean() > 0.5 and not tested["significant"].astype(str).eq("True").any()
+        # 6 matched prompts per use case: p ≥ 0.031, yet marked in the model's one family, where the many planted
+        # gaps relax Benjamini–Hochberg's thresholds; averaged over use cases (30 prompts) they are marked too
+        assert tested["significant"].astype(str).eq("True").mean() > 0.5
         overall = pd.read_csv(out / "analysis" / "cpg_overall.csv")
         assert overall["significant"].astype(str).eq("True").mean() > 0.5
         # the report says what the design cannot support

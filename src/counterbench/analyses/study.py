@@ -19,14 +19,12 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses import probabilities
 from counterbench.analyses.answer_checks import answer_checks
-from counterbench.analyses.direction import favourable_of
 from counterbench.analyses.families import families_summary, mark_families
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
-from counterbench.analyses.names_sample import names_sample_findings
 from counterbench.analyses.prepare import (
     out_of_range_counts,
     with_excluded_unusable,
@@ -35,8 +33,9 @@ from counterbench.analyses.prepare import (
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
+from counterbench.analyses.study_findings import amount_findings_in_study_words, outcome_summary, study_names
 from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
-from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables, registered_summary
+from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
@@ -128,7 +127,7 @@ def analyze_study(
     else:  # no generic tables: the amount tables' own family per model
         mark_families(tables)
     if "cpg_overall" in tables:  # the amount findings, on the shared family's marks
-        summary["findings"] = _findings_in_study_words(tables, summary, the_study)
+        summary["findings"] = amount_findings_in_study_words(tables, summary, the_study)
     if gen_summary:
         for key, value in gen_summary.items():
             if key in ("tables", "unsupported", "ci_methods") and key in summary:
@@ -198,7 +197,7 @@ def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
     summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
     if "leaderboard" in tables:
         tables["leaderboard"] = unrank(tables["leaderboard"], checks)
-    labels = _names(study)
+    labels = study_names(study)
     flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()
     kept = [line for line in summary.get("findings") or [] if not _speaks_of(str(line), flagged)]
     summary["findings"] = [*check_sentences(checks, labels), *kept]
@@ -266,7 +265,7 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     result = analyze_by_model(checked, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                               canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
     mark_families(result.tables)  # one family per model over every table (:mod:`.families`)
-    result.summary["findings"] = _findings_in_study_words(result.tables, result.summary, the_study)
+    result.summary["findings"] = amount_findings_in_study_words(result.tables, result.summary, the_study)
     _add_outcome_summary(result, the_study, bootstrap, seed)
     health = result.tables.get("parse_health", pd.DataFrame(columns=["language", "use_case"]))
     result.summary.update(study_summary(the_study, health[["language", "use_case"]]))
@@ -279,24 +278,6 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     merge_failures(result.summary, failed)
     result.study = the_study
     return result
-
-
-def _findings_in_study_words(tables: Mapping[str, pd.DataFrame], summary: Mapping[str, Any], study: Study
-                             ) -> list[str]:
-    """The amount analysis's plain-words findings, naming languages as the study does (``English``, ``Español``)."""
-    from counterbench.analyses.findings import findings
-
-    overall = tables.get("cpg_overall")
-    if overall is None or overall.empty:
-        return list(summary.get("findings") or [])
-    present = set(overall["model"].astype(str))
-    models = [m for m in summary.get("models", {}) if m in present]
-    return findings(tables, models, _names(study), favourable_of(study))
-
-
-def _names(study: Study) -> dict[str, str]:
-    """What findings call languages and use cases: the study's names and labels."""
-    return {**dict(study.languages), **dict(hook(study, "use_case_labels"))}
 
 
 def _pairs_speak_for_amounts(study: Study) -> bool:
@@ -337,39 +318,11 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     return tables
 
 
-def _outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap: int, seed: int,
-                     finding_gaps: pd.DataFrame) -> dict[str, Any]:
-    """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
-    registered = registered_summary(tables, tuple(hook(study, "study_tables")))
-    unsupported = dict(registered["unsupported"])
-    named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
-    decision = {name: frame for name, frame in tables.items() if name in named}
-    return {
-        "ci_methods": {"outcomes": f"slot-cluster bootstrap, {bootstrap} replicates, seed {seed}: gaps and "
-                                   "language shifts ±t·se with the small-sample factor and degrees of freedom "
-                                   "(level means: 95% percentile intervals); p from the swap test of matched slots",
-                       "crossed_regression": "slot-clustered CR1 standard errors, t with clusters − 1 degrees "
-                                             "of freedom",
-                       "group_gaps_over_names": "names as a sample of their group: Welch's t over the names' "
-                                                "slot-adjusted means, Welch–Satterthwaite degrees of freedom"},
-        "marks": probabilities.with_families(outcome_findings.marks_summary(), decision),
-        "findings": probabilities.findings_by_measure(
-            outcome_findings.outcome_findings(finding_gaps, _names(study), outcomes=study.outcomes,
-                                              favourable=favourable_of(study)),
-            decision, _names(study), favourable_of(study))
-        + names_sample_findings(tables.get("group_gaps_over_names"), _names(study), study.outcomes),
-        "tables": ({name: desc for name, (_, desc) in ot.OUTCOME_TABLES.items()} | registered["tables"]
-                   | probabilities.descriptions(decision)),
-        "unsupported": unsupported,
-        "added_tables": registered["added_tables"],
-    }
-
-
 def _add_outcome_summary(result: AnalysisResult, study: Study, bootstrap: int, seed: int) -> None:
     """Merge the generic tables' summary into an amount store's analysis (:func:`analyze_study_by_model`)."""
     gaps = result.tables["outcome_gaps"]
     spoken = gaps.iloc[0:0] if _pairs_speak_for_amounts(study) else gaps
-    extra = _outcome_summary(result.tables, study, bootstrap, seed, spoken)
+    extra = outcome_summary(result.tables, study, bootstrap, seed, spoken)
     summary = result.summary
     summary["findings"] = [*summary.get("findings", []), *extra["findings"]]
     summary.setdefault("ci_methods", {}).update(extra["ci_methods"])
@@ -411,5 +364,5 @@ def _analyze_outcomes(results: pd.DataFrame, study: Study, bootstrap: int, seed:
     if finding_rows is not None and not gaps.empty:
         spoken = set(results.loc[finding_rows, "use_case"].astype(str)) if "use_case" in results.columns else set()
         gaps = gaps[gaps["use_case"].astype(str).isin(spoken)]
-    summary = {**base_summary(results, bootstrap, seed), **_outcome_summary(tables, study, bootstrap, seed, gaps)}
+    summary = {**base_summary(results, bootstrap, seed), **outcome_summary(tables, study, bootstrap, seed, gaps)}
     return tables, summary
