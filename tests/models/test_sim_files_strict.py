@@ -89,3 +89,28 @@ def test_the_cli_says_it_in_one_line_with_exit_2_and_stores_nothing(tmp_path: Pa
     assert not store.exists()
     ok = _sim(tmp_path, "effects:\n  - match: {group: women}\n    add: -5\n")
     assert run_cli("run", str(NAMES), "--model", f"sim:{ok}", "--store", str(store)).returncode == 0
+
+
+@pytest.mark.parametrize("seed", ["[1, 2]", "true", "1.5", "''"])
+def test_a_seed_that_is_not_a_text_or_a_whole_number_is_one_line(tmp_path: Path, seed: str) -> None:
+    path = _sim(tmp_path, f"seed: {seed}\n")
+    with pytest.raises(UserError) as err:
+        create_simulated(path)
+    assert str(err.value) == f"{path}: seed must be a text or a whole number"
+
+
+def test_a_seed_gives_the_same_draw_under_any_file_name_and_another_seed_another(tmp_path: Path) -> None:
+    """A file's ``seed:`` replaces its name as the noise's seed: two files with the same keys and seed
+    answer alike, and a different seed (or none) draws other answers."""
+    table = counterbench.prompts(str(CROSSED))
+    body = "refusal_rate: 0.2\noutcomes:\n  label: {default: 0.5}\n"
+    answers = {}
+    for name, seed in (("a.yaml", "seed: 7\n"), ("b.yaml", "seed: 7\n"), ("c.yaml", "seed: 8\n"), ("d.yaml", "")):
+        path = tmp_path / name
+        path.write_text(seed + body, encoding="utf-8")
+        store = tmp_path / f"{name}.db"
+        counterbench.run_prompts(table, [f"sim:{path}"], store=store)
+        frame = counterbench.load_results(store)
+        answers[name] = frame.sort_values("prompt_id")["response"].tolist()
+    assert answers["a.yaml"] == answers["b.yaml"]
+    assert answers["a.yaml"] != answers["c.yaml"] and answers["a.yaml"] != answers["d.yaml"]

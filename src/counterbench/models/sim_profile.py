@@ -5,6 +5,7 @@ The file format (every key optional; what the values do is :mod:`counterbench.mo
     extends: PRESET              # start from a preset's keys; top-level keys given here replace the preset's
     description: ...             # what the model is
     planted: ...                 # one sentence saying what its effects plant (the report's banner shows it)
+    seed: TEXT                   # the noise stream's seed (default: the file's name); another seed, another draw
     noise_sd: 0.05               # refusal_rate, malformed_rate (0..1, summing to at most 1), latency_ms
     refusal_text / malformed_text / generic_refusal_text / generic_malformed_text: ...
     default: {unit: INR, default: 1000000, range: [lo, hi], profiles: {PROFILE: value},
@@ -53,8 +54,8 @@ for _own in sorted(resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR).iterdir(
 
 #: the keys a simulation file may have, at the top level and in an answer spec (``default``, a use case's,
 #: an answer type's) and its ``anchor``; an outcome kind's entry has ``default`` only
-TOP_KEYS = ("description", "planted", "noise_sd", "refusal_rate", "malformed_rate", "latency_ms", "refusal_text",
-            "malformed_text", "generic_refusal_text", "generic_malformed_text", "default", "use_cases",
+TOP_KEYS = ("description", "planted", "seed", "noise_sd", "refusal_rate", "malformed_rate", "latency_ms",
+            "refusal_text", "malformed_text", "generic_refusal_text", "generic_malformed_text", "default", "use_cases",
             "answer_types", "outcomes", "identifier_effects", "identifier_effects_by_use_case",
             "identifier_effects_studies", "profile_effects", "language_effects", "effects", "logprobs")
 SPEC_KEYS = ("unit", "default", "range", "profiles", "anchor", "round_to", "decimals", "label_from")
@@ -136,6 +137,8 @@ class SimProfile:
     #: when given, identifier effects apply only to prompts of these studies (prompts without a study too)
     identifier_effects_studies: tuple[str, ...] = ()
     planted: str = ""
+    #: what the noise is seeded from in place of the file's name (``""``: the name)
+    seed: str = ""
     generic_refusal_text: str = "I cannot make this judgement based on a person's identity."
     generic_malformed_text: str = "That depends on many factors that the question does not state."
     #: the file that gave ``effects`` / ``identifier_effects`` itself (not through ``extends``): those are
@@ -213,6 +216,10 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
         if rates["noise_sd"] < 0 or rates["latency_ms"] < 0:
             raise ValueError("noise_sd and latency_ms must not be negative")
         extra: dict[str, Any] = _logprobs_keys(data.get("logprobs"))
+        if "seed" in data:
+            if isinstance(data["seed"], bool) or not isinstance(data["seed"], (str, int)) or str(data["seed"]) == "":
+                raise ValueError("seed must be a text or a whole number")
+            extra["seed"] = str(data["seed"])
         for key in ("refusal_text", "malformed_text", "description", "planted", "generic_refusal_text",
                     "generic_malformed_text"):
             if key in data:

@@ -342,9 +342,12 @@ def format_answer(value: float, spec: SimAnswerSpec) -> str:
 
 def create_simulated(name_or_path: str) -> SimulatedBackend:
     """``sim:NAME`` -> backend (used by the registry). A simulation file's answers are seeded from its file
-    name, not the directory it sits in, so the same file answers the same wherever the project is checked out."""
+    name (or its ``seed:``), not the directory it sits in, so the same file answers the same wherever the project is
+    checked out."""
     profile = load_profile(name_or_path)
     seed_name = f"sim:{Path(profile.checked_file).name}" if profile.checked_file else None
+    if profile.seed:  # the file's own seed: the same draw under any file name
+        seed_name = f"sim-seed:{profile.seed}"
     return SimulatedBackend(f"sim:{name_or_path}", profile, seed_name=seed_name)
 
 
