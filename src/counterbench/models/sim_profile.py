@@ -12,6 +12,7 @@ The file format (every key optional; what the values do is :mod:`counterbench.mo
               anchor: {columns: [COLUMN, ...], factor: 1.0, lpa_below: 1000}, round_to: 1, decimals: 0,
               label_from: COLUMN}
     use_cases: {USE_CASE: <as default>}        answer_types: {ANSWER_TYPE: <as default>}
+                                 # a study's own use cases: its simulated_answers (models/sim_answers.py)
     outcomes: {KIND: {default: value}}
     identifier_effects: {IDENTIFIER: multiplier}
     identifier_effects_by_use_case: {USE_CASE: {IDENTIFIER: multiplier}}
@@ -123,8 +124,10 @@ class SimProfile:
     refusal_rate: float = 0.0
     malformed_rate: float = 0.0
     latency_ms: float = 0.0
-    refusal_text: str = "I cannot provide salary advice based on identity."
-    malformed_text: str = "It depends on many factors such as skills, location and current market demand."
+    #: an amount answer's refusal and malformed texts; ``""``: the prompt's study's, else generic ones
+    #: (:mod:`counterbench.models.sim_answers`)
+    refusal_text: str = ""
+    malformed_text: str = ""
     use_cases: Mapping[str, SimAnswerSpec] = field(default_factory=dict)
     answer_types: Mapping[str, SimAnswerSpec] = field(default_factory=dict)
     default: SimAnswerSpec = field(default_factory=SimAnswerSpec)

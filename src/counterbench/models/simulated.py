@@ -4,11 +4,11 @@ Answers are a pure function of the model name, the request and its seed::
 
     value = baseline(use case, profile) × profile effect × identifier effect × language effect × noise
 
-* **baseline** — from the YAML's ``use_cases[<use_case>]`` section (or ``answer_types[<answer_type>]``,
-  then ``default``): ``anchor`` when the request metadata has one of its design columns (e.g.
-  ``offered_ctc_lpa``; value × ``factor``, numbers below ``lpa_below`` read as lakh), else an
-  explicit per-profile value from ``profiles``, else a value drawn deterministically from ``range``
-  by the profile id, else ``default``;
+* **baseline** — from the YAML's ``use_cases[<use_case>]`` section, else the prompt's study's
+  (its ``simulated_answers``, :mod:`counterbench.models.sim_answers`), else ``answer_types[<answer_type>]``,
+  then ``default``: ``anchor`` when the request metadata has one of its design columns (value ×
+  ``factor``, numbers below ``lpa_below`` read as lakh), else an explicit per-profile value from
+  ``profiles``, else a value drawn deterministically from ``range`` by the profile id, else ``default``;
 * **effects** — multipliers: ``profile_effects[profile_id]``, ``identifier_effects[identifier]``
   (overridden per use case by ``identifier_effects_by_use_case``), ``language_effects[language]``;
 * **noise** — ``exp(noise_sd × z)`` with ``z`` standard normal, seeded from a SHA-256 of
@@ -21,8 +21,7 @@ Answers are a pure function of the model name, the request and its seed::
 * ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's.
 
 * ``identifier_effects_studies`` — when given, ``identifier_effects`` apply only to prompts of these
-  studies (so a preset written for one study does not touch another study's identically named
-  identifiers);
+  studies (so a preset written for one study leaves another study's identically named ones alone);
 * **effects** (any study) — a list of rules ``{match: {COLUMN: VALUE, ...}, unless: {...}, multiply: M,
   add: A}``: a prompt whose metadata (any prompt-table column: ``identifier``, ``group``, a crossed
   attribute such as ``gender``, ``use_case``, ``language``, ``level_index`` = the identifier's position in
@@ -51,8 +50,7 @@ backend's would: at the answer, the ``N`` most likely of the allowed answers' pl
 probability with a token that starts no answer (the file's ``logprobs: {variants, mass}``; see
 :mod:`counterbench.models.sim_logprobs`), so p(yes) can be shown and tested offline.
 
-It reads only ``request.metadata`` and ``request.answer_type``: nothing study-specific lives in this
-code (the presets' identifier names are data).
+It reads only ``request.metadata`` and ``request.answer_type``: nothing study-specific lives in this code.
 """
 
 from __future__ import annotations
@@ -67,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from counterbench.errors import UserError
 from counterbench.models.base import ChatRequest, ChatResult, wants_logprobs
+from counterbench.models.sim_answers import GENERIC_MALFORMED, GENERIC_REFUSAL, study_answers
 from counterbench.models.sim_effects import _kind_default
 from counterbench.models.sim_profile import (
     SimAnswerSpec,
@@ -114,7 +113,9 @@ class SimulatedBackend:
 
     def __init__(self, name: str, profile: SimProfile, *, seed_name: str | None = None) -> None:
         self.name = name
-        self.profile = profile
+        self._own_texts = (profile.refusal_text, profile.malformed_text)  # "": the study's, else generic
+        refusal, malformed = self._texts({})  # the profile shows those of a prompt without a study
+        self.profile = replace(profile, refusal_text=refusal, malformed_text=malformed)
         #: what the noise is seeded from in place of ``name`` (a simulation file's: its file name)
         self.seed_name = seed_name or name
 
@@ -128,10 +129,29 @@ class SimulatedBackend:
 
         check_prompts(self.profile, table, self.name)
 
-    def _spec_for(self, request: ChatRequest) -> SimAnswerSpec:
-        use_case = str(request.metadata.get("use_case") or "")
+    def _use_case_spec(self, meta: Mapping[str, Any]) -> SimAnswerSpec | None:
+        """The prompt's use case's answer spec: the file's own ``use_cases`` entry, else its study's
+        (:func:`counterbench.models.sim_answers.study_answers`); ``None`` when neither has one."""
+        use_case = str(meta.get("use_case") or "")
         if use_case in self.profile.use_cases:
             return self.profile.use_cases[use_case]
+        answers = study_answers(meta.get("study"))
+        return answers.use_cases.get(use_case) if answers is not None and use_case else None
+
+    def _texts(self, meta: Mapping[str, Any]) -> tuple[str, str]:
+        """An amount answer's refusal and malformed texts: the file's own, else the prompt's study's, else
+        generic ones."""
+        refusal, malformed = self._own_texts
+        if not (refusal and malformed):
+            answers = study_answers(meta.get("study"))
+            refusal = refusal or (answers.refusal_text if answers else "") or GENERIC_REFUSAL
+            malformed = malformed or (answers.malformed_text if answers else "") or GENERIC_MALFORMED
+        return refusal, malformed
+
+    def _spec_for(self, request: ChatRequest) -> SimAnswerSpec:
+        spec = self._use_case_spec(request.metadata)
+        if spec is not None:
+            return spec
         if request.answer_type and request.answer_type in self.profile.answer_types:
             return self.profile.answer_types[request.answer_type]
         return self.profile.default
@@ -170,10 +190,10 @@ class SimulatedBackend:
 
         spec = spec_from_answer_type(str(request.answer_type))
         meta = request.metadata
-        use_case = str(meta.get("use_case") or "")
         profile_id = str(meta.get("profile_id") or "")
-        if use_case in self.profile.use_cases:
-            value = _baseline(self.profile.use_cases[use_case], profile_id, meta)
+        own = self._use_case_spec(meta)
+        if own is not None:
+            value = _baseline(own, profile_id, meta)
         elif spec.kind in self.profile.outcomes:
             value = self.profile.outcomes[spec.kind]
         else:
@@ -229,8 +249,8 @@ class SimulatedBackend:
         construction, which would leak it to a model reading the schema) while the simulated model still
         knows which label its expected value is the probability of.
         """
-        use_case = str(request.metadata.get("use_case") or "")
-        column = self.profile.use_cases[use_case].label_from if use_case in self.profile.use_cases else None
+        own = self._use_case_spec(request.metadata)
+        column = own.label_from if own is not None else None
         target = request.metadata.get(column) if column else None
         if target is None or str(target) not in spec.labels:
             return spec
@@ -252,10 +272,9 @@ class SimulatedBackend:
     def _ordinal_latent(self, request: ChatRequest, options: dict[str, float]) -> float:
         """An ordinal choice's expected value: the use case's ``default`` (else the middle of the options'
         values) after the effects."""
-        use_case = str(request.metadata.get("use_case") or "")
+        own = self._use_case_spec(request.metadata)
         values = sorted(options.values())
-        base = self.profile.use_cases[use_case].default if use_case in self.profile.use_cases else (
-            (values[0] + values[-1]) / 2.0)
+        base = own.default if own is not None else (values[0] + values[-1]) / 2.0
         return self._apply_effects(base, request.metadata)
 
     def answer(self, request: ChatRequest) -> str:
@@ -266,10 +285,9 @@ class SimulatedBackend:
             return self._answer_outcome(request)
         p = self.profile
         u_outcome, u1, u2 = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed)
-        if u_outcome < p.refusal_rate:
-            return p.refusal_text
         if u_outcome < p.refusal_rate + p.malformed_rate:
-            return p.malformed_text
+            refusal, malformed = self._texts(request.metadata)
+            return refusal if u_outcome < p.refusal_rate else malformed
         z = standard_normal(u1, u2)
         value = self.expected_value(request) * math.exp(p.noise_sd * z)
         return format_answer(value, self._spec_for(request))

@@ -37,6 +37,11 @@ class StudyHooks(Protocol):
     #: the study's own command-line options (``counterbench audit STUDY --NAME VALUE``), a
     #: :class:`counterbench.studies.options.StudyOptions`; default: none
     study_options: Any
+    #: what a simulated model (``sim:fair``, ``sim:biased``, a simulation file) answers for its use cases: a
+    #: mapping, or the path of a YAML file, with ``use_cases`` (use case -> answer spec: unit, default, range,
+    #: profiles, anchor, round_to, decimals, label_from) and optionally ``refusal_text`` and
+    #: ``malformed_text`` (:mod:`counterbench.models.sim_answers`); default: none — the preset's defaults
+    simulated_answers: Any
     #: tables of its own (``counterbench.analyses.table_registry.TableSpec`` s), built after the generic tables
     #: on the same inputs (they see them in ``TableInputs.tables``), for this study only; default: none
     study_tables: tuple[Any, ...]
@@ -65,6 +70,7 @@ DEFAULTS: dict[str, Any] = {
     "use_case_aliases": {},
     "favourable": {},
     "study_options": None,
+    "simulated_answers": None,
     "study_tables": (),
     "analyze_tables": None,
     "report_sections": None,

@@ -49,6 +49,9 @@ def register_study(name: str, factory: Callable[[], Any] | Study | str | Path, *
     """Register a study under ``name`` from code: a factory, a study object, or a study file's path."""
     STUDIES.register(name, factory, source="registered in code", replace=replace)
     _load_entry.cache_clear()
+    from counterbench.models import sim_answers
+
+    sim_answers.register(name, factory)  # a simulated model finds its simulated_answers by its name too
 
 
 def registered_studies() -> dict[str, StudyEntry]:

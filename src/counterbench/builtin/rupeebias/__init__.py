@@ -11,8 +11,15 @@ from counterbench.studies.declarative import DeclarativeStudy
 from counterbench.studies.definition import parse_study, read_study_mapping
 
 
+class RupeeBias(DeclarativeStudy):
+    """The declared study plus what a simulated model answers for its use cases (``sim_answers.yaml``:
+    per-profile figures in INR and %, its refusal texts; the ``simulated_answers`` hook)."""
+
+    simulated_answers = resources.files(__name__).joinpath("sim_answers.yaml")
+
+
 def create_study() -> Study:
     """The RupeeBias study, read from this package's ``study.yaml``."""
     with resources.as_file(resources.files(__name__).joinpath("study.yaml")) as path:
         data = read_study_mapping(path)
-    return DeclarativeStudy(parse_study(data, source="built-in study rupeebias"))
+    return RupeeBias(parse_study(data, source="built-in study rupeebias"))
