@@ -216,6 +216,48 @@ def test_the_core_the_verbs_and_the_inspect_tasks_name_no_builtin_study() -> Non
     assert not hits, "the core names a built-in study:\n" + "\n".join(hits)
 
 
+def builtin_answer_words() -> set[str]:
+    """What the built-in studies' simulated answers hold (``simulated_answers``): their use cases' names, the
+    design columns their answers read and their refusal and malformed texts."""
+    from counterbench.models.sim_answers import study_answers
+    from counterbench.studies.registry import STUDIES, load_study
+
+    words: set[str] = set()
+    for name in STUDIES.names():
+        if not STUDIES.entries()[name].source.startswith("entry point counterbench.builtin"):
+            continue
+        answers = study_answers(name)
+        if answers is None:
+            continue
+        words |= {*load_study(name).outcomes, *answers.use_cases, answers.refusal_text, answers.malformed_text}
+        words |= {column for spec in answers.use_cases.values() for column in spec.anchor_columns}
+    return words - {""}
+
+
+def names_in(path: Path, words: set[str]) -> list[str]:
+    """The lines of ``path`` that hold one of ``words`` (as a whole word)."""
+    pattern = re.compile("|".join(rf"(?<!\w){re.escape(w)}(?!\w)" for w in sorted(words)))
+    return [f"{path.relative_to(PACKAGE) if path.is_relative_to(PACKAGE) else path.name}:{n}: {line.strip()}"
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if pattern.search(line)]
+
+
+def test_the_simulated_model_names_no_use_case_of_a_builtin_study() -> None:
+    """``sim:fair`` and the simulated model's code (``models/``) hold no built-in study's use case, figures'
+    column or refusal text: a study gives them through its ``simulated_answers`` hook."""
+    words = builtin_answer_words()
+    assert {"salary_estimation", "service_pricing_client", "offered_ctc_lpa"} <= words
+    hits = [hit for path in sorted((PACKAGE / "models").rglob("*"))
+            if path.is_file() and path.suffix in TEXT_SUFFIXES for hit in names_in(path, words)]
+    assert not hits, "the simulated model names a built-in study's use case or text:\n" + "\n".join(hits)
+
+
+def test_the_answer_check_can_fail(tmp_path: Path) -> None:
+    old_fair = tmp_path / "fair.yaml"
+    old_fair.write_text("noise_sd: 0.03\nuse_cases:\n  salary_estimation:\n    unit: INR\n"
+                        "refusal_text: I cannot provide salary advice based on identity.\n", encoding="utf-8")
+    assert len(names_in(old_fair, builtin_answer_words())) == 2
+
+
 def test_the_checks_can_fail() -> None:
     """The word and layer checks catch what they are for (so a pass means something)."""
     assert STUDY_WORDS.search("from counterbench.builtin.rupeebias import x")

@@ -14,9 +14,11 @@ simulation file's own ``use_cases`` entry, else its study's (the prompt's ``stud
 without one is the default study's), else the file's ``answer_types`` entry, else its ``default``.
 
 The study is found by name the way the study registry finds it — a study registered in code
-(:func:`counterbench.studies.registry.register_study` passes it here) or one of the entry-point group
-``counterbench.studies`` — but without importing the studies layer, which sits above this one. A study
-given as a file has no hooks: a simulation file's own ``use_cases`` serve it.
+(:func:`counterbench.studies.registry.register_study` passes it here), one of the entry-point group
+``counterbench.studies``, or a study object the registry was handed (``counterbench.prompts(study)``,
+:func:`offer`) — but without importing the studies layer, which sits above this one; so the hook is read
+here as the attribute :class:`~counterbench.studies.hooks.StudyHooks` declares. A study declared in a
+study file has no hooks: a simulation file's own ``use_cases`` serve it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from counterbench.errors import UserError
 from counterbench.registry import Registry
 from counterbench.yaml_files import yaml_text
 
-__all__ = ["GENERIC_MALFORMED", "GENERIC_REFUSAL", "HOOK", "StudyAnswers", "forget", "register", "study_answers"]
+__all__ = ["GENERIC_MALFORMED", "GENERIC_REFUSAL", "HOOK", "StudyAnswers", "forget", "offer", "register",
+           "study_answers", "unregister"]
 
 #: the study hook's name (declared with its type in :class:`counterbench.studies.hooks.StudyHooks`)
 HOOK = "simulated_answers"
@@ -59,6 +62,20 @@ class StudyAnswers:
 def register(name: str, study: Any) -> None:
     """``name``'s study as registered in code (a factory, a study object or a study file's path)."""
     _STUDIES.register(name, study, source="registered in code", replace=True)
+    forget(name)
+
+
+def offer(study: Any) -> None:
+    """A study object in use (given as an object, or built from a file) whose name is not registered: its
+    answers serve the prompts of that name in this process."""
+    name = getattr(study, "name", None)
+    if isinstance(name, str) and name and getattr(study, HOOK, None) is not None and name not in _STUDIES:
+        register(name, study)
+
+
+def unregister(name: str) -> None:
+    """Forget the study ``name`` registered in code (its answers too)."""
+    _STUDIES.unregister(name)
     forget(name)
 
 

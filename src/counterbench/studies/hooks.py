@@ -3,7 +3,9 @@
 Every study has the attributes of :class:`counterbench.studies.base.Study`; these are the ones it *may*
 add (this module imports no other of :mod:`counterbench.studies`, so every one of them may read it).
 :class:`StudyHooks` states each with its type and what it is for; :func:`hook` is the only way the core
-reads one (the hook, or ``None`` when the study has none — for the plain attributes, their default).
+reads one (the hook, or ``None`` when the study has none — for the plain attributes, their default), but for
+the simulated model, which sits below this layer and reads ``simulated_answers`` as the attribute declared
+here (:mod:`counterbench.models.sim_answers`).
 The outcome kind's members are declared the same way in :mod:`counterbench.outcomes.kinds`, and every
 registry a package extends by entry point is listed in ``docs/extending.md``.
 """

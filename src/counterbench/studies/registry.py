@@ -73,6 +73,9 @@ def load_study(name_or_path: str | Path | Study | None) -> Study:
     if name_or_path is None:
         name_or_path = default_study()
     if not isinstance(name_or_path, str | Path):
+        from counterbench.models import sim_answers
+
+        sim_answers.offer(name_or_path)  # a simulated model answers its prompts as it says (by its name)
         return name_or_path
     text = str(name_or_path)
     if text in STUDIES:
@@ -129,4 +132,7 @@ def _extend_registered(data: dict[str, Any], path: Path) -> Study:
     if not callable(extend):
         raise UserError(f"{path.name}: study {name} cannot be declared from a study file (it has no from_study_file)")
     made: Study = extend(data, path)
+    from counterbench.models import sim_answers
+
+    sim_answers.offer(made)
     return made
