@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
-from counterbench.models.simulated import planted_reach
+from counterbench.models.sim_check import planted_reach
 from counterbench.studies.base import Study
 from counterbench.studies.hooks import hook
 

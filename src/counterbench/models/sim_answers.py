@@ -33,8 +33,8 @@ from counterbench.errors import UserError
 from counterbench.registry import Registry
 from counterbench.yaml_files import yaml_text
 
-__all__ = ["GENERIC_MALFORMED", "GENERIC_REFUSAL", "HOOK", "StudyAnswers", "forget", "offer", "register",
-           "study_answers", "unregister"]
+__all__ = ["GENERIC_MALFORMED", "GENERIC_REFUSAL", "HOOK", "StudyAnswers", "amount_texts", "forget", "offer",
+           "register", "study_answers", "unregister"]
 
 #: the study hook's name (declared with its type in :class:`counterbench.studies.hooks.StudyHooks`)
 HOOK = "simulated_answers"
@@ -57,6 +57,14 @@ class StudyAnswers:
     use_cases: Mapping[str, Any] = field(default_factory=dict)  # use case -> SimAnswerSpec
     refusal_text: str = ""
     malformed_text: str = ""
+
+
+def amount_texts(own: tuple[str, str], answers: StudyAnswers | None) -> tuple[str, str]:
+    """An amount answer's refusal and malformed texts: ``own`` (a simulation file's), else the study's, else
+    generic ones."""
+    refusal, malformed = own
+    return (refusal or (answers.refusal_text if answers else "") or GENERIC_REFUSAL,
+            malformed or (answers.malformed_text if answers else "") or GENERIC_MALFORMED)
 
 
 def register(name: str, study: Any) -> None:

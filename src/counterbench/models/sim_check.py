@@ -10,21 +10,22 @@ misspelling of a value that is there. A use case the file names (``use_cases``,
 ``identifier_effects_by_use_case``) that no prompt has is refused when it is that close to one that is
 (:data:`USE_CASE_CUTOFF`: ``aproval`` for ``approval``, never two real, distinct names), and a use case
 whose outcome kind draws its answer from a probability (``sim_probability``: ``label``, ``choice``) must
-give a ``default`` in [0, 1].
+give a ``default`` in [0, 1]. After a run, :func:`planted_reach` says whether a model's effects reached its prompts.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
 from counterbench.errors import UserError, nearest
 from counterbench.models.sim_effects import _meta_text
-from counterbench.models.sim_profile import SimProfile
+from counterbench.models.sim_profile import SimProfile, load_profile
 
-__all__ = ["IDENTITY_COLUMNS", "check_prompts"]
+__all__ = ["IDENTITY_COLUMNS", "check_prompts", "planted_reach"]
 
 #: columns whose every value named by a rule must be in the prompts (what the study varies)
 IDENTITY_COLUMNS = ("identifier", "group")
@@ -106,3 +107,36 @@ def _check_use_cases(profile: SimProfile, table: pd.DataFrame, source: str) -> N
             if probability and not ordinal and not 0.0 <= spec.default <= 1.0:
                 raise UserError(f"{source}: use_cases.{name}.default is a probability (its answers are "
                                 f"{kind.kind} answers) and must be between 0 and 1, got {spec.default:g}")
+
+
+#: prompt columns every simulated model's effects may read (besides the columns its rules name)
+_EFFECT_COLUMNS = ("profile_id", "identifier", "use_case", "language", "study")
+
+
+def planted_reach(results: pd.DataFrame) -> dict[str, bool]:
+    """Per ``sim:`` model of ``results`` that has effects: whether any of them changes the expected answer of
+    at least one of its prompts. ``False`` means that on these prompts it plants nothing, whatever its
+    ``planted`` sentence says (``sim:biased``'s rules name a column this study's prompts lack, say)."""
+    from counterbench.models.simulated import SimulatedBackend
+
+    out: dict[str, bool] = {}
+    if results.empty or "model" not in results.columns:
+        return out
+    for model, part in results.groupby("model", sort=False):
+        name = str(model)
+        if not name.startswith("sim:"):
+            continue
+        try:
+            profile = load_profile(name[len("sim:"):])
+        except UserError:  # a file moved since the run: say nothing rather than fail the analysis
+            continue
+        if not (profile.effects or profile.identifier_effects or profile.profile_effects
+                or profile.language_effects or profile.identifier_effects_by_use_case):
+            continue
+        named = {k for effect in profile.effects for k in (*effect.match, *effect.unless)}
+        columns = sorted(c for c in {*_EFFECT_COLUMNS, *named} if c in part.columns)
+        backend = SimulatedBackend(name, profile)
+        rows = part[columns].astype(object).where(part[columns].notna(), None).drop_duplicates()
+        records: list[dict[str, Any]] = [{str(k): v for k, v in row.items()} for row in rows.to_dict("records")]
+        out[name] = any(abs(backend._with_effects(1.0, row) - 1.0) > 1e-12 for row in records)
+    return out

@@ -11,22 +11,20 @@ Answers are a pure function of the model name, the request and its seed::
   ``profiles``, else a value drawn deterministically from ``range`` by the profile id, else ``default``;
 * **effects** — multipliers: ``profile_effects[profile_id]``, ``identifier_effects[identifier]``
   (overridden per use case by ``identifier_effects_by_use_case``), ``language_effects[language]``;
-* **noise** — ``exp(noise_sd × z)`` with ``z`` standard normal, seeded from a SHA-256 of
-  ``name | prompt_id | seed`` (never Python's ``hash()``; a simulation file's name counts as
-  ``sim:FILENAME``, without its directory), so the same request always gets the same answer, in any
-  process and in any checkout;
-* ``refusal_rate`` / ``malformed_rate`` — the same seeded stream decides whether to answer with
-  ``refusal_text`` or ``malformed_text`` (free text without a number) instead;
+* **noise** — ``exp(noise_sd × z)`` with ``z`` standard normal, seeded from a SHA-256 of ``name | prompt_id |
+  seed`` (never Python's ``hash()``; a simulation file's name counts as ``sim:FILENAME``, without its directory),
+  so the same request always gets the same answer, in any process and in any checkout;
+* ``refusal_rate`` / ``malformed_rate`` — the same seeded stream decides whether to answer with ``refusal_text``
+  or ``malformed_text`` (free text without a number; the file's, else the study's, else generic) instead;
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
-* ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's.
-
+* ``extends: PRESET`` — start from a preset's keys; top-level keys given here replace the preset's;
 * ``identifier_effects_studies`` — when given, ``identifier_effects`` apply only to prompts of these
   studies (so a preset written for one study leaves another study's identically named ones alone);
-* **effects** (any study) — a list of rules ``{match: {COLUMN: VALUE, ...}, unless: {...}, multiply: M,
-  add: A}``: a prompt whose metadata (any prompt-table column: ``identifier``, ``group``, a crossed
-  attribute such as ``gender``, ``use_case``, ``language``, ``level_index`` = the identifier's position in
-  its axis) matches every ``match`` entry (a value or a list of values) and not every ``unless`` entry
-  gets its expected value multiplied by ``M`` and then ``A`` added;
+* **effects** (any study) — a list of rules ``{match: {COLUMN: VALUE, ...}, unless: {...}, multiply: M, add: A}``:
+  a prompt whose metadata (any prompt-table column: ``identifier``, ``group``, a crossed attribute such as
+  ``gender``, ``use_case``, ``language``, ``level_index`` = the identifier's position in its axis) matches every
+  ``match`` entry (a value or a list of values) and not every ``unless`` entry gets its expected value
+  multiplied by ``M`` and then ``A`` added;
 * ``planted`` — one sentence saying what the effects plant (the report's banner shows it).
 
 Answers follow the request's outcome kind (:mod:`counterbench.outcomes`, from ``answer_type``):
@@ -36,13 +34,13 @@ formatted by the kind (scores are rounded stochastically, so their mean stays th
 for ``label`` and ``choice`` the expected value is the probability of the positive label / first
 option and one seeded uniform draw picks the answer (a use case's ``label_from: COLUMN`` makes it the
 probability of the label that metadata column names, e.g. the true one, instead of the first).
-Their baselines: ``use_cases[USE_CASE].default``,
-else ``outcomes[KIND].default``, else the kind's own (rate 8, score 60% up the scale, label 0.5,
-choice 1/N, text 150 words or, scored by ``mgl``, grade 11). A ``choice`` whose options stand for numbers (the prompt's
-``option_<LABEL>`` columns, e.g. explanation levels 1–5) is *ordinal*: the expected
-value is that number (baseline ``use_cases[USE_CASE].default``, else the middle of the options' values),
-it gets the multiplicative noise and the answer is the option nearest to it, rounded. A ``text`` outcome
-is written to its first metric (``length``: words; ``mgl``: prose at that grade level).
+Their baselines: ``use_cases[USE_CASE].default`` (the file's or the study's), else ``outcomes[KIND].default``,
+else the kind's own (rate 8, score 60% up the scale, label 0.5, choice 1/N, text 150 words or, scored by
+``mgl``, grade 11). A ``choice`` whose options stand for numbers (the prompt's ``option_<LABEL>`` columns, e.g.
+explanation levels 1–5) is *ordinal*: the expected value is that number (baseline the use case's ``default``,
+else the middle of the options' values), it gets the multiplicative noise and the answer is the option nearest
+to it, rounded. A ``text`` outcome is written to its first metric (``length``: words; ``mgl``: prose at that
+grade level).
 
 With ``--logprobs N``, a label or choice answer comes with tokens and log-probabilities as a real
 backend's would: at the answer, the ``N`` most likely of the allowed answers' planted probabilities
@@ -63,9 +61,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from counterbench.errors import UserError
 from counterbench.models.base import ChatRequest, ChatResult, wants_logprobs
-from counterbench.models.sim_answers import GENERIC_MALFORMED, GENERIC_REFUSAL, study_answers
+from counterbench.models.sim_answers import StudyAnswers, amount_texts, study_answers
 from counterbench.models.sim_effects import _kind_default
 from counterbench.models.sim_profile import (
     SimAnswerSpec,
@@ -113,6 +110,8 @@ class SimulatedBackend:
 
     def __init__(self, name: str, profile: SimProfile, *, seed_name: str | None = None) -> None:
         self.name = name
+        #: study name (``""``: none) -> its simulated answers, kept here so that a copy sent to a worker has them
+        self._answers: dict[str, StudyAnswers | None] = {}
         self._own_texts = (profile.refusal_text, profile.malformed_text)  # "": the study's, else generic
         refusal, malformed = self._texts({})  # the profile shows those of a prompt without a study
         self.profile = replace(profile, refusal_text=refusal, malformed_text=malformed)
@@ -124,29 +123,36 @@ class SimulatedBackend:
 
     def check_prompts(self, table: pd.DataFrame) -> None:
         """Refuse, before the first request, a simulation file whose effects name a column, identifier or
-        group no prompt of ``table`` has (:func:`counterbench.models.sim_check.check_prompts`)."""
+        group no prompt of ``table`` has (:func:`counterbench.models.sim_check.check_prompts`); find the
+        simulated answers of the prompts' studies."""
         from counterbench.models.sim_check import check_prompts
 
         check_prompts(self.profile, table, self.name)
+        for study in table["study"].unique() if "study" in table.columns else ():
+            self._study_answers({"study": study})
+
+    def _study_answers(self, meta: Mapping[str, Any]) -> StudyAnswers | None:
+        """The prompt's study's simulated answers (:func:`counterbench.models.sim_answers.study_answers`)."""
+        study = meta.get("study")
+        key = study if isinstance(study, str) else ""
+        if key not in self._answers:
+            self._answers[key] = study_answers(key)
+        return self._answers[key]
 
     def _use_case_spec(self, meta: Mapping[str, Any]) -> SimAnswerSpec | None:
-        """The prompt's use case's answer spec: the file's own ``use_cases`` entry, else its study's
-        (:func:`counterbench.models.sim_answers.study_answers`); ``None`` when neither has one."""
+        """The prompt's use case's answer spec: the file's own ``use_cases`` entry, else its study's;
+        ``None`` when neither has one."""
         use_case = str(meta.get("use_case") or "")
         if use_case in self.profile.use_cases:
             return self.profile.use_cases[use_case]
-        answers = study_answers(meta.get("study"))
-        return answers.use_cases.get(use_case) if answers is not None and use_case else None
+        answers = self._study_answers(meta) if use_case else None
+        return answers.use_cases.get(use_case) if answers is not None else None
 
     def _texts(self, meta: Mapping[str, Any]) -> tuple[str, str]:
         """An amount answer's refusal and malformed texts: the file's own, else the prompt's study's, else
         generic ones."""
-        refusal, malformed = self._own_texts
-        if not (refusal and malformed):
-            answers = study_answers(meta.get("study"))
-            refusal = refusal or (answers.refusal_text if answers else "") or GENERIC_REFUSAL
-            malformed = malformed or (answers.malformed_text if answers else "") or GENERIC_MALFORMED
-        return refusal, malformed
+        own = self._own_texts
+        return own if all(own) else amount_texts(own, self._study_answers(meta))
 
     def _spec_for(self, request: ChatRequest) -> SimAnswerSpec:
         spec = self._use_case_spec(request.metadata)
@@ -369,32 +375,8 @@ def create_simulated(name_or_path: str) -> SimulatedBackend:
     return SimulatedBackend(f"sim:{name_or_path}", profile, seed_name=seed_name)
 
 
-#: prompt columns every simulated model's effects may read (besides the columns its rules name)
-_EFFECT_COLUMNS = ("profile_id", "identifier", "use_case", "language", "study")
-
-
 def planted_reach(results: pd.DataFrame) -> dict[str, bool]:
-    """Per ``sim:`` model of ``results`` that has effects: whether any of them changes the expected answer of
-    at least one of its prompts. ``False`` means that on these prompts it plants nothing, whatever its
-    ``planted`` sentence says (``sim:biased``'s rules name a column this study's prompts lack, say)."""
-    out: dict[str, bool] = {}
-    if results.empty or "model" not in results.columns:
-        return out
-    for model, part in results.groupby("model", sort=False):
-        name = str(model)
-        if not name.startswith("sim:"):
-            continue
-        try:
-            profile = load_profile(name[len("sim:"):])
-        except UserError:  # a file moved since the run: say nothing rather than fail the analysis
-            continue
-        if not (profile.effects or profile.identifier_effects or profile.profile_effects
-                or profile.language_effects or profile.identifier_effects_by_use_case):
-            continue
-        named = {k for effect in profile.effects for k in (*effect.match, *effect.unless)}
-        columns = sorted(c for c in {*_EFFECT_COLUMNS, *named} if c in part.columns)
-        backend = SimulatedBackend(name, profile)
-        rows = part[columns].astype(object).where(part[columns].notna(), None).drop_duplicates()
-        records: list[dict[str, Any]] = [{str(k): v for k, v in row.items()} for row in rows.to_dict("records")]
-        out[name] = any(abs(backend._with_effects(1.0, row) - 1.0) > 1e-12 for row in records)
-    return out
+    """Whether each ``sim:`` model's effects reach its prompts (:func:`counterbench.models.sim_check.planted_reach`)."""
+    from counterbench.models.sim_check import planted_reach as reach
+
+    return reach(results)
