@@ -116,3 +116,20 @@ def test_rupeebias_gives_its_answers_through_the_hook() -> None:
     assert answers is not None and answers.use_cases["salary_estimation"].profiles["P01"] == 2_400_000
     assert "salary" in answers.refusal_text
     assert sim_answers.study_answers(None) is answers
+
+
+def test_a_copy_sent_to_a_worker_keeps_the_study_s_answers(registered: RentQuotes, tmp_path: Path) -> None:
+    """The run finds the answers before the first request (``check_prompts``); a pickled copy (a Ray worker's,
+    where a study registered in code is unknown) answers the same."""
+    import pickle
+
+    table = counterbench.prompts(registered, language=["en"])
+    backend = create_simulated(_sim_file(tmp_path, "extends: fair\nnoise_sd: 0\nrefusal_rate: 0\n")[4:])
+    backend.check_prompts(table)
+    row = table.iloc[0]
+    request = ChatRequest(str(row["prompt_id"]), str(row["system"]), str(row["user"]), answer_type="inr",
+                          metadata={k: row[k] for k in ("study", "use_case", "profile_id", "identifier")})
+    copy = pickle.loads(pickle.dumps(backend))
+    sim_answers.unregister(NAME)
+    assert sim_answers.study_answers(NAME) is None
+    assert copy.answer(request) == "### 77000 INR"
