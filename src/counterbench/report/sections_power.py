@@ -43,6 +43,7 @@ def power_section(ctx: ReportContext) -> Section:
                 caption=f"{model} · {language_name(lang)}: a gap this large between the two identities (% of "
                         f"the pair's mean) is found 80% of the time (noise {sigma * 100:.1f}%)", source="power.csv"))
     section.notes.append("Assumes answers = level × identity effect × lognormal noise, and Benjamini–Hochberg "
-                         "within the model with one real gap among those tested (conservative when several are "
-                         "real). `counterbench power` gives the same for a design before running it.")
+                         "over the model's one family of marks (every row it tested in every table that marks: "
+                         "`family_size` in power.csv) with one real gap (conservative when others are real). "
+                         "`counterbench power` gives the same for a design before running it.")
     return section
