@@ -182,7 +182,8 @@ def _print(frame: pd.DataFrame, power: float) -> None:
                 said = f"a gap of {span} between two identities"
             console.print(f"Averaged over use cases, {said} is found {power:.0%} of the time; smaller gaps are "
                           f"likely to read 'no gap beyond noise'. 'too few': fewer than {MIN_SLOTS} matched "
-                          "prompts, not tested.")
+                          "prompts, or too few to reach the family's level 0.05/m (the swap test's smallest p is "
+                          "2/2ⁿ with n matched prompts), not tested.")
     console.print("[dim]Assumes answers = level × identity effect × lognormal noise for amounts, level + identity "
                   "effect + noise in the kind's unit otherwise, equal levels across profiles, Benjamini–Hochberg "
                   f"over the model's one family of {int(frame['family_size'].max())} tested rows with one real gap "
