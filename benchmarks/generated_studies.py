@@ -12,9 +12,9 @@ and the viewer's pages (the viewer app in-process). Printed as JSON:
 - ``failed_tables``, ``tables_missing_without_reason``, ``parse_health_missing``, ``cli_or_viewer_problems``;
 - ``planted_marked_share_power_90``: the share of planted gap rows (use case × language) marked with the
   planted sign among those where power says ≥ 90% (``design_power`` at the planted pair, the known answer
-  noise and the gap table's family; for names grouped, the pair of two names — the group row has more
-  answers, so this is conservative), with its Wilson 95% interval; ``planted_marked_share_all`` likewise
-  over every planted row;
+  noise and the model's one family of marks, ``design_family_size``; for names grouped, the pair of two
+  names — the group row has more answers, so this is conservative), with its Wilson 95% interval;
+  ``planted_marked_share_all`` likewise over every planted row;
 - ``null_marked_share``: the share of studies whose null twin has any mark in ``outcome_gaps`` (the
   rate within that table), with its Wilson interval; ``null_marked_share_other_tables``: any mark in another
   table (``language_gaps``, ``cpg``, ``kendalls_w``, ...);
@@ -47,7 +47,8 @@ from tests.generated.coverage import features  # noqa: E402
 from tests.generated.studygen import GeneratedStudy, generate, reply  # noqa: E402
 
 import counterbench  # noqa: E402
-from counterbench.analyses.power import ALL_USE_CASES, design_power, gap_family_size  # noqa: E402
+from counterbench.analyses.family_size import design_family_size  # noqa: E402
+from counterbench.analyses.power import ALL_USE_CASES, design_power  # noqa: E402
 from counterbench.outcomes.units import gap_unit  # noqa: E402
 from counterbench.studies.registry import load_study  # noqa: E402
 from counterbench.testing._fakecore import FaultConfig, run_in_thread  # noqa: E402
@@ -68,7 +69,7 @@ def planted_power(study: GeneratedStudy, path: Path, prompts: pd.DataFrame) -> d
     """(use case, language) -> whether power says the planted gap is found ≥ 90% of the time."""
     the_study = load_study(str(path))
     standard = prompts[prompts["variant"].astype(str) == "standard"]
-    family = gap_family_size(standard, the_study.facets)
+    family = design_family_size(prompts, the_study)  # the model's one family of marks
     where = study.planted
     if where.facet_kind == "group":  # two names, one of each group: the group row has more answers
         idents = standard.drop_duplicates("identifier")

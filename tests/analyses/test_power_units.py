@@ -41,14 +41,14 @@ def test_power_command_speaks_the_kinds_unit(tmp_path: Path) -> None:
 
 
 def test_power_corrects_over_the_family_the_marks_are_made_in(tmp_path: Path) -> None:
-    """The outcome gap table marks within every level-vs-reference row of a model (7 in approval_crossed:
-    2 ages + 2 genders + 3 races), so power's level is α/7, not α/3 over the canonical pairs."""
-    from counterbench.analyses.power import gap_family_size
+    """One model's family holds every level-vs-reference row of the gap table (7 in approval_crossed: 2 ages +
+    2 genders + 3 races; one language, no amount tables), so power's level is α/7, not α/3 over the canonical
+    pairs."""
+    from counterbench.analyses.family_size import design_family_size
 
     study = load_study(APPROVAL)
     table = build_prompts(APPROVAL, {})
-    table = table[table["variant"] == "standard"]
-    assert gap_family_size(table, study.facets) == 7
+    assert design_family_size(table, study) == 7
     done = run_cli("power", APPROVAL, "--out", str(tmp_path / "p.csv"))
     assert done.returncode == 0, done.stderr
     frame = pd.read_csv(tmp_path / "p.csv")

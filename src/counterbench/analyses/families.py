@@ -22,6 +22,9 @@ table says 5%. So:
 Kendall's W per cell, per axis and per model, the language tables, the fairness ablation and the canonical
 pair gaps over use cases answer questions of their own, but a null model's chance of some mark counts them
 all, so they share the family too. A study with its own analysis (an ``analyze_tables`` hook) keeps its own rules.
+
+The ``power`` table's level follows the family: α / m with m the rows the model's family tested
+(:func:`family_sizes`; :mod:`.family_size` counts the same rows from a design before any answer).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import pandas as pd
 from counterbench.stats.inference import ALPHA
 from counterbench.stats.multiple_testing import benjamini_hochberg
 
-__all__ = ["DESCRIPTIVE", "FAMILY", "MARKING", "Marking", "families_summary", "mark_families"]
+__all__ = ["DESCRIPTIVE", "FAMILY", "MARKING", "Marking", "families_summary", "family_sizes", "mark_families"]
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,17 @@ def _not_primary(name: str, frame: pd.DataFrame, measures: pd.DataFrame | None) 
     return np.array([on_p.get(k, False) != _MEASURED[name] for k in keys], dtype=bool)
 
 
-def mark_families(tables: MutableMapping[str, pd.DataFrame], alpha: float = ALPHA) -> None:
-    """Re-mark ``tables`` in place: one Benjamini–Hochberg family per model over :data:`MARKING`'s tested rows,
-    the other measure's rows and :data:`DESCRIPTIVE` tables unmarked (module notes)."""
+def family_sizes(tables: Mapping[str, pd.DataFrame]) -> dict[str, int]:
+    """Per model: how many rows its one family holds (the tested rows of :data:`MARKING`'s tables)."""
+    sizes: dict[str, int] = {}
+    for _, models, _, tested in _family_rows(tables):
+        for model, n in pd.Series(tested).groupby(models).sum().items():
+            sizes[str(model)] = sizes.get(str(model), 0) + int(n)
+    return sizes
+
+
+def _family_rows(tables: Mapping[str, pd.DataFrame]) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per marking table present: its name, each row's model, p and whether the row is in the family."""
     measures = tables.get("decision_measures")
     parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]] = []  # table, models, p, in the family
     for name, how in MARKING.items():
@@ -102,6 +113,16 @@ def mark_families(tables: MutableMapping[str, pd.DataFrame], alpha: float = ALPH
         if name in _MEASURED:
             tested &= ~_not_primary(name, frame, measures)
         parts.append((name, frame["model"].astype(str).to_numpy(), p, tested))
+    return parts
+
+
+def mark_families(tables: MutableMapping[str, pd.DataFrame], alpha: float = ALPHA) -> None:
+    """Re-mark ``tables`` in place: one Benjamini–Hochberg family per model over :data:`MARKING`'s tested rows,
+    the other measure's rows and :data:`DESCRIPTIVE` tables unmarked (module notes); the ``power`` table's
+    level and detectable gaps at each model's family size."""
+    from counterbench.analyses.power import with_family
+
+    parts = _family_rows(tables)
     if parts:
         models = np.concatenate([m for _, m, _, _ in parts])
         p_all = np.concatenate([np.where(t, p, np.nan) for _, _, p, t in parts])
@@ -122,10 +143,13 @@ def mark_families(tables: MutableMapping[str, pd.DataFrame], alpha: float = ALPH
                 marked &= (low > 0) | (high < 0)
             frame["q_value"], frame["significant"] = q, marked
             tables[name] = frame
+    power_table = tables.get("power")
+    if power_table is not None and not power_table.empty:
+        tables["power"] = with_family(power_table, family_sizes(tables), alpha=alpha)
     for name in DESCRIPTIVE:
-        frame = tables.get(name)
-        if frame is not None and not frame.empty and "significant" in frame.columns:
-            tables[name] = frame.assign(q_value=np.nan, significant=False)
+        described = tables.get(name)
+        if described is not None and not described.empty and "significant" in described.columns:
+            tables[name] = described.assign(q_value=np.nan, significant=False)
 
 
 def families_summary(tables: Mapping[str, pd.DataFrame]) -> dict[str, str]:

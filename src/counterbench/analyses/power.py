@@ -20,7 +20,9 @@ per-slot gaps) has ``sqrt(Σ_u 2 · 100² σ² / n_u) / U`` over the use cases w
 Decision rule (as in the analysis): the swap test of the matched slots
 (:mod:`counterbench.stats.swap_test`) and the interval's t-test together
 (:func:`counterbench.stats.inference.both_tests_pvalue`) at the level Benjamini–Hochberg gives a *single* real gap
-among the m tested in the model's family, α / m — conservative when several gaps are real — rounded
+among the m rows of the model's one family of marks (:mod:`.families`: every tested row of every marking table;
+counted from the design by :mod:`.family_size`, from the tables by :func:`.families.family_sizes`), α / m —
+conservative when other effects are real (BH's threshold for the k-th smallest p is kα / m) — rounded
 down to a level the test can attain with n slots (:func:`~counterbench.stats.swap_test.attainable_level`:
 p moves in steps of 2 / 2ⁿ up to 13 slots). Its power is taken as that of the t-test at the same
 level with the analysis's degrees of freedom (:func:`counterbench.stats.inference.slot_design`: slots
@@ -41,7 +43,6 @@ simulated power.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,8 +53,8 @@ from counterbench.outcomes.units import GapUnit, gap_unit
 from counterbench.stats.inference import ALPHA, MIN_SLOTS, slot_design
 from counterbench.stats.swap_test import attainable_level
 
-__all__ = ["POWER", "design_power", "detectable_gap", "gap_family_size", "gap_power", "noise_from_values",
-           "noise_in_unit", "power_table"]
+__all__ = ["POWER", "design_power", "detectable_gap", "gap_power", "noise_from_values", "noise_in_unit", "power_table",
+           "with_family"]
 
 POWER = 0.8
 SLOT = ["profile_id", "question_variant"]
@@ -194,18 +195,40 @@ def _finish(cells: pd.DataFrame, noise: Mapping[str, float] | float, power: floa
     pooled["family_size"] = (pooled.groupby(list(by))["n_slots"].transform("size") if family is None
                              else max(int(family), 1))
     out = pd.concat([cells.drop(columns=["_spread", "_df", "_m"]), pooled], ignore_index=True)
-    out["alpha"] = [attainable_level(int(n), alpha / max(1, int(m)))
-                    for n, m in zip(out["n_slots"], out["family_size"], strict=True)]
-    out["testable"] &= out["alpha"] > 0
-    out["mde"] = [detectable_gap(se, df, a, power) if ok else np.nan
-                  for se, df, a, ok in zip(out["se"], out["df"], out["alpha"], out["testable"], strict=True)]
-    out["mde_less"] = out["mde"].map(lambda g: less_share(g) if np.isfinite(g) and unit.relative else np.nan)
-    out["power"] = power
     out["unit"] = unit.words
+    out = _at_level(out, power, alpha, unit.relative)
     cols = [*by, "language", "use_case", "axis", "reference", "comparison", "n_slots", "n_use_cases", "noise_sd",
-            "se", "family_size", "alpha", "mde", "mde_less", "unit", "power", "testable"]
+            "se", "df", "family_size", "alpha", "mde", "mde_less", "unit", "power", "testable"]
     out["n_use_cases"] = out["n_use_cases"].fillna(1).astype(int)
     return out[[c for c in cols if c in out.columns]]
+
+
+def _at_level(out: pd.DataFrame, power: float, alpha: float, relative: bool) -> pd.DataFrame:
+    """``alpha`` (α / family size, attainable with the row's slots), ``testable``, ``mde``, ``mde_less``."""
+    out = out.copy()
+    out["alpha"] = [attainable_level(int(n), alpha / max(1, int(m)))
+                    for n, m in zip(out["n_slots"], out["family_size"], strict=True)]
+    out["testable"] = (out["n_slots"] >= MIN_SLOTS) & (out["alpha"] > 0)
+    out["mde"] = [detectable_gap(se, df, a, power) if ok else np.nan
+                  for se, df, a, ok in zip(out["se"], out["df"], out["alpha"], out["testable"], strict=True)]
+    out["mde_less"] = out["mde"].map(lambda g: less_share(g) if np.isfinite(g) and relative else np.nan)
+    out["power"] = power
+    return out
+
+
+def with_family(table: pd.DataFrame, sizes: Mapping[str, int], *, alpha: float = ALPHA) -> pd.DataFrame:
+    """The analysis's ``power`` table with each model's family size the one its marks were made in
+    (``sizes``: model -> rows tested in its family, :func:`counterbench.analyses.families.family_sizes`) and
+    the level and detectable gaps that follow from it."""
+    if table.empty or not {"model", "n_slots", "se", "df", "family_size"} <= set(table.columns):
+        return table
+    known = table["model"].astype(str).map(lambda m: sizes.get(m))
+    if known.isna().all():
+        return table
+    out = table.assign(family_size=known.fillna(table["family_size"]).astype(int))
+    relative = bool(out["unit"].eq(gap_unit(None).words).all()) if "unit" in out.columns else True
+    power = float(out["power"].iloc[0]) if "power" in out.columns else POWER
+    return _at_level(out, power, alpha, relative)[list(table.columns)]
 
 
 def design_power(prompts: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], noise_sd: float, *,
@@ -214,26 +237,13 @@ def design_power(prompts: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str,
     """Detectable gaps of a prompt design for an assumed noise (equal answer levels across slots), in
     ``unit`` (the amount kind's relative gap by default; ``noise_sd`` is then a fraction, otherwise in the
     unit itself). Give the use cases of one unit at a time: the rows averaged over use cases pool them.
-    ``family``: the number of gaps the marks are corrected over (default: the canonical pairs tested, the
-    amount tables' family; for the outcome gap table, :func:`gap_family_size`)."""
+    ``family``: the number of rows one model's marks are corrected over — the size of its one family
+    (:func:`counterbench.analyses.family_size.design_family_size` of the whole prompt table); without it, the
+    canonical pairs tested, as if they were a family of their own (optimistic)."""
     frame = prompts.assign(_level=1.0, model="design")
     cells = _cells(frame, canonical_pairs, ["model", "language", "use_case", "axis"])
     out = _finish(cells, noise_sd, power, alpha, ["model"], unit, family)
     return out.drop(columns=["model"]) if "model" in out.columns else out
-
-
-def gap_family_size(table: pd.DataFrame, facets: Sequence[Any]) -> int:
-    """How many rows one model has in the outcome gap table (its family of marks): every level against its
-    facet's reference, per use case and language — e.g. 7 for three crossed attributes of 3, 3 and 4
-    levels (2 + 2 + 3), not the 3 canonical pairs."""
-    total = 0
-    for _, part in table.groupby(["use_case", "language"], sort=False, observed=True):
-        for facet in facets:
-            if facet.column not in part.columns:
-                continue
-            rows = part if facet.axis is None else part[part["axis"].astype(str) == str(facet.axis)]
-            total += max(int(rows[facet.column].dropna().astype(str).nunique()) - 1, 0)
-    return total
 
 
 def noise_in_unit(rows: pd.DataFrame, slot_columns: Sequence[str]) -> dict[str, float]:

@@ -100,7 +100,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "power": (
         "model", "language", "use_case", "axis", "reference", "comparison", "n_slots", "n_use_cases", "noise_sd",
-        "se", "family_size", "alpha", "mde", "mde_less", "power", "testable",
+        "se", "df", "family_size", "alpha", "mde", "mde_less", "power", "testable",
     ),
     "parse_health": (
         "model", "variant", "use_case", "language", "n", "n_ok", "n_refused", "n_unparseable", "n_truncated",

@@ -100,11 +100,12 @@ def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, floa
     case in its outcome kind's unit (use cases of one unit are averaged together). A ``None`` noise is the
     kind's default (:data:`DEFAULT_NOISE`); a mapping gives the noise per unit key (measured).
 
-    The correction family is the one the marks are made in: the canonical pairs of the amount tables for
-    amounts, every level-vs-reference row of the outcome gap table otherwise (``gap_family_size``)."""
+    The correction family is the one the marks are made in: one model's one family, every row of every marking
+    table its analysis would test (:func:`~counterbench.analyses.family_size.design_family_size`), for every unit."""
     import pandas as pd
 
-    from counterbench.analyses.power import design_power, gap_family_size
+    from counterbench.analyses.family_size import design_family_size
+    from counterbench.analyses.power import design_power
     from counterbench.prompts import build_prompts
     from counterbench.studies.registry import load_study
 
@@ -112,9 +113,9 @@ def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, floa
     if not the_study.canonical_pairs:
         raise UserError(f"study {study} names no canonical pairs (canonical_pairs in its YAML): nothing to test")
     table = build_prompts(study, filters_from_options(**filters))
+    family = design_family_size(table, the_study)  # every variant the run sends (a fairness variant adds rows)
     table = table[table["variant"].astype(str) == "standard"]
     units = _units(table)
-    family = gap_family_size(table, the_study.facets)
     frames = []
     for group in dict.fromkeys((u.key, u.kind) for u in units.values()):
         unit = next(u for u in units.values() if (u.key, u.kind) == group)
@@ -126,8 +127,7 @@ def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, floa
                 chosen = float(sigma[unit.key])
             else:
                 chosen = default_noise(unit) if sigma is None else sigma
-            frames.append(design_power(part, the_study.canonical_pairs, chosen, power=power, unit=unit,
-                                       family=None if unit.relative else family)
+            frames.append(design_power(part, the_study.canonical_pairs, chosen, power=power, unit=unit, family=family)
                           .assign(source=source, unit_key=unit.key))
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -182,10 +182,12 @@ def _print(frame: pd.DataFrame, power: float) -> None:
                 said = f"a gap of {span} between two identities"
             console.print(f"Averaged over use cases, {said} is found {power:.0%} of the time; smaller gaps are "
                           f"likely to read 'no gap beyond noise'. 'too few': fewer than {MIN_SLOTS} matched "
-                          "prompts, not tested.")
+                          "prompts, or too few to reach the family's level 0.05/m (the swap test's smallest p is "
+                          "2/2ⁿ with n matched prompts), not tested.")
     console.print("[dim]Assumes answers = level × identity effect × lognormal noise for amounts, level + identity "
                   "effect + noise in the kind's unit otherwise, equal levels across profiles, Benjamini–Hochberg "
-                  "within the model with one real gap (docs/analysis.md).[/dim]")
+                  f"over the model's one family of {int(frame['family_size'].max())} tested rows with one real gap "
+                  "(conservative when others are real; docs/analysis.md).[/dim]")
 
 
 def power_command(

@@ -25,7 +25,8 @@ def power_section(ctx: ReportContext) -> Section:
         "time, at the model's own noise (measured from its answers: how much its answer to one prompt varies "
         "beyond the profile and the identity). Read a 'no gap beyond noise' finding with it: a gap smaller than "
         f"this may be there and missed. 'too few': {too_few_text(2).split(' (')[0]} — fewer than {MIN_SLOTS} matched "
-        "prompts; averaging over use cases pools their matched prompts.",
+        "prompts, or too few to reach the level of the model's family of marks (0.05 / `family_size`: the swap "
+        "test's smallest p with n matched prompts is 2/2ⁿ); averaging over use cases pools their matched prompts.",
     )
     frame = attach_table(section, ctx, "power")
     if frame is None:
@@ -43,6 +44,7 @@ def power_section(ctx: ReportContext) -> Section:
                 caption=f"{model} · {language_name(lang)}: a gap this large between the two identities (% of "
                         f"the pair's mean) is found 80% of the time (noise {sigma * 100:.1f}%)", source="power.csv"))
     section.notes.append("Assumes answers = level × identity effect × lognormal noise, and Benjamini–Hochberg "
-                         "within the model with one real gap among those tested (conservative when several are "
-                         "real). `counterbench power` gives the same for a design before running it.")
+                         "over the model's one family of marks (every row it tested in every table that marks: "
+                         "`family_size` in power.csv) with one real gap (conservative when others are real). "
+                         "`counterbench power` gives the same for a design before running it.")
     return section
