@@ -26,9 +26,12 @@ average is printed before and after.
 
 Embedded: the first ``--quick-limit`` prompts of ``rupeebias --preset quick`` (540 in all) through
 ``counterbench`` with ``--model local`` vs a bare ``xllamacpp.Server.handle_chat_completions`` loop on
-the same prompts with the same settings (model load excluded from both, measured separately), in
-alternating chunks. ``engine_overhead_ms_per_prompt`` is counterbench's wall time minus the time
-spent inside the backend's llama call: what the engine and store add.
+the same prompts, sending the very bodies counterbench's backend builds (``LlamaCppBackend.request_body``:
+messages, token limit, grammar, ``cache_prompt``) to a server made with the backend's own context window,
+threads and buffers (model load excluded from both, measured separately), in alternating chunks; its
+``within_goal``: counterbench at ≥ 0.95× the bare loop's speed. ``engine_overhead_ms_per_prompt`` is
+counterbench's wall time minus the time spent inside the backend's llama call: what the engine and store
+add. The top-level ``within_goal`` holds when both the fresh-process and the embedded goals do.
 
 Usage: ``python benchmarks/run_throughput.py [--requests 2000] [--concurrency 16,64,256] [--repeat 3]
 [--fresh-requests 2000,10000] [--fresh-concurrency 64] [--skip-fresh] [--quick-limit 40 | --quick-limit 540]
@@ -55,6 +58,8 @@ import pandas as pd
 
 SYSTEM = "When the user asks for salary advice, return exactly ONE annual CTC in INR: ### <NUMBER> INR"
 MODEL = "fake-model"
+#: the embedded comparison's goal: counterbench's prompts per second at least this share of the bare loop's
+EMBEDDED_GOAL = 0.95
 
 
 def make_prompts(n: int, tag: str) -> pd.DataFrame:
@@ -267,17 +272,16 @@ def fresh_benchmarks(base_url: str, sizes: list[int], concurrency: int, repeat: 
 
 def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int = 10) -> dict[str, Any]:
     """Interleaved in chunks (alternating which goes first), so a busy machine hurts both alike."""
-    from counterbench.models.base import GenerationConfig
+    from counterbench.models.base import ChatRequest, GenerationConfig
     from counterbench.models.llamacpp import (
-        GRAMMAR_MIN_TOKENS,
         LlamaCppBackend,
         default_model_path,
         import_engine,
         server_params,
     )
-    from counterbench.outcomes.answer_formats import answer_format
     from counterbench.prompts import PromptFilters, build_prompts
     from counterbench.run import run_prompts
+    from counterbench.run.plan import prompt_items
 
     gguf = default_model_path()
     if gguf is None:
@@ -285,7 +289,6 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
     table = build_prompts("rupeebias", PromptFilters(preset="quick")).head(limit).reset_index(drop=True)
     n = len(table)
     config = GenerationConfig(structured=structured)
-    threads = os.cpu_count() or 1
 
     # import xllamacpp as counterbench does (OpenMP workers sleep between calls), so both loops run
     # under the same OpenMP wait policy; whoever imports it first decides it for the whole process
@@ -293,22 +296,25 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
     socket_dir = tempfile.mkdtemp(prefix="bare-llama-")
 
     started = time.perf_counter()
-    server = engine_module.Server(server_params(gguf, n_ctx=1024, n_threads=threads,
+    backend = LlamaCppBackend(name="local", model_path=gguf)
+    # the bare loop's server is the backend's own: same context window, threads and buffers
+    server = engine_module.Server(server_params(gguf, n_ctx=backend.n_ctx, n_threads=backend.n_threads,
+                                                extra_buffers=backend.extra_buffers,
                                                 host=os.path.join(socket_dir, "server.sock")))
     bare_load = time.perf_counter() - started
-    backend = LlamaCppBackend(name="local", model_path=gguf)
     started = time.perf_counter()
     backend._load()
     engine_load = time.perf_counter() - started
 
-    def bare(part: pd.DataFrame) -> int:
-        for system, user, answer_type in zip(part["system"], part["user"], part["answer_type"], strict=True):
-            messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-            body: dict[str, Any] = {"temperature": config.temperature, "max_tokens": config.max_tokens,
-                                    "messages": messages}
-            fmt = answer_format(answer_type) if structured else None
-            if fmt is not None:
-                body.update(grammar=fmt.gbnf, max_tokens=max(config.max_tokens, GRAMMAR_MIN_TOKENS))
+    def bodies(part: pd.DataFrame) -> list[dict[str, Any]]:
+        """The exact bodies counterbench's backend sends for ``part`` (its own ``request_body``: same
+        messages, token limit, grammar and ``cache_prompt``), built before the clock starts."""
+        items, _rows = prompt_items(part)
+        return [backend.request_body(ChatRequest(item.prompt_id, item.system, item.user, config, item.answer_type,
+                                                 item.metadata)) for item in items]
+
+    def bare(part: list[dict[str, Any]]) -> int:
+        for body in part:
             server.handle_chat_completions(body)
         return 0
 
@@ -320,9 +326,11 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
     totals = {"xllamacpp_loop": [0.0, 0.0, 0], "counterbench": [0.0, 0.0, 0]}
     for k, start in enumerate(range(0, n, chunk)):
         part = table.iloc[start : start + chunk]
-        pair = [("xllamacpp_loop", bare), ("counterbench", engine)]
+        sent = bodies(part)
+        pair: list[tuple[str, Callable[[], int]]] = [("xllamacpp_loop", lambda sent=sent: bare(sent)),
+                                                     ("counterbench", lambda part=part: engine(part))]
         for label, fn in pair if k % 2 == 0 else reversed(pair):
-            row = measure(label, lambda fn=fn, part=part: fn(part), len(part))
+            row = measure(label, fn, len(part))
             totals[label][0] += row["wall_s"]
             totals[label][1] += row["cpu_ms_per_req"] * len(part) / 1000
             totals[label][2] += row["errors"]
@@ -340,13 +348,14 @@ def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int =
         "prompts": n,
         "structured": structured,
         "model": gguf.name,
-        "threads": threads,
+        "threads": backend.n_threads,
         "load_s": {"xllamacpp_loop": round(bare_load, 3), "counterbench": round(engine_load, 3)},
         "runs": runs,
         "counterbench_vs_xllamacpp_loop": round(totals["xllamacpp_loop"][0] / totals["counterbench"][0], 3),
         "s_per_prompt": {label: round(w / n, 4) for label, (w, _c, _e) in totals.items()},
         # wall time of counterbench minus the time spent inside the backend's llama call (its latency_ms)
         "engine_overhead_ms_per_prompt": round((totals["counterbench"][0] - in_model_s) * 1000 / n, 2),
+        "within_goal": totals["xllamacpp_loop"][0] / totals["counterbench"][0] >= EMBEDDED_GOAL,
     }
 
 
@@ -395,8 +404,9 @@ def main(argv: list[str] | None = None) -> None:
         if not args.skip_embedded:
             result["embedded"] = embedded_benchmark(args.quick_limit, workdir, not args.embedded_free_text)
     result["load_average_after"] = os.getloadavg()
-    if "fresh" in result:
-        result["within_goal"] = result["fresh"]["within_goal"]
+    goals = [result[part]["within_goal"] for part in ("fresh", "embedded") if "within_goal" in result.get(part, {})]
+    if goals:
+        result["within_goal"] = all(goals)
     text = json.dumps(result, indent=2)
     if args.out is not None:
         args.out.write_text(text + "\n", encoding="utf-8")
