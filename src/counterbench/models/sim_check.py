@@ -23,7 +23,7 @@ import pandas as pd
 
 from counterbench.errors import UserError, nearest
 from counterbench.models.sim_effects import _meta_text
-from counterbench.models.sim_profile import SimProfile, load_profile
+from counterbench.models.sim_profile import SimProfile, load_profile, with_effects
 
 __all__ = ["IDENTITY_COLUMNS", "check_prompts", "planted_reach"]
 
@@ -117,8 +117,6 @@ def planted_reach(results: pd.DataFrame) -> dict[str, bool]:
     """Per ``sim:`` model of ``results`` that has effects: whether any of them changes the expected answer of
     at least one of its prompts. ``False`` means that on these prompts it plants nothing, whatever its
     ``planted`` sentence says (``sim:biased``'s rules name a column this study's prompts lack, say)."""
-    from counterbench.models.simulated import SimulatedBackend
-
     out: dict[str, bool] = {}
     if results.empty or "model" not in results.columns:
         return out
@@ -135,8 +133,7 @@ def planted_reach(results: pd.DataFrame) -> dict[str, bool]:
             continue
         named = {k for effect in profile.effects for k in (*effect.match, *effect.unless)}
         columns = sorted(c for c in {*_EFFECT_COLUMNS, *named} if c in part.columns)
-        backend = SimulatedBackend(name, profile)
         rows = part[columns].astype(object).where(part[columns].notna(), None).drop_duplicates()
         records: list[dict[str, Any]] = [{str(k): v for k, v in row.items()} for row in rows.to_dict("records")]
-        out[name] = any(abs(backend._with_effects(1.0, row) - 1.0) > 1e-12 for row in records)
+        out[name] = any(abs(with_effects(profile, 1.0, row) - 1.0) > 1e-12 for row in records)
     return out

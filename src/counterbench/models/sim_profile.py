@@ -323,3 +323,21 @@ def planted_description(model: str) -> str:
     except UserError:
         return ""
     return profile.planted or profile.description
+
+
+def with_effects(profile: SimProfile, value: float, meta: Mapping[str, Any]) -> float:
+    """``value`` times ``profile``'s profile, identifier and language effects for the prompt ``meta``, then its
+    ``effects`` rules (identifier effects only for the studies ``identifier_effects_studies`` names, if any)."""
+    use_case = str(meta.get("use_case") or "")
+    identifier = str(meta.get("identifier") or "")
+    value *= profile.profile_effects.get(str(meta.get("profile_id") or ""), 1.0)
+    studies = profile.identifier_effects_studies
+    study = meta.get("study")
+    if not studies or not study or str(study) in studies:
+        per_use_case = profile.identifier_effects_by_use_case.get(use_case, {})
+        value *= per_use_case.get(identifier, profile.identifier_effects.get(identifier, 1.0))
+    value *= profile.language_effects.get(str(meta.get("language") or ""), 1.0)
+    for effect in profile.effects:
+        if effect.applies(meta):
+            value = value * effect.multiply + effect.add
+    return value

@@ -71,6 +71,7 @@ from counterbench.models.sim_profile import (
     planted_description,
     preset_names,
     profile_from_dict,
+    with_effects,
 )
 
 if TYPE_CHECKING:
@@ -169,20 +170,7 @@ class SimulatedBackend:
 
     def _with_effects(self, value: float, meta: Mapping[str, Any]) -> float:
         """``value`` times the profile, identifier and language effects, then the ``effects`` rules."""
-        profile_id = str(meta.get("profile_id") or "")
-        identifier = str(meta.get("identifier") or "")
-        use_case = str(meta.get("use_case") or "")
-        value *= self.profile.profile_effects.get(profile_id, 1.0)
-        if self._identifier_effects_apply(meta):
-            per_use_case = self.profile.identifier_effects_by_use_case.get(use_case, {})
-            value *= per_use_case.get(identifier, self.profile.identifier_effects.get(identifier, 1.0))
-        value *= self.profile.language_effects.get(str(meta.get("language") or ""), 1.0)
-        return self._apply_effects(value, meta)
-
-    def _identifier_effects_apply(self, meta: Mapping[str, Any]) -> bool:
-        studies = self.profile.identifier_effects_studies
-        study = meta.get("study")
-        return not studies or not study or str(study) in studies
+        return with_effects(self.profile, value, meta)
 
     def _apply_effects(self, value: float, meta: Mapping[str, Any]) -> float:
         for effect in self.profile.effects:
