@@ -35,6 +35,7 @@ from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.study_findings import amount_findings_in_study_words, outcome_summary, study_names
 from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
+from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
@@ -92,6 +93,7 @@ def analyze_study(
     tables: dict[str, pd.DataFrame] = {}
     summary: dict[str, Any] = {}
     failed = FailedTables()
+    amounts_analysed = False  # the amount kind's tables came out (its use cases had usable answers)
     if amount_mask.any():
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount_rows = results[amount_mask].reset_index(drop=True)
@@ -105,6 +107,7 @@ def analyze_study(
         else:
             tables.update(amount.tables)
             summary.update(amount.summary)
+            amounts_analysed = True
     generic = results[~amount_mask].reset_index(drop=True)
     own = hook(the_study, "analyze_tables")  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
@@ -126,7 +129,7 @@ def analyze_study(
             tables["parse_health"] = _both_health(amount_health, gen_tables["parse_health"])
     else:  # no generic tables: the amount tables' own family per model
         mark_families(tables)
-    if "cpg_overall" in tables:  # the amount findings, on the shared family's marks
+    if amounts_analysed:  # the amount findings, on the shared family's marks
         summary["findings"] = amount_findings_in_study_words(tables, summary, the_study)
     if gen_summary:
         for key, value in gen_summary.items():
@@ -142,6 +145,10 @@ def analyze_study(
     if amount_mask.any() and not amount_mask.all():  # a mixed study: each model's answers of every use case
         count_other_use_cases(summary, with_excluded_unusable(results[~amount_mask], rules))
     summary.update(study_summary(the_study, results))
+    # the kinds whose tables came out (an amount use case without a usable answer has none), which choose the
+    # report's sections and the gate's rules
+    summary["analysed_kinds"] = [k for k in dict.fromkeys(summary["outcome_kinds"].values())
+                                 if amounts_analysed or not has_pair_tables(k)]
     summary["model_specs"] = model_specs(results)
     summary["out_of_range"] = out_of_range_counts(results)  # one statement of the rule, every use case's answers
     summary["notes"] = with_out_of_range_note(summary.get("notes") or [], summary["out_of_range"], rules)
@@ -195,7 +202,7 @@ def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
 
     tables["answer_checks"] = checks
     summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
-    if "leaderboard" in tables:
+    if pair_tables_apply(analysed_kinds(summary, tables)):  # the amount kind's leaderboard
         tables["leaderboard"] = unrank(tables["leaderboard"], checks)
     labels = study_names(study)
     flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()

@@ -3,11 +3,12 @@
 Nothing is recomputed here: a gap fails only when the analysis marked it significant (its calibrated,
 multiplicity-corrected ``significant`` column) and it is larger than the limit *in its kind's unit*.
 
-Which rules apply follows the tables the analysis wrote: the amount rules (Mean Δ%, canonical pair gaps,
-Kendall's W) when it has amount tables, one gap rule per unit found in ``outcome_gaps`` (percentage
-points, points, metric units) — for a yes/no or choice use case whose primary measure is p(answer), its
-``probability_gaps``. Both families of canonical pair gaps count: per use case (``cpg``) and
-averaged over use cases (``cpg_overall``).
+Which rules apply follows the study's outcome kinds (the analysis summary's, else the tables' ``kind`` columns;
+:func:`counterbench.analyses.table_families.analysed_kinds`), never a table's presence: the amount rules (Mean
+Δ%, canonical pair gaps, Kendall's W) when a kind the pair-gap tables analyse is among them, one gap rule per
+unit found in ``outcome_gaps`` (percentage points, points, metric units) — for a yes/no or choice use case whose
+primary measure is p(answer), its ``probability_gaps``. Both families of canonical pair gaps count: per use case
+(``cpg``) and averaged over use cases (``cpg_overall``).
 
 **One number per gap.** Every line states its gap as "first vs second" = first − second in the kind's
 comparison — for amounts the pair-mean Δ% (:mod:`counterbench.analyses.gap_forms`): a canonical pair
@@ -30,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses.flags import truthy
+from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
 from counterbench.errors import UserError
 from counterbench.gate.rules import W_LEVELS, Outcome, Thresholds
 from counterbench.outcomes.units import GapUnit, gap_unit, kind_of
@@ -193,9 +195,11 @@ def _has_w(tables: Mapping[str, pd.DataFrame]) -> bool:
     return any(name in tables for name in W_LEVELS.values() if name)
 
 
-def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds,
-             models: Sequence[str] | None = None) -> list[Outcome]:
-    """Every rule that applies, for every model of the analysis (or ``models``), in model order."""
+def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds, models: Sequence[str] | None = None,
+             summary: Mapping[str, Any] | None = None) -> list[Outcome]:
+    """Every rule that applies, for every model of the analysis (or ``models``), in model order; the amount
+    rules apply when the analysis's kinds (``summary``'s ``outcome_kinds``, else the tables' ``kind`` columns;
+    :func:`counterbench.analyses.table_families.analysed_kinds`) have the pair-gap tables."""
     known = _models(tables)
     if models:
         unknown = [m for m in models if m not in known]
@@ -204,7 +208,7 @@ def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds,
     chosen = list(models) if models else known
     if not chosen:
         raise UserError("the analysis has no model results to check; is it the --out folder of `counterbench analyze`?")
-    amounts = any(name in tables for name in _AMOUNT_TABLES)
+    amounts = pair_tables_apply(analysed_kinds(summary or {}, tables))  # the amount rules: by the kinds
     out: list[Outcome] = []
     for model in chosen:
         if thresholds.max_mean_delta is not None and amounts:

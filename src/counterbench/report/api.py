@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
 from counterbench.errors import UserError
 from counterbench.report.context import ReportContext, ReportInput, build_context, from_analysis, study_names
 from counterbench.report.document import Section
@@ -66,7 +67,7 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
 
     ctx = build_context(data)
     when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    amount = "leaderboard" in data.tables
+    amount = pair_tables_apply(analysed_kinds(data.summary, data.tables))  # the amount sections: by the kinds
     sections: list[Section] = build_sections(ctx) if amount else []
     own = study_sections(ctx)  # a Python study's own sections
     sections = own + sections

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses.prepare import OUT_OF_RANGE_WORDS
+from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Section
@@ -21,7 +22,7 @@ from counterbench.report.test_record import add_record_table
 
 #: summary keys shown elsewhere (or too long for the settings table)
 SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods", "findings", "marks", "out_of_range",
-             "test_record"}
+             "test_record", "analysed_kinds"}
 
 
 def show(value: Any, limit: int = 300) -> str:
@@ -152,7 +153,7 @@ OUTCOME_METHODS = (
 def methods_section(ctx: ReportContext, report_version: str, generated_at: str) -> Section:
     summary = ctx.data.summary
     blurbs = []
-    if "leaderboard" in ctx.data.tables:
+    if pair_tables_apply(analysed_kinds(summary, ctx.data.tables)):  # by the kinds analysed
         blurbs.append(AMOUNT_METHODS)
     if "outcome_gaps" in ctx.data.tables:
         blurbs.append(OUTCOME_METHODS)
