@@ -30,8 +30,8 @@ from counterbench.analyses.ordering import _bh
 from counterbench.analyses.prepare import with_out_of_range_note
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
-from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
+from counterbench.families.amount.tables import TableLayout
 
 __all__ = ["analyze_by_model", "combine_results"]
 

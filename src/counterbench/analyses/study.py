@@ -32,13 +32,13 @@ from counterbench.analyses.prepare import (
 )
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
-from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.study_findings import amount_findings_in_study_words, outcome_summary, study_names
 from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
 from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
+from counterbench.families.amount.tables import TableLayout
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study

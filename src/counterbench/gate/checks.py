@@ -31,10 +31,11 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses.flags import truthy
-from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
+from counterbench.analyses.table_families import analysed_kinds, families_for
 from counterbench.errors import UserError
 from counterbench.gate.rules import W_LEVELS, Outcome, Thresholds
 from counterbench.outcomes.units import GapUnit, gap_unit, kind_of
+from counterbench.registry import load_reference
 
 #: canonical pair gap tables: name -> what one family is called in the details
 PAIR_FAMILIES = {"cpg": "per use case", "cpg_overall": "averaged over use cases"}
@@ -191,6 +192,16 @@ def _usable_answers(model: str, tables: Mapping[str, pd.DataFrame]) -> Outcome:
                    f"{len(flagged)} of {len(part)} use cases flagged", limit, details)
 
 
+def amount_rules(model: str, tables: Mapping[str, pd.DataFrame], thresholds: Thresholds) -> list[Outcome]:
+    """The amount family's rules (its ``gate_rules``): overall Mean Δ% when asked for, canonical pair gaps."""
+    out: list[Outcome] = []
+    if thresholds.max_mean_delta is not None:
+        out.append(_mean_delta(model, tables, thresholds.max_mean_delta))
+    if thresholds.max_pair_gap is not None:
+        out.append(_pair_gap(model, tables, thresholds.max_pair_gap))
+    return out
+
+
 def _has_w(tables: Mapping[str, pd.DataFrame]) -> bool:
     return any(name in tables for name in W_LEVELS.values() if name)
 
@@ -208,15 +219,14 @@ def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds, models:
     chosen = list(models) if models else known
     if not chosen:
         raise UserError("the analysis has no model results to check; is it the --out folder of `counterbench analyze`?")
-    amounts = pair_tables_apply(analysed_kinds(summary or {}, tables))  # the amount rules: by the kinds
+    families = families_for(analysed_kinds(summary or {}, tables))  # the kinds' families' rules, by the kinds
+    rules = [load_reference(f.gate_rules) for f in families if f.gate_rules]
     out: list[Outcome] = []
     for model in chosen:
-        if thresholds.max_mean_delta is not None and amounts:
-            out.append(_mean_delta(model, tables, thresholds.max_mean_delta))
-        if thresholds.max_pair_gap is not None and amounts:
-            out.append(_pair_gap(model, tables, thresholds.max_pair_gap))
+        for family_rules in rules:
+            out += family_rules(model, tables, thresholds)
         out += _outcome_gap_rules(model, tables, thresholds)
-        if thresholds.significant_w != "off" and (amounts or _has_w(tables)):
+        if thresholds.significant_w != "off" and (rules or _has_w(tables)):
             out.append(_kendall(model, tables, thresholds.significant_w))
         if thresholds.usable_answers and "answer_checks" in tables:
             out.append(_usable_answers(model, tables))

@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses.prepare import OUT_OF_RANGE_WORDS
-from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
+from counterbench.analyses.table_families import analysed_kinds, families_for
+from counterbench.registry import load_reference
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Section
@@ -152,9 +153,8 @@ OUTCOME_METHODS = (
 
 def methods_section(ctx: ReportContext, report_version: str, generated_at: str) -> Section:
     summary = ctx.data.summary
-    blurbs = []
-    if pair_tables_apply(analysed_kinds(summary, ctx.data.tables)):  # by the kinds analysed
-        blurbs.append(AMOUNT_METHODS)
+    families = families_for(analysed_kinds(summary, ctx.data.tables))  # the analysed kinds' table families
+    blurbs = [str(load_reference(f.report_methods)) for f in families if f.report_methods]
     if "outcome_gaps" in ctx.data.tables:
         blurbs.append(OUTCOME_METHODS)
     own = summary.get("methods")  # a study with its own analysis says how its numbers were made
