@@ -93,5 +93,5 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
 def test_a_family_names_its_own_kind_only() -> None:
     assert own_kinds("families/amount/family.py") == {"amount"}
     assert own_kinds("families/__init__.py") == set(BUILTIN_FAMILIES)
-    assert own_kinds("analyses/amounts.py") == set()
+    assert own_kinds("analyses/study.py") == set()
     assert own_kinds("families/amount/tables.py") < set(KINDS.names())  # "label" there would be a hit

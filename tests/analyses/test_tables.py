@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from counterbench.analyses.amounts import analyze
+from counterbench.families.amount.analysis import analyze
 from counterbench.families.amount.tables import TABLE_COLUMNS, TableLayout, table_columns
 
 from .conftest import grid, results_frame

@@ -3,8 +3,9 @@
 ``analyze_study(results, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
 Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call, once the pipeline has read
 the study's rows from the store (:mod:`counterbench.run.study_results`; a store may hold several
-studies, they are never pooled). It runs the ``amount`` analysis (:mod:`.amounts`) on amount use cases
-and the generic outcome tables (:mod:`.outcome_tables`, :mod:`.table_registry`) on every use case
+studies, they are never pooled). It runs the ``amount`` analysis
+(:mod:`counterbench.families.amount.analysis`) on amount use cases and the generic outcome tables
+(:mod:`.outcome_tables`, :mod:`.table_registry`) on every use case
 (amount ones included, in the amount kind's relative unit), and writes the study's own title,
 languages, axes, use cases, canonical pairs and outcome kinds into the summary, from which the report
 takes its wording. :func:`analyze_study_by_model` is the same analysis of an amount study one model's
@@ -83,7 +84,7 @@ def analyze_study(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
     """Every table of ``study``'s analysis from its results frame (see module docstring)."""
-    from counterbench.analyses.amounts import analyze as analyze_amounts
+    from counterbench.families.amount.analysis import analyze as analyze_amounts
 
     rules = get_profile(profile)
     the_study = resolve_study(study)
@@ -241,9 +242,10 @@ def only_amounts(study: Study) -> bool:
 def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
                            *, profile: str = "default", bootstrap: int = 2000, seed: int = 0, tau: float = 10.0,
                            canonical_pairs: Mapping[str, tuple[str, str]] | None = None) -> AnalysisResult:
-    """The amount analysis of ``study``, ``models`` one at a time (:mod:`.by_model`; ``load(model)`` gives that
-    model's results of the study), with the study's wording and the generic outcome tables."""
-    from counterbench.analyses.by_model import analyze_by_model
+    """The amount analysis of ``study``, ``models`` one at a time (:mod:`counterbench.families.amount.by_model`;
+    ``load(model)`` gives that model's results of the study), with the study's wording and the generic outcome
+    tables."""
+    from counterbench.families.amount.by_model import analyze_by_model
 
     the_study = resolve_study(study)
     pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)

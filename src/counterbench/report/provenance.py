@@ -1,6 +1,6 @@
 """The Methods section: models and their settings, how the numbers were made, and provenance.
 
-Reads the analysis ``summary`` (see :mod:`counterbench.analyses.amounts`): known keys get a
+Reads the analysis ``summary`` (see :mod:`counterbench.families.amount.analysis`): known keys get a
 plain label, unknown keys are listed as they are, so nothing in the summary is hidden.
 """
 

@@ -2,5 +2,5 @@
 
 ``tables.py`` declares them (names, columns, descriptions, why one is empty); ``family.py`` registers them as
 the family of every kind the pair-gap analysis reads (``pair_tables``), with the analysis that makes them
-(:mod:`counterbench.analyses.amounts`), the report's sections and the gate's rules.
+(:mod:`counterbench.families.amount.analysis`), the report's sections and the gate's rules.
 """

@@ -1,7 +1,7 @@
 """The amount kind's family, registered in :data:`counterbench.analyses.table_families.FAMILIES` under ``amount``.
 
 It analyses every kind whose ``pair_tables`` is true (``amount`` says so; a store written before kinds
-existed holds amounts): :func:`counterbench.analyses.amounts.analyze` makes its tables, the report shows them
+existed holds amounts): :func:`counterbench.families.amount.analysis.analyze` makes its tables, the report shows them
 in its amount sections (``report/sections.py``) and the gate judges them by the amount rules (overall Mean Δ%
 when asked, canonical pair gaps; ``gate/checks.py``).
 """

@@ -1,8 +1,8 @@
 """The amount kind's tables, declared once: names, columns, what a row is, why one can be empty.
 
-The tables of the pair-gap analysis (:mod:`counterbench.analyses.amounts`: the leaderboard, Mean Δ%, Kendall's W,
-canonical pair gaps, ...) of every kind whose answers it analyses (``pair_tables``; ``amount`` says so). They are
-the amount kind's family (:mod:`counterbench.families.amount.family`), registered in
+The tables of the pair-gap analysis (:mod:`counterbench.families.amount.analysis`: the leaderboard, Mean Δ%,
+Kendall's W, canonical pair gaps, ...) of every kind whose answers it analyses (``pair_tables``; ``amount`` says
+so). They are the amount kind's family (:mod:`counterbench.families.amount.family`), registered in
 :data:`counterbench.analyses.table_families.FAMILIES`; the conventions every table shares (one row per cell,
 ``ci_low``/``ci_high``, marks, row order) are :mod:`counterbench.analyses.schema`'s. Reports and exports rely on
 these staying stable.

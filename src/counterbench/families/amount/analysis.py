@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses import health, identifiers, magnitude, ordering
+from counterbench.analyses import health
 from counterbench.analyses.findings import ci_methods, findings, marks_summary
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.power import power_table
@@ -42,6 +42,7 @@ from counterbench.analyses.resampling import DEFAULT_BINS
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.slots import SlotResampler
 from counterbench.errors import UserError
+from counterbench.families.amount import identifiers, magnitude, ordering
 from counterbench.families.amount.tables import (
     GENERIC_HINT,
     TABLE_COLUMNS,
