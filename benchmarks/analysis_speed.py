@@ -1,7 +1,7 @@
 """How fast is ``counterbench analyze rupeebias`` on a full study? Prints JSON.
 
 1. **Full analysis.** 9 simulated models × the complete RupeeBias prompt set (39,150 prompts each,
-   352,350 responses) → every table of :func:`counterbench.analyses.amounts.analyze` with
+   352,350 responses) → every table of :func:`counterbench.families.amount.analysis.analyze` with
    2,000-replicate bootstraps. Wall time and peak memory (``ru_maxrss`` of a child process that
    does only this). Goals: ≤ 60 s and ≤ 2 GB on 2 cores.
 
@@ -25,7 +25,7 @@
    engine-built models are copied in SQL to N models (copy ``k`` of a model gets every value
    multiplied by a deterministic per-response factor within ±2%, so the copies differ), then
    ``counterbench.analyze(store)`` — which reads and analyses the store one model at a time
-   (:mod:`counterbench.analyses.by_model`) — is timed in a child process; its peak RSS is what
+   (:mod:`counterbench.families.amount.by_model`) — is timed in a child process; its peak RSS is what
    ``counterbench analyze`` needs. Goal: N = 50 (1,957,500 responses) within 4 GB. Before the
    copies, the same path is timed on the 9 models alone (``nine``; goal: ≤ 30 s), and the same study
    analysis of the same answers read into memory first (``nine_in_memory``: ``counterbench.analyze(frame)``,
@@ -168,7 +168,7 @@ def phase_memory(args: argparse.Namespace) -> dict[str, Any]:
 
 def phase_full(args: argparse.Namespace) -> dict[str, Any]:
     """Child process: load or generate the data, then time the full analysis alone."""
-    from counterbench.analyses.amounts import analyze
+    from counterbench.families.amount.analysis import analyze
 
     out: dict[str, Any] = {}
     started = time.perf_counter()
@@ -220,8 +220,8 @@ def _naive(values: Any, n_boot: int) -> dict[tuple[tuple[str, ...], tuple[Any, .
 
 
 def _ours(values: Any, n_boot: int) -> dict[str, Any]:
-    from counterbench.analyses import magnitude
     from counterbench.analyses.profiles import get_profile
+    from counterbench.families.amount import magnitude
 
     fam = magnitude.gap_family(values, get_profile("default"), n_boot=n_boot, seed=0, tau=10.0)
     board = magnitude.leaderboard(fam, {})

@@ -18,7 +18,7 @@ Scenarios (sizes with ``--scale 1``; ``tests/analyses/test_calibration.py`` runs
    vs the simulated power, and the analysis's own prediction (measured noise and answer levels); the
    share of models with a star on an unplanted axis and the mean false discovery proportion (false
    stars / stars) — BH bounds the second, not the first, once the planted axis is marked. This runs the
-   amount analysis alone (``analyses.amounts.analyze``: each table its own family, the canonical pairs
+   amount analysis alone (``families.amount.analysis.analyze``: each table its own family, the canonical pairs
    averaged a family of 6); ``benchmarks/power_check.py`` checks ``power`` in a full audit's one family per
    model.
 6. ``salary_languages_fairness_null``: salary estimation in both languages with and without the

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from counterbench.analyses.schema import TABLE_COLUMNS
 from counterbench.commands import COMMAND_MODULES
+from counterbench.families.amount.tables import TABLE_COLUMNS
 from tests.conftest import REPO
 
 

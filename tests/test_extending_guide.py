@@ -41,6 +41,7 @@ def _resolve(name: str) -> Any:
 
 
 def _entry_point_groups() -> set[str]:
+    from counterbench.analyses.table_families import FAMILIES
     from counterbench.analyses.table_registry import TABLES
     from counterbench.commands import VERBS
     from counterbench.models.registry import BACKENDS
@@ -51,8 +52,8 @@ def _entry_point_groups() -> set[str]:
     from counterbench.run.importers import RUN_IMPORTERS
     from counterbench.studies.registry import DEFAULTS, STUDIES
 
-    registries = (TABLES, VERBS, BACKENDS, SIM_PRESETS, KINDS, PROFILES, RELEASE_READERS, RUN_IMPORTERS, DEFAULTS,
-                  STUDIES)
+    registries = (TABLES, FAMILIES, VERBS, BACKENDS, SIM_PRESETS, KINDS, PROFILES, RELEASE_READERS, RUN_IMPORTERS,
+                  DEFAULTS, STUDIES)
     return {str(r.group) for r in registries}
 
 

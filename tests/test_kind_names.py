@@ -3,7 +3,9 @@
 The kind names are the registry's (``COUNTERBENCH_PLUGINS=builtin``: the built-in ones); the core is every
 layer below the built-in studies, the CLI's verbs and the Inspect tasks (``tests/test_layers.py``). A name
 counts where the code holds it as a string (``spec.kind == "choice"``, ``gap_unit("amount")``, a dict keyed
-by kind); prose (docstrings, comments) may speak of amounts and labels.
+by kind); prose (docstrings, comments) may speak of amounts and labels. A kind's own family of tables
+(``families/KIND/``) is keyed by its kind and names it, that kind only; ``families/__init__.py`` lists the
+built-in families' kinds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from counterbench.families import BUILTIN_FAMILIES
 from counterbench.outcomes import KINDS
 from tests.test_layers import NAME_NO_STUDY, PACKAGE
 
@@ -58,13 +61,21 @@ def _core_files() -> list[Path]:
     return files
 
 
+def own_kinds(rel: str) -> set[str]:
+    """The kinds a core file may name: a family's package its own kind, the families' index the built-in ones."""
+    parts = rel.split("/")
+    if parts[0] != "families":
+        return set()
+    return set(BUILTIN_FAMILIES) if len(parts) == 2 else {parts[1]}
+
+
 def test_the_core_names_no_outcome_kind() -> None:
     names = set(KINDS.names())
     assert {"amount", "label", "choice"} <= names
     hits, used = [], set()
     for path in _core_files():
         rel = path.relative_to(PACKAGE).as_posix()
-        for line, name in kind_names_in(path, names):
+        for line, name in kind_names_in(path, names - own_kinds(rel)):
             if (rel, name) in NOT_A_KIND:
                 used.add((rel, name))
             else:
@@ -77,3 +88,10 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
     module = tmp_path / "branch.py"
     module.write_text('"""amount"""\n\ndef f(spec):\n    """choice"""\n    return spec.kind == "choice"\n')
     assert kind_names_in(module, set(KINDS.names())) == [(5, "choice")]
+
+
+def test_a_family_names_its_own_kind_only() -> None:
+    assert own_kinds("families/amount/family.py") == {"amount"}
+    assert own_kinds("families/__init__.py") == set(BUILTIN_FAMILIES)
+    assert own_kinds("analyses/study.py") == set()
+    assert own_kinds("families/amount/tables.py") < set(KINDS.names())  # "label" there would be a hit

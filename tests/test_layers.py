@@ -2,9 +2,9 @@
 
 Layers, top to bottom (``docs/extending.md``): cli/commands → pipeline, the package's API, the Inspect
 task, the test servers → builtin (the three built-in studies, plug-ins) → report, viewer, gate →
-analyses → studies, prompts → run and the typed run options (``options``) → models → outcomes → stats,
-parse → the ground (errors, the one registry type, shared column lists, version). An import may only
-go down a layer or stay in its own.
+analyses, the kinds' table families (``families``) → studies, prompts → run and the typed run options
+(``options``) → models → outcomes → stats, parse → the ground (errors, the one registry type, shared column
+lists, version). An import may only go down a layer or stay in its own.
 
 The core (everything below ``builtin``) imports no built-in study and names none: the built-in studies
 register themselves through entry points like a third-party package, and the core takes languages,
@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "models": 3,
     "run": 4, "options": 4,
     "studies": 5, "prompts": 5,
-    "analyses": 6,
+    "analyses": 6, "families": 6,
     "report": 7, "viewer": 7, "gate": 7,
     "builtin": 8,
     "pipeline": 9, "__init__": 9, "inspect_ext": 9, "testing": 9,

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.amounts import analyze
+from counterbench.families.amount.analysis import analyze
 from counterbench.prompts import prompts
 from counterbench.stats.multiple_testing import benjamini_hochberg
 from tests.analyses.simlaw import baselines, simulate_results

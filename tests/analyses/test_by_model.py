@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from counterbench.analyses.amounts import analyze
-from counterbench.analyses.by_model import analyze_by_model, combine_results
+from counterbench.families.amount.analysis import analyze
+from counterbench.families.amount.by_model import analyze_by_model, combine_results
 from counterbench.prompts import prompts
 from counterbench.run.results import load_results
 from tests.analyses.simlaw import PLANTED, simulate_results

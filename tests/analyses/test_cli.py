@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from counterbench.analyses.outcome_tables import OUTCOME_TABLES
-from counterbench.analyses.schema import TABLE_COLUMNS, TableLayout, table_columns
+from counterbench.families.amount.tables import TABLE_COLUMNS, TableLayout, table_columns
 from counterbench.pipeline import analyze
 from counterbench.prompts import prompts
 from counterbench.run import run_prompts

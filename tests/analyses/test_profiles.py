@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from counterbench.analyses.amounts import analyze
 from counterbench.errors import UserError
+from counterbench.families.amount.analysis import analyze
 
 from .conftest import results_frame
 

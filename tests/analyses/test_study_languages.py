@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import counterbench
-from counterbench.analyses.schema import TableLayout, table_columns
+from counterbench.families.amount.tables import TableLayout, table_columns
 
 NAMES = {"en": "English", "es": "Spanish", "fr": "French"}
 PHRASES = {

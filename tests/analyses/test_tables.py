@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from counterbench.analyses.amounts import analyze
-from counterbench.analyses.schema import TABLE_COLUMNS, TableLayout, table_columns
+from counterbench.families.amount.analysis import analyze
+from counterbench.families.amount.tables import TABLE_COLUMNS, TableLayout, table_columns
 
 from .conftest import grid, results_frame
 

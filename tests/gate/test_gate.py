@@ -232,3 +232,20 @@ def test_each_kind_in_its_unit_and_untested_gaps_cannot_pass_silently() -> None:
     assert pair.status == "not evaluated" and pair.details[0].startswith("cannot test")
     strict = check(untested, Thresholds(max_mean_delta=None, significant_w="off", untested="fail"))
     assert not strict.passed
+
+
+def test_the_amount_rules_follow_the_analysed_kinds_not_the_tables() -> None:
+    """The amount rules apply by the study's kinds (issue 31): a leaderboard beside rate answers alone is no
+    reason for them, and an amount study gets them with no amount table at all (they are then not evaluated)."""
+    from counterbench.gate.checks import evaluate
+
+    board = pd.DataFrame({"model": ["m"], "overall_mean_delta": [50.0]})
+    gaps = pd.DataFrame({"model": ["m"], "kind": ["rate"], "use_case": ["u"], "difference": [1.0],
+                         "significant": [False], "testable": [True]})
+    thresholds = Thresholds(max_mean_delta=5)
+    rules = {o.rule for o in evaluate({"leaderboard": board, "outcome_gaps": gaps}, thresholds,
+                                      summary={"analysed_kinds": ["rate"]})}
+    assert "overall Mean Δ%" not in rules
+    amount = evaluate({"outcome_gaps": gaps.assign(kind="amount")}, thresholds, summary={"analysed_kinds": ["amount"]})
+    assert any(o.rule == "overall Mean Δ%" and o.status == "not evaluated" for o in amount)
+    assert any(o.rule == "overall Mean Δ%" for o in evaluate({"leaderboard": board}, thresholds))  # names no kind

@@ -174,7 +174,7 @@ def test_filters_api_matches_dataclass() -> None:
 
 
 def test_canonical_pairs_are_study_data_and_accept_aliases(tmp_path: Path) -> None:
-    from counterbench.analyses.identifiers import study_canonical_pairs
+    from counterbench.families.amount.identifiers import study_canonical_pairs
     from counterbench.studies.registry import load_study
 
     expected = {"Religion": ("Hindu", "Muslim"), "Origin": ("Local", "Migrant from Bihar")}

@@ -24,6 +24,7 @@ from counterbench.analyses.model_compare import (
     headline_measures,
 )
 from counterbench.analyses.model_summaries import ModelSummary
+from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
 from counterbench.studies.base import Study
 
 __all__ = ["COMPARISON_TABLES", "add_model_comparison", "comparison_findings"]
@@ -122,7 +123,7 @@ def add_model_comparison(tables: dict[str, pd.DataFrame], summary: dict[str, Any
                                  tables.get("decision_measures"))
     differences, ranks = compare_models(ordered, measures, n_boot=bootstrap, seed=seed, flagged=flagged)
     tables["model_differences"], tables["model_ranks"] = differences, ranks
-    if "leaderboard" in tables:
+    if pair_tables_apply(analysed_kinds(summary, tables)):  # the amount kind's leaderboard
         tables["leaderboard"] = _with_rank_intervals(tables["leaderboard"], ranks)
     summary.setdefault("tables", {}).update({name: desc for name, (_, desc) in COMPARISON_TABLES.items()})
     unsupported = summary.setdefault("unsupported", {})

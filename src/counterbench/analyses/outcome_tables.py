@@ -5,7 +5,7 @@ a score, 100 × "gave the positive label", 100 × "this identity was chosen", a 
 two means compare (:meth:`OutcomeKind.comparison`: a difference in its unit, or for amounts the pair-mean
 Δ% 100 × (comparison − reference) / the pair's mean, :mod:`.gap_forms`), so one set of compositions serves
 them all. Amount use
-cases get these tables beside the amount tables (:mod:`.amounts`).
+cases get these tables beside the amount tables (:mod:`counterbench.families.amount`).
 Each table is declared once in :data:`OUTCOME_TABLES` (columns and what
 a row is) and built by one function.
 

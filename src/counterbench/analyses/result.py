@@ -14,7 +14,8 @@ __all__ = ["AnalysisResult"]
 
 @dataclass
 class AnalysisResult:
-    """Tables (name → DataFrame, see :mod:`counterbench.analyses.schema`) and a JSON-able summary."""
+    """Tables (name → DataFrame, see :mod:`counterbench.analyses.schema` and each family's declarations) and a
+    JSON-able summary."""
 
     tables: dict[str, pd.DataFrame]
     summary: dict[str, Any] = field(default_factory=dict)

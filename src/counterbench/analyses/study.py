@@ -3,8 +3,9 @@
 ``analyze_study(results, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
 Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call, once the pipeline has read
 the study's rows from the store (:mod:`counterbench.run.study_results`; a store may hold several
-studies, they are never pooled). It runs the ``amount`` analysis (:mod:`.amounts`) on amount use cases
-and the generic outcome tables (:mod:`.outcome_tables`, :mod:`.table_registry`) on every use case
+studies, they are never pooled). It runs the ``amount`` analysis
+(:mod:`counterbench.families.amount.analysis`) on amount use cases and the generic outcome tables
+(:mod:`.outcome_tables`, :mod:`.table_registry`) on every use case
 (amount ones included, in the amount kind's relative unit), and writes the study's own title,
 languages, axes, use cases, canonical pairs and outcome kinds into the summary, from which the report
 takes its wording. :func:`analyze_study_by_model` is the same analysis of an amount study one model's
@@ -32,12 +33,13 @@ from counterbench.analyses.prepare import (
 )
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
-from counterbench.analyses.schema import TableLayout
 from counterbench.analyses.study_findings import amount_findings_in_study_words, outcome_summary, study_names
 from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
+from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
+from counterbench.families.amount.tables import TableLayout
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.studies.base import Study
@@ -82,7 +84,7 @@ def analyze_study(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
     """Every table of ``study``'s analysis from its results frame (see module docstring)."""
-    from counterbench.analyses.amounts import analyze as analyze_amounts
+    from counterbench.families.amount.analysis import analyze as analyze_amounts
 
     rules = get_profile(profile)
     the_study = resolve_study(study)
@@ -92,6 +94,7 @@ def analyze_study(
     tables: dict[str, pd.DataFrame] = {}
     summary: dict[str, Any] = {}
     failed = FailedTables()
+    amounts_analysed = False  # the amount kind's tables came out (its use cases had usable answers)
     if amount_mask.any():
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount_rows = results[amount_mask].reset_index(drop=True)
@@ -105,6 +108,7 @@ def analyze_study(
         else:
             tables.update(amount.tables)
             summary.update(amount.summary)
+            amounts_analysed = True
     generic = results[~amount_mask].reset_index(drop=True)
     own = hook(the_study, "analyze_tables")  # a Python study with its own analysis
     gen_summary: dict[str, Any] = {}
@@ -126,7 +130,7 @@ def analyze_study(
             tables["parse_health"] = _both_health(amount_health, gen_tables["parse_health"])
     else:  # no generic tables: the amount tables' own family per model
         mark_families(tables)
-    if "cpg_overall" in tables:  # the amount findings, on the shared family's marks
+    if amounts_analysed:  # the amount findings, on the shared family's marks
         summary["findings"] = amount_findings_in_study_words(tables, summary, the_study)
     if gen_summary:
         for key, value in gen_summary.items():
@@ -142,6 +146,10 @@ def analyze_study(
     if amount_mask.any() and not amount_mask.all():  # a mixed study: each model's answers of every use case
         count_other_use_cases(summary, with_excluded_unusable(results[~amount_mask], rules))
     summary.update(study_summary(the_study, results))
+    # the kinds whose tables came out (an amount use case without a usable answer has none), which choose the
+    # report's sections and the gate's rules
+    summary["analysed_kinds"] = [k for k in dict.fromkeys(summary["outcome_kinds"].values())
+                                 if amounts_analysed or not has_pair_tables(k)]
     summary["model_specs"] = model_specs(results)
     summary["out_of_range"] = out_of_range_counts(results)  # one statement of the rule, every use case's answers
     summary["notes"] = with_out_of_range_note(summary.get("notes") or [], summary["out_of_range"], rules)
@@ -195,7 +203,7 @@ def _add_answer_checks(tables: dict[str, pd.DataFrame], summary: dict[str, Any],
 
     tables["answer_checks"] = checks
     summary.setdefault("tables", {})["answer_checks"] = DESCRIPTION
-    if "leaderboard" in tables:
+    if pair_tables_apply(analysed_kinds(summary, tables)):  # the amount kind's leaderboard
         tables["leaderboard"] = unrank(tables["leaderboard"], checks)
     labels = study_names(study)
     flagged = set(checks.loc[checks["flagged"].astype(bool), "model"].astype(str)) if len(checks) else set()
@@ -234,9 +242,10 @@ def only_amounts(study: Study) -> bool:
 def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
                            *, profile: str = "default", bootstrap: int = 2000, seed: int = 0, tau: float = 10.0,
                            canonical_pairs: Mapping[str, tuple[str, str]] | None = None) -> AnalysisResult:
-    """The amount analysis of ``study``, ``models`` one at a time (:mod:`.by_model`; ``load(model)`` gives that
-    model's results of the study), with the study's wording and the generic outcome tables."""
-    from counterbench.analyses.by_model import analyze_by_model
+    """The amount analysis of ``study``, ``models`` one at a time (:mod:`counterbench.families.amount.by_model`;
+    ``load(model)`` gives that model's results of the study), with the study's wording and the generic outcome
+    tables."""
+    from counterbench.families.amount.by_model import analyze_by_model
 
     the_study = resolve_study(study)
     pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)

@@ -39,7 +39,9 @@ def _print_result(result: AnalysisResult, out: Path, n_files: int, seconds: floa
     from rich.console import Console
 
     console = Console()
-    if "leaderboard" in result.tables:
+    from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
+
+    if pair_tables_apply(analysed_kinds(result.summary, result.tables)):  # by the kinds analysed
         _print_leaderboard(console, result)
     if "outcome_gaps" in result.tables:
         _print_gaps(console, result)

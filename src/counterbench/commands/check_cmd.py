@@ -39,7 +39,7 @@ def check_command(
 
     thresholds = parse_fail_on(fail_on or [])
     data = load_analysis_dir(analysis)
-    verdict = check(data.tables, thresholds, model or None, source=str(analysis))
+    verdict = check(data.tables, thresholds, model or None, source=str(analysis), summary=data.summary)
     print(verdict.summary())
     if junit is not None:
         print(f"JUnit XML: {verdict.write_junit(junit)}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -62,7 +63,8 @@ class Verdict:
 
 
 def check(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds | None = None,
-          models: Sequence[str] | None = None, source: str = "") -> Verdict:
-    """Evaluate ``thresholds`` (defaults: :class:`Thresholds`) on analysis ``tables``."""
+          models: Sequence[str] | None = None, source: str = "", summary: Mapping[str, Any] | None = None) -> Verdict:
+    """Evaluate ``thresholds`` (defaults: :class:`Thresholds`) on analysis ``tables``; ``summary`` (the analysis's)
+    names the study's outcome kinds, which choose the rules (without it, the tables' ``kind`` columns do)."""
     chosen = thresholds or Thresholds()
-    return Verdict(evaluate(tables, chosen, models), chosen, source)
+    return Verdict(evaluate(tables, chosen, models, summary), chosen, source)

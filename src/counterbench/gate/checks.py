@@ -3,11 +3,12 @@
 Nothing is recomputed here: a gap fails only when the analysis marked it significant (its calibrated,
 multiplicity-corrected ``significant`` column) and it is larger than the limit *in its kind's unit*.
 
-Which rules apply follows the tables the analysis wrote: the amount rules (Mean Δ%, canonical pair gaps,
-Kendall's W) when it has amount tables, one gap rule per unit found in ``outcome_gaps`` (percentage
-points, points, metric units) — for a yes/no or choice use case whose primary measure is p(answer), its
-``probability_gaps``. Both families of canonical pair gaps count: per use case (``cpg``) and
-averaged over use cases (``cpg_overall``).
+Which rules apply follows the study's outcome kinds (the analysis summary's, else the tables' ``kind`` columns;
+:func:`counterbench.analyses.table_families.analysed_kinds`), never a table's presence: the amount rules (Mean
+Δ%, canonical pair gaps, Kendall's W) when a kind the pair-gap tables analyse is among them, one gap rule per
+unit found in ``outcome_gaps`` (percentage points, points, metric units) — for a yes/no or choice use case whose
+primary measure is p(answer), its ``probability_gaps``. Both families of canonical pair gaps count: per use case
+(``cpg``) and averaged over use cases (``cpg_overall``).
 
 **One number per gap.** Every line states its gap as "first vs second" = first − second in the kind's
 comparison — for amounts the pair-mean Δ% (:mod:`counterbench.analyses.gap_forms`): a canonical pair
@@ -30,9 +31,11 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses.flags import truthy
+from counterbench.analyses.table_families import analysed_kinds, families_for
 from counterbench.errors import UserError
 from counterbench.gate.rules import W_LEVELS, Outcome, Thresholds
 from counterbench.outcomes.units import GapUnit, gap_unit, kind_of
+from counterbench.registry import load_reference
 
 #: canonical pair gap tables: name -> what one family is called in the details
 PAIR_FAMILIES = {"cpg": "per use case", "cpg_overall": "averaged over use cases"}
@@ -189,13 +192,25 @@ def _usable_answers(model: str, tables: Mapping[str, pd.DataFrame]) -> Outcome:
                    f"{len(flagged)} of {len(part)} use cases flagged", limit, details)
 
 
+def amount_rules(model: str, tables: Mapping[str, pd.DataFrame], thresholds: Thresholds) -> list[Outcome]:
+    """The amount family's rules (its ``gate_rules``): overall Mean Δ% when asked for, canonical pair gaps."""
+    out: list[Outcome] = []
+    if thresholds.max_mean_delta is not None:
+        out.append(_mean_delta(model, tables, thresholds.max_mean_delta))
+    if thresholds.max_pair_gap is not None:
+        out.append(_pair_gap(model, tables, thresholds.max_pair_gap))
+    return out
+
+
 def _has_w(tables: Mapping[str, pd.DataFrame]) -> bool:
     return any(name in tables for name in W_LEVELS.values() if name)
 
 
-def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds,
-             models: Sequence[str] | None = None) -> list[Outcome]:
-    """Every rule that applies, for every model of the analysis (or ``models``), in model order."""
+def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds, models: Sequence[str] | None = None,
+             summary: Mapping[str, Any] | None = None) -> list[Outcome]:
+    """Every rule that applies, for every model of the analysis (or ``models``), in model order; the amount
+    rules apply when the analysis's kinds (``summary``'s ``outcome_kinds``, else the tables' ``kind`` columns;
+    :func:`counterbench.analyses.table_families.analysed_kinds`) have the pair-gap tables."""
     known = _models(tables)
     if models:
         unknown = [m for m in models if m not in known]
@@ -204,15 +219,14 @@ def evaluate(tables: Mapping[str, pd.DataFrame], thresholds: Thresholds,
     chosen = list(models) if models else known
     if not chosen:
         raise UserError("the analysis has no model results to check; is it the --out folder of `counterbench analyze`?")
-    amounts = any(name in tables for name in _AMOUNT_TABLES)
+    families = families_for(analysed_kinds(summary or {}, tables))  # the kinds' families' rules, by the kinds
+    rules = [load_reference(f.gate_rules) for f in families if f.gate_rules]
     out: list[Outcome] = []
     for model in chosen:
-        if thresholds.max_mean_delta is not None and amounts:
-            out.append(_mean_delta(model, tables, thresholds.max_mean_delta))
-        if thresholds.max_pair_gap is not None and amounts:
-            out.append(_pair_gap(model, tables, thresholds.max_pair_gap))
+        for family_rules in rules:
+            out += family_rules(model, tables, thresholds)
         out += _outcome_gap_rules(model, tables, thresholds)
-        if thresholds.significant_w != "off" and (amounts or _has_w(tables)):
+        if thresholds.significant_w != "off" and (rules or _has_w(tables)):
             out.append(_kendall(model, tables, thresholds.significant_w))
         if thresholds.usable_answers and "answer_checks" in tables:
             out.append(_usable_answers(model, tables))

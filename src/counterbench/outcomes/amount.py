@@ -1,8 +1,8 @@
 """``amount``: money or a number with units and an optional plausible range — the built-in study's outcome.
 
 Compared by the relative pair gap Δ% (|a − b| / mean(a, b)) and everything the amount analysis
-builds on it (:mod:`counterbench.analyses.amounts`, whose tables and report sections this kind
-uses as they are), and in the generic outcome tables by the same Δ% of the mean amounts,
+builds on it (its family of tables, :mod:`counterbench.families.amount`, made by
+:mod:`counterbench.families.amount.analysis`), and in the generic outcome tables by the same Δ% of the mean amounts,
 100 × (comparison − reference) / the pair's mean (:meth:`AmountKind.comparison`): one number per gap.
 The answer types are the number parser's (``inr_annual``, ``inr``, ``percent``,
 ``number``; see ``parse/rules.yaml``)."""
@@ -21,7 +21,7 @@ _UNITS = {"inr_annual": "INR", "inr": "INR", "percent": "%", "number": ""}
 
 
 class AmountKind(DeclaredKind):
-    #: the pair-gap tables (Δ%, V@τ, W, MOG; :mod:`counterbench.analyses.amounts`) analyse its answers too
+    #: the pair-gap tables (Δ%, V@τ, W, MOG; :mod:`counterbench.families.amount.analysis`) analyse its answers too
     pair_tables = True
 
     def describe(self, spec: OutcomeSpec) -> str:

@@ -75,7 +75,7 @@ class KindDefaults:
     #: ``share``: the measure is already 100 × "selected" (the impact-ratio table's selection rate); without
     #: it an answer selects above the median of its model × use case × language
     selection = "above_median"
-    #: its answers are also analysed by the pair-gap (amount) tables: Δ%, V@τ, W, MOG (``analyses/amounts.py``)
+    #: its answers are also analysed by the pair-gap (amount) tables: Δ%, V@τ, W, MOG (``families/amount/``)
     pair_tables = False
     #: the noise ``counterbench power`` assumes without ``--noise-sd`` (``None``: the unit's default)
     power_noise: float | None = None

@@ -24,10 +24,9 @@ import pandas as pd
 
 from counterbench.errors import UserError
 from counterbench.report.context import ReportContext, ReportInput, build_context, from_analysis, study_names
-from counterbench.report.document import Section
 from counterbench.report.methods import banners, headlines, samples_section
 from counterbench.report.provenance import methods_section
-from counterbench.report.sections import build_sections
+from counterbench.report.sections import family_sections
 from counterbench.report.sections_answers import answers_section
 from counterbench.report.sections_models import model_sections
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
@@ -66,8 +65,7 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
 
     ctx = build_context(data)
     when = (generated_at or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    amount = "leaderboard" in data.tables
-    sections: list[Section] = build_sections(ctx) if amount else []
+    sections, amount = family_sections(ctx)  # the kinds' families' sections (the amount tables'), by the kinds
     own = study_sections(ctx)  # a Python study's own sections
     sections = own + sections
     if has_outcome_tables(data.tables):

@@ -1,6 +1,6 @@
 """The Methods section: models and their settings, how the numbers were made, and provenance.
 
-Reads the analysis ``summary`` (see :mod:`counterbench.analyses.amounts`): known keys get a
+Reads the analysis ``summary`` (see :mod:`counterbench.families.amount.analysis`): known keys get a
 plain label, unknown keys are listed as they are, so nothing in the summary is hidden.
 """
 
@@ -14,6 +14,8 @@ from typing import Any
 import pandas as pd
 
 from counterbench.analyses.prepare import OUT_OF_RANGE_WORDS
+from counterbench.analyses.table_families import analysed_kinds, families_for
+from counterbench.registry import load_reference
 from counterbench.report import tables as t
 from counterbench.report.context import ReportContext, language_name, use_case_name
 from counterbench.report.document import Section
@@ -21,7 +23,7 @@ from counterbench.report.test_record import add_record_table
 
 #: summary keys shown elsewhere (or too long for the settings table)
 SKIP_KEYS = {"unsupported", "models", "simulated", "tables", "ci_methods", "findings", "marks", "out_of_range",
-             "test_record"}
+             "test_record", "analysed_kinds"}
 
 
 def show(value: Any, limit: int = 300) -> str:
@@ -151,9 +153,8 @@ OUTCOME_METHODS = (
 
 def methods_section(ctx: ReportContext, report_version: str, generated_at: str) -> Section:
     summary = ctx.data.summary
-    blurbs = []
-    if "leaderboard" in ctx.data.tables:
-        blurbs.append(AMOUNT_METHODS)
+    families = families_for(analysed_kinds(summary, ctx.data.tables))  # the analysed kinds' table families
+    blurbs = [str(load_reference(f.report_methods)) for f in families if f.report_methods]
     if "outcome_gaps" in ctx.data.tables:
         blurbs.append(OUTCOME_METHODS)
     own = summary.get("methods")  # a study with its own analysis says how its numbers were made

@@ -1,9 +1,13 @@
-"""The report's sections in order; each builder takes the shared context and returns a Section."""
+"""The amount family's sections in order (:data:`SECTION_BUILDERS`, the ``report_sections`` of
+``counterbench.families.amount.family``), and :func:`family_sections`: the sections of every table family the
+analysed kinds call for. Each builder takes the shared context and returns a Section."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from counterbench.analyses.table_families import analysed_kinds, families_for
+from counterbench.registry import load_reference
 from counterbench.report.context import ReportContext
 from counterbench.report.document import Section
 from counterbench.report.sections_consistency import (
@@ -45,6 +49,9 @@ SECTION_BUILDERS: tuple[Callable[[ReportContext], Section], ...] = (
 )
 
 
-def build_sections(ctx: ReportContext) -> list[Section]:
-    """Every result section, in report order (the frame — banners, samples, methods — is added by the renderers)."""
-    return [build(ctx) for build in SECTION_BUILDERS]
+def family_sections(ctx: ReportContext) -> tuple[list[Section], bool]:
+    """The sections of the table families the analysed kinds call for (each family's ``report_sections``, in
+    report order), and whether any family applies. The frame (banners, samples, methods) is the renderers'."""
+    families = families_for(analysed_kinds(ctx.data.summary, ctx.data.tables))
+    builders = [build for f in families if f.report_sections for build in load_reference(f.report_sections)]
+    return [build(ctx) for build in builders], bool(families)

@@ -9,7 +9,7 @@ Decisions:
 
 - **Overall** Mean Δ% pools the pairs of all the study's languages (Table 2); ``axis_mean`` is the
   unweighted mean of the per-axis Mean Δ% over the pooled languages; the share column counts the
-  pairs of the study's two largest axes (:class:`counterbench.analyses.schema.TableLayout`).
+  pairs of the study's two largest axes (:class:`counterbench.families.amount.tables.TableLayout`).
 - **Intervals.** ``ci_low``/``ci_high`` are *the* 95% CI: slots resampled (paired where two arms
   share slots), expanded for few slots (:mod:`counterbench.stats.inference`). ``pair_ci_*`` is the
   paper's method (pairs resampled), kept as a labelled column: pairs of one slot share a profile
@@ -53,8 +53,8 @@ from counterbench.analyses.resampling import (
     summarise_cells,
 )
 from counterbench.analyses.resampling import percentiles as percentile_interval
-from counterbench.analyses.schema import heavy_axes_column
 from counterbench.analyses.slots import GROUP_COLUMNS, SlotResampler
+from counterbench.families.amount.tables import heavy_axes_column
 from counterbench.stats.arrays import FloatArray, IntArray
 from counterbench.stats.cluster_bootstrap import cluster_weights
 from counterbench.stats.gaps import PairGaps, pair_gaps

@@ -4,7 +4,7 @@ paper the built-in study reproduces, for any amount study.
 
 ``analyze(results, profile="default", bootstrap=2000, seed=0, tau=10.0)`` returns an
 :class:`AnalysisResult` with ``tables`` (name → DataFrame; names, columns and meanings in
-:mod:`counterbench.analyses.schema`) and a JSON-able ``summary`` (models and simulated flags,
+:mod:`counterbench.families.amount.tables`) and a JSON-able ``summary`` (models and simulated flags,
 counts, profile, replicates, seed, interval methods, version, dates, the decisions taken, and
 ``unsupported``: table → what run would fill it, for tables the data cannot support).
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses import health, identifiers, magnitude, ordering
+from counterbench.analyses import health
 from counterbench.analyses.findings import ci_methods, findings, marks_summary
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.power import power_table
@@ -40,33 +40,23 @@ from counterbench.analyses.prepare import (
 from counterbench.analyses.profiles import AnalysisProfile, get_profile, profile_description
 from counterbench.analyses.resampling import DEFAULT_BINS
 from counterbench.analyses.result import AnalysisResult
-from counterbench.analyses.schema import TABLE_COLUMNS, TABLE_DESCRIPTIONS, TableLayout, conform, empty_table
 from counterbench.analyses.slots import SlotResampler
 from counterbench.errors import UserError
+from counterbench.families.amount import identifiers, magnitude, ordering
+from counterbench.families.amount.tables import (
+    GENERIC_HINT,
+    TABLE_COLUMNS,
+    TABLE_DESCRIPTIONS,
+    UNSUPPORTED_HINTS,
+    TableLayout,
+    conform,
+    empty_table,
+    language_hint,
+)
 
 __all__ = ["AnalysisResult", "analyze"]
 
 CONFIDENCE = 0.95
-
-#: table -> what run would fill it, when the data cannot support it
-UNSUPPORTED_HINTS: dict[str, str] = {
-    "qv_robustness": "needs at least two question variants per use case (run without --question-variant)",
-    "qv_robustness_model": "needs at least two question variants per use case (run without --question-variant)",
-    "qv_robustness_by_use_case": "needs at least two question variants per use case "
-    "(run without --question-variant)",
-    "fairness_ablation": "needs runs with the fairness instruction: add --variant standard --variant fairness",
-    "merit_sensitivity": "needs at least two profiles per use case (run without --profile)",
-    "profile_rank_agreement": "needs at least three profiles per use case (run without --profile)",
-    "kendalls_w": "needs at least two profiles and two identifiers per use case and axis",
-    "kendalls_w_axis": "needs at least two profiles and two identifiers per use case and axis",
-    "kendalls_w_model": "needs at least two profiles and two identifiers per use case and axis",
-    "cpg": "needs both identifiers of a canonical pair in the same slots (profile × question variant)",
-    "cpg_overall": "needs both identifiers of a canonical pair in the same slots (profile × question variant)",
-    "power": "needs both identifiers of a canonical pair in the same slots (profile × question variant)",
-}
-#: words for codes in the findings (the study's languages)
-GENERIC_HINT = "needs at least two identifiers of one axis answered in the same slot (profile × question variant)"
-
 
 def _check_settings(bootstrap: int, tau: float, seed: int) -> tuple[int, float, int]:
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, int | np.integer) or int(bootstrap) < 0:
@@ -96,16 +86,6 @@ def _order_rows(frame: pd.DataFrame, orders: Mapping[str, list[str]]) -> pd.Data
     sort_cols = {f"__{c}": frame[c].astype(str).map(rank[c]).fillna(len(rank[c])) for c in keys}
     tmp = frame.assign(**sort_cols).sort_values(list(sort_cols), kind="stable")
     return tmp.drop(columns=list(sort_cols)).reset_index(drop=True)
-
-
-def language_hint(languages: Sequence[str]) -> str:
-    """Why ``language_moderation`` is empty, in the study's languages."""
-    if len(languages) < 2:
-        named = f" ({languages[0]})" if languages else ""
-        return f"the study has one language{named}: there is no other language to compare"
-    flags = " ".join(f"--language {lang}" for lang in languages[:2])
-    return (f"needs answers in the study's first language and another of its languages for the same model: "
-            f"run with {flags} (or without --language)")
 
 
 def _unsupported(tables: Mapping[str, pd.DataFrame], prepared: PreparedResults,

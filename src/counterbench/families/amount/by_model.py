@@ -1,6 +1,6 @@
 """The amount analysis one model at a time, so memory grows with one model's answers.
 
-Every table of :func:`counterbench.analyses.amounts.analyze` is made of per-model cells whose
+Every table of :func:`counterbench.families.amount.analysis.analyze` is made of per-model cells whose
 numbers depend on that model's answers alone (each cell has its own bootstrap stream, keyed by the
 cell). Three things span models and are redone on the combined tables:
 
@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.amounts import analyze
-from counterbench.analyses.ordering import _bh
 from counterbench.analyses.prepare import with_out_of_range_note
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
-from counterbench.analyses.schema import TableLayout
 from counterbench.errors import UserError
+from counterbench.families.amount.analysis import analyze
+from counterbench.families.amount.ordering import _bh
+from counterbench.families.amount.tables import TableLayout
 
 __all__ = ["analyze_by_model", "combine_results"]
 
