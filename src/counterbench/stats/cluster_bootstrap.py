@@ -84,14 +84,37 @@ def cluster_ratio_replicates(sums: npt.ArrayLike, counts: npt.ArrayLike, n_boot:
     c = np.asarray(counts, dtype=np.float64)
     parts = []
     done = 0
+    whole = s.ndim == 2 and s.shape == c.shape and _exact_in_any_order(s, c)
+    both = np.hstack([s, c]) if whole else s
     while done < n_boot:
         rows = min(block, n_boot - done)
         w = cluster_weights(rng, s.shape[0], rows)
+        if whole:  # whole numbers: one product of sums and counts side by side, the same numbers exactly
+            totals = w @ both
+            width = totals.shape[1] // 2
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = totals[:, :width] / totals[:, width:]
+            parts.append(ratio)
+            done += rows
+            continue
         for r in range(0, rows, BLOCK_SIZE):  # block-sized products: a large one pays BLAS's thread hand-off
             with np.errstate(invalid="ignore", divide="ignore"):
                 parts.append((w[r : r + BLOCK_SIZE] @ s) / (w[r : r + BLOCK_SIZE] @ c))
         done += rows
     return np.vstack(parts) if parts else np.empty((0, s.shape[1] if s.ndim > 1 else 1))
+
+
+def _exact_in_any_order(*matrices: FloatArray) -> bool:
+    """True when every product of bootstrap weights (whole numbers, summing to the number of rows) with
+    these matrices is exact in floating point whatever the order of summation: all entries are whole
+    numbers and every possible total stays below 2**53 (so blocking a product differently cannot change
+    a bit)."""
+    for m in matrices:
+        if m.size == 0 or not np.isfinite(m).all() or not np.array_equal(m, np.round(m)):
+            return False
+        if float(np.abs(m).max()) * max(1, m.shape[0]) >= 2.0**52:
+            return False
+    return True
 
 
 def cluster_replicate_totals(sufficient: npt.ArrayLike, n_boot: int, seed: int | np.random.SeedSequence, *,
