@@ -138,12 +138,25 @@ def narrowed(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence
 
 
 def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """An integer code per row: rows with the same values in ``columns`` (as text) share it."""
+    """An integer code per row: rows with the same values in ``columns`` (as text) share it, numbered in the
+    order they first appear (a grouping's ``ngroup`` without sorting).
+
+    Each column's text is coded on its own and the codes are combined into one number per row, which is
+    coded again in order of appearance: the same codes as grouping by the text columns, at half the cost.
+    A missing value, or more combinations than an int64 holds, takes the grouping itself."""
     cols = [c for c in columns if c in frame.columns]
     if not cols or frame.empty:
         return np.zeros(len(frame), dtype=np.int64)
     text = frame[cols].astype(str)
-    return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
+    key = np.zeros(len(frame), dtype=np.int64)
+    combinations = 1
+    for col in cols:
+        codes, uniques = pd.factorize(text[col], sort=False)
+        combinations *= max(1, len(uniques))
+        if combinations >= 2**62 or (codes < 0).any():  # NA in a column, or too many combinations: group
+            return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
+        key = key * len(uniques) + codes
+    return np.asarray(pd.factorize(key, sort=False)[0], dtype=np.int64)
 
 
 def _suff(y: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
