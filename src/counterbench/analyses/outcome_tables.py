@@ -184,10 +184,11 @@ def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int, percentile: 
 def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
     if facet.column not in frame.columns:
         return frame.iloc[0:0]
-    rows = frame
-    if facet.axis is not None and "axis" in frame.columns:
-        rows = frame[frame["axis"].astype(str) == facet.axis]
-    return rows[rows[facet.column].notna()].assign(level=lambda f: f[facet.column].astype(str))
+    keep = frame[facet.column].notna().to_numpy(dtype=bool, copy=True)
+    if facet.axis is not None and "axis" in frame.columns:  # one filter for both conditions: the same rows
+        keep &= (frame["axis"].astype(str) == facet.axis).to_numpy(dtype=bool)
+    rows = frame[keep]
+    return rows.assign(level=rows[facet.column].astype(str))
 
 
 def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str],
