@@ -10,7 +10,8 @@ model: building the children took longer than drawing their numbers.
 are computed for all children at once with numpy's published algorithm (``SeedSequence.mix_entropy`` and
 ``generate_state``, uint32 arithmetic), and each ``PCG64`` is seeded from its precomputed words through
 the seed-sequence interface numpy offers (:class:`numpy.random.bit_generator.ISeedSequence`). So every
-generator's state — and every number it draws — is the one numpy's ``spawn`` gives.
+generator's state — and every number it draws — is the one numpy's ``spawn`` gives. (Its
+``bit_generator.seed_seq`` is that stand-in, which cannot spawn further: a block's generator only draws.)
 
 That is checked, not assumed: before first use the fast children of a few seeds are compared with
 numpy's (:func:`fast_spawn_matches`); if a numpy version ever seeds differently, the plain numpy path is
