@@ -39,8 +39,10 @@
 A short run: ``--models 2 --repeat 1`` (the first two simulated models in 1. and 4.).
 
 Usage: ``python benchmarks/analysis_speed.py [--source law|store] [--models N] [--bootstrap 2000]
-[--repeat 3] [--baseline SRC] [--out FILE]``. The machine's load average is reported: the figures are
-wall times (and CPU times for the full analysis).
+[--repeat 3] [--baseline SRC] [--out FILE]``. The machine's load average is reported (before and after the
+run, and at the end of each timed phase of 3.): the figures are wall times (and CPU times). With
+``--models N`` (N > 9), ``within_goal`` is true when the 9 models take ≤ 30 s from the store and ≤ 1.1× the
+in-memory analysis (a one-line summary goes to stderr).
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def phase_many(args: argparse.Namespace) -> dict[str, Any]:
     cpu0 = time.process_time()
     result = analyze(args.store, bootstrap=args.bootstrap, seed=0)
     return {"analyze_store_s": time.perf_counter() - started, "analyze_cpu_s": time.process_time() - cpu0,
-            "peak_rss_mb": _peak_mb(), "models": len(result.summary["models"]),
+            "load_average": os.getloadavg(), "peak_rss_mb": _peak_mb(), "models": len(result.summary["models"]),
             "responses": int(result.summary["n_responses"]), "pairs": int(result.summary["n_pairs"])}
 
 
@@ -162,7 +164,7 @@ def phase_memory(args: argparse.Namespace) -> dict[str, Any]:
     cpu0 = time.process_time()
     result = analyze(results, "rupeebias", bootstrap=args.bootstrap, seed=0)
     return {"read_s": read_s, "analyze_s": time.perf_counter() - started, "analyze_cpu_s": time.process_time() - cpu0,
-            "peak_rss_mb": _peak_mb(), "models": len(result.summary["models"]),
+            "load_average": os.getloadavg(), "peak_rss_mb": _peak_mb(), "models": len(result.summary["models"]),
             "responses": int(result.summary["n_responses"])}
 
 
@@ -337,8 +339,13 @@ def main() -> None:
         report["meets_goals"] = {"memory": report["many"]["peak_rss_mb"] <= 4096,
                                  "nine_models_time": report["nine"]["analyze_store_s"] <= 30,
                                  "store_vs_memory": report["nine"]["store_vs_memory"] <= 1.1}
-        report["within_goal"] = all(report["meets_goals"].values())
+        # the goal of issue 33: 9 models from the store in <= 30 s and within 1.1x of the in-memory analysis
+        report["within_goal"] = report["meets_goals"]["nine_models_time"] and report["meets_goals"]["store_vs_memory"]
         report["load_average_after"] = os.getloadavg()
+        print(f"load average {report['load_average_before']} -> {report['load_average_after']}; 9 models from the "
+              f"store {report['nine']['analyze_store_s']:.1f} s ({report['nine']['analyze_cpu_s']:.1f} s CPU), in "
+              f"memory {report['nine_in_memory']['analyze_s']:.1f} s; within_goal={report['within_goal']}",
+              file=sys.stderr)
         _emit(report, args.out)
         return
     if args.source == "store":

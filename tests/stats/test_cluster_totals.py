@@ -46,3 +46,28 @@ def test_replicate_totals_are_the_per_block_streams_whatever_the_memory_budget()
     threads = cluster_bootstrap(suff, ratio, n_boot=730, seed=11, return_replicates=True, workers=2)
     np.testing.assert_array_equal(one.replicates, threads.replicates)
     assert (one.low, one.high) == (threads.low, threads.high)
+
+
+def _all_blocks_at_once(suff: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """The earlier cluster_replicate_totals: every block's draws counted together, multiplied 50 rows at a time."""
+    from counterbench.stats.bootstrap import BLOCK_SIZE, _block_plan
+
+    plan = _block_plan(n_boot, seed)
+    n = suff.shape[0]
+    idx = np.vstack([rng.integers(0, n, size=(stop - start, n), dtype=np.int64) for start, stop, rng in plan])
+    flat = idx + (np.arange(n_boot, dtype=np.int64) * n)[:, None]
+    weights = np.bincount(flat.ravel(), minlength=n_boot * n).reshape(n_boot, n).astype(np.float64)
+    return np.vstack([weights[r : r + BLOCK_SIZE] @ suff for r in range(0, n_boot, BLOCK_SIZE)])
+
+
+def test_replicate_totals_block_by_block_are_the_earlier_all_at_once_totals():
+    """Counting and multiplying each block's weights as it is drawn gives the totals of counting them all at
+    once, to the last bit (the analyses' golden numbers were made that way)."""
+    from counterbench.stats.cluster_bootstrap import cluster_replicate_totals
+
+    rng = np.random.default_rng(8)
+    for n, m, n_boot in ((1, 2, 50), (6, 2, 2000), (17, 4, 999), (53, 8, 2000), (81, 4, 130), (300, 2, 51)):
+        suff = np.column_stack([rng.lognormal(10, 1, (n, m // 2)), rng.integers(1, 4, (n, m // 2))])
+        seed = int(rng.integers(0, 2**63))
+        expected = _all_blocks_at_once(suff, n_boot, seed)
+        np.testing.assert_array_equal(cluster_replicate_totals(suff, n_boot, seed), expected)

@@ -125,3 +125,24 @@ def test_repeated_negated_and_zero_columns_are_multiplied_once_with_the_same_p()
     assert p == direct and 0 < p < 0.5
     zero = np.zeros((10, 4))
     assert test.pvalues([(s, s[:, [2, 3, 0, 1]], ratio), (zero, zero, ratio)])[0] == p
+
+
+def test_swapped_shift_is_the_sum_of_the_blocks_products_bit_for_bit() -> None:
+    """Random arrangements' shifts: ``0 + P0 + P1 + ...`` (one product per block of 64 slots), the same bits
+    (a zero's sign included) whether the sum starts from a zeroed array or from the first product."""
+    from counterbench.stats.swap_test import _BLOCK
+
+    test = SwapTest(seed=5)
+    rng = np.random.default_rng(9)
+    for n in (14, 64, 65, 129, 200):
+        diff = rng.normal(0, 1000, (n, 5))
+        diff[:, 0] = -np.abs(diff[:, 0])
+        diff[::2, 4] = 0.0
+        expected = np.zeros((test.n_swaps, 5))
+        for k in range(-(-n // _BLOCK)):
+            rows = diff[k * _BLOCK : (k + 1) * _BLOCK]
+            expected += test._block(k)[:, : rows.shape[0]] @ rows
+        shift, exact = test._swapped_shift(diff)
+        assert not exact
+        np.testing.assert_array_equal(shift, expected)
+        assert np.array_equal(np.signbit(shift), np.signbit(expected))

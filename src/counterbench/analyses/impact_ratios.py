@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.outcome_tables import narrowed
+from counterbench.analyses.outcome_tables import _slot_codes, narrowed
 from counterbench.outcomes import get_kind, member
 from counterbench.stats.cluster_bootstrap import cluster_ratio_replicates
 from counterbench.stats.inference import MIN_SLOTS_INTERVAL, slot_design, slot_interval
@@ -113,10 +113,7 @@ def _order(group: tuple[Facet, ...], present: set[str]) -> list[str]:
 
 
 def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    cols = [c for c in columns if c in frame.columns]
-    if not cols or frame.empty:
-        return np.zeros(len(frame), dtype=np.int64)
-    return frame[cols].astype(str).groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
+    return _slot_codes(frame, columns)  # the outcome tables' slot codes (the same grouping, made faster)
 
 
 def _interval(sel: np.ndarray, cnt: np.ndarray, c: int, r: int, n_boot: int, seed: int) -> tuple[float, float]:

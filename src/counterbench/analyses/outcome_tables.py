@@ -138,12 +138,25 @@ def narrowed(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence
 
 
 def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """An integer code per row: rows with the same values in ``columns`` (as text) share it."""
+    """An integer code per row: rows with the same values in ``columns`` (as text) share it, numbered in the
+    order they first appear (a grouping's ``ngroup`` without sorting).
+
+    Each column's text is coded on its own and the codes are combined into one number per row, which is
+    coded again in order of appearance: the same codes as grouping by the text columns, at half the cost.
+    A missing value, or more combinations than an int64 holds, takes the grouping itself."""
     cols = [c for c in columns if c in frame.columns]
     if not cols or frame.empty:
         return np.zeros(len(frame), dtype=np.int64)
     text = frame[cols].astype(str)
-    return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
+    key = np.zeros(len(frame), dtype=np.int64)
+    combinations = 1
+    for col in cols:
+        codes, uniques = pd.factorize(text[col], sort=False)
+        combinations *= max(1, len(uniques))
+        if combinations >= 2**62 or (codes < 0).any():  # NA in a column, or too many combinations: group
+            return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
+        key = key * len(uniques) + codes
+    return np.asarray(pd.factorize(key, sort=False)[0], dtype=np.int64)
 
 
 def _suff(y: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
@@ -161,18 +174,21 @@ def _mean(t: np.ndarray) -> np.ndarray:
     return np.asarray(t[:, 0] / t[:, 1], dtype=np.float64)
 
 
-def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int) -> tuple[float, float, float, np.ndarray | None]:
-    """(estimate, percentile low, percentile high, replicates) of a slot-cluster bootstrap."""
-    return slot_bootstraps(suff, [statistic], n_boot, seed, CONFIDENCE)[0]
+def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int, percentile: bool = True
+          ) -> tuple[float, float, float, np.ndarray | None]:
+    """(estimate, percentile low, percentile high, replicates) of a slot-cluster bootstrap; without
+    ``percentile`` low and high are NaN (a slot interval is made from the replicates instead)."""
+    return slot_bootstraps(suff, [statistic], n_boot, seed, CONFIDENCE, percentile=percentile)[0]
 
 
 def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
     if facet.column not in frame.columns:
         return frame.iloc[0:0]
-    rows = frame
-    if facet.axis is not None and "axis" in frame.columns:
-        rows = frame[frame["axis"].astype(str) == facet.axis]
-    return rows[rows[facet.column].notna()].assign(level=lambda f: f[facet.column].astype(str))
+    keep = frame[facet.column].notna().to_numpy(dtype=bool, copy=True)
+    if facet.axis is not None and "axis" in frame.columns:  # one filter for both conditions: the same rows
+        keep &= (frame["axis"].astype(str) == facet.axis).to_numpy(dtype=bool)
+    rows = frame[keep]
+    return rows.assign(level=rows[facet.column].astype(str))
 
 
 def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str],
@@ -198,7 +214,8 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
             n_slots = int(codes.max()) + 1
             y = frows["y"].to_numpy(dtype=np.float64)
             lv = frows["level"].to_numpy()
-            present = [lvl for lvl in facet.levels if lvl in set(lv)]
+            seen = set(pd.unique(lv))
+            present = [lvl for lvl in facet.levels if lvl in seen]
             for level in present:
                 mask = lv == level
                 s = _suff(y[mask], codes[mask], n_slots)
@@ -220,11 +237,11 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
                     continue
                 cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
                 if gap is ratio:
-                    diff, _, _, reps = _boot(s, gap, n_boot, cell_seed)
+                    diff, _, _, reps = _boot(s, gap, n_boot, cell_seed, percentile=False)
                     rel, rel_reps = diff, reps
                 else:
-                    (diff, _, _, reps), (rel, _, _, rel_reps) = slot_bootstraps(s, [gap, ratio], n_boot,
-                                                                                cell_seed, CONFIDENCE)
+                    (diff, _, _, reps), (rel, _, _, rel_reps) = slot_bootstraps(
+                        s, [gap, ratio], n_boot, cell_seed, CONFIDENCE, percentile=False)
                 weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
                 totals = s.sum(axis=0)
                 row = {**base, "facet": facet.name, "facet_kind": facet.kind, "reference": facet.reference,
@@ -260,7 +277,8 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                        languages: Sequence[str], n_boot: int, seed: int) -> pd.DataFrame:
     """Each gap in the first language against the same gap in every other language, paired by slot."""
     out: list[dict[str, Any]] = []
-    present = [lang for lang in languages if not rows.empty and lang in set(rows["language"].astype(str))]
+    spoken = set() if rows.empty else set(rows["language"].astype(str).unique())
+    present = [lang for lang in languages if lang in spoken]
     if len(present) < 2:
         return conform("language_gaps", None)
     first = present[0]
@@ -272,17 +290,20 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
     for cell, part in rows.groupby(keys, sort=False, observed=True):
         for facet in facets:
             frows = _facet_rows(part, facet)
-            if frows.empty or facet.reference not in set(frows["level"]):
+            if frows.empty:
+                continue
+            y, lv = frows["y"].to_numpy(np.float64), frows["level"].to_numpy()
+            seen = set(pd.unique(lv))
+            if facet.reference not in seen:
                 continue
             codes = _slot_codes(frows, [c for c in slot_columns if c not in (facet.column, "language")])
             n = int(codes.max()) + 1
-            y, lv = frows["y"].to_numpy(np.float64), frows["level"].to_numpy()
             gap = gap_statistic(frows)
             shift = _shift_of(gap)
             lang = frows["language"].astype(str).to_numpy()
             for other in present[1:]:
                 for level in facet.levels:
-                    if level == facet.reference or level not in set(lv):
+                    if level == facet.reference or level not in seen:
                         continue
                     masks = [(lv == level) & (lang == first), (lv == facet.reference) & (lang == first),
                              (lv == level) & (lang == other), (lv == facet.reference) & (lang == other)]
@@ -290,8 +311,8 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                     s = s[(s[:, 1] > 0) & (s[:, 3] > 0) & (s[:, 5] > 0) & (s[:, 7] > 0)]
                     if not len(s):
                         continue
-                    est, _, _, reps = _boot(s, shift, n_boot,
-                                            stable_seed("language", *cell, facet.name, level, other, base_seed=seed))
+                    est, _, _, reps = _boot(s, shift, n_boot, stable_seed("language", *cell, facet.name, level, other,
+                                                                          base_seed=seed), percentile=False)
                     t = s.sum(axis=0)
                     row = {**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
                                 "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,

@@ -26,12 +26,16 @@ from counterbench.stats.swap_test import SwapTest
 __all__ = ["SlotIntervals", "slot_bootstraps", "swap_tested"]
 
 
-def slot_bootstraps(suff: np.ndarray, statistics: Sequence[Any], n_boot: int, seed: int, confidence: float
-                    ) -> list[tuple[float, float, float, np.ndarray | None]]:
+def slot_bootstraps(suff: np.ndarray, statistics: Sequence[Any], n_boot: int, seed: int, confidence: float,
+                    *, percentile: bool = True) -> list[tuple[float, float, float, np.ndarray | None]]:
     """(estimate, percentile low, percentile high, replicates) of a slot-cluster bootstrap of each
     statistic of the slots' sufficient statistics ``suff``, all from the same replicate totals (same
     slots, same seed: one draw of the weights, as
-    :func:`~counterbench.stats.cluster_bootstrap.cluster_bootstrap` would make for each)."""
+    :func:`~counterbench.stats.cluster_bootstrap.cluster_bootstrap` would make for each).
+
+    ``percentile=False``: the caller uses the estimate and the replicates only (a slot interval is made
+    from them, :class:`SlotIntervals`): low and high are NaN and not computed; the estimate and the
+    replicates are the ones :func:`~counterbench.stats.cluster_bootstrap.cluster_bootstrap` gives."""
     if n_boot <= 0:
         out: list[tuple[float, float, float, np.ndarray | None]] = []
         for statistic in statistics:
@@ -40,12 +44,29 @@ def slot_bootstraps(suff: np.ndarray, statistics: Sequence[Any], n_boot: int, se
             out.append((est, float("nan"), float("nan"), None))
         return out
     totals = cluster_replicate_totals(suff, n_boot, seed)
+    if not percentile:
+        return [_estimate_and_replicates(suff, statistic, totals, n_boot) for statistic in statistics]
     results: list[tuple[float, float, float, np.ndarray | None]] = []
     for statistic in statistics:
         res = cluster_bootstrap(suff, statistic, n_boot=n_boot, seed=seed, confidence=confidence,
                                 return_replicates=True, totals=totals)
         results.append((res.estimate, res.low, res.high, res.replicates))
     return results
+
+
+def _estimate_and_replicates(suff: np.ndarray, statistic: Any, totals: np.ndarray, n_boot: int
+                             ) -> tuple[float, float, float, np.ndarray]:
+    """What :func:`~counterbench.stats.cluster_bootstrap.cluster_bootstrap` computes for the estimate and
+    the replicates (the same operations), without its percentile interval and standard error."""
+    suff = np.asarray(suff, dtype=np.float64)
+    suff = suff[:, None] if suff.ndim == 1 else suff
+    reps = np.full(int(n_boot), np.nan)
+    estimate = float("nan")
+    if suff.shape[0]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reps[:] = statistic(totals)
+            estimate = float(np.asarray(statistic(suff.sum(axis=0)[None, :]), dtype=np.float64)[0])
+    return estimate, float("nan"), float("nan"), reps
 
 
 class SlotIntervals:

@@ -42,6 +42,7 @@ from counterbench.errors import UserError
 from counterbench.families.amount.tables import TableLayout
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
+from counterbench.stats.blas import one_blas_thread
 from counterbench.studies.base import Study
 from counterbench.studies.hooks import hook
 
@@ -72,6 +73,7 @@ def _is_amount(results: pd.DataFrame) -> pd.Series:
     return answer_types.map(lambda a: flags[a] if isinstance(a, str) else missing).astype(bool)
 
 
+@one_blas_thread
 def analyze_study(
     results: pd.DataFrame,
     study: str | Path | Study | None = None,
@@ -239,6 +241,7 @@ def only_amounts(study: Study) -> bool:
     return bool(outcomes) and all(has_pair_tables(spec.kind) for spec in outcomes.values())
 
 
+@one_blas_thread
 def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
                            *, profile: str = "default", bootstrap: int = 2000, seed: int = 0, tau: float = 10.0,
                            canonical_pairs: Mapping[str, tuple[str, str]] | None = None) -> AnalysisResult:

@@ -51,7 +51,8 @@ def _sha256(lines: Any) -> str:
 
 def prompt_table_hash(prompt_ids: pd.Series, prompt_hashes: pd.Series) -> str:
     """SHA-256 over the sorted, distinct ``prompt_id<TAB>prompt_hash`` lines."""
-    pairs = sorted(set(zip(prompt_ids.astype(str), prompt_hashes.astype(str), strict=True)))
+    # as lists: iterating an Arrow-backed column yields the same values one slow step at a time
+    pairs = sorted(set(zip(prompt_ids.astype(str).tolist(), prompt_hashes.astype(str).tolist(), strict=True)))
     return _sha256(f"{pid}\t{phash}" for pid, phash in pairs)
 
 

@@ -68,11 +68,6 @@ def load_results(
         if models:
             sql += f" WHERE r.model IN ({', '.join('?' * len(models))})"
             params.extend(models)
-            known = {m for (m,) in store.query("SELECT DISTINCT model FROM responses")}
-            unknown = [m for m in models if m not in known]
-            if unknown:
-                shown = ", ".join(sorted(known)) or "none"
-                raise UserError(f"no responses of model {unknown[0]} in {store_path} (models: {shown})")
         sql += " ORDER BY r.model, r.config_fp, r.id"
         try:
             frame = _read_in_chunks(sql, store, params, READ_CHUNK_ROWS)
@@ -81,6 +76,14 @@ def load_results(
             if "malformed" in reason or "not a database" in reason:
                 raise UserError(f"store {store_path} is corrupted ({reason}); it was left untouched") from None
             raise UserError(f"cannot read store {store_path}: {reason}") from None
+        # a requested model without rows has no responses: name the store's models (asked only then — listing
+        # them scans every response, which reading one model at a time would pay once per model)
+        if models and not set(models) <= set(frame["model"].astype(str).unique()):
+            known = {m for (m,) in store.query("SELECT DISTINCT model FROM responses")}
+            unknown = [m for m in models if m not in known]
+            if unknown:
+                shown = ", ".join(sorted(known)) or "none"
+                raise UserError(f"no responses of model {unknown[0]} in {store_path} (models: {shown})")
         configs = {fp: json.loads(blob) for fp, blob in store.query("SELECT config_fp, config FROM configs")}
     frame = _finish_frame(frame, configs)
     if profile is not None:

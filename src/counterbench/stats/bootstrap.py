@@ -15,7 +15,8 @@ Decisions:
   NaN values dropped before resampling; an empty input gives an all-NaN result.
 - **Streams.** Replicates are drawn in fixed blocks of :data:`BLOCK_SIZE`, each block with its own
   child of ``numpy.random.SeedSequence(seed)``. Results depend only on the data and the seed, not
-  on ``max_elements`` (the memory budget) or ``workers`` (threads).
+  on ``max_elements`` (the memory budget) or ``workers`` (threads). The children's generators are
+  built by :mod:`counterbench.stats.streams` (the same states as numpy's ``spawn``, ~5× faster).
 - **Memory.** At most ``max_elements`` random indices are alive per worker (default 2**22: 32 MB
   of int64 indices plus 32 MB of gathered float64); a 2,000 × n index matrix is never built.
   (int64 indices measured faster than uint32 here: numpy casts uint32 indices before gathering.)
@@ -47,6 +48,7 @@ import numpy.typing as npt
 
 from counterbench.stats.arrays import FloatArray
 from counterbench.stats.intervals import check_confidence, percentile_interval
+from counterbench.stats.streams import spawned_generators
 
 __all__ = [
     "BLOCK_SIZE",
@@ -142,13 +144,12 @@ def _finite(values: npt.ArrayLike) -> FloatArray:
 
 def _block_plan(n_boot: int, seed: int | np.random.SeedSequence) -> list[tuple[int, int, np.random.Generator]]:
     """(start, stop, generator) per block of :data:`BLOCK_SIZE` replicates."""
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(int(seed))
     n_blocks = math.ceil(n_boot / BLOCK_SIZE)
-    children = seq.spawn(n_blocks)
-    return [
-        (i * BLOCK_SIZE, min(n_boot, (i + 1) * BLOCK_SIZE), np.random.Generator(np.random.PCG64(child)))
-        for i, child in enumerate(children)
-    ]
+    if isinstance(seed, np.random.SeedSequence):
+        generators = [np.random.Generator(np.random.PCG64(child)) for child in seed.spawn(n_blocks)]
+    else:  # the same generators as SeedSequence(seed).spawn(n_blocks), made faster (:mod:`.streams`)
+        generators = spawned_generators(int(seed), n_blocks)
+    return [(i * BLOCK_SIZE, min(n_boot, (i + 1) * BLOCK_SIZE), rng) for i, rng in enumerate(generators)]
 
 
 def _run_blocks(

@@ -84,9 +84,19 @@ def cluster_ratio_replicates(sums: npt.ArrayLike, counts: npt.ArrayLike, n_boot:
     c = np.asarray(counts, dtype=np.float64)
     parts = []
     done = 0
+    whole = s.ndim == 2 and s.shape == c.shape and _exact_in_any_order(s, c)
+    both = np.hstack([s, c]) if whole else s
     while done < n_boot:
         rows = min(block, n_boot - done)
         w = cluster_weights(rng, s.shape[0], rows)
+        if whole:  # whole numbers: one product of sums and counts side by side, the same numbers exactly
+            totals = w @ both
+            width = totals.shape[1] // 2
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratio = totals[:, :width] / totals[:, width:]
+            parts.append(ratio)
+            done += rows
+            continue
         for r in range(0, rows, BLOCK_SIZE):  # block-sized products: a large one pays BLAS's thread hand-off
             with np.errstate(invalid="ignore", divide="ignore"):
                 parts.append((w[r : r + BLOCK_SIZE] @ s) / (w[r : r + BLOCK_SIZE] @ c))
@@ -94,13 +104,29 @@ def cluster_ratio_replicates(sums: npt.ArrayLike, counts: npt.ArrayLike, n_boot:
     return np.vstack(parts) if parts else np.empty((0, s.shape[1] if s.ndim > 1 else 1))
 
 
+def _exact_in_any_order(*matrices: FloatArray) -> bool:
+    """True when every product of bootstrap weights (whole numbers, summing to the number of rows) with
+    these matrices is exact in floating point whatever the order of summation: all entries are whole
+    numbers and every possible total stays below 2**53 (so blocking a product differently cannot change
+    a bit)."""
+    for m in matrices:
+        if m.size == 0 or not np.isfinite(m).all() or not np.array_equal(m, np.round(m)):
+            return False
+        if float(np.abs(m).max()) * max(1, m.shape[0]) >= 2.0**52:
+            return False
+    return True
+
+
 def cluster_replicate_totals(sufficient: npt.ArrayLike, n_boot: int, seed: int | np.random.SeedSequence, *,
                              max_elements: int = DEFAULT_MAX_ELEMENTS) -> FloatArray:
     """The (n_boot × m) replicate totals ``W @ sufficient`` of :func:`cluster_bootstrap`, the same streams
-    (one generator per block of :data:`~counterbench.stats.bootstrap.BLOCK_SIZE` replicates): the blocks'
-    draws are made one generator at a time, but counted and multiplied together, as many blocks at once
-    as ``max_elements`` weights allow — a few large products instead of one small one per block. Several
-    statistics of the same slots and seed can share them."""
+    (one generator per block of :data:`~counterbench.stats.bootstrap.BLOCK_SIZE` replicates) and the same
+    products (one per block). Several statistics of the same slots and seed can share them.
+
+    A block's weights are counted and multiplied while they are small (block × clusters): counting all
+    blocks' draws at once made several arrays of n_boot × clusters per call, and allocating (and
+    faulting in) those cost more than the counting. With more clusters than ``max_elements`` allows a
+    block, blocks are drawn in parts and counted together, as many as the budget allows."""
     suff = np.asarray(sufficient, dtype=np.float64)
     if suff.ndim == 1:
         suff = suff[:, None]
@@ -110,6 +136,15 @@ def cluster_replicate_totals(sufficient: npt.ArrayLike, n_boot: int, seed: int |
         return out
     plan = _block_plan(int(n_boot), seed)
     budget = max(1, int(max_elements) // n_clusters)
+    if budget >= BLOCK_SIZE:  # every block fits the budget: counted and multiplied block by block
+        offsets = (np.arange(BLOCK_SIZE, dtype=np.int64) * n_clusters)[:, None]
+        for start, stop, rng in plan:
+            size = stop - start
+            idx = rng.integers(0, n_clusters, size=(size, n_clusters), dtype=np.int64)
+            idx += offsets[:size]
+            weights = np.bincount(idx.ravel(), minlength=size * n_clusters).reshape(size, n_clusters)
+            out[start:stop] = weights.astype(np.float64) @ suff
+        return out
     i = 0
     while i < len(plan):
         start, rows = plan[i][0], 0

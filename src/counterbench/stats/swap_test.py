@@ -103,10 +103,16 @@ class SwapTest:
         if n <= self.exact_up_to:
             swaps, _ = self.arrangements(n)
             return swaps @ diff, True
-        shift = np.zeros((self.n_swaps, diff.shape[1]))
-        for k in range(-(-n // _BLOCK)):
+        # 0 + P0 + P1 + ...: the first product is the sum's start (+ 0.0: the same bits as 0 + P0, a zero's
+        # sign included), later ones are made into one reused array — no zeroed array and no new
+        # n_swaps × columns array per block, whose allocation cost more than the products
+        shift = self._block(0)[:, : min(n, _BLOCK)] @ diff[:_BLOCK]
+        shift += 0.0
+        part: FloatArray | None = None
+        for k in range(1, -(-n // _BLOCK)):
             rows = diff[k * _BLOCK : (k + 1) * _BLOCK]
-            shift += self._block(k)[:, : rows.shape[0]] @ rows
+            part = np.matmul(self._block(k)[:, : rows.shape[0]], rows, out=part)
+            shift += part
         return shift, False
 
     def pvalue(self, first: npt.ArrayLike, second: npt.ArrayLike, statistic: Statistic) -> float:
