@@ -14,11 +14,9 @@ Answers are a pure function of the model name, the request and its seed::
 * **noise** — ``exp(noise_sd × z)`` with ``z`` standard normal, seeded from a SHA-256 of ``name | prompt_id |
   seed`` (never Python's ``hash()``; a simulation file's name counts as ``sim:FILENAME``, without its directory),
   so the same request always gets the same answer, in any process and in any checkout;
-* **repeats** (``--repeats K``) — the noise above is the prompt's own: the same in every repeat. A repeat k ≥ 1
-  draws its refusal, malformed and label/choice draws from a stream of its own (``name | prompt_id | seed |
-  repeat | k``), and ``repeat_noise_sd`` adds within-prompt noise ``exp(repeat_noise_sd × z_k)`` to every repeat
-  (repeat 0 too), ``z_k`` seeded by the repeat's index — so a file can plant the variance between a prompt's
-  repeats apart from the variance between prompts (``noise_sd``) and between slots (``range``, ``profiles``);
+* **repeats** (``--repeats``) — the noise above is the prompt's own; repeat k ≥ 1 takes its refusal and label
+  draws from its own stream, and ``repeat_noise_sd`` multiplies every repeat by ``exp(repeat_noise_sd × z_k)``,
+  ``z_k`` seeded by the repeat's index: within-prompt noise apart from ``noise_sd`` and the slots' baselines;
 * ``refusal_rate`` / ``malformed_rate`` — the same seeded stream decides whether to answer with ``refusal_text``
   or ``malformed_text`` (free text without a number; the file's, else the study's, else generic) instead;
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
@@ -212,8 +210,7 @@ class SimulatedBackend:
         return self._with_effects(value, meta)
 
     def _repeat_draws(self, request: ChatRequest, u_outcome: float, u_draw: float) -> tuple[float, float, float]:
-        """A repeat's own (refusal draw, label draw) — repeat 0's are the prompt's — and its within-prompt noise
-        factor ``exp(repeat_noise_sd × z_k)`` (1 without ``repeat_noise_sd``)."""
+        """A repeat's (refusal draw, label draw) — repeat 0's are the prompt's — and its within-prompt noise factor."""
         k = request.config.repeat
         if k:
             u_outcome, u_draw = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed, "repeat",
