@@ -148,3 +148,31 @@ def test_within_prompt_means_leaves_rows_without_repeats_alone() -> None:
     repeated = repeated[np.isfinite(repeated["y"])]
     means = within_prompt_means(repeated)
     assert means["y"].tolist() == [2.0, 2.0, 3.0] and len(means) == 3
+
+
+def _power(audited: Path, *args: str) -> pd.DataFrame:
+    out = audited / f"power_{abs(hash(args))}.csv"
+    done = cli("power", str(audited / "noisy_rate.yaml"), *args, "--out", str(out), cwd=audited)
+    assert done.returncode == 0, done.stderr
+    return pd.read_csv(out)
+
+
+def test_power_counts_the_repeats(audited: Path) -> None:
+    """Measured from the store's 5 repeats: the noise of a prompt's mean, σ_p² + σ_w²/5; projected to 1 and to 20
+    repeats with the within-prompt noise measured between them — close to the planted components'."""
+    truth = planted()
+    sigmas = {}
+    for k in (None, 1, 20):
+        frame = _power(audited, "--store", str(audited / "cb.db"), *(["--repeats", str(k)] if k else []))
+        sigmas[k] = float(frame["noise_sd"].iloc[0])
+    for k, measured in ((5, sigmas[None]), (1, sigmas[1]), (20, sigmas[20])):
+        expected = math.sqrt(truth["between_prompt_var"] + truth["within_prompt_var"] / k)
+        print(f"\npower noise at {k} repeats: measured {measured:.3f} pp, planted {expected:.3f} pp")
+        assert measured == pytest.approx(expected, rel=0.15), (k, measured, expected)
+    assert sigmas[1] > sigmas[None] > sigmas[20]
+    once = _power(audited, "--noise-sd", "1")
+    four = _power(audited, "--noise-sd", "1", "--repeats", "4", "--repeat-noise-sd", "1")
+    assert float(four["noise_sd"].iloc[0]) == pytest.approx(0.5)  # all of it sampling noise: σ/√4
+    assert np.allclose(four["se"], once["se"] / 2)
+    same = _power(audited, "--noise-sd", "1", "--repeats", "4")  # no within-prompt noise given: nothing averaged
+    assert np.allclose(same["se"], once["se"])
