@@ -192,6 +192,11 @@ def generation_settings(results: pd.DataFrame) -> dict[str, str]:
                 bits.append(f"{names[c]} {value}")
             described.append(", ".join(bits))
         out[str(model)] = " | ".join(described)
+    if "repeat" in results.columns:  # --repeats: how many times each prompt was asked
+        counts = results.groupby("model", sort=False)["repeat"].nunique()
+        for label, repeats in zip(counts.index.astype(str), counts.to_numpy(), strict=True):
+            if repeats > 1 and label in out:
+                out[label] += f", {int(repeats)} repeats per prompt (averaged first)"
     return out
 
 

@@ -122,7 +122,7 @@ def test_noise_decomposition_recovers_the_planted_variances(audited: Path) -> No
     assert row["gap_width_ratio_ci_low"] <= expected_ratio <= row["gap_width_ratio_ci_high"], lines[-1]
     print("\n" + "\n".join(lines))
     html = (audited / "out" / "report.html").read_text(encoding="utf-8")
-    assert "Noise decomposition" in html
+    assert "Noise decomposition" in html and "5 repeats per prompt (averaged first)" in html
 
 
 def test_every_table_reads_one_number_per_prompt(audited: Path) -> None:
