@@ -30,7 +30,7 @@ def _prompt_keys(rows: pd.DataFrame) -> list[str]:
 def within_prompt_means(rows: pd.DataFrame) -> pd.DataFrame:
     """Measured rows (``y``, :func:`counterbench.analyses.outcome_tables.measured_rows`) with one row per prompt
     (per offered option for a choice between identities): ``y`` the mean of its repeats' ``y``; the other columns
-    of its first row. Rows without later repeats are returned unchanged."""
+    of its lowest repeat's row, in that row's place. Rows without later repeats are returned unchanged."""
     if not has_repeats(rows) or "prompt_id" not in rows.columns:
         return rows
     keys = _prompt_keys(rows)
@@ -38,7 +38,11 @@ def within_prompt_means(rows: pd.DataFrame) -> pd.DataFrame:
     n = int(codes.max()) + 1
     sums = np.bincount(codes, weights=rows["y"].to_numpy(np.float64), minlength=n)
     counts = np.bincount(codes, minlength=n)
-    first = ~pd.Series(codes).duplicated().to_numpy()
+    # each prompt's row of its lowest repeat stands for it, where that row stands: the rows of a run without
+    # repeats, in their order (the bootstrap's and the swap test's draws follow the rows' order)
+    order = np.lexsort((np.arange(len(rows)), rows["repeat"].fillna(0).to_numpy(np.float64), codes))
+    first = np.zeros(len(rows), dtype=bool)
+    first[order[np.r_[True, codes[order][1:] != codes[order][:-1]]]] = True
     out = rows[first].copy()
     out["y"] = (sums / counts)[codes[first]]
     out["repeat"] = 0
