@@ -141,7 +141,10 @@ def test_kill_minus_nine_with_repeats_resends_no_finished_repeat(tmp_path: Path)
             sent_at_kill = len(log.log)
             rest = subprocess.Popen([sys.executable, "-m", "counterbench.cli", *args], cwd=tmp_path,
                                     env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(1.0)  # the resumed run's first requests
+            deadline = time.monotonic() + 60  # the resumed run's first requests (its start is slow on a busy machine)
+            while len(log.log) < sent_at_kill + 20 and rest.poll() is None:
+                assert time.monotonic() < deadline, "the resumed run sent nothing"
+                time.sleep(0.02)
             rest.send_signal(signal.SIGKILL)
             rest.wait(timeout=30)
             after = [(user_to_id[user], seed or 0) for user, seed, at in log.log[sent_at_kill:] if at >= at_kill]
