@@ -89,6 +89,9 @@ class GenerationOptions:
     ``max_tokens=None``: each prompt's own limit (the module's rule). ``structured=None``: on for the
     embedded model only. A ``structured_mode`` other than ``none`` implies ``structured``; ``none`` means
     free text. ``logprobs`` (0: off) asks for that many most likely tokens of label and choice answers.
+    ``repeats`` (``--repeats K``) asks every prompt K times: repeat 0 is the request a run without repeats
+    sends, repeat k ≥ 1 goes with its own config (``GenerationConfig.repeat``, seed ``seed + k`` where the
+    backend takes one) and is stored and cached apart; every table averages a prompt's answers first.
     """
 
     temperature: float = 0.0
@@ -99,12 +102,14 @@ class GenerationOptions:
     structured_mode: str | None = None
     structured_fallback: str = "free-text"
     logprobs: int = 0
+    repeats: int = 1
 
     def config(self, models: Sequence[str | Backend]) -> GenerationConfig:
         """The generation config every one of ``models`` gets. Free text records neither structured
         setting, so it shares its fingerprint with plain free text."""
         from counterbench.models.base import GenerationConfig
 
+        check_repeats(self.repeats)
         structured, mode = self.structured, self.structured_mode
         if mode == "none":
             structured, mode = False, None
@@ -125,6 +130,13 @@ class GenerationOptions:
             logprobs=self.logprobs,
         )
         return checked(config)
+
+
+def check_repeats(repeats: object) -> int:
+    """``repeats`` (``--repeats``) once it is a whole number of at least 1."""
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise UserError(f"--repeats must be a whole number of at least 1, got {repeats!r}")
+    return repeats
 
 
 def checked(config: GenerationConfig) -> GenerationConfig:

@@ -87,7 +87,7 @@ def audit(
         raise UserError(f"out={out_dir} is a file; give a folder for the report and the analysis tables")
     table = prompts(study, **filters)
     summary = run_prompts(table, models, run)
-    files = audit_report(Path(run.store), list(summary.models), table, summary.config_fp, out_dir,
+    files = audit_report(Path(run.store), list(summary.models), table, summary.config_fps, out_dir,
                          parse_profile=run.parse_profile, bootstrap=bootstrap, seed=bootstrap_seed, tau=tau,
                          samples=samples, title=title, study=study)
     data = load_analysis_dir(out_dir / "analysis")
@@ -192,6 +192,11 @@ def generation_settings(results: pd.DataFrame) -> dict[str, str]:
                 bits.append(f"{names[c]} {value}")
             described.append(", ".join(bits))
         out[str(model)] = " | ".join(described)
+    if "repeat" in results.columns:  # --repeats: how many times each prompt was asked
+        counts = results.groupby("model", sort=False)["repeat"].nunique()
+        for label, repeats in zip(counts.index.astype(str), counts.to_numpy(), strict=True):
+            if repeats > 1 and label in out:
+                out[label] += f", {int(repeats)} repeats per prompt (averaged first)"
     return out
 
 
@@ -199,7 +204,7 @@ def audit_report(
     store: Path,
     models: list[str],
     prompts: pd.DataFrame,
-    config_fp: str,
+    config_fp: str | Sequence[str],
     out: Path,
     *,
     parse_profile: str,
@@ -221,7 +226,8 @@ def audit_report(
 
     the_study = resolve_study(study)
     results = load_study_results(store, the_study.name, models=models, profile=parse_profile)
-    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & (results["config_fp"] == config_fp)]
+    fps = [config_fp] if isinstance(config_fp, str) else list(config_fp)  # one per repeat (--repeats)
+    results = results[results["prompt_id"].isin(set(prompts["prompt_id"])) & results["config_fp"].isin(fps)]
     if results.empty:
         raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
     result = analyze_study(results.reset_index(drop=True), the_study, profile=parse_profile, bootstrap=bootstrap,

@@ -39,6 +39,7 @@ from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.prepare import with_excluded_unusable
 from counterbench.analyses.probabilities import probability_rows
 from counterbench.analyses.profiles import get_profile
+from counterbench.analyses.repeats import within_prompt_means
 from counterbench.outcomes import has_pair_tables
 from counterbench.stats.arrays import FloatArray
 from counterbench.stats.gaps import pair_gaps, relative_gap
@@ -184,7 +185,7 @@ def model_summary(results: pd.DataFrame, study: Study, profile: str = "default")
     if results.empty:
         return {}
     standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
-    rows = ot.measured_rows(with_excluded_unusable(standard, rules), study.outcomes)
+    rows = within_prompt_means(ot.measured_rows(with_excluded_unusable(standard, rules), study.outcomes))
     if rows.empty:
         return {}
     amount = rows["kind"].astype(str).map(has_pair_tables).to_numpy(dtype=bool)  # the pair-gap measures' kinds

@@ -33,7 +33,11 @@ Statistical Hypotheses*, §17.2). Power for a true gap δ is that of a noncentra
 
 σ is measured from a run (:func:`noise_from_values`: the residual of log answers after slot and
 identity effects, pooled over a model's cells — the noise that identity effects must beat) or
-assumed (``counterbench power --noise-sd``). Without a run the answer levels of a use case are
+assumed (``counterbench power --noise-sd``). With ``--repeats K`` an answer is a prompt's mean over its K repeats
+(every table averages them first), so σ is measured on prompt means; ``counterbench power --repeats K`` projects
+it to another K with the within-prompt noise σ_w (measured between a store's repeats, or ``--repeat-noise-sd``):
+σ² = σ_p² + σ_w² / K (:func:`repeated_noise`) — repeats average sampling noise away, never the prompt's own.
+Without a run the answer levels of a use case are
 taken as equal across slots, which is optimistic for the per-use-case gaps when profiles' answers
 differ a lot (salaries from 5 to 24 LPA raise their standard error by ~7%); the figure averaged over
 use cases does not depend on the levels. ``benchmarks/calibration.py`` checks the prediction against
@@ -54,7 +58,7 @@ from counterbench.stats.inference import ALPHA, MIN_SLOTS, slot_design
 from counterbench.stats.swap_test import attainable_level
 
 __all__ = ["POWER", "design_power", "detectable_gap", "gap_power", "noise_from_values", "noise_in_unit", "power_table",
-           "with_family"]
+           "repeated_noise", "with_family", "within_prompt_noise"]
 
 POWER = 0.8
 SLOT = ["profile_id", "question_variant"]
@@ -288,6 +292,37 @@ def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
     dfs = per_cell.groupby(level="model", observed=True)["df"].sum()
     ss = (resid**2).groupby(rows["model"], observed=True).sum()
     return {str(m): float(np.sqrt(ss[m] / dfs[m])) for m in ss.index if m in dfs.index and dfs[m] > 0}
+
+
+def repeated_noise(sigma: float, within: float, measured_repeats: float, repeats: float) -> float:
+    """σ of a prompt's mean over ``repeats`` repeats (``--repeats``), from ``sigma`` — the noise of a prompt's mean
+    over ``measured_repeats`` repeats (1: of one answer) — and ``within``, the part that changes between a prompt's
+    repeats (σ_w): σ_p² = σ² − σ_w² / K_measured (the prompt's own noise, which repeats do not average away), then
+    σ_p² + σ_w² / K."""
+    between = max(sigma**2 - within**2 / max(measured_repeats, 1.0), 0.0)
+    return float(np.sqrt(between + within**2 / max(repeats, 1.0)))
+
+
+def within_prompt_noise(values: pd.DataFrame, column: str, *, log: bool) -> dict[str, tuple[float, float]]:
+    """Per model, (σ_w, the mean number of repeats per prompt) of ``column`` (its log when ``log``) between a prompt's
+    repeats (rows: one per answer, with ``prompt_id``), pooled over prompts on Σ(K − 1) degrees of freedom; σ_w is
+    0 where no prompt has two answers."""
+    rows = values[np.isfinite(values[column].astype("float64"))]
+    if log:
+        rows = rows[rows[column] > 0]
+    if rows.empty or "prompt_id" not in rows.columns:
+        return {}
+    y = rows[column].astype("float64")
+    y = pd.Series(np.log(y.to_numpy()), index=rows.index) if log else y
+    keys = [rows["model"].astype(str), rows["prompt_id"].astype(str)]
+    centred = y - y.groupby(keys, observed=True).transform("mean")
+    per_prompt = pd.DataFrame({"model": keys[0], "ss": centred**2, "one": 1}).groupby(
+        [keys[0], keys[1]], observed=True).agg(ss=("ss", "sum"), k=("one", "sum"))
+    out: dict[str, tuple[float, float]] = {}
+    for model, part in per_prompt.groupby(level=0, observed=True):
+        df = float((part["k"] - 1).sum())
+        out[str(model)] = (float(np.sqrt(part["ss"].sum() / df)) if df > 0 else 0.0, float(part["k"].mean()))
+    return out
 
 
 def power_table(values: pd.DataFrame, canonical_pairs: Mapping[str, tuple[str, str]], *, power: float = POWER,

@@ -122,7 +122,7 @@ def use_case_aliases(study_names: Iterable[str]) -> dict[str, str]:
 
 def _with_defaults(results: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in (*REQUIRED_COLUMNS, "variant", "simulated", "out_of_range", "release_value",
-                        "config_fp", "started_at", "finished_at") if c in results.columns]
+                        "config_fp", "started_at", "finished_at", "repeat") if c in results.columns]
     frame = results[cols].copy()
     if "variant" not in frame.columns:
         frame["variant"] = "standard"
@@ -226,8 +226,9 @@ def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> Prepared
     responses["usable"] = usable
 
     n_duplicates = 0
-    if profile.dedup == "first":
-        first = ~frame.duplicated(list(RELEASE_DEDUP_COLUMNS), keep="first").to_numpy()
+    repeated = "repeat" in frame.columns
+    if profile.dedup == "first":  # the first answer of each repeat (--repeats), the repeats averaged below
+        first = ~frame.duplicated([*RELEASE_DEDUP_COLUMNS, *(["repeat"] if repeated else [])], keep="first").to_numpy()
         n_duplicates = int(n_rows - first.sum())
         kept = frame.loc[first & usable, [*CELL_COLUMNS, "value"]]
     else:
@@ -235,6 +236,10 @@ def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> Prepared
     values = kept.reset_index(drop=True)
     for col in CELL_COLUMNS:
         values[col] = as_categories(values[col])
+    if profile.dedup == "first" and repeated and values.duplicated(list(CELL_COLUMNS)).any():
+        values = values.groupby(list(CELL_COLUMNS), observed=True, sort=False)["value"].mean().reset_index()
+        for col in CELL_COLUMNS:
+            values[col] = as_categories(values[col])
     if profile.dedup == "mean":
         dup = values.duplicated(list(CELL_COLUMNS), keep=False)
         if dup.any():
@@ -244,11 +249,15 @@ def prepare_results(results: pd.DataFrame, profile: AnalysisProfile) -> Prepared
             for col in CELL_COLUMNS:
                 values[col] = as_categories(values[col])
             n_duplicates = n_before - len(values)
+            if repeated:  # a prompt's repeats (--repeats) are averaged too, but are no duplicates
+                repeats = frame.loc[usable, [*CELL_COLUMNS, "repeat"]]
+                n_duplicates -= int((~repeats.duplicated()).sum()) - len(values)
 
     simulated = frame.groupby("model", sort=False)["simulated"].agg(lambda s: bool(s.fillna(False).any()))
     configs: dict[str, int] = {}
-    if "config_fp" in frame.columns:
-        configs = {str(m): int(n) for m, n in frame.groupby("model", sort=False)["config_fp"].nunique().items()}
+    if "config_fp" in frame.columns:  # a later repeat's config (--repeats) is its repeat 0's
+        own = frame if "repeat" not in frame.columns else frame[frame["repeat"].fillna(0).eq(0)]
+        configs = {str(m): max(1, int(n)) for m, n in own.groupby("model", sort=False)["config_fp"].nunique().items()}
     counts = {
         "n_responses": n_rows,
         "n_ok": int(ok.sum()),

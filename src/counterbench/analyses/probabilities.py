@@ -47,6 +47,7 @@ import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.decision_primary import COMPLETE_SHARE, decide, why_sampled
+from counterbench.analyses.repeats import within_prompt_means
 from counterbench.outcomes import get_kind, kind_member
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.outcomes.logprobs import answer_mass, answer_probabilities, stored_complete
@@ -139,7 +140,7 @@ def probability_tables(standard: pd.DataFrame, study: Study, bootstrap: int, see
     if measures.empty:
         return {}
     tables: dict[str, pd.DataFrame] = {}
-    rows = probability_rows(standard, study.outcomes)
+    rows = within_prompt_means(probability_rows(standard, study.outcomes))  # --repeats: a prompt's mean p
     if rows.empty:  # nothing complete: the sampled answers are primary, and the measures say why
         return {**tables, "decision_measures": measures}
     slots = list(study.slot_columns)

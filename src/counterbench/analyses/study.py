@@ -26,12 +26,14 @@ from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.families import families_summary, mark_families
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
+from counterbench.analyses.noise_decomposition import NOISE_SPEC
 from counterbench.analyses.prepare import (
     out_of_range_counts,
     with_excluded_unusable,
     with_out_of_range_note,
 )
 from counterbench.analyses.profiles import get_profile
+from counterbench.analyses.repeats import has_repeats, within_prompt_means
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.study_findings import amount_findings_in_study_words, outcome_summary, study_names
 from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
@@ -311,19 +313,23 @@ def outcome_table_frames(results: pd.DataFrame, study: Study, bootstrap: int, se
     is_standard = (results["variant"].astype(str).eq("standard") if "variant" in results.columns
                    else pd.Series(True, index=results.index))
     standard = results[is_standard]
-    rows = ot.measured_rows(standard, study.outcomes)
+    measured = ot.measured_rows(standard, study.outcomes)
+    rows = within_prompt_means(measured)  # --repeats: one number per prompt, its repeats' mean
     unusable: pd.DataFrame = (standard.loc[~standard["status"].astype(str).eq("ok")] if "status" in standard.columns
                               else standard.iloc[0:0])
     # the registered tables: per identity and gaps (one bootstrap pass), language shifts, the crossed
     # regression, any a package or a test adds
     tables = build_registered_tables(TableInputs(rows, study, bootstrap, seed, {}, failed=failed,
                                                  unusable=unusable.reset_index(drop=True)))
+    if has_repeats(measured):  # --repeats: the noise within prompts, between prompts and between slots
+        tables.update(build_tables([NOISE_SPEC], TableInputs(measured, study, bootstrap, seed, tables, failed=failed)))
     # the decision probabilities (label and choice use cases run with --logprobs); none otherwise
     tables.update(isolated(probabilities.PROBABILITY_TABLES, lambda: probabilities.probability_tables(
         standard, study, bootstrap, seed, tables), dict, failed))
     own = tuple(hook(study, "study_tables"))  # the study's own tables, after (and seeing) the generic ones
     if own:
-        variant_rows = ot.measured_rows(results[~is_standard], study.outcomes)  # a study table may compare them
+        variant_rows = within_prompt_means(ot.measured_rows(results[~is_standard], study.outcomes))  # a study
+        # table may compare them
         tables.update(build_tables(own, TableInputs(rows, study, bootstrap, seed, tables, failed=failed,
                                                     unusable=unusable.reset_index(drop=True),
                                                     variant_rows=variant_rows)))

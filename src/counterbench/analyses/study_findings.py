@@ -12,6 +12,7 @@ from counterbench.analyses import outcome_findings, probabilities
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses.direction import favourable_of
 from counterbench.analyses.names_sample import names_sample_findings
+from counterbench.analyses.noise_decomposition import NOISE_SPEC
 from counterbench.analyses.table_registry import registered_summary
 from counterbench.studies.base import Study
 from counterbench.studies.hooks import hook
@@ -38,7 +39,7 @@ def study_names(study: Study) -> dict[str, str]:
 def outcome_summary(tables: Mapping[str, pd.DataFrame], study: Study, bootstrap: int, seed: int,
                      finding_gaps: pd.DataFrame) -> dict[str, Any]:
     """The generic tables' part of the summary: interval methods, marks, findings, descriptions, gaps."""
-    registered = registered_summary(tables, tuple(hook(study, "study_tables")))
+    registered = registered_summary(tables, (*hook(study, "study_tables"), NOISE_SPEC))  # NOISE_SPEC: --repeats
     unsupported = dict(registered["unsupported"])
     named = (*probabilities.PROBABILITY_TABLES, probabilities.DECISION_MEASURES[0])
     decision = {name: frame for name, frame in tables.items() if name in named}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -32,6 +33,14 @@ def default_noise(unit: GapUnit) -> float:
     return float(own) if own is not None else DEFAULT_NOISE[unit.key]
 
 
+@dataclass(frozen=True)
+class _WithinRepeats:
+    """``--repeats K --repeat-noise-sd S`` without ``--noise-sd``: the kind's default noise, S of it within prompts."""
+
+    within: float
+    repeats: int
+
+
 def _noise(text: str | None) -> float | None:
     if text is None:
         return None
@@ -54,14 +63,22 @@ def _units(table: pd.DataFrame) -> dict[str, GapUnit]:
     return {str(u): gap_unit(kind_of(t if isinstance(t, str) else None)) for u, t in types.items()}
 
 
-def _measured(store: Path, models: list[str] | None, study: str) -> dict[str, dict[str, float]]:
+def _measured(store: Path, models: list[str] | None, study: str,
+              repeats: int | None = None) -> dict[str, dict[str, float]]:
     """Per model, the noise of its answers in each unit the study's use cases have (a fraction for amounts,
     from log answers; the kind's own unit otherwise: percentage points of "yes" for a label, points for a
-    score), after slot and identity effects."""
+    score), after slot and identity effects — of a prompt's mean over its repeats (``--repeats``), projected to
+    ``repeats`` repeats when given (the within-prompt noise measured between the store's repeats)."""
     from counterbench.analyses import outcome_tables as ot
-    from counterbench.analyses.power import noise_from_values, noise_in_unit
+    from counterbench.analyses.power import (
+        noise_from_values,
+        noise_in_unit,
+        repeated_noise,
+        within_prompt_noise,
+    )
     from counterbench.analyses.prepare import prepare_results
     from counterbench.analyses.profiles import get_profile
+    from counterbench.analyses.repeats import within_prompt_means
     from counterbench.outcomes.units import gap_unit
     from counterbench.run.results import load_results
     from counterbench.run.study_results import results_of_study
@@ -83,19 +100,23 @@ def _measured(store: Path, models: list[str] | None, study: str) -> dict[str, di
         if mine.empty:
             continue
         if next(u for u in units.values() if u.key == key).relative:
-            values = prepare_results(mine, get_profile("default")).values
+            values = prepare_results(mine, get_profile("default")).values  # a prompt's repeats averaged
             measured = noise_from_values(values)
+            within = within_prompt_noise(mine[mine["status"].astype(str).eq("ok")], "value", log=True)
         else:
-            measured = noise_in_unit(ot.measured_rows(mine, the_study.outcomes), the_study.slot_columns)
+            rows = ot.measured_rows(mine, the_study.outcomes)
+            measured = noise_in_unit(within_prompt_means(rows), the_study.slot_columns)
+            within = within_prompt_noise(rows, "y", log=False)
         for model, sigma in measured.items():
+            if repeats is not None and model in within:  # the prompt's own noise stays; the repeats' is /K
+                sigma = repeated_noise(sigma, within[model][0], within[model][1], repeats)
             noise.setdefault(model, {})[key] = sigma
     if not noise:
         raise UserError(f"store {store} has too few answers to measure noise (needs ≥ 2 profiles × 2 identifiers)")
     return noise
 
 
-def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, float | Mapping[str, float] | None],
-                power: float) -> pd.DataFrame:
+def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, Any], power: float) -> pd.DataFrame:
     """Detectable gaps of the filtered design for each noise level (one row block per source), each use
     case in its outcome kind's unit (use cases of one unit are averaged together). A ``None`` noise is the
     kind's default (:data:`DEFAULT_NOISE`); a mapping gives the noise per unit key (measured).
@@ -125,6 +146,11 @@ def power_frame(study: str, filters: Mapping[str, Any], noise: Mapping[str, floa
                 if unit.key not in sigma:
                     continue  # no answers of this unit in the store
                 chosen = float(sigma[unit.key])
+            elif isinstance(sigma, _WithinRepeats):  # --repeat-noise-sd with the kind's default noise
+                from counterbench.analyses.power import repeated_noise
+
+                base = default_noise(unit)
+                chosen = repeated_noise(base, min(sigma.within, base), 1, sigma.repeats)
             else:
                 chosen = default_noise(unit) if sigma is None else sigma
             frames.append(design_power(part, the_study.canonical_pairs, chosen, power=power, unit=unit, family=family)
@@ -203,6 +229,13 @@ def power_command(
     store: Annotated[Path | None, typer.Option(
         "--store", help="Measure each model's noise from the answers in this store instead.")] = None,
     model: Annotated[list[str] | None, typer.Option("--model", "-m", help="With --store: only this model.")] = None,
+    repeats: Annotated[int | None, typer.Option(
+        "--repeats", min=1, help="Each prompt asked this many times (run --repeats): the noise of a prompt's mean. "
+        "With --store: the within-prompt noise measured between its repeats (default: the store's own number); "
+        "otherwise --repeat-noise-sd.")] = None,
+    repeat_noise_sd: Annotated[str | None, typer.Option(
+        "--repeat-noise-sd", metavar="S", help="With --repeats and an assumed noise: the part of --noise-sd that "
+        "changes between repeats of one prompt (default 0: repeats average nothing away).")] = None,
     power: Annotated[float, typer.Option("--power", help="Target power (0.8 = found 80% of the time).")] = 0.8,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the table as .csv.")] = None,
 ) -> None:
@@ -213,9 +246,21 @@ def power_command(
     assumed = _noise(noise_sd)
     if store is not None and assumed is not None:
         raise UserError("give --noise-sd or --store, not both")
-    noise: dict[str, float | Mapping[str, float] | None] = {"assumed": assumed}
+    within = _noise(repeat_noise_sd)
+    if within is not None and (store is not None or repeats is None):
+        raise UserError("--repeat-noise-sd goes with --repeats and an assumed noise (with --store it is measured)")
+    noise: dict[str, Any] = {"assumed": assumed}
+    if assumed is not None and within is not None and repeats is not None:
+        if within > assumed:
+            raise UserError(f"--repeat-noise-sd ({within:g}) is part of --noise-sd ({assumed:g}): give at most it")
+        from counterbench.analyses.power import repeated_noise
+
+        noise = {f"assumed, {repeats} repeats": repeated_noise(assumed, within, 1, repeats)}
+    elif within is not None and repeats is not None:
+        noise = {f"assumed, {repeats} repeats": _WithinRepeats(within, repeats)}
     if store is not None:
-        noise = {f"measured, {m}": s for m, s in _measured(store, model, study).items()}
+        label = "" if repeats is None else f" at {repeats} repeats"
+        noise = {f"measured{label}, {m}": s for m, s in _measured(store, model, study, repeats).items()}
     filters = {"preset": preset, "use_case": use_case, "language": language, "question_variant": question_variant}
     frame = power_frame(study, filters, noise, power)
     _print(frame, power)

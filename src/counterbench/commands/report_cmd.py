@@ -232,7 +232,7 @@ def audit_command(
     from counterbench.pipeline import audit_report
 
     files = audit_report(
-        store, list(summary.models), table, summary.config_fp, out, parse_profile=parse_profile,
+        store, list(summary.models), table, summary.config_fps, out, parse_profile=parse_profile,
         bootstrap=bootstrap, seed=bootstrap_seed, tau=tau, samples=samples, title=title, study=the_study,
     )
     lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}",

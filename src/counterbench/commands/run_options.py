@@ -41,6 +41,11 @@ MaxTokensOpt = Annotated[
 GenerationSeedOpt = Annotated[
     int | None, typer.Option("--generation-seed", help="Seed sent to the model (where supported).")
 ]
+RepeatsOpt = Annotated[
+    int, typer.Option("--repeats", min=1, help="Ask every prompt this many times (repeat k ≥ 1 seeded with "
+                      "--generation-seed + k where the model takes a seed); every table averages a prompt's "
+                      "answers first and the noise_decomposition table splits the noise.")
+]
 ReasoningEffortOpt = Annotated[
     str | None, typer.Option("--reasoning-effort", help="e.g. low/medium/high (off by default).")
 ]
@@ -136,6 +141,7 @@ RUN_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("temperature", TemperatureOpt, GenerationOptions.temperature),
     ("max_tokens", MaxTokensOpt, None),
     ("generation_seed", GenerationSeedOpt, None),
+    ("repeats", RepeatsOpt, GenerationOptions.repeats),
     ("reasoning_effort", ReasoningEffortOpt, None),
     ("structured", StructuredOpt, None),
     ("logprobs", LogprobsOpt, GenerationOptions.logprobs),
@@ -172,6 +178,7 @@ def run_options_from_cli(
     temperature: float = GenerationOptions.temperature,
     max_tokens: int | None = None,
     generation_seed: int | None = None,
+    repeats: int = GenerationOptions.repeats,
     reasoning_effort: str | None = None,
     structured: bool | None = None,
     logprobs: int = 0,
@@ -202,7 +209,7 @@ def run_options_from_cli(
     generation = GenerationOptions(
         temperature=temperature, max_tokens=max_tokens, seed=generation_seed, reasoning_effort=reasoning_effort,
         structured=structured, structured_mode=structured_mode, structured_fallback=structured_fallback,
-        logprobs=logprobs,
+        logprobs=logprobs, repeats=repeats,
     )
     generation.config(models)  # refuses a bad generation flag now
     options = RunOptions(

@@ -48,9 +48,13 @@ class GenerationConfig:
     explicit limit wins) and the prompt table requests limits; the run engine applies it per request
     (:meth:`for_prompt`), so every backend receives the prompt's limit.
 
-    The structured fields, ``prompt_max_tokens`` and ``logprobs`` enter :meth:`as_dict` (and so the
+    ``repeat`` is the repeat's index (``--repeats K``: each prompt asked K times): repeat 0 is the one request
+    a run without repeats sends; repeat k ≥ 1 is its own config (its own fingerprint, so its answers are stored
+    and cached apart) sent with the seed :attr:`sent_seed`.
+
+    The structured fields, ``prompt_max_tokens``, ``logprobs`` and ``repeat`` enter :meth:`as_dict` (and so the
     fingerprint) only when they differ from their defaults, so configs recorded before they existed keep
-    their fingerprints.
+    their fingerprints (a stored config without ``repeat`` is repeat 0).
     """
 
     temperature: float = 0.0
@@ -62,6 +66,19 @@ class GenerationConfig:
     structured_fallback: str = "free-text"
     prompt_max_tokens: bool = False
     logprobs: int = 0
+    repeat: int = 0
+
+    @property
+    def sent_seed(self) -> int | None:
+        """The seed a backend that takes one sends: ``seed`` for repeat 0; ``seed + repeat`` for a later repeat
+        (``repeat`` itself when no seed was given), so every repeat is a seeded draw of its own."""
+        if not self.repeat:
+            return self.seed
+        return (self.seed or 0) + self.repeat
+
+    def for_repeat(self, repeat: int) -> GenerationConfig:
+        """The config of repeat ``repeat`` (0: the run's own config)."""
+        return self if repeat == self.repeat else replace(self, repeat=repeat)
 
     def for_prompt(self, requested: int | None) -> GenerationConfig:
         """The config one prompt is sent with: its ``requested`` limit when ``prompt_max_tokens`` is on."""
@@ -84,7 +101,7 @@ class GenerationConfig:
 
 #: fields added after stores were first written, left out of ``as_dict`` at their default value
 _LATER_DEFAULTS: dict[str, Any] = {"structured_mode": None, "structured_fallback": "free-text",
-                                   "prompt_max_tokens": False, "logprobs": 0}
+                                   "prompt_max_tokens": False, "logprobs": 0, "repeat": 0}
 
 #: one generated token: its text, its log-probability, and the most likely alternatives at its position
 #: (text, log-probability), as OpenAI-protocol servers and llama.cpp report them

@@ -228,8 +228,8 @@ class LlamaCppBackend:
         messages.append({"role": "user", "content": request.user})
         body: dict[str, Any] = {"messages": messages, "temperature": config.temperature,
                                 "max_tokens": config.max_tokens, "cache_prompt": self.reuse_prefix}
-        if config.seed is not None:
-            body["seed"] = config.seed
+        if config.sent_seed is not None:
+            body["seed"] = config.sent_seed
         if wants_logprobs(request) or reads_answer_probabilities(request):
             body["logprobs"] = True
             body["top_logprobs"] = max(config.logprobs, ANSWER_TOP_LOGPROBS)

@@ -195,8 +195,8 @@ class OpenAICompatBackend:
             "temperature": config.temperature,
             self.max_tokens_field: config.max_tokens,
         }
-        if config.seed is not None:
-            payload["seed"] = config.seed
+        if config.sent_seed is not None:
+            payload["seed"] = config.sent_seed
         if config.reasoning_effort is not None:
             if self.reasoning_style == "openrouter":
                 payload["reasoning"] = {"effort": config.reasoning_effort}

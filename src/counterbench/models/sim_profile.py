@@ -7,6 +7,7 @@ The file format (every key optional; what the values do is :mod:`counterbench.mo
     planted: ...                 # one sentence saying what its effects plant (the report's banner shows it)
     seed: TEXT                   # the noise stream's seed (default: the file's name); another seed, another draw
     noise_sd: 0.05               # refusal_rate, malformed_rate (0..1, summing to at most 1), latency_ms
+    repeat_noise_sd: 0.1         # within-prompt noise: each repeat's own draw (--repeats)
     refusal_text / malformed_text / generic_refusal_text / generic_malformed_text: ...
     default: {unit: INR, default: 1000000, range: [lo, hi], profiles: {PROFILE: value},
               anchor: {columns: [COLUMN, ...], factor: 1.0, lpa_below: 1000}, round_to: 1, decimals: 0,
@@ -55,9 +56,9 @@ for _own in sorted(resources.files(PRESET_PACKAGE).joinpath(PRESET_DIR).iterdir(
 
 #: the keys a simulation file may have, at the top level and in an answer spec (``default``, a use case's,
 #: an answer type's) and its ``anchor``; an outcome kind's entry has ``default`` only
-TOP_KEYS = ("description", "planted", "seed", "noise_sd", "refusal_rate", "malformed_rate", "latency_ms",
-            "refusal_text", "malformed_text", "generic_refusal_text", "generic_malformed_text", "default", "use_cases",
-            "answer_types", "outcomes", "identifier_effects", "identifier_effects_by_use_case",
+TOP_KEYS = ("description", "planted", "seed", "noise_sd", "repeat_noise_sd", "refusal_rate", "malformed_rate",
+            "latency_ms", "refusal_text", "malformed_text", "generic_refusal_text", "generic_malformed_text", "default",
+            "use_cases", "answer_types", "outcomes", "identifier_effects", "identifier_effects_by_use_case",
             "identifier_effects_studies", "profile_effects", "language_effects", "effects", "logprobs")
 SPEC_KEYS = ("unit", "default", "range", "profiles", "anchor", "round_to", "decimals", "label_from")
 ANCHOR_KEYS = ("columns", "factor", "lpa_below")
@@ -121,6 +122,8 @@ class SimProfile:
 
     description: str = ""
     noise_sd: float = 0.0
+    #: within-prompt noise: a multiplicative log-normal draw per repeat (``--repeats``)
+    repeat_noise_sd: float = 0.0
     refusal_rate: float = 0.0
     malformed_rate: float = 0.0
     latency_ms: float = 0.0
@@ -210,14 +213,15 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
         raise UserError(f"{where}: expected a mapping at the top level")
     try:
         _check_keys(data)
-        rates = {k: number(data.get(k, 0.0), k) for k in ("noise_sd", "refusal_rate", "malformed_rate", "latency_ms")}
+        rates = {k: number(data.get(k, 0.0), k) for k in ("noise_sd", "repeat_noise_sd", "refusal_rate",
+                                                           "malformed_rate", "latency_ms")}
         for key in ("refusal_rate", "malformed_rate"):
             if not 0.0 <= rates[key] <= 1.0:
                 raise ValueError(f"{key} must be between 0 and 1")
         if rates["refusal_rate"] + rates["malformed_rate"] > 1.0:
             raise ValueError("refusal_rate + malformed_rate must not exceed 1")
-        if rates["noise_sd"] < 0 or rates["latency_ms"] < 0:
-            raise ValueError("noise_sd and latency_ms must not be negative")
+        if rates["noise_sd"] < 0 or rates["repeat_noise_sd"] < 0 or rates["latency_ms"] < 0:
+            raise ValueError("noise_sd, repeat_noise_sd and latency_ms must not be negative")
         extra: dict[str, Any] = _logprobs_keys(data.get("logprobs"))
         if "seed" in data:
             if isinstance(data["seed"], bool) or not isinstance(data["seed"], (str, int)) or str(data["seed"]) == "":
@@ -229,6 +233,7 @@ def profile_from_dict(data: Any, *, where: str = "simulation config") -> SimProf
                 extra[key] = str(data[key])
         return SimProfile(
             noise_sd=rates["noise_sd"],
+            repeat_noise_sd=rates["repeat_noise_sd"],
             refusal_rate=rates["refusal_rate"],
             malformed_rate=rates["malformed_rate"],
             latency_ms=rates["latency_ms"],

@@ -14,6 +14,9 @@ Answers are a pure function of the model name, the request and its seed::
 * **noise** — ``exp(noise_sd × z)`` with ``z`` standard normal, seeded from a SHA-256 of ``name | prompt_id |
   seed`` (never Python's ``hash()``; a simulation file's name counts as ``sim:FILENAME``, without its directory),
   so the same request always gets the same answer, in any process and in any checkout;
+* **repeats** (``--repeats``) — the noise above is the prompt's own; repeat k ≥ 1 takes its refusal and label
+  draws from its own stream, and ``repeat_noise_sd`` multiplies every repeat by ``exp(repeat_noise_sd × z_k)``,
+  ``z_k`` seeded by the repeat's index: within-prompt noise apart from ``noise_sd`` and the slots' baselines;
 * ``refusal_rate`` / ``malformed_rate`` — the same seeded stream decides whether to answer with ``refusal_text``
   or ``malformed_text`` (free text without a number; the file's, else the study's, else generic) instead;
 * ``latency_ms`` — optional ``asyncio.sleep`` per request;
@@ -194,12 +197,26 @@ class SimulatedBackend:
             value = _kind_default(spec)
         return self._with_effects(value, meta)
 
+    def _repeat_draws(self, request: ChatRequest, u_outcome: float, u_draw: float) -> tuple[float, float, float]:
+        """A repeat's (refusal draw, label draw) — repeat 0's are the prompt's — and its within-prompt noise factor."""
+        k = request.config.repeat
+        if k:
+            u_outcome, u_draw = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed, "repeat",
+                                                   k, count=2)
+        sd = self.profile.repeat_noise_sd
+        if sd <= 0:
+            return u_outcome, u_draw, 1.0
+        z1, z2 = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed, "repeat-noise", k,
+                                    count=2)
+        return u_outcome, u_draw, math.exp(sd * standard_normal(z1, z2))
+
     def _answer_outcome(self, request: ChatRequest) -> str:
         from counterbench.outcomes import get_kind, member, spec_from_answer_type
 
         p = self.profile
         spec = spec_from_answer_type(str(request.answer_type))
         u_outcome, u1, u2, u3 = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed, count=4)
+        u_outcome, u3, within = self._repeat_draws(request, u_outcome, u3)
         if u_outcome < p.refusal_rate:
             return p.generic_refusal_text
         if u_outcome < p.refusal_rate + p.malformed_rate:
@@ -213,7 +230,7 @@ class SimulatedBackend:
             spec = self._target_first(spec, request)
         if member(kind, "sim_noise"):  # a plug-in kind's value is noisy unless it says otherwise
             z = standard_normal(u1, u2)
-            latent *= math.exp(p.noise_sd * z)
+            latent *= math.exp(p.noise_sd * z) * within
         return kind.simulate(spec, latent, u3)
 
     def planted_probabilities(self, request: ChatRequest) -> dict[str, float] | None:
@@ -279,11 +296,12 @@ class SimulatedBackend:
             return self._answer_outcome(request)
         p = self.profile
         u_outcome, u1, u2 = stable_unit_floats(self.seed_name, request.prompt_id, request.config.seed)
+        u_outcome, _, within = self._repeat_draws(request, u_outcome, 0.0)
         if u_outcome < p.refusal_rate + p.malformed_rate:
             refusal, malformed = self._texts(request.metadata)
             return refusal if u_outcome < p.refusal_rate else malformed
         z = standard_normal(u1, u2)
-        value = self.expected_value(request) * math.exp(p.noise_sd * z)
+        value = self.expected_value(request) * math.exp(p.noise_sd * z) * within
         return format_answer(value, self._spec_for(request))
 
     async def complete(self, request: ChatRequest) -> ChatResult:

@@ -48,6 +48,15 @@ class PromptItem:
     est_input_tokens: int
     #: the prompt's ``requested_max_tokens`` (``None``: none), sent when the config's ``prompt_max_tokens`` is on
     max_tokens: int | None = None
+    #: ``--repeats``: which repeat of the prompt this is (0: the run's own request), and for a later repeat its
+    #: generation config and that config's fingerprint (``None``: the run's)
+    repeat: int = 0
+    config: GenerationConfig | None = None
+    config_fp: str | None = None
+
+    def key(self) -> str:
+        """The item's key among a model's work: its prompt id, with the repeat's index after a later repeat."""
+        return self.prompt_id if not self.repeat else f"{self.prompt_id}\x00{self.repeat}"
 
 
 #: a request group: prompts that share one request (the first is sent, the others copy its answer),
@@ -66,7 +75,7 @@ class Work:
     retrying_errors: int = 0
     #: stored rows without a finished answer left alone (no ``retry_errors``)
     stored_errors: int = 0
-    #: prompt ids of re-sent ``truncated`` rows that go out with ``bigger_config`` (a larger token limit)
+    #: keys (``PromptItem.key``) of re-sent ``truncated`` rows that go out with ``bigger_config`` (a larger token limit)
     bigger_tokens: set[str] | None = None
     bigger_config: GenerationConfig | None = None
 
@@ -212,7 +221,7 @@ def plan_model(
                 continue
             work.retrying_errors += 1
             if status == "truncated" and bigger_config is not None:
-                bigger.add(item.prompt_id)
+                bigger.add(item.key())
         request_key = config_fp if not honour or item.max_tokens is None else f"{config_fp}/{item.max_tokens}"
         todo.append((item, request_fingerprint(model, item.system, item.user, request_key)))
     if changed:
@@ -238,11 +247,45 @@ def plan_model(
     return work
 
 
+def plan_repeats(
+    store: Store,
+    items: list[PromptItem],
+    model: str,
+    config: GenerationConfig,
+    repeats: int,
+    *,
+    no_cache: bool,
+    retry_errors: bool,
+    bigger_config: GenerationConfig | None = None,
+) -> Work:
+    """:func:`plan_model` for each of ``repeats`` repeats of every prompt (``--repeats``), merged into one lane's
+    work: repeat 0 under the run's config, repeat k under ``config.for_repeat(k)`` — its own fingerprint, so each
+    repeat is stored, resumed and cached on its own. Repeat 0's prompts come first."""
+    work = plan_model(store, items, model, config.fingerprint(), no_cache=no_cache, retry_errors=retry_errors,
+                      bigger_config=bigger_config, config=config)
+    for k in range(1, repeats):
+        own = config.for_repeat(k)
+        fp = own.fingerprint()
+        copies = [PromptItem(i.prompt_id, i.prompt_hash, i.system, i.user, i.use_case, i.answer_type, i.metadata,
+                             i.est_input_tokens, i.max_tokens, k, own, fp) for i in items]
+        more = plan_model(store, copies, model, fp, no_cache=no_cache, retry_errors=retry_errors,
+                          bigger_config=bigger_config, config=own)
+        work.groups.extend(more.groups)
+        work.from_cache.extend(more.from_cache)
+        work.already_done += more.already_done
+        work.retrying_errors += more.retrying_errors
+        work.stored_errors += more.stored_errors
+        if more.bigger_tokens:
+            work.bigger_tokens = (work.bigger_tokens or set()) | more.bigger_tokens
+            work.bigger_config = more.bigger_config
+    return work
+
+
 def _split_bigger(group: list[tuple[PromptItem, str]], bigger: set[str]) -> list[list[tuple[PromptItem, str]]]:
-    if not any(item.prompt_id in bigger for item, _ in group):
+    if not any(item.key() in bigger for item, _ in group):
         return [group]
-    rest = [pair for pair in group if pair[0].prompt_id not in bigger]
-    return [[pair] for pair in group if pair[0].prompt_id in bigger] + ([rest] if rest else [])
+    rest = [pair for pair in group if pair[0].key() not in bigger]
+    return [[pair] for pair in group if pair[0].key() in bigger] + ([rest] if rest else [])
 
 
 def clean_value(value: Any) -> Any:

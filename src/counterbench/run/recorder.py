@@ -121,7 +121,8 @@ class Recorder:
     ) -> Row:
         """One ``responses`` row, in the writer's column order."""
         return (
-            item.prompt_id, item.prompt_hash, lane.model, lane.config_fp, fp, lane.simulated, parsed.status,
+            item.prompt_id, item.prompt_hash, lane.model, item.config_fp or lane.config_fp, fp, lane.simulated,
+            parsed.status,
             text, reason, parsed.value, parsed.unit, parsed.release_value, parsed.release_unit,
             parsed.is_range, parsed.out_of_range, parsed.reason, self.parser.profile, n_in, n_out, cost,
             latency, attempts, error, cached, reported, "run", started, finished, self.run_id, *reading,

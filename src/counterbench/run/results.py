@@ -1,7 +1,8 @@
 """Reading the store back: the results table, exports, and re-parsing stored raw text.
 
 :func:`load_results` is what the analyses consume: one row per response, joined with its prompt's
-design columns and its generation config. Re-parsing (:func:`reparse_store`, ``counterbench
+design columns and its generation config (and, when the store holds repeats, ``--repeats``, each answer's
+``repeat``: 0 for a config recorded without one). Re-parsing (:func:`reparse_store`, ``counterbench
 parse``) never calls a model: raw text is kept forever.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, REQUESTED_MAX_TOKENS, USAGE_COLUMNS
@@ -148,6 +150,9 @@ def _finish_frame(frame: pd.DataFrame, configs: dict[str, dict[str, Any]]) -> pd
         requested = pd.to_numeric(design_frame[REQUESTED_MAX_TOKENS], errors="coerce")
         mask = pd.Series([honoured[c] if c >= 0 else False for c in fp_codes], index=frame.index) & requested.notna()
         config_frame["max_tokens"] = config_frame["max_tokens"].astype(object).where(~mask, requested.astype(object))
+    repeats = [int(configs.get(fp, {}).get("repeat") or 0) for fp in fps]
+    if any(repeats):  # --repeats: which repeat each answer is (a config without one is repeat 0)
+        config_frame["repeat"] = np.asarray([*repeats, 0], dtype=np.int64)[fp_codes]
     frame = pd.concat([frame, config_frame, design_frame], axis=1)
     for col in ("simulated", "cached"):
         frame[col] = frame[col].fillna(0).astype(bool)

@@ -25,14 +25,14 @@ from counterbench.models.base import Backend, GenerationConfig, endpoint_of
 from counterbench.models.labels import model_spec
 from counterbench.models.simulated import SimulatedBackend
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
-from counterbench.options import RunOptions
+from counterbench.options import RunOptions, check_repeats
 from counterbench.run.batch_engine import check_batch, engine_for
 from counterbench.run.costs import load_price_table
 from counterbench.run.identity import check_endpoint, check_model_spec
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
 from counterbench.run.limits import RateLimits
 from counterbench.run.parsing import ResponseParser
-from counterbench.run.plan import plan_model, prompt_items
+from counterbench.run.plan import plan_repeats, prompt_items
 from counterbench.run.progress import RunDisplay, sum_counters
 from counterbench.run.prompt_ids import store_prompt_ids
 from counterbench.run.redact import Redactor
@@ -110,6 +110,7 @@ async def arun_prompts(
                 models={lane.model: lane_summary(lane) for lane in lanes}, totals=totals.as_dict(),
                 elapsed_s=time.monotonic() - setup.started, resume_command=safe_command, unsaved_file=unsaved,
                 notes=notes, config_fp=str(run_config["config_fp"]), cost_unsure_usd=round(engine.budget.unsure, 6),
+                repeat_config_fps=tuple(run_config.get("repeat_config_fps", ())),
             )
         finally:
             store_obj.close()
@@ -160,6 +161,9 @@ def _settle(prompts: pd.DataFrame, models: Sequence[str | Backend], opts: RunOpt
     started = time.monotonic()
     opts.check()
     config = opts.generation_config(models)
+    check_repeats(opts.generation.repeats)
+    if opts.generation.repeats > 1 and (opts.batch or ray_opts is not None):
+        raise UserError("--repeats goes with the engine on this machine only, not with --batch or --ray")
     items, records = prompt_items(prompts)
     if config.prompt_max_tokens and all(item.max_tokens is None for item in items):
         config = dataclasses.replace(config, prompt_max_tokens=False)  # nothing to honour: the plain fingerprint
@@ -200,6 +204,10 @@ def _run_config(setup: _Setup, backends: list[Backend], modes: Mapping[str, Any]
         "parse_profile": opts.parse_profile, "structured_modes": dict(modes),
         "batch": opts.batch,
     }
+    if opts.generation.repeats > 1:  # a run without repeats records its settings as before
+        run_config["repeats"] = opts.generation.repeats
+        run_config["repeat_config_fps"] = [config.for_repeat(k).fingerprint()
+                                           for k in range(1, opts.generation.repeats)]
     if setup.ray_opts is not None:
         ray = setup.ray_opts
         run_config["ray"] = {"address": ray.address, "actors": ray.actors, "threads": ray.threads}
@@ -219,14 +227,16 @@ def _plan_lanes(store: Store, run_id: int, setup: _Setup, backends: list[Backend
             if not opts.same_model:  # a moved endpoint is the endpoint check's: URLs are not compared
                 check_model_spec(store, b.name, model_spec(b))
         store.save_config(config_fp, config.as_dict())
+        for k in range(1, opts.generation.repeats):
+            store.save_config(config.for_repeat(k).fingerprint(), config.for_repeat(k).as_dict())
         setup.records = store_prompt_ids(store, items, setup.records)  # unique per study in this store
         largest = max(i.est_input_tokens + config.for_prompt(i.max_tokens).max_tokens for i in items)
         largest = max(largest, max(i.est_input_tokens for i in items) + (setup.bigger.max_tokens if setup.bigger
                                                                           else 0))
         lanes = [
             Lane(model=b.name, backend=b, config_fp=config_fp,
-                 work=plan_model(store, items, b.name, config_fp, no_cache=opts.no_cache,
-                                 retry_errors=opts.retry_errors, bigger_config=setup.bigger, config=config),
+                 work=plan_repeats(store, items, b.name, config, opts.generation.repeats, no_cache=opts.no_cache,
+                                   retry_errors=opts.retry_errors, bigger_config=setup.bigger),
                  price=setup.price_table.lookup(model_spec(b), batch=setup.opts.batch),
                  request_bucket=setup.limits.request_bucket(),
                  token_bucket=setup.limits.token_bucket(largest))

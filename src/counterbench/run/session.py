@@ -72,8 +72,11 @@ class RunSession:
     def _config_for(self, lane: Lane, item: PromptItem) -> GenerationConfig:
         """The config ``item`` is sent with: --retry-max-tokens, else the prompt's own limit, else the run's."""
         work = lane.work
-        if work.bigger_tokens is not None and item.prompt_id in work.bigger_tokens:
-            return work.bigger_config or self.config  # --retry-max-tokens wins over a prompt's own limit
+        if work.bigger_tokens is not None and item.key() in work.bigger_tokens:
+            # --retry-max-tokens wins over a prompt's own limit
+            return (work.bigger_config or self.config).for_repeat(item.repeat)
+        if item.config is not None:  # a later repeat (--repeats): its own config
+            return item.config.for_prompt(item.max_tokens)
         if item.max_tokens is not None and self.config.prompt_max_tokens:
             return self._prompt_configs.get(item.max_tokens) or self._prompt_config(item.max_tokens)
         return self.config

@@ -26,6 +26,13 @@ class RunSummary:
     #: with --max-cost: USD that attempts of unknown bill (timeouts, dropped connections) may have cost
     #: at worst, counted against the budget next to ``totals["cost_usd"]``
     cost_unsure_usd: float = 0.0
+    #: with ``--repeats K``: the fingerprints of repeats 1 … K−1 (repeat 0's is ``config_fp``)
+    repeat_config_fps: tuple[str, ...] = ()
+
+    @property
+    def config_fps(self) -> tuple[str, ...]:
+        """Every generation config this run's answers are stored under (one per repeat)."""
+        return (self.config_fp, *self.repeat_config_fps)
 
     @property
     def complete(self) -> bool:

@@ -75,6 +75,8 @@ class FaultConfig:
     reject_response_formats: tuple[str, ...] = ()
     #: the answer text for ``(system, user)`` instead of the default number (in-process servers only)
     reply: Callable[[str, str], str] | None = None
+    #: the answer text for the whole request body (its messages, ``seed``, ...), before ``reply`` (in-process only)
+    reply_payload: Callable[[dict[str, Any]], str] | None = None
     #: a label or choice prompt's answer probabilities for ``(system, user)`` instead of
     #: :func:`label_probabilities` (in-process servers only; ``None`` from it: not a label prompt)
     labels: Callable[[str, str], dict[str, float] | None] | None = None

@@ -174,7 +174,9 @@ class FakeOpenAIServer(FakeServerBase):
     ) -> web.Response:
         labelled = label_answer(self.config, system, user)
         if content is ...:
-            if self.config.reply is not None:
+            if self.config.reply_payload is not None:
+                content = self.config.reply_payload(payload)
+            elif self.config.reply is not None:
                 content = self.config.reply(system, user)
             else:
                 content = labelled[0] if labelled is not None else answer_text(system, user)
