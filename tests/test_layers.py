@@ -35,7 +35,7 @@ LAYERS: dict[str, int] = {
     "analyses": 6, "families": 6,
     "report": 7, "viewer": 7, "gate": 7,
     "builtin": 8,
-    "pipeline": 9, "__init__": 9, "inspect_ext": 9, "testing": 9,
+    "pipeline": 9, "sequential": 9, "__init__": 9, "inspect_ext": 9, "testing": 9,
     "commands": 10, "cli": 10,
 }
 #: (importing file, imported module) -> why this import goes up a layer (at most 3)

@@ -27,8 +27,8 @@ from counterbench.errors import UserError
 if TYPE_CHECKING:
     from counterbench.models.base import Backend, GenerationConfig
 
-__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_STORE", "GenerationOptions", "RunOptions", "prompt_token_limit",
-           "resolve_structured"]
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_STORE", "GenerationOptions", "RunOptions", "StoppingRule",
+           "prompt_token_limit", "resolve_structured"]
 
 #: the store a run writes when none is named
 DEFAULT_STORE = Path("counterbench.db")
@@ -163,6 +163,59 @@ GENERATION_KEYWORDS = {f.name: f.name for f in dataclasses.fields(GenerationOpti
 
 
 @dataclass(frozen=True)
+class StoppingRule:
+    """``--stop-when decided``: send the design's slots in a seeded random order, ``look_every`` prompts (whole
+    slots) a round, and stop a model when every comparison of its family is decided (see
+    :mod:`counterbench.analyses.sequential`). ``alpha``: the family's error over every look; ``interim_alpha``:
+    the part spent on the looks before the full design; ``margins``: the equivalence margin per outcome kind
+    (``*``: every kind), in the kind's gap unit; ``seed``: the order of the slots."""
+
+    alpha: float = 0.05
+    interim_alpha: float = 0.01
+    margins: Mapping[str, float] = field(default_factory=dict)
+    look_every: int = 100
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 1 or not 0 < self.interim_alpha < self.alpha:
+            raise UserError(f"the stopping rule needs 0 < interim alpha < alpha < 1, got {self.interim_alpha:g} "
+                            f"and {self.alpha:g}")
+        if isinstance(self.look_every, bool) or not isinstance(self.look_every, int) or self.look_every < 1:
+            raise UserError(f"--look-every must be a whole number of prompts, 1 or more, got {self.look_every!r}")
+        for kind, margin in self.margins.items():
+            if not isinstance(margin, int | float) or not math.isfinite(margin) or margin <= 0:
+                raise UserError(f"--margin for {kind} must be a positive number, got {margin!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The rule as the store records it (in the run's settings)."""
+        return {"alpha": self.alpha, "interim_alpha": self.interim_alpha, "margins": dict(self.margins),
+                "look_every": self.look_every, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StoppingRule:
+        return cls(alpha=float(data["alpha"]), interim_alpha=float(data["interim_alpha"]),
+                   margins={str(k): float(v) for k, v in dict(data.get("margins", {})).items()},
+                   look_every=int(data["look_every"]), seed=int(data["seed"]))
+
+
+def parse_margins(texts: Sequence[str]) -> dict[str, float]:
+    """``--margin`` values: ``5`` or ``5%`` (every kind) and ``KIND=5`` (one kind), in the kind's gap unit."""
+    out: dict[str, float] = {}
+    for text in texts:
+        kind, _, value = text.rpartition("=")
+        number = value.strip().rstrip("%").strip()
+        try:
+            margin = float(number)
+        except ValueError:
+            raise UserError(f"--margin takes a number or KIND=NUMBER (e.g. 5, amount=5%, label=10), got {text!r}"
+                            ) from None
+        if not math.isfinite(margin) or margin <= 0:
+            raise UserError(f"--margin must be a positive number, got {text!r}")
+        out[kind.strip() or "*"] = margin
+    return out
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """How prompts are sent and where the answers go: every option of ``counterbench run``.
 
@@ -208,6 +261,9 @@ class RunOptions:
     batch: bool = False
     batch_size: int | None = None
     batch_poll: float = 60.0
+    #: the sequential rule this run is a round of (``--stop-when decided``): recorded in the store's run
+    #: settings; :func:`counterbench.sequential.run_until_decided` drives the rounds
+    stopping: StoppingRule | None = None
 
     @classmethod
     def from_keywords(cls, base: RunOptions | None = None, **keywords: Any) -> RunOptions:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from counterbench.report.api import ReportFiles
     from counterbench.report.context import ReportInput
     from counterbench.run.summary import RunSummary
+    from counterbench.sequential import SequentialRun
 
 __all__ = ["Audit", "GenerationOptions", "RunOptions", "analyze", "analyze_store", "audit", "audit_report",
            "generation_settings", "import_runs", "run_prompts", "run_sync"]
@@ -62,6 +63,10 @@ def audit(
     tau: float = 10.0,
     title: str | None = None,
     samples: bool = True,
+    stop_when: str | None = None,
+    margin: float | Mapping[str, float] | None = None,
+    look_every: int = 100,
+    order_seed: int = 0,
     **keywords: Any,
 ) -> Audit:
     """Run ``study`` on ``models``, analyse the answers and write the report, like ``counterbench audit``.
@@ -71,7 +76,9 @@ def audit(
     ``sample_slots=...``, ``seed`` for the sample) and run options replacing fields of ``options``
     (``store``, ``concurrency``, ``parse_profile``, generation keywords such as ``temperature``;
     ``generation_seed`` is the seed sent to the model). Writes ``OUT/report.html``, ``OUT/report.md``
-    and the tables in ``OUT/analysis``.
+    and the tables in ``OUT/analysis``. ``stop_when="decided"`` runs the sequential audit
+    (:mod:`counterbench.sequential`): ``margin`` (one number, or outcome kind -> number), ``look_every`` prompts
+    per round, ``order_seed`` for the order of the slots.
     """
     from dataclasses import fields
 
@@ -86,10 +93,22 @@ def audit(
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"out={out_dir} is a file; give a folder for the report and the analysis tables")
     table = prompts(study, **filters)
-    summary = run_prompts(table, models, run)
+    sequential = None
+    if stop_when is not None:
+        from counterbench.options import StoppingRule
+        from counterbench.sequential import run_until_decided
+
+        if stop_when != "decided":
+            raise UserError(f"stop_when takes 'decided', got {stop_when!r}")
+        margins = ({"*": float(margin)} if isinstance(margin, int | float) else dict(margin or {}))
+        sequential = run_until_decided(study, table, models, run, StoppingRule(
+            margins=margins, look_every=look_every, seed=order_seed))
+        summary = sequential.summary
+    else:
+        summary = run_prompts(table, models, run)
     files = audit_report(Path(run.store), list(summary.models), table, summary.config_fps, out_dir,
                          parse_profile=run.parse_profile, bootstrap=bootstrap, seed=bootstrap_seed, tau=tau,
-                         samples=samples, title=title, study=study)
+                         samples=samples, title=title, study=study, sequential=sequential)
     data = load_analysis_dir(out_dir / "analysis")
     from counterbench.analyses.result import AnalysisResult
     from counterbench.studies.registry import load_study
@@ -215,8 +234,10 @@ def audit_report(
     title: str | None,
     study: Any = None,
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+    sequential: SequentialRun | None = None,
 ) -> ReportFiles:
-    """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report."""
+    """Analyse exactly this audit's answers (its study, prompts, models and generation config) and report;
+    ``sequential`` (``--stop-when decided``): its verdicts join the analysis (``sequential_verdicts``)."""
     from counterbench.analyses.study import analyze_study, resolve_study
     from counterbench.errors import UserError
     from counterbench.report.api import write_report
@@ -232,6 +253,10 @@ def audit_report(
         raise UserError(f"no answers of this audit in {store} yet; rerun the command to send the prompts")
     result = analyze_study(results.reset_index(drop=True), the_study, profile=parse_profile, bootstrap=bootstrap,
                            seed=seed, tau=tau, canonical_pairs=canonical_pairs)
+    if sequential is not None:
+        from counterbench.sequential import add_to_analysis
+
+        add_to_analysis(result, sequential)
     try:
         result.write(out / "analysis")
     except OSError as err:

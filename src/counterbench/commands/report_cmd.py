@@ -22,6 +22,14 @@ from counterbench.commands.run_options import (
     send,
     with_run_options,
 )
+from counterbench.commands.stopping_options import (
+    DEFAULT_LOOK_EVERY,
+    LookEveryOpt,
+    MarginOpt,
+    OrderSeedOpt,
+    StopWhenOpt,
+    stopping_rule,
+)
 from counterbench.errors import UserError
 from counterbench.options import RunOptions
 from counterbench.report.links import viewer_command
@@ -197,6 +205,10 @@ def audit_command(
     title: TitleOpt = None,
     fail_on: FailOnOpt = None,
     junit: JunitOpt = None,
+    stop_when: StopWhenOpt = None,
+    margin: MarginOpt = None,
+    look_every: LookEveryOpt = DEFAULT_LOOK_EVERY,
+    order_seed: OrderSeedOpt = 0,
 ) -> None:
     """Run a study on models, analyse the answers and write the report, in one go; rerun to resume.
 
@@ -220,11 +232,21 @@ def audit_command(
         parse_fail_on(fail_on)  # a bad threshold is refused before the audit sends anything
     from counterbench.studies.options import study_with_options
 
+    rule = stopping_rule(stop_when, margin, look_every, order_seed)
     the_study = study_with_options(study, list(ctx.args))
     table = build_prompts(the_study, filters, from_release=from_release)
-    summary = send(table, list(model or []), run_options)
+    sequential = None
+    if rule is not None:
+        from counterbench.sequential import run_until_decided, sequential_summary
+
+        sequential = run_until_decided(the_study, table, list(model or []), run_options, rule, say=print)
+        summary = sequential.summary
+    else:
+        summary = send(table, list(model or []), run_options)
     store, parse_profile = Path(run_options.store), run_options.parse_profile
     print(format_summary(summary))
+    if sequential is not None:
+        print("\n".join(sequential_summary(sequential)))
     if summary.status == "interrupted":
         print(f"Interrupted; everything answered so far is saved. Resume (and get the report) with:\n"
               f"  {summary.resume_command}")
@@ -234,6 +256,7 @@ def audit_command(
     files = audit_report(
         store, list(summary.models), table, summary.config_fps, out, parse_profile=parse_profile,
         bootstrap=bootstrap, seed=bootstrap_seed, tau=tau, samples=samples, title=title, study=the_study,
+        sequential=sequential,
     )
     lines = [f"Analysis tables: {out / 'analysis'}", f"Markdown: {files.markdown}",
              f"Browse the answers behind the tables: {viewer_command(str(store))}"]

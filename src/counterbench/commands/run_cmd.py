@@ -19,6 +19,14 @@ from counterbench.commands.run_options import (
     send,
     with_run_options,
 )
+from counterbench.commands.stopping_options import (
+    DEFAULT_LOOK_EVERY,
+    LookEveryOpt,
+    MarginOpt,
+    OrderSeedOpt,
+    StopWhenOpt,
+    stopping_rule,
+)
 from counterbench.errors import UserError
 from counterbench.options import RunOptions
 
@@ -46,6 +54,10 @@ def run_command(
     filters: PromptFilters,
     from_release: FromReleaseOpt = None,
     run_options: RunOptions,
+    stop_when: StopWhenOpt = None,
+    margin: MarginOpt = None,
+    look_every: LookEveryOpt = DEFAULT_LOOK_EVERY,
+    order_seed: OrderSeedOpt = 0,
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
 
@@ -60,9 +72,22 @@ def run_command(
     if study is not None and study.startswith("-"):  # an unknown option where the study would stand
         study_args = [study, *study_args]
         study = None
+    rule = stopping_rule(stop_when, margin, look_every, order_seed)
+    if rule is not None and study is None:
+        raise UserError("--stop-when decided needs a study (its comparisons), not --prompts alone")
     table = _load_table(study, prompts_file, filters, from_release, study_args)
-    summary = send(table, list(model or []), run_options)
-    print(format_summary(summary))
+    if rule is not None:
+        from counterbench.sequential import run_until_decided, sequential_summary
+        from counterbench.studies.options import study_with_options
+
+        sequential = run_until_decided(study_with_options(str(study), study_args), table, list(model or []),
+                                       run_options, rule, say=print)
+        summary = sequential.summary
+        print(format_summary(summary))
+        print("\n".join(sequential_summary(sequential)))
+    else:
+        summary = send(table, list(model or []), run_options)
+        print(format_summary(summary))
     if summary.status == "interrupted":
         print(f"Interrupted; everything answered so far is saved. Resume with:\n  {summary.resume_command}")
         raise typer.Exit(EXIT_INTERRUPTED)

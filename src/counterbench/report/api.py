@@ -32,6 +32,7 @@ from counterbench.report.sections_models import model_sections
 from counterbench.report.sections_outcomes import has_outcome_tables, outcome_sections
 from counterbench.report.sections_probabilities import with_probability_sections
 from counterbench.report.sections_registered import registered_sections
+from counterbench.report.sections_sequential import sequential_section
 from counterbench.report.sections_study import study_sections
 from counterbench.report.test_record import RECORD_FILE, full_record, record_json
 from counterbench.studies.registry import default_study
@@ -80,6 +81,9 @@ def page_model(data: ReportInput, *, generated_at: dt.datetime | None = None) ->
         sections.append(parse_section(ctx))
     board = next((i + 1 for i, s in enumerate(sections) if s.key == "leaderboard"), 0)
     sections[board:board] = model_sections(ctx)  # after the leaderboard, or first
+    sequential = sequential_section(ctx)  # --stop-when decided: the audit's conclusions come first
+    if sequential is not None:
+        sections.insert(0, sequential)
     answers = answers_section(ctx)
     if answers is not None:
         sections.append(answers)

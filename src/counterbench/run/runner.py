@@ -208,6 +208,8 @@ def _run_config(setup: _Setup, backends: list[Backend], modes: Mapping[str, Any]
         run_config["repeats"] = opts.generation.repeats
         run_config["repeat_config_fps"] = [config.for_repeat(k).fingerprint()
                                            for k in range(1, opts.generation.repeats)]
+    if opts.stopping is not None:
+        run_config["stopping"] = opts.stopping.as_dict()
     if setup.ray_opts is not None:
         ray = setup.ray_opts
         run_config["ray"] = {"address": ray.address, "actors": ray.actors, "threads": ray.threads}
