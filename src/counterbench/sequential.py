@@ -91,6 +91,8 @@ def run_until_decided(study: Any, table: pd.DataFrame, models: Sequence[str | Ba
                       rule: StoppingRule, *, say: Callable[[str], None] | None = None) -> SequentialRun:
     """Audit ``models`` on ``table`` (``study``'s prompts) round by round until each model's family is decided;
     ``say`` gets a line after each look (how many prompts are in and how many comparisons are decided)."""
+    from counterbench.analyses.prepare import with_excluded_unusable
+    from counterbench.analyses.profiles import get_profile
     from counterbench.run import study_results as read
     from counterbench.studies.registry import load_study
 
@@ -105,6 +107,7 @@ def run_until_decided(study: Any, table: pd.DataFrame, models: Sequence[str | Ba
         raise UserError("--stop-when decided: these prompts hold no comparison to decide (each needs a level and "
                         "its reference in the same slots); drop --stop-when or keep more of the design")
     opts = dataclasses.replace(options, stopping=rule)
+    rules = get_profile(opts.parse_profile)
     summaries: list[RunSummary] = []
     frames: list[pd.DataFrame] = []
     sent: dict[str, int] = {}
@@ -120,9 +123,10 @@ def run_until_decided(study: Any, table: pd.DataFrame, models: Sequence[str | Ba
             spent += float(summary.totals.get("cost_usd", 0.0) or 0.0) + float(summary.cost_unsure_usd or 0.0)
             label = next(iter(summary.models))
             results = read.load_model_results(summary.store, the_study.name, label, opts.parse_profile)
-            if not results.empty:
-                results = results[results["prompt_id"].astype(str).isin(set(part["prompt_id"].astype(str)))
-                                  & results["config_fp"].isin(set(summary.config_fps))]
+            if not results.empty:  # this audit's answers, with the analysis's out-of-range rule
+                results = with_excluded_unusable(results[
+                    results["prompt_id"].astype(str).isin(set(part["prompt_id"].astype(str)))
+                    & results["config_fp"].isin(set(summary.config_fps))], rules)
             look = evaluate_looks(results.reset_index(drop=True), the_study, comparisons, prompt_round, rule,
                                   last_round, upto=r)
             model_sent = len(part)
