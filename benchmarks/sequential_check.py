@@ -31,6 +31,7 @@ from scipy import stats as sstats
 from counterbench.analyses.sequential import family, replay_looks, slot_rounds, with_last_rounds
 from counterbench.options import StoppingRule
 
+SIGMA_SOURCE = "--sigma; default 0.03 = sim:fair preset noise_sd (log-scale), not measured from a run"
 EFFECTS = {"null": 0.0, "biased": -0.30, "fair": 0.0}
 
 
@@ -77,7 +78,7 @@ def run(models: int, scenarios: list[str], sigma: float, tails: float = 0.0, loo
     d = d or design(look_every, seed)
     comps, m = d["comparisons"], len(d["comparisons"])
     rng = np.random.default_rng(seed)
-    out: dict[str, Any] = {"sigma": sigma, "sigma_source": "--sigma; default 0.03 = sim_presets/fair.yaml noise_sd (log-scale per-prompt noise), not measured from a run", "tails_df": tails or None,
+    out: dict[str, Any] = {"sigma": sigma, "sigma_source": SIGMA_SOURCE, "tails_df": tails or None,
                            "look_every": look_every, "comparisons": m, "prompts": d["prompts"],
                            "fixed_analysis": "Bonferroni two-sided t-test at 0.05/m on all slots"}
     for name in scenarios:
