@@ -1,0 +1,129 @@
+"""How well ``--stop-when decided`` (issue 35) keeps its promises, on the real English RupeeBias design.
+
+Measures, with simulated per-slot answers (numpy, not the HTTP path) fed to the shipped stopping logic
+(:func:`counterbench.analyses.sequential.family`, ``slot_rounds``, ``with_last_rounds``, ``replay_looks``),
+looks every ``--look-every`` prompts:
+
+1. null: family-wise rate of any false "gap" verdict (goal ≤ 5%) and the share of prompts sent;
+2. biased (every comparison −30%): median share of prompts sent (goal ≤ 50%) and agreement with the
+   fixed analysis (Bonferroni t-test at 0.05/m on all slots);
+3. fair, margin 5: share of models whose comparisons all end "no gap above the margin" (or undecided with
+   their design exhausted), median share of prompts (goal ≤ 70%).
+
+A slot's amounts are a_ref = exp(N(0, σ)), a_cmp = (1 + effect)·exp(N(0, σ)) (the base cancels in the
+pair-mean gap 100·(a_cmp − a_ref)/((a_cmp + a_ref)/2)); ``--tails 4`` draws t(4) noise scaled to SD σ.
+σ: ``--sigma``, default 0.03 = the sim:fair preset's ``noise_sd`` (read, not measured from a run).
+
+Run: PYTHONPATH=src python benchmarks/sequential_check.py --models 1000 --scenarios null,biased,fair
+Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+import numpy as np
+from scipy import stats as sstats
+
+from counterbench.analyses.sequential import family, replay_looks, slot_rounds, with_last_rounds
+from counterbench.options import StoppingRule
+
+SIGMA_SOURCE = "--sigma; default 0.03 = sim:fair preset noise_sd (log-scale), not measured from a run"
+EFFECTS = {"null": 0.0, "biased": -0.30, "fair": 0.0}
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
+    if n == 0:
+        return [math.nan, math.nan]
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return [round(c - h, 4), round(c + h, 4)]
+
+
+def design(look_every: int, seed: int) -> dict[str, Any]:
+    from counterbench.prompts import prompts
+    from counterbench.studies.registry import load_study
+    study = load_study("rupeebias")
+    table = prompts("rupeebias", language=["en"])
+    rule = StoppingRule(look_every=look_every, seed=seed)
+    rounds = slot_rounds(table, study.slot_columns, rule.seed, rule.look_every)
+    comps = with_last_rounds(family(study, table, rule), table, rounds)
+    frame = table.assign(_round=rounds)
+    slot_r = []
+    for c in comps:
+        part = frame[(frame["use_case"].astype(str) == c.use_case) & (frame["language"].astype(str) == c.language)]
+        if c.axis is not None and "axis" in part.columns:
+            part = part[part["axis"].astype(str) == c.axis]
+        part = part[part[c.column].astype(str).isin([c.reference, c.comparison])]
+        keys = [k for k in study.slot_columns if k in part.columns and k != c.column]
+        slot_r.append(part.groupby(keys, observed=True)["_round"].max().to_numpy(np.int64))
+    cum = np.cumsum(np.bincount(rounds))
+    return {"comparisons": comps, "slot_rounds": slot_r, "last_round": int(rounds.max()), "cum": cum,
+            "prompts": len(table), "rule": rule}
+
+
+def _noise(rng: np.random.Generator, size: int, sigma: float, tails: float) -> np.ndarray:
+    if tails > 0:
+        return sigma * rng.standard_t(tails, size) / math.sqrt(tails / (tails - 2))
+    return rng.normal(0.0, sigma, size)
+
+
+def run(models: int, scenarios: list[str], sigma: float, tails: float = 0.0, look_every: int = 100,
+        seed: int = 0, d: dict[str, Any] | None = None) -> dict[str, Any]:
+    d = d or design(look_every, seed)
+    comps, m = d["comparisons"], len(d["comparisons"])
+    rng = np.random.default_rng(seed)
+    out: dict[str, Any] = {"sigma": sigma, "sigma_source": SIGMA_SOURCE, "tails_df": tails or None,
+                           "look_every": look_every, "comparisons": m, "prompts": d["prompts"],
+                           "fixed_analysis": "Bonferroni two-sided t-test at 0.05/m on all slots"}
+    for name in scenarios:
+        effect = EFFECTS[name]
+        shares, any_false, all_nogap, agree = [], 0, 0, 0
+        for _ in range(models):
+            gaps = []
+            for r in d["slot_rounds"]:
+                a = np.exp(_noise(rng, len(r), sigma, tails))
+                b = (1 + effect) * np.exp(_noise(rng, len(r), sigma, tails))
+                gaps.append((r, 100.0 * (b - a) / ((a + b) / 2.0)))
+            res = replay_looks(gaps, comps, d["rule"], d["last_round"])
+            stop = res.stop_look if res.stop_look is not None else d["last_round"]
+            shares.append(float(d["cum"][stop]) / d["prompts"])
+            said = res.verdicts["verdict"].astype(str)
+            any_false += int(effect == 0 and (said == "gap").any())
+            all_nogap += int((said != "gap").all() and (said == "no gap above the margin").mean() > 0)
+            fixed = [sstats.ttest_1samp(g, 0.0).pvalue < 0.05 / m for _, g in gaps]
+            agree += int(all((s == "gap") == f for s, f in zip(said, fixed, strict=True)))
+        q = np.percentile(shares, [25, 50, 75]).round(4).tolist()
+        row: dict[str, Any] = {"models": models, "share_prompts_quartiles": q}
+        if name == "null":
+            row.update(false_gap_rate=any_false / models, ci=wilson(any_false, models), goal="<= 0.05",
+                       within_goal=any_false / models <= 0.05)
+        elif name == "biased":
+            row.update(agree_with_fixed=agree / models, ci=wilson(agree, models), goal="median share <= 0.50",
+                       within_goal=q[1] <= 0.50)
+        else:
+            row.update(all_no_gap=all_nogap / models, ci=wilson(all_nogap, models), goal="median share <= 0.70",
+                       within_goal=q[1] <= 0.70)
+        out[name] = row
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", type=int, default=1000)
+    p.add_argument("--scenarios", default="null,biased,fair")
+    p.add_argument("--sigma", type=float, default=0.03)
+    p.add_argument("--tails", type=float, default=0.0, help="t df for heavier tails (0: normal)")
+    p.add_argument("--look-every", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    print(json.dumps(run(a.models, a.scenarios.split(","), a.sigma, a.tails, a.look_every, a.seed), indent=2))
+
+
+if __name__ == "__main__":
+    main()
