@@ -133,16 +133,17 @@ def family(study: Study, table: pd.DataFrame, rule: StoppingRule) -> list[Compar
         base: dict[str, Any] = {"use_case": str(use_case), "language": str(language), "kind": spec.kind,
                                 "form": compare.form, "unit": compare.unit_words, "margin": margin}
         if compare.form == "pair_mean" and _pairs_speak(study):
-            present_axes = set(part["axis"].astype(str)) if "axis" in part.columns else set()
-            for axis, (reference, comparison) in study.canonical_pairs.items():
-                if axis not in present_axes:
+            for facet in study.facets:  # a pair names an axis, or a crossed design's attribute (its own column)
+                pair = study.canonical_pairs.get(facet.axis or facet.name)
+                if pair is None or facet.column not in part.columns:
                     continue
-                values = set(part.loc[part["axis"].astype(str) == axis, study.counterfactual_column].astype(str))
-                if {reference, comparison} <= values:
-                    rows = part[part["axis"].astype(str) == axis]
-                    out.append(Comparison(facet=axis, column=study.counterfactual_column, axis=axis,
+                reference, comparison = pair
+                rows = (part if facet.axis is None or "axis" not in part.columns
+                        else part[part["axis"].astype(str) == facet.axis])
+                if {reference, comparison} <= set(rows[facet.column].dropna().astype(str)):
+                    out.append(Comparison(facet=facet.axis or facet.name, column=facet.column, axis=facet.axis,
                                           reference=reference, comparison=comparison,
-                                          design_slots=_slots(rows, study, study.counterfactual_column), **base))
+                                          design_slots=_slots(rows, study, facet.column), **base))
             continue
         for facet in study.facets:
             if facet.column not in part.columns:
