@@ -20,15 +20,16 @@ NUMERIC = ("n_slots", "mean", "cs_low", "cs_high")
 
 
 def _args(path: Path, url: str, store: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "counterbench.cli", "audit", str(path), "--model", f"null=openai-compatible:{url}:gen",
+    return [sys.executable, "-m", "counterbench.cli", "audit", str(path),
+            "--model", f"null=openai-compatible:{url}:gen",
             "--store", str(store), "--out", str(out), "--bootstrap", "20", "--concurrency", "2", "--no-progress",
             "--stop-when", "decided", "--look-every", "40", "--order-seed", "3"]
 
 
 def _answers(store: Path) -> list[tuple[object, ...]]:
     with sqlite3.connect(store) as conn:
-        twice = conn.execute("SELECT prompt_id, config_fp, count(*) FROM responses GROUP BY model, prompt_id, config_fp "
-                             "HAVING count(*) > 1").fetchall()
+        twice = conn.execute("SELECT prompt_id, config_fp, count(*) FROM responses "
+                             "GROUP BY model, prompt_id, config_fp HAVING count(*) > 1").fetchall()
         assert not twice, f"answered twice: {twice[:5]}"
         return conn.execute("SELECT model, prompt_id, status, response FROM responses ORDER BY prompt_id").fetchall()
 
