@@ -120,3 +120,32 @@ def test_the_python_api_writes_the_verdicts(tmp_path: Path) -> None:
     assert set(verdicts["model"].astype(str)) == {"planted"}
     assert (verdicts["prompts_sent"] < verdicts["prompts_design"]).all()  # stopped before the full design
     assert "sequential_verdicts" in done.analysis.tables
+
+
+def test_max_cost_ends_a_sequential_audit_with_the_verdicts_so_far(tmp_path: Path) -> None:
+    """A budget of 100 answers (6 output tokens at 1000 USD per 1M) ends the run mid-way: exit 3, the report
+    with the verdicts reached so far, the rest undecided, and the store's spend within the budget."""
+    import sqlite3
+
+    from tests.run.conftest import PER_ANSWER
+
+    study = generate(1038, effect_scale=SCALE)
+    path = study.write(tmp_path / study.name)
+    prices = tmp_path / "prices.yaml"
+    prices.write_text('prices:\n  "openai-compatible:*": {input: 0, output: 1000}\n')
+    budget = 100 * PER_ANSWER
+    with run_in_thread(FakeOpenAIServer(FaultConfig(reply=reply([study], False)))) as server:
+        done = run_cli_here("audit", str(path), "--model", f"null=openai-compatible:{server.base_url}:gen",
+                            "--store", str(tmp_path / "s.db"), "--out", str(tmp_path / "rep"), "--bootstrap", "20",
+                            "--no-progress", "--prices", str(prices), "--max-cost", f"{budget}", "--max-tokens", "6",
+                            "--stop-when", "decided", "--look-every", "40", cwd=tmp_path)
+    assert done.returncode == 3, (done.stdout[-2000:], done.stderr[-2000:])
+    assert "Traceback" not in done.stderr
+    assert (tmp_path / "rep" / "report.html").is_file()
+    verdicts = _read(tmp_path / "rep" / "analysis" / "sequential_verdicts.csv")
+    assert len(verdicts) and set(verdicts["stopped"].astype(str)) == {"budget"}
+    assert (verdicts["verdict"] == "undecided").any()
+    assert (verdicts["prompts_sent"] < verdicts["prompts_design"]).all()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        spent = float(conn.execute("SELECT total(cost_usd) FROM responses").fetchone()[0])
+    assert 0 < spent <= budget + 1e-9
