@@ -149,3 +149,36 @@ def test_max_cost_ends_a_sequential_audit_with_the_verdicts_so_far(tmp_path: Pat
     with sqlite3.connect(tmp_path / "s.db") as conn:
         spent = float(conn.execute("SELECT total(cost_usd) FROM responses").fetchone()[0])
     assert 0 < spent <= budget + 1e-9
+
+
+def test_batch_sequential_audit_matches_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--batch with --stop-when decided against the fake batch API: the same answers, verdicts and prompt count
+    as the same sequential audit sent one request at a time."""
+    import sqlite3
+
+    from counterbench.testing.fake_batch import BatchConfig, FakeOpenAIBatchServer
+
+    study = generate(1038, effect_scale=SCALE)
+    path = study.write(tmp_path / study.name)
+    outs = {}
+    with run_in_thread(FakeOpenAIBatchServer(FaultConfig(reply=reply([study], True)),
+                                             batch=BatchConfig(processing_s=0.05))) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch-key")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        for name, extra in (("batch", ["--batch", "--batch-poll", "0.1"]), ("plain", [])):
+            done = run_cli_here("audit", str(path), "--model", "openai:gpt-4o-mini", "--store",
+                                str(tmp_path / f"{name}.db"), "--out", str(tmp_path / name), "--bootstrap", "20",
+                                "--no-progress", "--stop-when", "decided", "--look-every", "40", *extra, cwd=tmp_path)
+            assert done.returncode == 0, (name, done.stdout[-2000:], done.stderr[-2000:])
+            outs[name] = _read(tmp_path / name / "analysis" / "sequential_verdicts.csv")
+        assert server.server.batch.jobs > 1  # one job a round
+    batch, plain = outs["batch"], outs["plain"]
+    for column in ("verdict", "prompts_sent", "n_slots", "decided_at_look"):
+        assert batch[column].tolist() == plain[column].tolist(), column
+    assert (batch["mean"] - plain["mean"]).abs().max() <= 1e-9
+    rows = {}
+    for name in outs:
+        with sqlite3.connect(tmp_path / f"{name}.db") as conn:
+            rows[name] = conn.execute("SELECT prompt_id, status, response, value FROM responses "
+                                      "ORDER BY prompt_id").fetchall()
+    assert rows["batch"] == rows["plain"] and len(rows["batch"]) == int(batch["prompts_sent"].iloc[0])
