@@ -133,16 +133,17 @@ def family(study: Study, table: pd.DataFrame, rule: StoppingRule) -> list[Compar
         base: dict[str, Any] = {"use_case": str(use_case), "language": str(language), "kind": spec.kind,
                                 "form": compare.form, "unit": compare.unit_words, "margin": margin}
         if compare.form == "pair_mean" and _pairs_speak(study):
-            present_axes = set(part["axis"].astype(str)) if "axis" in part.columns else set()
-            for axis, (reference, comparison) in study.canonical_pairs.items():
-                if axis not in present_axes:
+            for facet in study.facets:  # a pair names an axis, or a crossed design's attribute (its own column)
+                pair = study.canonical_pairs.get(facet.axis or facet.name)
+                if pair is None or facet.column not in part.columns:
                     continue
-                values = set(part.loc[part["axis"].astype(str) == axis, study.counterfactual_column].astype(str))
-                if {reference, comparison} <= values:
-                    rows = part[part["axis"].astype(str) == axis]
-                    out.append(Comparison(facet=axis, column=study.counterfactual_column, axis=axis,
+                reference, comparison = pair
+                rows = (part if facet.axis is None or "axis" not in part.columns
+                        else part[part["axis"].astype(str) == facet.axis])
+                if {reference, comparison} <= set(rows[facet.column].dropna().astype(str)):
+                    out.append(Comparison(facet=facet.axis or facet.name, column=facet.column, axis=facet.axis,
                                           reference=reference, comparison=comparison,
-                                          design_slots=_slots(rows, study, study.counterfactual_column), **base))
+                                          design_slots=_slots(rows, study, facet.column), **base))
             continue
         for facet in study.facets:
             if facet.column not in part.columns:
@@ -165,6 +166,12 @@ def _slots(rows: pd.DataFrame, study: Study, column: str) -> int:
     return len(rows[keys].drop_duplicates()) if keys else 1
 
 
+def _joined(frame: pd.DataFrame) -> pd.Series:
+    """Each row's values as one text (a missing value as ""; ``option_order`` is missing outside choice use
+    cases, and pandas 3's ``astype(str)`` keeps a missing value missing)."""
+    return frame.astype(object).where(frame.notna(), "").astype(str).agg("\x1f".join, axis=1)
+
+
 #: the columns of a slot that say which comparisons it serves (a stratum of the sending order)
 STRATUM_COLUMNS = ("variant", "use_case", "language", "axis")
 
@@ -174,11 +181,11 @@ def slot_rounds(table: pd.DataFrame, slot_columns: Sequence[str], seed: int, loo
     round-robin across strata (the module's decisions), each round at least ``look_every`` prompts (the last
     may be smaller)."""
     cols = [c for c in slot_columns if c in table.columns]
-    keys = table[cols].astype(str).apply("\x1f".join, axis=1) if cols else pd.Series("", index=table.index)
+    keys = _joined(table[cols]) if cols else pd.Series("", index=table.index)
     codes, uniques = pd.factorize(keys, sort=True)
     first = pd.DataFrame({"code": codes}).drop_duplicates("code").index.to_numpy()  # a row of each slot
     strata_cols = [c for c in STRATUM_COLUMNS if c in cols]
-    strata = (pd.factorize(table[strata_cols].iloc[first].astype(str).apply("\x1f".join, axis=1), sort=True)[0]
+    strata = (pd.factorize(_joined(table[strata_cols].iloc[first]), sort=True)[0]
               if strata_cols else np.zeros(len(first), dtype=np.int64))
     slot_stratum = np.empty(len(uniques), dtype=np.int64)
     slot_stratum[codes[first]] = strata
@@ -222,8 +229,9 @@ def _slot_gaps(rows: pd.DataFrame, comparison: Comparison, slot_columns: Sequenc
                                       np.where(level == comparison.reference, "r", "")))
     part = part[part["_side"] != ""]
     keys = [c for c in slot_columns if c in part.columns and c != comparison.column]
-    means = part.pivot_table(index=keys, columns="_side", values="y", aggfunc="mean", observed=True)
-    rounds = part.groupby(keys, observed=True)["_round"].max()
+    part = part.assign(_slot=_joined(part[keys]) if keys else "")  # a missing key value is a value, not a drop
+    means = part.pivot_table(index="_slot", columns="_side", values="y", aggfunc="mean", observed=True)
+    rounds = part.groupby("_slot", observed=True)["_round"].max()
     if "c" not in means.columns or "r" not in means.columns:
         return pd.DataFrame({"round": pd.Series(dtype="int64"), "gap": pd.Series(dtype="float64")})
     c, r = means["c"].to_numpy(np.float64), means["r"].to_numpy(np.float64)
