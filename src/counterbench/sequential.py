@@ -12,8 +12,8 @@ order of the slots comes from the rule's seed and the prompts, and the looks are
 A run that is killed and started again sends nothing twice (the store's resume) and reaches the same looks, the
 same verdicts and the same number of prompts as a run that was never interrupted.
 
-Models are audited one after the other (each model's rounds in turn), so a model that stops early costs no
-rounds of the others.
+All models are asked in the same rounds (one run of the engine per round, the models side by side as in any
+run); a model that has stopped is left out of the next rounds.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import pandas as pd
 
 from counterbench.analyses.sequential import (
     SEQUENTIAL_COLUMNS,
+    LookResult,
     evaluate_looks,
     family,
     slot_rounds,
@@ -113,15 +114,19 @@ def run_until_decided(study: Any, table: pd.DataFrame, models: Sequence[str | Ba
     sent: dict[str, int] = {}
     stopped: dict[str, str] = {}
     spent = 0.0
-    for model in models:
-        label, stop_reason, look, model_sent = None, STOPPED_FULL, None, 0
-        for r in range(last_round + 1):
-            part = table[rounds <= r]
-            budget = None if opts.max_cost is None else max(0.0, opts.max_cost - spent)
-            summary = run_prompts(part, [model], dataclasses.replace(opts, max_cost=budget))
-            summaries.append(summary)
-            spent += float(summary.totals.get("cost_usd", 0.0) or 0.0) + float(summary.cost_unsure_usd or 0.0)
-            label = next(iter(summary.models))
+    active = list(range(len(models)))  # the models still asked, by their place in ``models``
+    finished: dict[int, tuple[str, LookResult, int, str]] = {}  # place -> (label, its looks, prompts, why)
+    for r in range(last_round + 1):
+        if not active:
+            break
+        part = table[rounds <= r]
+        budget = None if opts.max_cost is None else max(0.0, opts.max_cost - spent)
+        summary = run_prompts(part, [models[i] for i in active], dataclasses.replace(opts, max_cost=budget))
+        summaries.append(summary)
+        spent += float(summary.totals.get("cost_usd", 0.0) or 0.0) + float(summary.cost_unsure_usd or 0.0)
+        ended = None if summary.status == "completed" else (
+            STOPPED_BUDGET if summary.status == "max_cost" else STOPPED_INTERRUPTED)
+        for place, label in zip(list(active), list(summary.models), strict=True):  # the run keeps the models' order
             results = read.load_model_results(summary.store, the_study.name, label, opts.parse_profile)
             if not results.empty:  # this audit's answers, with the analysis's out-of-range rule
                 results = with_excluded_unusable(results[
@@ -129,25 +134,23 @@ def run_until_decided(study: Any, table: pd.DataFrame, models: Sequence[str | Ba
                     & results["config_fp"].isin(set(summary.config_fps))], rules)
             look = evaluate_looks(results.reset_index(drop=True), the_study, comparisons, prompt_round, rule,
                                   last_round, upto=r)
-            model_sent = len(part)
             if say is not None:
                 decided = int((look.verdicts["verdict"] != UNDECIDED).sum()) if len(look.verdicts) else 0
-                say(f"{label}: look {r + 1} of at most {last_round + 1}: {model_sent:,} of {len(table):,} prompts in, "
-                    f"{decided} of {len(comparisons)} comparisons decided")
-            if summary.status != "completed":
-                stop_reason = STOPPED_BUDGET if summary.status == "max_cost" else STOPPED_INTERRUPTED
-                break
-            if look.stop_look is not None:
-                stop_reason = STOPPED_FULL if look.stop_look == last_round else STOPPED_DECIDED
-                break
-        if label is None or look is None:
-            continue
+                say(f"{label}: look {r + 1} of at most {last_round + 1}: {len(part):,} of {len(table):,} prompts "
+                    f"in, {decided} of {len(comparisons)} comparisons decided")
+            why = ended or (None if look.stop_look is None else
+                            STOPPED_FULL if look.stop_look == last_round else STOPPED_DECIDED)
+            finished[place] = (label, look, len(part), why or STOPPED_FULL)
+            if why is not None:
+                active.remove(place)
+        if ended is not None:
+            break
+    for place in sorted(finished):
+        label, look, model_sent, stop_reason = finished[place]
         sent[label] = model_sent
         stopped[label] = stop_reason
         frames.append(look.verdicts.assign(model=label, looks=look.looks, prompts_sent=model_sent,
                                            prompts_design=len(table), stopped=stop_reason))
-        if stop_reason == STOPPED_INTERRUPTED:
-            break
     verdicts = (pd.concat(frames, ignore_index=True).reindex(columns=list(SEQUENTIAL_COLUMNS)) if frames
                 else pd.DataFrame(columns=list(SEQUENTIAL_COLUMNS)))
     return SequentialRun(_combined(summaries), verdicts, rule, len(table), sent, stopped)
