@@ -178,6 +178,11 @@ def analyze_store(
     options: dict[str, Any] = {k: v for k, v in (("profile", profile), ("bootstrap", bootstrap), ("seed", seed),
                                                   ("tau", tau)) if v is not None}
     result = analyze_study(results, the_study, **options)
+    if "run_id" in results.columns:  # answers of a sequential audit: the report says where its verdicts are
+        from counterbench.run.run_records import stopping_rules
+
+        if stopping_rules(store, results["run_id"].dropna().astype(int).unique().tolist()):
+            result.summary["sequential_store"] = True
     report = from_analysis(result, samples=select_samples(results) if with_samples else None, source=str(store))
     report.model_settings = generation_settings(results)
     return report

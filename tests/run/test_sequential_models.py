@@ -29,3 +29,19 @@ def test_models_side_by_side_stop_as_each_would_alone(tmp_path: Path) -> None:
     counts = both.summary.models
     assert counts["sim:biased"]["done"] == both.prompts_sent["sim:biased"]  # a stopped model was not asked again
     assert counts["sim:fair"]["done"] == both.prompts_sent["sim:fair"]
+
+
+def test_a_report_from_the_store_of_a_sequential_audit_says_where_its_verdicts_are(tmp_path: Path) -> None:
+    from counterbench.pipeline import analyze_store, run_prompts
+    from counterbench.report.context import build_context
+    from counterbench.report.methods import banners
+
+    table = prompts("rupeebias", preset="quick", language=["en"])
+    run_until_decided("rupeebias", table, ["sim:fair"], RunOptions(store=tmp_path / "seq.db", progress="off"),
+                      StoppingRule(look_every=100))
+    run_prompts(table, ["sim:fair"], store=tmp_path / "fixed.db", progress="off")
+    said = {}
+    for name in ("seq", "fixed"):
+        data = analyze_store(tmp_path / f"{name}.db", "rupeebias", bootstrap=20, with_samples=False)
+        said[name] = [b.kind for b in banners(build_context(data))]
+    assert "sequential" in said["seq"] and "sequential" not in said["fixed"]

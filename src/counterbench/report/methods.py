@@ -41,6 +41,15 @@ def banners(ctx: ReportContext) -> list[Banner]:
               "in the store: after a fix, `counterbench report --store STORE` (or `analyze`) recomputes them "
               "without calling a model.",
         ))
+    if ctx.data.summary.get("sequential_store") and not ctx.data.summary.get("sequential"):
+        out.append(Banner(
+            "sequential",
+            "These answers come from a sequential audit (--stop-when decided).",
+            "Its models were asked until their verdicts were decided, so the intervals and marks below — a fixed "
+            "analysis, which assumes the number of prompts was set in advance — are not its conclusions. Rerun the "
+            "same `counterbench audit ... --stop-when decided` command: it sends nothing already answered and "
+            "writes the report with the sequential verdicts first.",
+        ))
     simulated = ctx.models_of_kind("simulated")
     if simulated:
         out.append(Banner(

@@ -78,3 +78,22 @@ def run_records(store: Path | str, run_ids: Iterable[int]) -> list[dict[str, Any
             "generation": config.get("generation") or {},
         }, redactor))
     return out
+
+
+def stopping_rules(store: Path | str, run_ids: Iterable[int]) -> list[dict[str, Any]]:
+    """The sequential rules (``--stop-when decided``) recorded by any of ``run_ids`` (distinct, in run order)."""
+    wanted = sorted({int(r) for r in run_ids})
+    if not wanted:
+        return []
+    with open_store(store, create=False) as opened:
+        rows = opened.query(f"SELECT config FROM runs WHERE run_id IN ({', '.join('?' * len(wanted))}) "
+                            "ORDER BY run_id", tuple(wanted))
+    out: list[dict[str, Any]] = []
+    for (blob,) in rows:
+        try:
+            rule = json.loads(blob or "{}").get("stopping")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(rule, dict) and rule not in out:
+            out.append(rule)
+    return out
