@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sstats
 
-from counterbench.analyses.sequential import family, replay_looks, slot_rounds, with_last_rounds
+from counterbench.analyses.sequential import cell_rows, family, replay_looks, slot_rounds, with_last_rounds
 from counterbench.options import StoppingRule
 
 SIGMA_SOURCE = ("--sigma; default 0.0283: sim:fair's canonical-pair slot gaps on the full English design have "
@@ -80,9 +80,7 @@ def design(look_every: int, seed: int) -> dict[str, Any]:
     frame = table.assign(_round=rounds)
     slot_r = []
     for c in comps:
-        part = frame[(frame["use_case"].astype(str) == c.use_case) & (frame["language"].astype(str) == c.language)]
-        if c.axis is not None and "axis" in part.columns:
-            part = part[part["axis"].astype(str) == c.axis]
+        part = cell_rows(frame, c)
         part = part[part[c.column].astype(str).isin([c.reference, c.comparison])]
         keys = [k for k in study.slot_columns if k in part.columns and k != c.column]
         slot_r.append(part.groupby(keys, observed=True)["_round"].max().to_numpy(np.int64))

@@ -124,14 +124,14 @@ def run_until_decided(study: Any, table: pd.DataFrame, models: Sequence[str | Ba
         summary = run_prompts(part, [models[i] for i in active], dataclasses.replace(opts, max_cost=budget))
         summaries.append(summary)
         spent += float(summary.totals.get("cost_usd", 0.0) or 0.0) + float(summary.cost_unsure_usd or 0.0)
+        sent_ids, fps = set(part["prompt_id"].astype(str)), set(summary.config_fps)
         ended = None if summary.status == "completed" else (
             STOPPED_BUDGET if summary.status == "max_cost" else STOPPED_INTERRUPTED)
         for place, label in zip(list(active), list(summary.models), strict=True):  # the run keeps the models' order
             results = read.load_model_results(summary.store, the_study.name, label, opts.parse_profile)
             if not results.empty:  # this audit's answers, with the analysis's out-of-range rule
-                results = with_excluded_unusable(results[
-                    results["prompt_id"].astype(str).isin(set(part["prompt_id"].astype(str)))
-                    & results["config_fp"].isin(set(summary.config_fps))], rules)
+                results = with_excluded_unusable(results[results["prompt_id"].astype(str).isin(sent_ids)
+                                                         & results["config_fp"].isin(fps)], rules)
             look = evaluate_looks(results.reset_index(drop=True), the_study, comparisons, prompt_round, rule,
                                   last_round, upto=r)
             if say is not None:

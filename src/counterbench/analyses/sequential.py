@@ -51,8 +51,6 @@ from counterbench.options import StoppingRule
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec, comparison_of
 from counterbench.stats.confidence_sequence import (
-    GAP,
-    NO_GAP,
     UNDECIDED,
     Interval,
     final_interval,
@@ -62,8 +60,18 @@ from counterbench.stats.confidence_sequence import (
 from counterbench.stats.inference import MIN_SLOTS as FIXED_MIN_SLOTS
 from counterbench.studies.base import Study
 
-__all__ = ["SEQUENTIAL_COLUMNS", "Comparison", "LookResult", "evaluate_looks", "family", "margin_for", "replay_looks",
-           "slot_rounds", "with_last_rounds"]
+__all__ = [
+    "SEQUENTIAL_COLUMNS",
+    "Comparison",
+    "LookResult",
+    "cell_rows",
+    "evaluate_looks",
+    "family",
+    "margin_for",
+    "replay_looks",
+    "slot_rounds",
+    "with_last_rounds",
+]
 
 #: columns of the ``sequential_verdicts`` table (one row per model × comparison)
 SEQUENTIAL_COLUMNS = ("model", "use_case", "kind", "language", "facet", "reference", "comparison", "unit", "margin",
@@ -92,14 +100,21 @@ class Comparison:
     last_round: int = -1
 
 
+def cell_rows(frame: pd.DataFrame, comparison: Comparison) -> pd.DataFrame:
+    """The rows of ``frame`` (prompts or answers) in ``comparison``'s cell: its use case, language and axis."""
+    rows = frame[(frame["use_case"].astype(str) == comparison.use_case)
+                 & (frame["language"].astype(str) == comparison.language)]
+    if comparison.axis is not None and "axis" in rows.columns:
+        rows = rows[rows["axis"].astype(str) == comparison.axis]
+    return rows
+
+
 def with_last_rounds(comparisons: Sequence[Comparison], table: pd.DataFrame, rounds: np.ndarray) -> list[Comparison]:
     """``comparisons`` with the round in which each one's last slot of the design is sent."""
     frame = table.assign(_round=rounds)
     out = []
     for c in comparisons:
-        rows = frame[(frame["use_case"].astype(str) == c.use_case) & (frame["language"].astype(str) == c.language)]
-        if c.axis is not None and "axis" in rows.columns:
-            rows = rows[rows["axis"].astype(str) == c.axis]
+        rows = cell_rows(frame, c)
         out.append(replace(c, last_round=int(rows["_round"].max()) if len(rows) else -1))
     return out
 
@@ -218,10 +233,7 @@ class LookResult:
 
 def _slot_gaps(rows: pd.DataFrame, comparison: Comparison, slot_columns: Sequence[str]) -> pd.DataFrame:
     """One row per matched slot: its round and its gap (the kind's comparison of the two sides' means)."""
-    part = rows[(rows["use_case"].astype(str) == comparison.use_case)
-                & (rows["language"].astype(str) == comparison.language)]
-    if comparison.axis is not None and "axis" in part.columns:
-        part = part[part["axis"].astype(str) == comparison.axis]
+    part = cell_rows(rows, comparison)
     if comparison.column not in part.columns or part.empty:
         return pd.DataFrame({"round": pd.Series(dtype="int64"), "gap": pd.Series(dtype="float64")})
     level = part[comparison.column].astype(str)
@@ -314,8 +326,3 @@ def replay_looks(gaps: Sequence[tuple[np.ndarray, np.ndarray]], comparisons: Seq
     frame = pd.DataFrame(records)
     return LookResult(frame, stop, looks)
 
-
-def verdict_counts(frame: pd.DataFrame) -> dict[str, int]:
-    """How many comparisons each verdict has."""
-    said = frame["verdict"].astype(str) if "verdict" in frame.columns else pd.Series(dtype=str)
-    return {name: int((said == name).sum()) for name in (GAP, NO_GAP, UNDECIDED)}

@@ -22,16 +22,9 @@ from counterbench.commands.run_options import (
     send,
     with_run_options,
 )
-from counterbench.commands.stopping_options import (
-    DEFAULT_LOOK_EVERY,
-    LookEveryOpt,
-    MarginOpt,
-    OrderSeedOpt,
-    StopWhenOpt,
-    stopping_rule,
-)
+from counterbench.commands.stopping_options import with_stopping_rule
 from counterbench.errors import UserError
-from counterbench.options import RunOptions
+from counterbench.options import RunOptions, StoppingRule
 from counterbench.report.links import viewer_command
 
 if TYPE_CHECKING:
@@ -183,6 +176,7 @@ def _load_store(store: Path, models: list[str] | None, profile: Any) -> pd.DataF
     return load_results(store, models=models, profile=str(profile) if profile else None)
 
 
+@with_stopping_rule
 @with_run_options
 @with_prompt_filters
 def audit_command(
@@ -205,10 +199,7 @@ def audit_command(
     title: TitleOpt = None,
     fail_on: FailOnOpt = None,
     junit: JunitOpt = None,
-    stop_when: StopWhenOpt = None,
-    margin: MarginOpt = None,
-    look_every: LookEveryOpt = DEFAULT_LOOK_EVERY,
-    order_seed: OrderSeedOpt = 0,
+    stopping: StoppingRule | None = None,
 ) -> None:
     """Run a study on models, analyse the answers and write the report, in one go; rerun to resume.
 
@@ -232,14 +223,13 @@ def audit_command(
         parse_fail_on(fail_on)  # a bad threshold is refused before the audit sends anything
     from counterbench.studies.options import study_with_options
 
-    rule = stopping_rule(stop_when, margin, look_every, order_seed)
     the_study = study_with_options(study, list(ctx.args))
     table = build_prompts(the_study, filters, from_release=from_release)
     sequential = None
-    if rule is not None:
+    if stopping is not None:
         from counterbench.sequential import run_until_decided, sequential_summary
 
-        sequential = run_until_decided(the_study, table, list(model or []), run_options, rule, say=print)
+        sequential = run_until_decided(the_study, table, list(model or []), run_options, stopping, say=print)
         summary = sequential.summary
     else:
         summary = send(table, list(model or []), run_options)

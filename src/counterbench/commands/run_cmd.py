@@ -19,16 +19,9 @@ from counterbench.commands.run_options import (
     send,
     with_run_options,
 )
-from counterbench.commands.stopping_options import (
-    DEFAULT_LOOK_EVERY,
-    LookEveryOpt,
-    MarginOpt,
-    OrderSeedOpt,
-    StopWhenOpt,
-    stopping_rule,
-)
+from counterbench.commands.stopping_options import with_stopping_rule
 from counterbench.errors import UserError
-from counterbench.options import RunOptions
+from counterbench.options import RunOptions, StoppingRule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,6 +29,7 @@ if TYPE_CHECKING:
     from counterbench.prompts import PromptFilters
 
 
+@with_stopping_rule
 @with_run_options
 @with_prompt_filters
 def run_command(
@@ -54,10 +48,7 @@ def run_command(
     filters: PromptFilters,
     from_release: FromReleaseOpt = None,
     run_options: RunOptions,
-    stop_when: StopWhenOpt = None,
-    margin: MarginOpt = None,
-    look_every: LookEveryOpt = DEFAULT_LOOK_EVERY,
-    order_seed: OrderSeedOpt = 0,
+    stopping: StoppingRule | None = None,
 ) -> None:
     """Send prompts to models and keep every answer in the store; rerun the same command to resume.
 
@@ -72,16 +63,15 @@ def run_command(
     if study is not None and study.startswith("-"):  # an unknown option where the study would stand
         study_args = [study, *study_args]
         study = None
-    rule = stopping_rule(stop_when, margin, look_every, order_seed)
-    if rule is not None and study is None:
+    if stopping is not None and study is None:
         raise UserError("--stop-when decided needs a study (its comparisons), not --prompts alone")
     table = _load_table(study, prompts_file, filters, from_release, study_args)
-    if rule is not None:
+    if stopping is not None:
         from counterbench.sequential import run_until_decided, sequential_summary
         from counterbench.studies.options import study_with_options
 
         sequential = run_until_decided(study_with_options(str(study), study_args), table, list(model or []),
-                                       run_options, rule, say=print)
+                                       run_options, stopping, say=print)
         summary = sequential.summary
         print(format_summary(summary))
         print("\n".join(sequential_summary(sequential)))

@@ -3,7 +3,10 @@ by ``run`` and ``audit`` (:mod:`counterbench.sequential`)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -38,3 +41,33 @@ def stopping_rule(stop_when: str | None, margin: list[str] | None, look_every: i
     if stop_when not in STOP_WHEN:
         raise UserError(f"--stop-when takes {', '.join(STOP_WHEN)}, got {stop_when!r}")
     return StoppingRule(margins=parse_margins(margin or []), look_every=look_every, seed=order_seed)
+
+
+#: the flags :func:`with_stopping_rule` gives a verb: name -> (option, default)
+STOPPING_FLAGS: dict[str, tuple[object, object]] = {
+    "stop_when": (StopWhenOpt, None), "margin": (MarginOpt, None), "look_every": (LookEveryOpt, DEFAULT_LOOK_EVERY),
+    "order_seed": (OrderSeedOpt, 0),
+}
+
+
+def with_stopping_rule(verb: Callable[..., None]) -> Callable[..., None]:
+    """Give ``verb`` the flags of :data:`STOPPING_FLAGS` in place of its ``stopping`` parameter, and call it with
+    them as one rule (:func:`stopping_rule`; ``None`` without ``--stop-when``), as ``with_prompt_filters`` does
+    for the prompt filters."""
+    own = inspect.signature(verb)
+    parameters: list[inspect.Parameter] = []
+    for p in own.parameters.values():
+        if p.name == "stopping":
+            parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=option, default=default)
+                           for name, (option, default) in STOPPING_FLAGS.items()]
+        else:
+            parameters.append(p)
+
+    @functools.wraps(verb)
+    def wrapper(**values: Any) -> None:
+        flags = {name: values.pop(name) for name in STOPPING_FLAGS}
+        return verb(**values, stopping=stopping_rule(**flags))
+
+    wrapper.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return wrapper
