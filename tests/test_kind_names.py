@@ -4,8 +4,8 @@ The kind names are the registry's (``COUNTERBENCH_PLUGINS=builtin``: the built-i
 layer below the built-in studies, the CLI's verbs and the Inspect tasks (``tests/test_layers.py``). A name
 counts where the code holds it as a string (``spec.kind == "choice"``, ``gap_unit("amount")``, a dict keyed
 by kind); prose (docstrings, comments) may speak of amounts and labels. A kind's own family of tables
-(``families/KIND/``) is keyed by its kind and names it, that kind only; ``families/__init__.py`` lists the
-built-in families' kinds.
+(``families/KIND/``) is keyed by its kind and names it, that kind only (the built-in families register by
+entry points, so no other core file lists them).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from counterbench.families import BUILTIN_FAMILIES
 from counterbench.outcomes import KINDS
 from tests.test_layers import NAME_NO_STUDY, PACKAGE
 
@@ -62,11 +61,9 @@ def _core_files() -> list[Path]:
 
 
 def own_kinds(rel: str) -> set[str]:
-    """The kinds a core file may name: a family's package its own kind, the families' index the built-in ones."""
+    """The kinds a core file may name: a family's package its own kind, no other file any."""
     parts = rel.split("/")
-    if parts[0] != "families":
-        return set()
-    return set(BUILTIN_FAMILIES) if len(parts) == 2 else {parts[1]}
+    return {parts[1]} if parts[0] == "families" and len(parts) > 2 else set()
 
 
 def test_the_core_names_no_outcome_kind() -> None:
@@ -92,6 +89,6 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
 
 def test_a_family_names_its_own_kind_only() -> None:
     assert own_kinds("families/amount/family.py") == {"amount"}
-    assert own_kinds("families/__init__.py") == set(BUILTIN_FAMILIES)
+    assert own_kinds("families/__init__.py") == set()
     assert own_kinds("analyses/study.py") == set()
     assert own_kinds("families/amount/tables.py") < set(KINDS.names())  # "label" there would be a hit

@@ -117,7 +117,7 @@ def test_one_language_has_no_comparison_and_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("languages", [("en", "hinglish")])
 def test_the_built_in_study_keeps_its_column_names(languages: tuple[str, ...]) -> None:
-    from counterbench.analyses.study import table_layout
+    from counterbench.families.amount.study_analysis import table_layout
     from counterbench.studies.registry import load_study
 
     layout = table_layout(load_study("rupeebias"))

@@ -3,8 +3,9 @@
 ``analyze_study(results, study, ...)`` is what ``counterbench analyze``, ``report``, ``audit`` and the
 Python API (:func:`counterbench.analyze`, :func:`counterbench.audit`) all call, once the pipeline has read
 the study's rows from the store (:mod:`counterbench.run.study_results`; a store may hold several
-studies, they are never pooled). It runs the ``amount`` analysis
-(:mod:`counterbench.families.amount.analysis`) on amount use cases and the generic outcome tables
+studies, they are never pooled). It runs the analysis of the table family of the pair-gap kinds (the amount
+family's, found in :data:`.table_families.FAMILIES` by the answers' kinds) on those use cases and the generic
+outcome tables
 (:mod:`.outcome_tables`, :mod:`.table_registry`) on every use case
 (amount ones included, in the amount kind's relative unit), and writes the study's own title,
 languages, axes, use cases, canonical pairs and outcome kinds into the summary, from which the report
@@ -37,11 +38,10 @@ from counterbench.analyses.repeats import has_repeats, within_prompt_means
 from counterbench.analyses.result import AnalysisResult
 from counterbench.analyses.study_findings import amount_findings_in_study_words, outcome_summary, study_names
 from counterbench.analyses.study_summary import base_summary, count_other_use_cases, study_summary
-from counterbench.analyses.table_families import analysed_kinds, pair_tables_apply
+from counterbench.analyses.table_families import analysed_kinds, analysing_family, pair_tables_apply
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
-from counterbench.families.amount.tables import TableLayout
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.run.study_results import results_of_study
 from counterbench.stats.blas import one_blas_thread
@@ -88,8 +88,6 @@ def analyze_study(
     canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
 ) -> AnalysisResult:
     """Every table of ``study``'s analysis from its results frame (see module docstring)."""
-    from counterbench.families.amount.analysis import analyze as analyze_amounts
-
     rules = get_profile(profile)
     the_study = resolve_study(study)
     wanted = list(dict.fromkeys(models)) if models else None
@@ -103,8 +101,9 @@ def analyze_study(
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount_rows = results[amount_mask].reset_index(drop=True)
         try:
-            amount = analyze_amounts(amount_rows, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                                     canonical_pairs=pairs, layout=table_layout(the_study))
+            analyze_family = analysing_family(_kinds_of(amount_rows)).study_analysis()
+            amount = analyze_family(amount_rows, the_study, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
+                                    canonical_pairs=pairs)
         except UserError as err:
             if amount_mask.all():
                 raise
@@ -230,10 +229,12 @@ def _both_health(amounts: pd.DataFrame, others: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([amounts.reindex(columns=columns), others.reindex(columns=columns)], ignore_index=True)
 
 
-def table_layout(study: Study) -> TableLayout:
-    """The study's languages and axis sizes, which name the amount tables' per-language columns."""
-    sizes = [(f.axis or f.name, len(f.levels)) for f in study.facets if f.kind == "axis"]
-    return TableLayout.of(list(study.languages), sizes)
+def _kinds_of(results: pd.DataFrame) -> list[str | None]:
+    """The outcome kinds of ``results``' answers (``None``: a store written before kinds existed)."""
+    if "answer_type" not in results.columns:
+        return [None]
+    return list(dict.fromkeys(kind_of_answer_type(a) if isinstance(a, str) else None
+                              for a in results["answer_type"].unique()))
 
 
 def only_amounts(study: Study) -> bool:
@@ -247,11 +248,9 @@ def only_amounts(study: Study) -> bool:
 def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
                            *, profile: str = "default", bootstrap: int = 2000, seed: int = 0, tau: float = 10.0,
                            canonical_pairs: Mapping[str, tuple[str, str]] | None = None) -> AnalysisResult:
-    """The amount analysis of ``study``, ``models`` one at a time (:mod:`counterbench.families.amount.by_model`;
-    ``load(model)`` gives that model's results of the study), with the study's wording and the generic outcome
-    tables."""
-    from counterbench.families.amount.by_model import analyze_by_model
-
+    """The analysis of an amount study (:func:`only_amounts`), ``models`` one at a time (its family's
+    ``analysis_by_model``; ``load(model)`` gives that model's results of the study), with the study's wording and
+    the generic outcome tables."""
     the_study = resolve_study(study)
     pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
 
@@ -276,8 +275,10 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return outcome_table_frames(with_excluded_unusable(results, rules), the_study, bootstrap, seed, failed)
 
-    result = analyze_by_model(checked, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                              canonical_pairs=pairs, layout=table_layout(the_study), extra_tables=outcome_tables)
+    kinds = [spec.kind for spec in (getattr(the_study, "outcomes", None) or {}).values()]
+    analyze_by_model = analysing_family(kinds, by_model=True).study_analysis_by_model()
+    result = analyze_by_model(checked, list(models), the_study, profile=profile, bootstrap=bootstrap, seed=seed,
+                              tau=tau, canonical_pairs=pairs, extra_tables=outcome_tables)
     mark_families(result.tables)  # one family per model over every table (:mod:`.families`)
     result.summary["findings"] = amount_findings_in_study_words(result.tables, result.summary, the_study)
     _add_outcome_summary(result, the_study, bootstrap, seed)

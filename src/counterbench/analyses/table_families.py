@@ -4,7 +4,10 @@ A family (:class:`TableFamily`) is the tables one outcome kind's answers get bey
 shares (:mod:`.table_registry`), declared once in the kind's package under ``counterbench/families/`` (the
 amount kind's: :mod:`counterbench.families.amount`). :data:`FAMILIES` is a :class:`counterbench.registry.Registry`
 like the kinds' and the tables' (group ``counterbench.table_families``), keyed by the kind a family belongs to;
-the built-in ones are registered here by reference (``counterbench.families.BUILTIN_FAMILIES``).
+the built-in ones register through counterbench's own entry points in that group, exactly as a package's do,
+so nothing below the families imports them. A family with its own analysis names it (:attr:`TableFamily.analysis`,
+:attr:`TableFamily.analysis_by_model`); :func:`counterbench.analyses.study.analyze_study` finds it by the
+answers' kinds (:func:`analysing_family`).
 
 The report, the gate, the findings and ``counterbench analyze`` choose a family's sections, rules and printouts
 by the analysed kinds (:func:`analysed_kinds`: the summary's ``analysed_kinds``, the kinds whose tables came
@@ -16,17 +19,36 @@ out, else its ``outcome_kinds``), never by whether one of its tables is there. A
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
-from counterbench.families import BUILTIN_FAMILIES
+from counterbench.analyses.result import AnalysisResult
+from counterbench.errors import UserError
 from counterbench.outcomes import has_pair_tables
-from counterbench.registry import Registry
+from counterbench.registry import Registry, load_reference
+from counterbench.studies.base import Study
 
-__all__ = ["FAMILIES", "TableFamily", "analysed_kinds", "families_for", "pair_tables_apply"]
+__all__ = ["FAMILIES", "FamilyAnalysis", "FamilyAnalysisByModel", "TableFamily", "analysed_kinds",
+           "analysing_family", "families_for", "pair_tables_apply"]
+
+
+class FamilyAnalysis(Protocol):
+    """A family's tables of a study's answers of its kinds (every model at once)."""
+
+    def __call__(self, results: pd.DataFrame, study: Study, *, profile: str, bootstrap: int, seed: int,
+                 tau: float, canonical_pairs: Mapping[str, tuple[str, str]]) -> AnalysisResult: ...
+
+
+class FamilyAnalysisByModel(Protocol):
+    """The same, one model's answers at a time (``load(model)``); ``extra_tables`` adds per-model tables."""
+
+    def __call__(self, load: Callable[[str], pd.DataFrame], models: Sequence[str], study: Study, *, profile: str,
+                 bootstrap: int, seed: int, tau: float, canonical_pairs: Mapping[str, tuple[str, str]],
+                 extra_tables: Callable[[pd.DataFrame], Mapping[str, pd.DataFrame]] | None = None,
+                 ) -> AnalysisResult: ...
 
 
 @dataclass(frozen=True)
@@ -50,10 +72,25 @@ class TableFamily:
     gate_rules: str = ""
     #: table name -> what run would fill it, when the data cannot support it
     hints: Mapping[str, str] = field(default_factory=dict)
+    #: ``module:attribute`` of its analysis of a study's answers (a :class:`FamilyAnalysis`); empty: its
+    #: tables are made by the generic table registry
+    analysis: str = ""
+    #: ``module:attribute`` of the same analysis one model at a time (a :class:`FamilyAnalysisByModel`)
+    analysis_by_model: str = ""
 
     def analyses(self, kind: str | None) -> bool:
         """Whether the family's tables analyse answers of ``kind``."""
         return self.covers(kind) if self.covers is not None else kind == self.kind
+
+    def study_analysis(self) -> FamilyAnalysis:
+        """Its analysis of a study's answers (loaded on first use)."""
+        loaded: FamilyAnalysis = load_reference(self.analysis)
+        return loaded
+
+    def study_analysis_by_model(self) -> FamilyAnalysisByModel:
+        """Its analysis one model at a time (loaded on first use)."""
+        loaded: FamilyAnalysisByModel = load_reference(self.analysis_by_model)
+        return loaded
 
 
 def _adapt(name: str, obj: Any) -> TableFamily:
@@ -67,8 +104,6 @@ FAMILIES: Registry[TableFamily] = Registry(
     "table family", "counterbench.table_families",
     hint="register a TableFamily in counterbench.analyses.table_families.FAMILIES under its kind's name")
 FAMILIES.adapt = _adapt
-for _kind in BUILTIN_FAMILIES:
-    FAMILIES.register(_kind, reference=f"counterbench.families.{_kind}.family:FAMILY")
 
 #: the generic tables whose ``kind`` column names the kinds of an analysis that does not list them
 _KIND_TABLES = ("outcome_levels", "outcome_gaps")
@@ -94,6 +129,19 @@ def families_for(kinds: Iterable[str | None]) -> list[TableFamily]:
     wanted = list(kinds)
     families = [FAMILIES.get(name) for name in FAMILIES.names()]
     return [f for f in families if any(f.analyses(k) for k in wanted)]
+
+
+def analysing_family(kinds: Iterable[str | None], *, by_model: bool = False) -> TableFamily:
+    """The first registered family with its own analysis (one model at a time, with ``by_model``) that analyses
+    any of ``kinds``; a :class:`~counterbench.errors.UserError` when none does (a package's kind declared
+    ``pair_tables`` and no family was installed)."""
+    wanted = list(kinds)
+    for family in families_for(wanted):
+        if family.analysis_by_model if by_model else family.analysis:
+            return family
+    shown = ", ".join(str(k) for k in wanted)
+    raise UserError(f"no table family analyses answers of kind {shown}; a package registers one in the entry-point "
+                    f"group counterbench.table_families")
 
 
 def pair_tables_apply(kinds: Iterable[str | None]) -> bool:

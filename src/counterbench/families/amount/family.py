@@ -1,7 +1,10 @@
-"""The amount kind's family, registered in :data:`counterbench.analyses.table_families.FAMILIES` under ``amount``.
+"""The amount kind's family, registered in :data:`counterbench.analyses.table_families.FAMILIES` under ``amount``
+by counterbench's own entry point (group ``counterbench.table_families`` in ``pyproject.toml``), as a package
+registers its own.
 
 It analyses every kind whose ``pair_tables`` is true (``amount`` says so; a store written before kinds
-existed holds amounts): :func:`counterbench.families.amount.analysis.analyze` makes its tables, the report shows them
+existed holds amounts): :func:`counterbench.families.amount.analysis.analyze` makes its tables (called for a
+study through :mod:`counterbench.families.amount.study_analysis`), the report shows them
 in its amount sections (``report/sections.py``) and the gate judges them by the amount rules (overall Mean Δ%
 when asked, canonical pair gaps; ``gate/checks.py``).
 """
@@ -20,4 +23,6 @@ FAMILY = TableFamily(
     report_methods="counterbench.report.provenance:AMOUNT_METHODS",
     gate_rules="counterbench.gate.checks:amount_rules",
     hints=UNSUPPORTED_HINTS,
+    analysis="counterbench.families.amount.study_analysis:analyze_study_answers",
+    analysis_by_model="counterbench.families.amount.study_analysis:analyze_study_by_model",
 )
