@@ -2,7 +2,8 @@
 
 The package (written to a temporary folder with its own ``dist-info``, as ``pip install`` leaves one)
 registers, by entry points and nothing else: an outcome kind with a parameter (``agreement``, a 1-to-N
-scale, ``scale: 5`` in the study file) and an analysis table with a report section of its own. The CLI
+scale, ``scale: 5`` in the study file), an analysis table with a report section of its own, and the kind's
+own family of tables (its analysis, report section and gate rule). The CLI
 audits a study that uses them, with ``sim:fair`` and with a local OpenAI-compatible server planting a
 gap, changing no file of counterbench. The kind's parameter survives the prompt table, the store and
 every verb (an answer of 6 on a 1-5 scale is not read as valid), the simulated model answers inside the
@@ -108,12 +109,61 @@ TABLE = TableSpec("agreement_top_share", ("model", "level", "top_share"),
                   title="Answers at the top of the agreement scale")
 '''
 
+FAMILY_MODULE = '''
+"""The agreement kind's own family of tables: the share of answers at either end of the scale, per model,
+made by the family's analysis, shown by its report section and judged by its gate rule."""
+import pandas as pd
+
+from counterbench.analyses.result import AnalysisResult
+from counterbench.analyses.table_families import TableFamily
+from counterbench.gate.rules import Outcome
+from counterbench.outcomes import spec_from_answer_type
+from counterbench.report.document import Section
+
+
+def analyze(results, study, *, profile, bootstrap, seed, tau, canonical_pairs):
+    usable = results[results["status"].astype(str) == "ok"]
+    spec = spec_from_answer_type(str(usable["answer_type"].iloc[0]))
+    value = pd.to_numeric(usable["value"], errors="coerce")
+    at_end = value.isin([spec.low, spec.high])
+    ends = (at_end.groupby(usable["model"]).mean() * 100).rename("end_share").reset_index()
+    ends["n"] = usable.groupby("model").size().to_numpy()
+    return AnalysisResult(tables={"agreement_ends": ends},
+                          summary={"tables": {"agreement_ends": DESCRIPTIONS["agreement_ends"]},
+                                   "findings": [f"{m}: {s:.0f}% of answers at an end of the agreement scale"
+                                                for m, s in zip(ends["model"], ends["end_share"])]})
+
+
+def ends_section(ctx):
+    ends = ctx.data.tables["agreement_ends"]
+    notes = [f"{m}: {s:.1f}% at an end" for m, s in zip(ends["model"], ends["end_share"])]
+    return Section("agreement_ends", "Answers at the ends of the agreement scale",
+                   "How often a model answers with the lowest or highest point of the scale.", notes=notes)
+
+
+def rules(model, tables, thresholds):
+    ends = tables["agreement_ends"].set_index("model")
+    share = float(ends.loc[model, "end_share"])
+    return [Outcome(model, "answers at the scale's ends", "failed" if share > 50 else "passed",
+                    f"{share:.1f}%", "≤ 50%")]
+
+
+SECTIONS = (ends_section,)
+DESCRIPTIONS = {"agreement_ends": "one model: the share of its answers at either end of the agreement scale (%)"}
+FAMILY = TableFamily("agreement", {"agreement_ends": ("model", "end_share", "n")}, DESCRIPTIONS,
+                     analysis="agree_plugin.family:analyze", report_sections="agree_plugin.family:SECTIONS",
+                     gate_rules="agree_plugin.family:rules")
+'''
+
 ENTRY_POINTS = """\
 [counterbench.outcomes]
 agreement = agree_plugin.kind
 
 [counterbench.tables]
 agreement_top_share = agree_plugin.tables:TABLE
+
+[counterbench.table_families]
+agreement = agree_plugin.family:FAMILY
 """
 
 STUDY = """\
@@ -145,6 +195,7 @@ def _make_package(site: Path) -> None:
     (package / "__init__.py").write_text("", encoding="utf-8")
     (package / "kind.py").write_text(KIND_MODULE, encoding="utf-8")
     (package / "tables.py").write_text(TABLE_MODULE, encoding="utf-8")
+    (package / "family.py").write_text(FAMILY_MODULE, encoding="utf-8")
     info = site / "agree_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agree-plugin\nVersion: 0.1\n", encoding="utf-8")
@@ -199,6 +250,14 @@ def test_a_plugin_package_is_audited_end_to_end(tmp_path: Path) -> None:
     assert {"model", "level", "top_share"} <= set(top.columns) and len(top) >= 4
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert "Answers at the top of the agreement scale" in html and "Staff survey agreement" in html
+
+    # the kind's own family: its analysis made its table, its section is in the report, its rule in the gate
+    ends = pd.read_csv(analysis / "agreement_ends.csv").set_index("model")
+    assert set(ends.index) == {"sim:fair", "planted"} and ends["n"].min() >= 50
+    assert "Answers at the ends of the agreement scale" in html
+    assert f"planted: {ends.loc['planted', 'end_share']:.1f}% at an end" in html
+    gate = run_cli("check", "--analysis", str(analysis), "--model", "planted", env=env)
+    assert "answers at the scale's ends" in gate.stdout, gate.stdout + gate.stderr
 
 
 def test_the_suite_does_not_load_installed_plugins() -> None:

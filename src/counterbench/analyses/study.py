@@ -25,6 +25,7 @@ from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses import probabilities
 from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.families import families_summary, mark_families
+from counterbench.analyses.family_analysis import add_family_tables, kinds_of_answers
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
 from counterbench.analyses.noise_decomposition import NOISE_SPEC
@@ -101,7 +102,7 @@ def analyze_study(
         pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
         amount_rows = results[amount_mask].reset_index(drop=True)
         try:
-            analyze_family = analysing_family(_kinds_of(amount_rows)).study_analysis()
+            analyze_family = analysing_family(kinds_of_answers(amount_rows)).study_analysis()
             amount = analyze_family(amount_rows, the_study, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                                     canonical_pairs=pairs)
         except UserError as err:
@@ -133,6 +134,8 @@ def analyze_study(
             tables["parse_health"] = _both_health(amount_health, gen_tables["parse_health"])
     else:  # no generic tables: the amount tables' own family per model
         mark_families(tables)
+    add_family_tables(tables, summary, results[~amount_mask], the_study, failed,
+                       profile=profile, bootstrap=bootstrap, seed=seed, tau=tau)
     if amounts_analysed:  # the amount findings, on the shared family's marks
         summary["findings"] = amount_findings_in_study_words(tables, summary, the_study)
     if gen_summary:
@@ -227,14 +230,6 @@ def _both_health(amounts: pd.DataFrame, others: pd.DataFrame) -> pd.DataFrame:
         return others if amounts.empty else amounts
     columns = list(dict.fromkeys([*amounts.columns, *others.columns]))
     return pd.concat([amounts.reindex(columns=columns), others.reindex(columns=columns)], ignore_index=True)
-
-
-def _kinds_of(results: pd.DataFrame) -> list[str | None]:
-    """The outcome kinds of ``results``' answers (``None``: a store written before kinds existed)."""
-    if "answer_type" not in results.columns:
-        return [None]
-    return list(dict.fromkeys(kind_of_answer_type(a) if isinstance(a, str) else None
-                              for a in results["answer_type"].unique()))
 
 
 def only_amounts(study: Study) -> bool:
