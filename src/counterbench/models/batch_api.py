@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from counterbench.models.base import BackendError, ChatRequest, ChatResult
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, redact_secret
 from counterbench.models.openai_compat import is_retryable_status, parse_retry_after
 
 _MAX_ERROR_CHARS = 300
@@ -113,7 +113,7 @@ class BatchHTTP:
         self._session: aiohttp.ClientSession | None = None
 
     def redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        return redact_secret(text, self._secret)
 
     async def call(self, method: str, url: str, *, data: Any = None, json_body: Any = None) -> bytes:
         """The body of a 2xx reply to ``method url``; raises :class:`BackendError` otherwise."""
