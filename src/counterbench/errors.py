@@ -31,3 +31,15 @@ def check_keys(obj: Iterable[object], allowed: Sequence[str], where: str, what: 
     if unknown:
         raise UserError(f"{where}: unknown {what} '{unknown[0]}'{nearest(unknown[0], allowed)} "
                         f"(allowed: {', '.join(allowed)})")
+
+
+def cannot_read(what: str, err: OSError) -> UserError:
+    """The one-line error for a file that could not be opened or read: ``cannot read WHAT: no such file``
+    (likewise ``it is a folder``, else the system's reason)."""
+    if isinstance(err, FileNotFoundError):
+        reason = "no such file"
+    elif isinstance(err, IsADirectoryError):
+        reason = "it is a folder"
+    else:
+        reason = f"{err.strerror or err}"
+    return UserError(f"cannot read {what}: {reason}")

@@ -134,3 +134,17 @@ class Registry(Generic[T]):
             entry.loaded = True
         item: T = entry.item  # type: ignore[assignment]
         return item
+
+    def build(self, name: str, failure: str) -> Any:
+        """The item called ``name``, called first when it is a factory (a class or a function that makes it).
+
+        A factory that fails with anything but a :class:`UserError` (a third-party one) raises
+        ``UserError("FAILURE: ErrorType: message")``, ``failure`` saying which item could not be built.
+        """
+        item = self.get(name)
+        try:
+            return item() if callable(item) else item
+        except UserError:
+            raise
+        except Exception as err:
+            raise UserError(f"{failure}: {type(err).__name__}: {err}") from None

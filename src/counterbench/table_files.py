@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.errors import UserError, nearest
+from counterbench.errors import UserError, cannot_read, nearest
 from counterbench.fileperms import as_user_file
 from counterbench.json_limits import JSONLimitError, loads_bounded
 from counterbench.yaml_files import MAX_BYTES, read_text_file
@@ -83,12 +83,8 @@ def read_jsonl_records(path: Path, what: str | None = None) -> Iterator[tuple[in
     what = what or path.name
     try:
         handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"cannot read {what}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"cannot read {what}: it is a folder") from None
     except OSError as err:
-        raise UserError(f"cannot read {what}: {err.strerror or err}") from None
+        raise cannot_read(what, err) from None
     with handle:
         lineno = 0
         try:

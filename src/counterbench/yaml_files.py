@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from counterbench.errors import UserError
+from counterbench.errors import UserError, cannot_read
 
 __all__ = ["ALIAS_BUDGET", "MAX_BYTES", "MAX_DEPTH", "FastStrictLoader", "StrictLoader", "load_strict",
            "read_text_file", "read_yaml_file", "yaml_text"]
@@ -164,12 +164,8 @@ def read_text_file(path: Path, what: str, hint: str = "save it as UTF-8", max_by
         if size > max_bytes:
             raise UserError(f"{what}: {size:,} bytes, more than the {max_bytes:,} counterbench reads from such a file")
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"cannot read {what}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"cannot read {what}: it is a folder") from None
     except OSError as err:
-        raise UserError(f"cannot read {what}: {err.strerror or err}") from None
+        raise cannot_read(what, err) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -260,16 +260,7 @@ def noise_in_unit(rows: pd.DataFrame, slot_columns: Sequence[str]) -> dict[str, 
     slots = [c for c in slot_columns if c in rows.columns and c not in cell]
     y = rows["y"].astype("float64")
     slot_keys = [rows[c].astype(str) for c in [*cell, *slots]]
-    centred = y - y.groupby(slot_keys, observed=True).transform("mean")
-    ident = [rows[c].astype(str) for c in [*cell, "identifier"]]
-    resid = centred - centred.groupby(ident, observed=True).transform("mean")
-    shape = rows.assign(_slot=y.groupby(slot_keys, observed=True).ngroup(), _ident=rows["identifier"].astype(str))
-    per_cell = shape.groupby(cell, observed=True).agg(n=("_slot", "size"), s=("_slot", "nunique"),
-                                                      k=("_ident", "nunique"))
-    per_cell["df"] = (per_cell["n"] - per_cell["s"] - per_cell["k"] + 1).clip(lower=0)
-    dfs = per_cell.groupby(level="model", observed=True)["df"].sum()
-    ss = (resid**2).groupby(rows["model"], observed=True).sum()
-    return {str(m): float(np.sqrt(ss[m] / dfs[m])) for m in ss.index if m in dfs.index and dfs[m] > 0}
+    return _pooled_noise(rows, y, cell, slot_keys, [rows[c].astype(str) for c in [*cell, "identifier"]])
 
 
 def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
@@ -282,12 +273,23 @@ def noise_from_values(values: pd.DataFrame) -> dict[str, float]:
         return {}
     cell = ["model", "language", "use_case", "axis"]
     y = pd.Series(np.log(rows["value"].to_numpy(np.float64)), index=rows.index)
-    slot_keys = [rows[c] for c in [*cell, *SLOT]]
+    return _pooled_noise(rows, y, cell, [rows[c] for c in [*cell, *SLOT]],
+                         [rows[c] for c in [*cell, "identifier"]])
+
+
+def _pooled_noise(rows: pd.DataFrame, y: pd.Series, cell: list[str], slot_keys: list[pd.Series],
+                  identity_keys: list[pd.Series]) -> dict[str, float]:
+    """Per model, σ of ``y`` (one value per row of ``rows``) after slot and identity effects, pooled over cells.
+
+    ``y`` is centred on its slot's mean (the rows alike in ``slot_keys``), minus each identity's mean centred
+    value in its cell (``identity_keys``: the cell's columns, then the identifier); the sum of squares is taken
+    over (answers − slots − identities + 1) degrees of freedom per cell (``cell``, its first column the model).
+    """
     centred = y - y.groupby(slot_keys, observed=True).transform("mean")  # slot effects out
-    resid = centred - centred.groupby([rows[c] for c in [*cell, "identifier"]], observed=True).transform("mean")
-    shape = rows.assign(_slot=rows.groupby([*cell, *SLOT], observed=True).ngroup())
+    resid = centred - centred.groupby(identity_keys, observed=True).transform("mean")
+    shape = rows.assign(_slot=y.groupby(slot_keys, observed=True).ngroup(), _ident=identity_keys[-1])
     per_cell = shape.groupby(cell, observed=True).agg(n=("_slot", "size"), s=("_slot", "nunique"),
-                                                      k=("identifier", "nunique"))
+                                                      k=("_ident", "nunique"))
     per_cell["df"] = (per_cell["n"] - per_cell["s"] - per_cell["k"] + 1).clip(lower=0)
     dfs = per_cell.groupby(level="model", observed=True)["df"].sum()
     ss = (resid**2).groupby(rows["model"], observed=True).sum()

@@ -28,7 +28,7 @@ from typing import Any
 
 from counterbench.errors import UserError
 from counterbench.json_limits import loads_bounded
-from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, GenerationConfig, ProviderBackend
 from counterbench.models.openai_compat import is_retryable_status, parse_retry_after
 from counterbench.models.structured import (
     StructuredState,
@@ -50,10 +50,11 @@ _STOP_REASONS = {
 TOOL_NAME = "answer"
 
 
-class AnthropicBackend:
+class AnthropicBackend(ProviderBackend):
     """``anthropic:MODEL``. Create through :func:`counterbench.models.create_backend`."""
 
-    simulated = False
+    #: the API key (required)
+    _secret: str
 
     def __init__(
         self,
@@ -66,11 +67,7 @@ class AnthropicBackend:
     ) -> None:
         import anthropic
 
-        self.name = name
-        self.model = model
-        self.base_url = base_url
-        self.timeout_s = timeout_s
-        self._secret = api_key
+        super().__init__(name=name, model=model, base_url=base_url, timeout_s=timeout_s, secret=api_key)
         self._sdk = anthropic
         self._client: Any = None
         typed = inspect.signature(self._get_client().messages.create).parameters
@@ -95,12 +92,6 @@ class AnthropicBackend:
                 api_key=self._secret, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
             )
         return self._client
-
-    def __repr__(self) -> str:
-        return f"AnthropicBackend(name={self.name!r}, base_url={self.base_url!r}, api_key='***')"
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
 
     def build_params(self, request: ChatRequest, mode: str | None = None) -> dict[str, Any]:
         """Keyword arguments for ``messages.create`` (public for tests; contains no key).

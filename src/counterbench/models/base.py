@@ -214,6 +214,32 @@ RETRYABLE_STATUSES: tuple[str, ...] = ("error", "truncated", "filtered", "empty"
 STATUSES: tuple[str, ...] = FINISHED_STATUSES + RETRYABLE_STATUSES
 
 
+def redact_secret(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` (an API key) shown as ``***``."""
+    return text.replace(secret, "***") if secret else text
+
+
+class ProviderBackend:
+    """What the backends that call a provider's API share: the label (``name``), the provider's model, the
+    endpoint, the timeout and the API key, which no message and no ``repr`` shows."""
+
+    simulated = False
+
+    def __init__(self, *, name: str, model: str, base_url: str | None, timeout_s: float, secret: str | None) -> None:
+        self.name = name
+        self.model = model
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+        self._secret = secret
+
+    def __repr__(self) -> str:
+        key = "'***'" if self._secret else "None"
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r}, api_key={key})"
+
+    def _redact(self, text: str) -> str:
+        return redact_secret(text, self._secret)
+
+
 def endpoint_of(backend: object) -> str | None:
     """The base URL a backend sends to (``None``: none, or the provider's default), never a secret.
 

@@ -15,34 +15,26 @@ from typing import Any
 
 from counterbench.models.anthropic_backend import AnthropicBackend, result_from_message
 from counterbench.models.base import BackendError, ChatRequest, ChatResult
-from counterbench.models.batch_api import (
-    BatchHTTP,
-    ItemOutcome,
-    JobStatus,
-    error_detail,
-    job_id_of,
-    jsonl_objects,
-)
+from counterbench.models.batch_api import BatchClient, ItemOutcome, JobStatus, error_detail, job_id_of
 
 DEFAULT_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 #: error types after which the same request may succeed in a later batch
 _RETRYABLE_ERRORS = frozenset({"api_error", "overloaded_error", "rate_limit_error", "timeout_error"})
-_MIN_TRANSFER_S = 300.0
 #: clock slack when matching a batch's creation time with the time its key was stored (seconds)
 _SLACK_S = 120.0
 
 
-class AnthropicBatchAPI:
+class AnthropicBatchAPI(BatchClient):
     provider = "anthropic"
     max_requests = 100_000
     max_bytes = 250 * 1024 * 1024  # under the 256 MB limit
 
     def __init__(self, backend: AnthropicBackend) -> None:
         self.backend = backend
-        self.base_url = (backend.base_url or DEFAULT_URL).rstrip("/")
         headers = {"x-api-key": backend._secret, "anthropic-version": API_VERSION, "Accept": "application/json"}
-        self.http = BatchHTTP(backend.name, headers, backend._secret, max(backend.timeout_s, _MIN_TRANSFER_S))
+        super().__init__(backend.name, (backend.base_url or DEFAULT_URL).rstrip("/"), headers, backend._secret,
+                         backend.timeout_s)
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         params = self.backend.build_params(request)
@@ -58,12 +50,8 @@ class AnthropicBatchAPI:
         return job_id_of(job, self.backend.name)
 
     async def find(self, key: str, since: float, n_requests: int, claimed: set[str]) -> str | None:
-        after: str | None = None
         found: list[tuple[float, str]] = []
-        while True:
-            query = f"?limit=100&after_id={after}" if after else "?limit=100"
-            page = await self.http.call_json("GET", f"{self.base_url}/v1/messages/batches{query}")
-            jobs = [j for j in page.get("data") or [] if isinstance(j, dict)]
+        async for jobs in self.job_pages("/v1/messages/batches", "after_id"):
             for job in jobs:
                 created = _unix(job.get("created_at"))
                 if created is None or created < since - _SLACK_S or job.get("id") in claimed:
@@ -71,9 +59,6 @@ class AnthropicBatchAPI:
                 counts = job.get("request_counts") or {}
                 if sum(int(v or 0) for v in counts.values() if isinstance(v, int)) == n_requests:
                     found.append((created, str(job["id"])))
-            if not page.get("has_more") or not jobs:
-                break
-            after = str(page.get("last_id") or jobs[-1].get("id"))
         return min(found)[1] if found else None
 
     async def status(self, job_id: str) -> JobStatus:
@@ -88,8 +73,7 @@ class AnthropicBatchAPI:
         url = job.get("results_url")
         if not isinstance(url, str) or not url:
             url = f"{self.base_url}/v1/messages/batches/{job_id}/results"
-        raw = await self.http.call("GET", url)
-        return [self._outcome(line) for line in jsonl_objects(raw)]
+        return [self._outcome(line) for line in await self.jsonl(url)]
 
     def _outcome(self, line: dict[str, Any]) -> ItemOutcome:
         cid = line["custom_id"]
@@ -106,9 +90,6 @@ class AnthropicBatchAPI:
             message = self.http.redact(f"{name}: batch item errored ({etype}): {detail}")
             return ItemOutcome(cid, None, BackendError(message, retryable=etype in _RETRYABLE_ERRORS))
         return ItemOutcome(cid, None, BackendError(f"{name}: batch item {kind}", retryable=True))  # expired, canceled
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
 
 
 def _unix(value: Any) -> float | None:

@@ -27,16 +27,18 @@ requests that no stored job claims.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
 
-from counterbench.models.base import BackendError, ChatRequest, ChatResult
+from counterbench.models.base import BackendError, ChatRequest, ChatResult, redact_secret
 from counterbench.models.openai_compat import is_retryable_status, parse_retry_after
 
 _MAX_ERROR_CHARS = 300
+#: uploads and downloads may be large: a batch API call may take at least this long
+MIN_TRANSFER_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class BatchHTTP:
         self._session: aiohttp.ClientSession | None = None
 
     def redact(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        return redact_secret(text, self._secret)
 
     async def call(self, method: str, url: str, *, data: Any = None, json_body: Any = None) -> bytes:
         """The body of a 2xx reply to ``method url``; raises :class:`BackendError` otherwise."""
@@ -152,6 +154,36 @@ class BatchHTTP:
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
+
+
+class BatchClient:
+    """What the providers' batch APIs share: their :class:`BatchHTTP` client (given at least
+    :data:`MIN_TRANSFER_S` per call), their jobs listed page by page, a results file read, the client closed."""
+
+    def __init__(self, name: str, base_url: str, headers: Mapping[str, str], secret: str | None,
+                 timeout_s: float) -> None:
+        self.base_url = base_url
+        self.http = BatchHTTP(name, headers, secret, max(timeout_s, MIN_TRANSFER_S))
+
+    async def job_pages(self, path: str, after_param: str) -> AsyncIterator[list[dict[str, Any]]]:
+        """The jobs the provider lists at ``path``, a page (up to 100, newest first) at a time; the next page is
+        asked for with ``after_param`` set to the page's ``last_id`` (else its last job's id)."""
+        after: str | None = None
+        while True:
+            query = f"?limit=100&{after_param}={after}" if after else "?limit=100"
+            page = await self.http.call_json("GET", f"{self.base_url}{path}{query}")
+            jobs = [j for j in page.get("data") or [] if isinstance(j, dict)]
+            yield jobs
+            if not page.get("has_more") or not jobs:
+                return
+            after = str(page.get("last_id") or jobs[-1].get("id"))
+
+    async def jsonl(self, url: str) -> list[dict[str, Any]]:
+        """The items of the JSONL file at ``url`` (:func:`jsonl_objects`)."""
+        return jsonl_objects(await self.http.call("GET", url))
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
 
 
 def error_detail(raw: bytes | str) -> str:

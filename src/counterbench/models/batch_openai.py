@@ -20,14 +20,7 @@ from typing import Any
 import aiohttp
 
 from counterbench.models.base import BackendError, ChatRequest, ChatResult
-from counterbench.models.batch_api import (
-    BatchHTTP,
-    ItemOutcome,
-    JobStatus,
-    error_detail,
-    job_id_of,
-    jsonl_objects,
-)
+from counterbench.models.batch_api import BatchClient, ItemOutcome, JobStatus, error_detail, job_id_of
 from counterbench.models.openai_compat import OpenAICompatBackend
 from counterbench.models.structured import JSON_MODES, constraint_for
 
@@ -35,20 +28,17 @@ _ENDPOINT = "/v1/chat/completions"
 _ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 #: item error codes after which the same request may succeed in a later job
 _RETRYABLE_CODES = frozenset({"batch_expired", "batch_cancelled", "server_error", "rate_limit_exceeded"})
-#: uploads and downloads may be large: at least this long per call
-_MIN_TRANSFER_S = 300.0
 
 
-class OpenAIBatchAPI:
+class OpenAIBatchAPI(BatchClient):
     provider = "openai"
     max_requests = 50_000
     max_bytes = 190 * 1024 * 1024  # under the 200 MB file limit, with room for the lines' own fields
 
     def __init__(self, backend: OpenAICompatBackend) -> None:
         self.backend = backend
-        self.base_url = backend.base_url
         headers = {k: v for k, v in backend._headers.items() if k.lower() != "content-type"}
-        self.http = BatchHTTP(backend.name, headers, backend._secret, max(backend.timeout_s, _MIN_TRANSFER_S))
+        super().__init__(backend.name, backend.base_url, headers, backend._secret, backend.timeout_s)
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         return self.backend.build_payload(request)
@@ -76,19 +66,15 @@ class OpenAIBatchAPI:
         return job_id_of(job, self.backend.name)
 
     async def find(self, key: str, since: float, n_requests: int, claimed: set[str]) -> str | None:
-        after: str | None = None
-        while True:
-            query = f"?limit=100&after={after}" if after else "?limit=100"
-            page = await self.http.call_json("GET", f"{self.base_url}/batches{query}")
-            jobs = [j for j in page.get("data") or [] if isinstance(j, dict)]
+        async for jobs in self.job_pages("/batches", "after"):
             for job in jobs:
                 if (job.get("metadata") or {}).get("counterbench_key") == key and job.get("id") not in claimed:
                     return job_id_of(job, self.backend.name)
             created = [float(j["created_at"]) for j in jobs if isinstance(j.get("created_at"), int | float)]
             # newest first: once a page reaches before the key was stored, the job was never created
-            if not page.get("has_more") or not jobs or (created and min(created) < since - 60):
+            if created and min(created) < since - 60:
                 return None
-            after = str(jobs[-1].get("id"))
+        return None
 
     async def status(self, job_id: str) -> JobStatus:
         job = await self.http.call_json("GET", f"{self.base_url}/batches/{job_id}")
@@ -105,8 +91,7 @@ class OpenAIBatchAPI:
         for field in ("output_file_id", "error_file_id"):
             file_id = job.get(field)
             if isinstance(file_id, str) and file_id:
-                raw = await self.http.call("GET", f"{self.base_url}/files/{file_id}/content")
-                out.extend(self._outcome(line) for line in jsonl_objects(raw))
+                out.extend(self._outcome(line) for line in await self.jsonl(f"{self.base_url}/files/{file_id}/content"))
         return out
 
     def _outcome(self, line: dict[str, Any]) -> ItemOutcome:
@@ -124,7 +109,4 @@ class OpenAIBatchAPI:
         code = str(error.get("code") or "error")
         message = self.http.redact(f"{name}: batch item {code}: {error_detail(json.dumps({'error': error}))}")
         return ItemOutcome(cid, None, BackendError(message, retryable=code in _RETRYABLE_CODES))
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
 

@@ -46,6 +46,7 @@ from counterbench.models.base import (
     ChatRequest,
     ChatResult,
     GenerationConfig,
+    ProviderBackend,
     token_logprobs_from,
     wants_logprobs,
 )
@@ -99,10 +100,10 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
-class OpenAICompatBackend:
+class OpenAICompatBackend(ProviderBackend):
     """An OpenAI chat-completions endpoint. Create through :func:`counterbench.models.create_backend`."""
 
-    simulated = False
+    base_url: str
     #: both HTTP clients bound each whole request (connect, send, read) by ``timeout_s``: the engine adds no timer
     enforces_timeout = True
 
@@ -122,10 +123,8 @@ class OpenAICompatBackend:
         connection_limit: int = 0,
         http_client: HTTPClientChoice = "auto",
     ) -> None:
-        self.name = name
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.timeout_s = timeout_s
+        super().__init__(name=name, model=model, base_url=base_url.rstrip("/"), timeout_s=timeout_s,
+                         secret=api_key or None)
         self.reasoning_style = reasoning_style
         if family not in FAMILY_MODES:
             raise ValueError(f"unknown model family {family!r}")
@@ -137,7 +136,6 @@ class OpenAICompatBackend:
         self.structured_state = StructuredState(name)
         self.max_tokens_field = max_tokens_field
         self._url = self.base_url + "/chat/completions"
-        self._secret = api_key or None
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         headers.update(extra_headers or {})
         if api_key:
@@ -149,15 +147,6 @@ class OpenAICompatBackend:
         self._http1: HTTP1Client | None = None
         if not self._use_http1:  # imported here, before a run starts, and only where it is used (0.15 s of CPU)
             import aiohttp  # noqa: F401
-
-    def __repr__(self) -> str:
-        key = "'***'" if self._secret else "None"
-        return f"OpenAICompatBackend(name={self.name!r}, base_url={self.base_url!r}, api_key={key})"
-
-    def _redact(self, text: str) -> str:
-        if self._secret and self._secret in text:
-            text = text.replace(self._secret, "***")
-        return text
 
     def _get_session(self) -> aiohttp.ClientSession:
         import aiohttp

@@ -109,14 +109,7 @@ def study_answers(study: object) -> StudyAnswers | None:
 
 
 def _load(name: str) -> StudyAnswers | None:
-    made = _STUDIES.get(name)
-    try:
-        made = made() if callable(made) else made
-    except UserError:
-        raise
-    except Exception as err:  # a third-party factory failed: say which one
-        raise UserError(f"study {name} could not be built for its simulated answers: "
-                        f"{type(err).__name__}: {err}") from None
+    made = _STUDIES.build(name, f"study {name} could not be built for its simulated answers")
     given = getattr(made, HOOK, None)  # a study file's path (str/Path) has no hooks
     if given is None or isinstance(made, str | Path):
         return None

@@ -43,11 +43,13 @@ def _lang(ctx: ReportContext) -> Callable[[str], str]:
     return ctx.language_label
 
 
-def _note(ctx: ReportContext, name: str, fallback: str) -> str | None:
-    frame = ctx.table(name)
-    if frame is not None and not frame.empty:
-        return None
-    return ctx.unsupported.get(name, fallback).rstrip(".").capitalize() + "."
+def _attach(section: Section, ctx: ReportContext, name: str, fallback: str) -> pd.DataFrame | None:
+    """The rows of table ``name`` for ``section`` (``None`` when empty); when there are none, the section says
+    why: the analysis's reason, else ``fallback``."""
+    frame = ctx.nonempty(name)
+    if frame is None:
+        section.unsupported = ctx.unsupported.get(name, fallback).rstrip(".").capitalize() + "."
+    return frame
 
 
 def gaps_section(ctx: ReportContext) -> Section:
@@ -62,8 +64,7 @@ def gaps_section(ctx: ReportContext) -> Section:
         "is marked or judged on it. " + MARK_RULE + (GROUP_RULE if "group" in ctx.facet_kinds else ""),
         group="Overview",
     )
-    frame = ctx.nonempty("outcome_gaps")
-    section.unsupported = _note(ctx, "outcome_gaps", "no comparison has both levels in the same slots")
+    frame = _attach(section, ctx, "outcome_gaps", "no comparison has both levels in the same slots")
     if frame is None:
         return section
     panels = []
@@ -141,8 +142,7 @@ def levels_section(ctx: ReportContext) -> Section:
         "The mean outcome for each identity (and group or attribute level), with a 95% confidence interval "
         "that resamples whole slots.",
     )
-    frame = ctx.nonempty("outcome_levels")
-    section.unsupported = _note(ctx, "outcome_levels", "no usable answers")
+    frame = _attach(section, ctx, "outcome_levels", "no usable answers")
     if frame is None:
         return section
     for lang in ctx.languages:
@@ -165,8 +165,7 @@ def languages_section(ctx: ReportContext) -> Section:
         "minus the same gap in the other, paired by slot; the swap test exchanges a slot's two languages. "
         + MARK_RULE,
     )
-    frame = ctx.nonempty("language_gaps")
-    section.unsupported = _note(ctx, "language_gaps", "needs answers in two languages for the same slots")
+    frame = _attach(section, ctx, "language_gaps", "needs answers in two languages for the same slots")
     if frame is None:
         return section
     def color(model: str) -> str:
@@ -219,8 +218,7 @@ def regression_section(ctx: ReportContext) -> Section:
         "contrasts again (adjusted for the other attributes), so it carries no mark — the marks are the gap "
         "table's, in the model's one family.",
     )
-    frame = ctx.nonempty("crossed_regression")
-    section.unsupported = _note(ctx, "crossed_regression", "only studies with crossed attributes have it")
+    frame = _attach(section, ctx, "crossed_regression", "only studies with crossed attributes have it")
     if frame is None:
         return section
     if "n_clusters" in frame.columns:  # the too-little-data words count clusters here

@@ -35,7 +35,7 @@ from counterbench.models.base import BackendError, ChatRequest, endpoint_of
 from counterbench.run.batch_jobs import BatchJobs, StoredJob, new_key
 from counterbench.run.batch_lane import BatchSettings, LaneBatch, check_batch, show_progress
 from counterbench.run.budget import Hold
-from counterbench.run.engine import Engine, raise_first_error
+from counterbench.run.engine import Engine
 from counterbench.run.lane import Lane
 from counterbench.run.plan import Group, PromptItem
 from counterbench.run.waits import sleep_unless_stopped
@@ -63,19 +63,9 @@ class BatchEngine(Engine):
         super().__init__(*args, **kwargs)
         self.batch = batch or BatchSettings()
 
-    async def run(self) -> str:
-        try:
-            async with self._session():
-                for lane in self.lanes:
-                    task = asyncio.create_task(self._lane(lane))
-                    task.add_done_callback(self._worker_done)
-                    self._workers.append(task)
-                results = await asyncio.gather(*self._workers, return_exceptions=True)
-                raise_first_error(results)
-        finally:
-            self.writer.flush()
-            self.display.refresh()
-        return self.stop_reason or "completed"
+    async def _start_lane(self, lane: Lane) -> None:
+        """One worker per lane: it submits the lane's jobs, polls them and collects their results."""
+        self._add_worker(self._lane(lane))
 
     # -- one lane --------------------------------------------------------------------------------
 

@@ -56,17 +56,16 @@ def new_key() -> str:
     return uuid.uuid4().hex[:20]
 
 
+@dataclass(eq=False)
 class BatchJobs:
     """Reads and writes one model's jobs (model + generation config) in a store."""
 
-    def __init__(self, store: Store, provider: str, model: str, config_fp: str, endpoint: str | None,
-                 run_id: int) -> None:
-        self.store = store
-        self.provider = provider
-        self.model = model
-        self.config_fp = config_fp
-        self.endpoint = endpoint
-        self.run_id = run_id
+    store: Store
+    provider: str
+    model: str
+    config_fp: str
+    endpoint: str | None
+    run_id: int
 
     def open_jobs(self) -> list[StoredJob]:
         """The model's jobs whose results are not all stored yet, oldest first."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -81,19 +82,7 @@ class Engine(RunSession):
         try:
             async with self._session():
                 for lane in self.lanes:
-                    self.recorder.serve_from_cache(lane)
-                    lane.groups = lane.work.iter_groups()
-                    cap = min(self.settings.concurrency, backend_concurrency(lane.backend) or self.settings.concurrency)
-                    slots, line = await slot_cap(lane.backend, cap)  # a llama.cpp server's own slot count
-                    if slots is not None:
-                        cap = slots
-                        self.display.message(line)
-                    n = min(cap, len(lane.work.groups))
-                    lane.limit = AdaptiveLimit(cap)
-                    for _ in range(n):
-                        task = asyncio.create_task(self._worker(lane))
-                        task.add_done_callback(self._worker_done)
-                        self._workers.append(task)
+                    await self._start_lane(lane)
                 results = await asyncio.gather(*self._workers, return_exceptions=True)
                 while self._retries:  # the workers are done; wait for the retries still pending
                     results += await asyncio.gather(*list(self._retries), return_exceptions=True)
@@ -102,6 +91,27 @@ class Engine(RunSession):
             self.writer.flush()
             self.display.refresh()
         return self.stop_reason or "completed"
+
+    async def _start_lane(self, lane: Lane) -> None:
+        """Start ``lane``'s workers (:meth:`run` waits for them): the answers the store holds are served first,
+        then one worker per concurrent request the backend allows, at most one per request group."""
+        self.recorder.serve_from_cache(lane)
+        lane.groups = lane.work.iter_groups()
+        cap = min(self.settings.concurrency, backend_concurrency(lane.backend) or self.settings.concurrency)
+        slots, line = await slot_cap(lane.backend, cap)  # a llama.cpp server's own slot count
+        if slots is not None:
+            cap = slots
+            self.display.message(line)
+        n = min(cap, len(lane.work.groups))
+        lane.limit = AdaptiveLimit(cap)
+        for _ in range(n):
+            self._add_worker(self._worker(lane))
+
+    def _add_worker(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` as one of the run's workers (a worker that fails stops the run)."""
+        task = asyncio.create_task(work)
+        task.add_done_callback(self._worker_done)
+        self._workers.append(task)
 
     async def _worker(self, lane: Lane) -> None:
         budget = self.budget

@@ -54,23 +54,33 @@ def _clean(value: Any, redactor: Redactor) -> Any:
     return value
 
 
-def run_records(store: Path | str, run_ids: Iterable[int]) -> list[dict[str, Any]]:
-    """The store's record of each of ``run_ids`` it holds (module notes), in run order."""
+def _run_rows(store: Path | str, run_ids: Iterable[int], columns: str) -> list[tuple[Any, ...]]:
+    """The ``columns`` (an SQL column list) of each run of ``run_ids`` the store's ``runs`` table holds, in
+    run order."""
     wanted = sorted({int(r) for r in run_ids})
     if not wanted:
         return []
     with open_store(store, create=False) as opened:
-        rows = opened.query(
-            "SELECT run_id, kind, command, started_at, ended_at, version, status, config FROM runs "
-            f"WHERE run_id IN ({', '.join('?' * len(wanted))}) ORDER BY run_id", tuple(wanted))
+        return opened.query(f"SELECT {columns} FROM runs WHERE run_id IN ({', '.join('?' * len(wanted))}) "
+                            "ORDER BY run_id", tuple(wanted))
+
+
+def _config(blob: str | None) -> dict[str, Any]:
+    """A run's recorded config (JSON text): ``{}`` when it is missing, not JSON or not an object."""
+    try:
+        config = json.loads(blob or "{}")
+    except ValueError:
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def run_records(store: Path | str, run_ids: Iterable[int]) -> list[dict[str, Any]]:
+    """The store's record of each of ``run_ids`` it holds (module notes), in run order."""
+    rows = _run_rows(store, run_ids, "run_id, kind, command, started_at, ended_at, version, status, config")
     redactor = Redactor.from_environment()
     out: list[dict[str, Any]] = []
     for run_id, kind, command, started, ended, version, status, blob in rows:
-        try:
-            config = json.loads(blob or "{}")
-        except ValueError:
-            config = {}
-        config = config if isinstance(config, dict) else {}
+        config = _config(blob)
         out.append(_clean({
             "run_id": int(run_id), "kind": kind, "command": command, "started_at": _iso(started),
             "ended_at": _iso(ended), "status": status, "counterbench_version": version,
@@ -82,18 +92,9 @@ def run_records(store: Path | str, run_ids: Iterable[int]) -> list[dict[str, Any
 
 def stopping_rules(store: Path | str, run_ids: Iterable[int]) -> list[dict[str, Any]]:
     """The sequential rules (``--stop-when decided``) recorded by any of ``run_ids`` (distinct, in run order)."""
-    wanted = sorted({int(r) for r in run_ids})
-    if not wanted:
-        return []
-    with open_store(store, create=False) as opened:
-        rows = opened.query(f"SELECT config FROM runs WHERE run_id IN ({', '.join('?' * len(wanted))}) "
-                            "ORDER BY run_id", tuple(wanted))
     out: list[dict[str, Any]] = []
-    for (blob,) in rows:
-        try:
-            rule = json.loads(blob or "{}").get("stopping")
-        except (ValueError, AttributeError):
-            continue
+    for (blob,) in _run_rows(store, run_ids, "config"):
+        rule = _config(blob).get("stopping")
         if isinstance(rule, dict) and rule not in out:
             out.append(rule)
     return out

@@ -23,7 +23,7 @@ import pandas as pd
 
 from counterbench.stats.cells import attribute_rows
 
-__all__ = ["group_scores", "mab_mdb", "zscore_within"]
+__all__ = ["group_scores", "level_means", "mab_mdb", "zscore_within"]
 
 
 def zscore_within(frame: pd.DataFrame, cell_cols: Sequence[str], value_col: str = "y") -> pd.Series:
@@ -43,24 +43,37 @@ def group_scores(frame: pd.DataFrame, cell_cols: Sequence[str], attributes: Mapp
                  value_col: str = "y") -> pd.DataFrame:
     """Per cell × attribute × level: ``n``, raw mean, mean z, and deviations from the unweighted reference."""
     base = frame.assign(z=zscore_within(frame, cell_cols, value_col))
-    base = base[base[value_col].notna()]
-    parts = []
-    for attribute, levels, sub in attribute_rows(base, attributes):
-        grouped = sub.groupby([*cell_cols, attribute], sort=False, observed=True, dropna=False)
-        stats = grouped.agg(n=(value_col, "count"), mean=(value_col, "mean"), mean_z=("z", "mean")).reset_index()
-        stats = stats.rename(columns={attribute: "level"})
-        stats.insert(len(cell_cols), "attribute", attribute)
-        stats["order"] = stats["level"].map({lv: i for i, lv in enumerate(levels)})
-        parts.append(stats)
+    table = level_means(base[base[value_col].notna()], cell_cols, attributes, value_col)
     columns = [*cell_cols, "attribute", "level", "n", "mean", "mean_z", "dev", "dev_z"]
-    if not parts:
+    if table is None:
         return pd.DataFrame(columns=columns)
-    table = pd.concat(parts, ignore_index=True).sort_values([*cell_cols, "attribute", "order"], kind="mergesort")
     keys = [*cell_cols, "attribute"]
     grouped = table.groupby(keys, sort=False, observed=True, dropna=False)
     table["dev"] = table["mean"] - grouped["mean"].transform("mean")
     table["dev_z"] = table["mean_z"] - grouped["mean_z"].transform("mean")
     return table[columns].reset_index(drop=True)
+
+
+def level_means(base: pd.DataFrame, cell_cols: Sequence[str], attributes: Mapping[str, Sequence[str]],
+                value_col: str, **extra: tuple[str, str]) -> pd.DataFrame | None:
+    """Per cell × attribute × level of ``base`` (which has a ``z`` column): ``n``, ``mean`` and ``mean_z``.
+
+    ``extra`` adds named aggregations (``name=(column, how)``). The rows come cell by cell, each attribute's
+    levels in the order ``attributes`` lists them (an ``order`` column says it); ``None`` when no attribute
+    has a row at one of its levels.
+    """
+    parts = []
+    for attribute, levels, sub in attribute_rows(base, attributes):
+        grouped = sub.groupby([*cell_cols, attribute], sort=False, observed=True, dropna=False)
+        stats = grouped.agg(n=(value_col, "count"), mean=(value_col, "mean"), mean_z=("z", "mean"),
+                            **extra).reset_index()
+        stats = stats.rename(columns={attribute: "level"})
+        stats.insert(len(cell_cols), "attribute", attribute)
+        stats["order"] = stats["level"].map({lv: i for i, lv in enumerate(levels)})
+        parts.append(stats)
+    if not parts:
+        return None
+    return pd.concat(parts, ignore_index=True).sort_values([*cell_cols, "attribute", "order"], kind="mergesort")
 
 
 def mab_mdb(scores: pd.DataFrame, cell_cols: Sequence[str]) -> pd.DataFrame:

@@ -88,6 +88,14 @@ class StudyOptions:
             out[option] = self.options[option].value(f"{prefix}{name}", raw, base)
         return out
 
+    def in_study_file(self, data: Mapping[str, Any], *, study: str, path: Path) -> dict[str, Any]:
+        """The options a study file at ``path`` gives as keys (``data``), checked and converted as :meth:`values`
+        does, paths relative to the study file; a mistake is a :class:`UserError` naming the file."""
+        try:
+            return self.values(data, study=study, prefix="", base=path.parent)
+        except UserError as err:
+            raise UserError(f"{path.name}: {err}") from None
+
     def describe(self) -> list[str]:
         """One line per option, as ``counterbench studies`` prints it."""
         lines = []

@@ -12,7 +12,8 @@ result. Register it under a name through the entry-point group ``counterbench.st
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Self
 
 import pandas as pd
 
@@ -21,6 +22,7 @@ from counterbench.errors import UserError
 from counterbench.outcomes import encode
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
+from counterbench.studies.options import StudyOption, StudyOptions
 
 
 class PythonStudy:
@@ -89,3 +91,25 @@ class PythonStudy:
 
     def canonical_identifier(self, name: str) -> str:
         return name
+
+
+class DataFileStudy(PythonStudy):
+    """A study whose prompts come from one data file: ``--data FILE`` on the command line, ``data: FILE`` in a
+    study file (``study: NAME``, the path relative to the study file). Made without a file it has no prompts
+    (its :meth:`rows` says what is needed), but its tables and facets can still analyse a store."""
+
+    #: the ``--data`` option (its help names the file the study reads)
+    data_option: StudyOption = StudyOption("the data file the prompts come from")
+
+    def __init__(self, data: Path | None = None) -> None:
+        self.data = data
+        self.source = "built-in" if data is None else str(data)
+
+    @property
+    def study_options(self) -> StudyOptions:
+        """``--data FILE``: the published file the prompts come from."""
+        return StudyOptions(options={"data": self.data_option}, build=lambda values: type(self)(values.get("data")))
+
+    def from_study_file(self, data: Mapping[str, Any], path: Path) -> Self:
+        """A study file ``study: NAME`` with ``data: FILE`` (relative to the study file)."""
+        return type(self)(self.study_options.in_study_file(data, study=self.name, path=path).get("data"))

@@ -95,13 +95,7 @@ def _load_path(path: Path) -> Study:
 @lru_cache(maxsize=16)
 def _load_entry(name: str) -> Study:
     source = STUDIES.entries()[name].source
-    factory = STUDIES.get(name)
-    try:
-        made = factory() if callable(factory) else factory
-    except UserError:
-        raise
-    except Exception as err:  # a third-party factory failed: say which one
-        raise UserError(f"study {name} ({source}) could not be built: {type(err).__name__}: {err}") from None
+    made = STUDIES.build(name, f"study {name} ({source}) could not be built")
     if isinstance(made, str | Path):
         return _load_path(Path(made))
     for attr in ("name", "expand", "slot_columns", "facets", "outcomes"):

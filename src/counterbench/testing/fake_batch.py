@@ -34,6 +34,7 @@ import collections
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -114,6 +115,15 @@ class _BatchCore:
         self.jobs[job.job_id] = job
         return job
 
+    def page(self, query: Mapping[str, str], after_key: str) -> tuple[list[_Job], bool]:
+        """A page of jobs, newest first after the one ``query[after_key]`` names (``limit``: 20), and if more follow."""
+        jobs = sorted(self.jobs.values(), key=lambda j: j.job_id, reverse=True)
+        after = query.get(after_key)
+        if after:
+            jobs = [j for j in jobs if j.job_id < after]
+        limit = int(query.get("limit", "20"))
+        return jobs[:limit], len(jobs) > limit
+
     def status_fault(self) -> bool:
         """Count a status poll; True when it is to be answered with an error (``status_faults``)."""
         self.counters.status_polls += 1
@@ -147,13 +157,16 @@ def _authorized(server: FakeServerBase, request: web.Request) -> bool:
     return request.headers.get("x-api-key") == key or auth == f"Bearer {key}"
 
 
-class FakeOpenAIBatchServer(FakeOpenAIServer):
-    """The fake OpenAI server with the Batch API (see the module docstring)."""
+class _BatchServer(FakeServerBase):
+    """What both fake batch servers add to their one-at-a-time server (the base after this one): the batch
+    core, its counters as :attr:`batch`, and the batch API's routes (:attr:`batch_routes`)."""
+
+    #: the batch API's routes: (``GET`` or ``POST``, path, the name of the method that answers)
+    batch_routes: tuple[tuple[str, str, str], ...] = ()
 
     def __init__(self, config: FaultConfig | None = None, *, batch: BatchConfig | None = None, **kw: Any) -> None:
         super().__init__(config, **kw)
         self.core = _BatchCore(self, batch)
-        self.files: dict[str, bytes] = {}
 
     @property
     def batch(self) -> BatchCounters:
@@ -161,11 +174,21 @@ class FakeOpenAIBatchServer(FakeOpenAIServer):
 
     def routes(self, app: web.Application) -> None:
         super().routes(app)
-        app.router.add_post("/v1/files", self.upload)
-        app.router.add_get("/v1/files/{file_id}/content", self.file_content)
-        app.router.add_post("/v1/batches", self.create_batch)
-        app.router.add_get("/v1/batches", self.list_batches)
-        app.router.add_get("/v1/batches/{batch_id}", self.get_batch)
+        for method, path, handler in self.batch_routes:
+            add = app.router.add_get if method == "GET" else app.router.add_post
+            add(path, getattr(self, handler))
+
+
+class FakeOpenAIBatchServer(_BatchServer, FakeOpenAIServer):
+    """The fake OpenAI server with the Batch API (see the module docstring)."""
+
+    batch_routes = (("POST", "/v1/files", "upload"), ("GET", "/v1/files/{file_id}/content", "file_content"),
+                    ("POST", "/v1/batches", "create_batch"), ("GET", "/v1/batches", "list_batches"),
+                    ("GET", "/v1/batches/{batch_id}", "get_batch"))
+
+    def __init__(self, config: FaultConfig | None = None, *, batch: BatchConfig | None = None, **kw: Any) -> None:
+        super().__init__(config, batch=batch, **kw)
+        self.files: dict[str, bytes] = {}
 
     async def upload(self, request: web.Request) -> web.Response:
         if not _authorized(self, request):
@@ -201,13 +224,9 @@ class FakeOpenAIBatchServer(FakeOpenAIServer):
         return web.json_response(self._batch_object(job))
 
     async def list_batches(self, request: web.Request) -> web.Response:
-        jobs = sorted(self.core.jobs.values(), key=lambda j: j.job_id, reverse=True)
-        after = request.query.get("after")
-        if after:
-            jobs = [j for j in jobs if j.job_id < after]
-        limit = int(request.query.get("limit", "20"))
-        page = [self._batch_object(j) for j in jobs[:limit]]
-        return web.json_response({"object": "list", "data": page, "has_more": len(jobs) > limit})
+        jobs, more = self.core.page(request.query, "after")
+        page = [self._batch_object(j) for j in jobs]
+        return web.json_response({"object": "list", "data": page, "has_more": more})
 
     async def get_batch(self, request: web.Request) -> web.Response:
         job = self.core.jobs.get(request.match_info["batch_id"])
@@ -283,23 +302,12 @@ def _openai_error(status: int, message: str) -> web.Response:
                              status=status)
 
 
-class FakeAnthropicBatchServer(FakeAnthropicServer):
+class FakeAnthropicBatchServer(_BatchServer, FakeAnthropicServer):
     """The fake Anthropic server with Message Batches (see the module docstring)."""
 
-    def __init__(self, config: FaultConfig | None = None, *, batch: BatchConfig | None = None, **kw: Any) -> None:
-        super().__init__(config, **kw)
-        self.core = _BatchCore(self, batch)
-
-    @property
-    def batch(self) -> BatchCounters:
-        return self.core.counters
-
-    def routes(self, app: web.Application) -> None:
-        super().routes(app)
-        app.router.add_post("/v1/messages/batches", self.create_batch)
-        app.router.add_get("/v1/messages/batches", self.list_batches)
-        app.router.add_get("/v1/messages/batches/{batch_id}", self.get_batch)
-        app.router.add_get("/v1/messages/batches/{batch_id}/results", self.results)
+    batch_routes = (("POST", "/v1/messages/batches", "create_batch"), ("GET", "/v1/messages/batches", "list_batches"),
+                    ("GET", "/v1/messages/batches/{batch_id}", "get_batch"),
+                    ("GET", "/v1/messages/batches/{batch_id}/results", "results"))
 
     async def create_batch(self, request: web.Request) -> web.Response:
         if not _authorized(self, request):
@@ -317,13 +325,9 @@ class FakeAnthropicBatchServer(FakeAnthropicServer):
         return web.json_response(self._batch_object(job))
 
     async def list_batches(self, request: web.Request) -> web.Response:
-        jobs = sorted(self.core.jobs.values(), key=lambda j: j.job_id, reverse=True)
-        after = request.query.get("after_id")
-        if after:
-            jobs = [j for j in jobs if j.job_id < after]
-        limit = int(request.query.get("limit", "20"))
-        page = [self._batch_object(j) for j in jobs[:limit]]
-        return web.json_response({"data": page, "has_more": len(jobs) > limit,
+        jobs, more = self.core.page(request.query, "after_id")
+        page = [self._batch_object(j) for j in jobs]
+        return web.json_response({"data": page, "has_more": more,
                                   "first_id": page[0]["id"] if page else None,
                                   "last_id": page[-1]["id"] if page else None})
 

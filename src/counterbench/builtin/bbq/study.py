@@ -20,16 +20,15 @@ from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
-from counterbench.studies.options import StudyOption, StudyOptions
-from counterbench.studies.python_study import PythonStudy
+from counterbench.studies.options import StudyOption
+from counterbench.studies.python_study import DataFileStudy
 
 ANSWER: OutcomeSpec = get_kind("choice").spec({"kind": "choice", "options": list(LETTERS)},
                                               lambda key, problem: ValueError(f"{key}: {problem}"))
 NEEDS_DATA = "study bbq needs one of BBQ's published files: `counterbench audit bbq --data Age.jsonl ...` (docs/bbq.md)"
-OPTIONS = {"data": StudyOption("one of BBQ's published per-category JSONL files (e.g. Age.jsonl)")}
 
 
-class BBQStudy(PythonStudy):
+class BBQStudy(DataFileStudy):
     """BBQ's questions from ``data``; without it the study has no prompts."""
 
     name = "bbq"
@@ -44,22 +43,11 @@ class BBQStudy(PythonStudy):
     facets = (Facet("role", "identifier", ROLES, "other", "bbq", "axis"),)
     study_tables = (SCORES,)
 
+    data_option = StudyOption("one of BBQ's published per-category JSONL files (e.g. Age.jsonl)")
+
     def __init__(self, data: Path | None = None) -> None:
-        self.source = "built-in" if data is None else str(data)
+        super().__init__(data)
         self._items: list[BBQItem] = read_items(data) if data is not None else []
-
-    @property
-    def study_options(self) -> StudyOptions:
-        """``--data FILE``: the published file the prompts come from."""
-        return StudyOptions(options=OPTIONS, build=lambda values: BBQStudy(values.get("data")))
-
-    def from_study_file(self, data: Mapping[str, Any], path: Path) -> BBQStudy:
-        """A study file ``study: bbq`` with ``data: FILE`` (relative to the study file)."""
-        try:
-            chosen = self.study_options.values(data, study="bbq", prefix="", base=path.parent)
-        except UserError as err:
-            raise UserError(f"{path.name}: {err}") from None
-        return BBQStudy(chosen.get("data"))
 
     def rows(self) -> Iterable[Mapping[str, Any]]:
         if not self._items:

@@ -35,8 +35,8 @@ from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
-from counterbench.studies.options import StudyOption, StudyOptions
-from counterbench.studies.python_study import PythonStudy
+from counterbench.studies.options import StudyOption
+from counterbench.studies.python_study import DataFileStudy
 
 INSTRUCTION = 'Please answer the above question with either "yes" or "no".'
 BARE_WORD = "Answer with that one word only."
@@ -53,10 +53,9 @@ NEEDS_DATA = ("study discrim_eval needs DiscrimEval's published file: `counterbe
 PUBLISHED = {"age": tuple(str(a) for a in range(20, 101, 10)), "gender": ("male", "female", "non-binary"),
              "race": ("white", "Black", "Asian", "Hispanic", "Native American")}
 PUBLISHED_FACETS = tuple(Facet(c, c, levels, REFERENCES[c], None, "attribute") for c, levels in PUBLISHED.items())
-OPTIONS = {"data": StudyOption("DiscrimEval's published JSONL file (explicit.jsonl or implicit.jsonl)")}
 
 
-class DiscrimEvalStudy(PythonStudy):
+class DiscrimEvalStudy(DataFileStudy):
     """DiscrimEval's decision prompts from ``data`` (a published JSONL file); without it the study has no prompts."""
 
     name = "discrim_eval"
@@ -71,24 +70,12 @@ class DiscrimEvalStudy(PythonStudy):
     #: DiscrimEval's discrimination score beside the generic tables (:mod:`.score`)
     study_tables = (SCORES,)
 
+    data_option = StudyOption("DiscrimEval's published JSONL file (explicit.jsonl or implicit.jsonl)")
+
     def __init__(self, data: Path | None = None) -> None:
-        self.data = data
-        self.source = "built-in" if data is None else str(data)
+        super().__init__(data)
         self._rows: list[DecisionRow] = read_rows(data) if data is not None else []
         self.facets = tuple(_facet(column, self._rows) for column in self.axes) if self._rows else PUBLISHED_FACETS
-
-    @property
-    def study_options(self) -> StudyOptions:
-        """``--data FILE``: the published file the prompts come from."""
-        return StudyOptions(options=OPTIONS, build=lambda values: DiscrimEvalStudy(values.get("data")))
-
-    def from_study_file(self, data: Mapping[str, Any], path: Path) -> DiscrimEvalStudy:
-        """A study file ``study: discrim_eval`` with ``data: FILE`` (relative to the study file)."""
-        try:
-            chosen = self.study_options.values(data, study="discrim_eval", prefix="", base=path.parent)
-        except UserError as err:
-            raise UserError(f"{path.name}: {err}") from None
-        return DiscrimEvalStudy(chosen.get("data"))
 
     def rows(self) -> Iterable[Mapping[str, Any]]:
         if not self._rows:

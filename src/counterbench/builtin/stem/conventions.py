@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from counterbench.stats.zbias import mab_mdb, zscore_within
+from counterbench.stats.zbias import level_means, mab_mdb, zscore_within
 
 CONVENTIONS = ("counterbench", "paper")
 
@@ -42,23 +42,10 @@ def paper_group_scores(frame: pd.DataFrame, cell_cols: Sequence[str], attributes
     base = base[base[value_col].notna()]
     base = base.assign(_cell_mean=base.groupby(list(cell_cols), sort=False, observed=True)[value_col]
                        .transform("mean"))
-    parts = []
-    for attribute, levels in attributes.items():
-        if attribute not in base.columns:
-            continue
-        sub = base[base[attribute].isin(list(levels))]
-        if sub.empty:
-            continue
-        grouped = sub.groupby([*cell_cols, attribute], sort=False, observed=True, dropna=False)
-        stats = grouped.agg(n=(value_col, "count"), mean=(value_col, "mean"), mean_z=("z", "mean"),
-                            cell_mean=("_cell_mean", "first")).reset_index().rename(columns={attribute: "level"})
-        stats.insert(len(cell_cols), "attribute", attribute)
-        stats["order"] = stats["level"].map({lv: i for i, lv in enumerate(levels)})
-        parts.append(stats)
+    table = level_means(base, cell_cols, attributes, value_col, cell_mean=("_cell_mean", "first"))
     columns = [*cell_cols, "attribute", "level", "n", "mean", "mean_z", "dev", "dev_z"]
-    if not parts:
+    if table is None:
         return pd.DataFrame(columns=columns)
-    table = pd.concat(parts, ignore_index=True).sort_values([*cell_cols, "attribute", "order"], kind="mergesort")
     table["dev"] = table["mean"] - table["cell_mean"]
     table["dev_z"] = table["mean_z"]
     return table[columns].reset_index(drop=True)

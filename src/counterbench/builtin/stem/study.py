@@ -175,11 +175,7 @@ class StemStudy:
 
     def from_study_file(self, data: Mapping[str, Any], path: Path) -> StemStudy:
         """A study file ``study: stem`` whose other keys are the study's options (paths relative to the file)."""
-        try:
-            chosen = STUDY_OPTIONS.values(data, study="stem", prefix="", base=path.parent)
-        except UserError as err:
-            raise UserError(f"{path.name}: {err}") from None
-        return _build(chosen, label="")
+        return _build(STUDY_OPTIONS.in_study_file(data, study="stem", path=path), label="")
 
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int = 0, seed: int = 0
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
