@@ -153,16 +153,24 @@ def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     cols = [c for c in columns if c in frame.columns]
     if not cols or frame.empty:
         return np.zeros(len(frame), dtype=np.int64)
-    text = frame[cols].astype(str)
     key = np.zeros(len(frame), dtype=np.int64)
     combinations = 1
     for col in cols:
-        codes, uniques = pd.factorize(text[col], sort=False)
+        codes, uniques = pd.factorize(_as_text(frame[col]), sort=False)
         combinations *= max(1, len(uniques))
         if combinations >= 2**62 or (codes < 0).any():  # NA in a column, or too many combinations: group
+            text = frame[cols].astype(str)
             return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
         key = key * len(uniques) + codes
     return np.asarray(pd.factorize(key, sort=False)[0], dtype=np.int64)
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """``column`` as text for coding: a text or plain-integer column as it is (its values already tell apart
+    exactly the rows their text does, so its codes are the same), any other column converted."""
+    if isinstance(column.dtype, pd.StringDtype) or (column.dtype.kind in "iu" and isinstance(column.dtype, np.dtype)):
+        return column
+    return column.astype(str)
 
 
 def _suff(y: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
