@@ -14,7 +14,8 @@ attributes crossed: the *intersections*), one row per category:
   those not reported apart), with a 95% interval: the slot bootstrap (the slot — prompts that differ
   only in the category — is the independent unit; both rates recomputed in each replicate against the
   same reference category) of the log ratio, ``± t·se`` with the small-sample factor and degrees of
-  freedom of :func:`counterbench.stats.inference.slot_design`, back-transformed. Its coverage is
+  freedom of :func:`counterbench.stats.inference.slot_design`, back-transformed; every category of a
+  cell and grouping shares one draw of slot weights (one seed per cell). Its coverage is
   measured by ``benchmarks/impact_ratio_coverage.py`` (``docs/impact-ratios.md``).
 - **Four-fifths rule**: ``fails`` when the impact ratio is below 0.8 (the EEOC's rule of thumb — a
   point-estimate rule, as the law states it); ``interval_below`` says the whole 95% interval lies below
@@ -116,22 +117,31 @@ def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return _slot_codes(frame, columns)  # the outcome tables' slot codes (the same grouping, made faster)
 
 
-def _interval(sel: np.ndarray, cnt: np.ndarray, c: int, r: int, n_boot: int, seed: int) -> tuple[float, float]:
-    """The 95% slot interval of rate_c / rate_r (columns ``c`` and ``r`` of the slot × category sums)."""
+def _interval(reps: np.ndarray | None, cnt: np.ndarray, sel: np.ndarray, c: int, r: int) -> tuple[float, float]:
+    """The 95% slot interval of rate_c / rate_r (columns ``c`` and ``r`` of the slot × category sums);
+    ``reps``: the cell's replicate rates of every category (:func:`_replicate_rates`), None without."""
     both = (cnt[:, c] > 0) | (cnt[:, r] > 0)
     s, n = sel[both][:, [c, r]], cnt[both][:, [c, r]]
     rate = s.sum(axis=0) / n.sum(axis=0)
-    if n_boot <= 0 or len(s) < MIN_SLOTS_INTERVAL or not (rate > 0).all():
+    if reps is None or len(s) < MIN_SLOTS_INTERVAL or not (rate > 0).all():
         return float("nan"), float("nan")
-    reps = cluster_ratio_replicates(s, n, n_boot, np.random.default_rng(seed))
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_reps = np.log(reps[:, 0]) - np.log(reps[:, 1])
+        log_reps = np.log(reps[:, c]) - np.log(reps[:, r])
     log_reps = log_reps[np.isfinite(log_reps)]
     if log_reps.size < 2:
         return float("nan"), float("nan")
     factor, df = slot_design(n.sum(axis=1))
     low, high = slot_interval(np.log(rate[0] / rate[1]), log_reps[None, :], len(s), factor=factor, df=df)
     return float(np.exp(low[0])), float(np.exp(high[0]))
+
+
+def _replicate_rates(sel: np.ndarray, cnt: np.ndarray, n_boot: int, seed: int) -> np.ndarray | None:
+    """(n_boot × categories) bootstrap selection rates of a cell, every category from one weight matrix
+    over the cell's slots (a category's empty slots add nothing to it): the comparisons of a cell share
+    their draws. None without replicates."""
+    if n_boot <= 0:
+        return None
+    return cluster_ratio_replicates(sel, cnt, n_boot, np.random.default_rng(seed))
 
 
 def _cell_rows(usable: pd.DataFrame, unusable: pd.DataFrame, group: tuple[Facet, ...], how: str,
@@ -164,10 +174,10 @@ def _cell_rows(usable: pd.DataFrame, unusable: pd.DataFrame, group: tuple[Facet,
     eligible = [i for i in range(len(cats)) if not apart[i] and n[i] > 0]
     ref = max(eligible, key=lambda i: (rate[i], -i)) if eligible else None
     out = []
+    reps = _replicate_rates(sel, cnt, n_boot, stable_seed("impact_ratio", *base.values(), base_seed=seed))
     for i, cat in enumerate(cats):
         ratio = rate[i] / rate[ref] if ref is not None and rate[ref] > 0 else float("nan")
-        low, high = (_interval(sel, cnt, i, ref, n_boot, stable_seed("impact_ratio", *base.values(), cat,
-                                                                      base_seed=seed))
+        low, high = (_interval(reps, cnt, sel, i, ref)
                      if ref is not None and i != ref and np.isfinite(ratio) else
                      (1.0, 1.0) if i == ref else (float("nan"), float("nan")))
         top = max([worst[i], *(best[j] for j in eligible if j != i)])  # the most selected, in that worst case

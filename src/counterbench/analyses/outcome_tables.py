@@ -24,6 +24,12 @@ Decisions:
   (a slot weighs its number of answers; equal slots: ``n/(n − 1)`` and ``n − 1`` df) — a plain
   percentile interval of a few slots is too narrow (4 slots: 85–87% coverage in simulation). Level means
   (``outcome_levels``) are descriptive and keep the percentile interval; nothing is marked on them.
+- **Shared bootstrap weights**: the levels and gaps of one cell and facet (and the language shifts of
+  one model × use case × facet) resample the same slots with one weight matrix, drawn from one seed of
+  the cell (:func:`.slot_inference.shared_totals`); a comparison that lacks some of those slots uses
+  the weights of its own. Its replicates then resample the cell's slots, not its own alone: to first
+  order the same variance, and one draw instead of one per comparison (each drew 2,000 replicates from
+  40 generators; about 2,100 comparisons a model).
 - **p-values**: the larger of (:func:`counterbench.stats.inference.both_tests_pvalue`) the swap test
   of the two conditions slot by slot (:mod:`counterbench.stats.swap_test`: the comparison and the
   reference — or the two languages — exchanged within a slot; exact under "the identity (the
@@ -59,7 +65,7 @@ import pandas as pd
 from scipy import stats as sstats
 
 from counterbench.analyses.gap_forms import gap_statistic, ratio
-from counterbench.analyses.slot_inference import SlotIntervals, slot_bootstraps, swap_tested
+from counterbench.analyses.slot_inference import SlotIntervals, shared_totals, slot_bootstraps, swap_tested
 from counterbench.outcomes import get_kind, measures_share, member
 from counterbench.outcomes.base import OutcomeSpec, comparison_of
 from counterbench.stats.inference import MIN_SLOTS, MIN_SLOTS_INTERVAL, earned_marks
@@ -147,16 +153,24 @@ def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     cols = [c for c in columns if c in frame.columns]
     if not cols or frame.empty:
         return np.zeros(len(frame), dtype=np.int64)
-    text = frame[cols].astype(str)
     key = np.zeros(len(frame), dtype=np.int64)
     combinations = 1
     for col in cols:
-        codes, uniques = pd.factorize(text[col], sort=False)
+        codes, uniques = pd.factorize(_as_text(frame[col]), sort=False)
         combinations *= max(1, len(uniques))
         if combinations >= 2**62 or (codes < 0).any():  # NA in a column, or too many combinations: group
+            text = frame[cols].astype(str)
             return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
         key = key * len(uniques) + codes
     return np.asarray(pd.factorize(key, sort=False)[0], dtype=np.int64)
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """``column`` as text for coding: a text or plain-integer column as it is (its values already tell apart
+    exactly the rows their text does, so its codes are the same), any other column converted."""
+    if isinstance(column.dtype, pd.StringDtype) or (column.dtype.kind in "iu" and isinstance(column.dtype, np.dtype)):
+        return column
+    return column.astype(str)
 
 
 def _suff(y: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
@@ -174,11 +188,19 @@ def _mean(t: np.ndarray) -> np.ndarray:
     return np.asarray(t[:, 0] / t[:, 1], dtype=np.float64)
 
 
-def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int, percentile: bool = True
-          ) -> tuple[float, float, float, np.ndarray | None]:
+def _boot(suff: np.ndarray, statistic: Any, n_boot: int, seed: int, percentile: bool = True,
+          totals: np.ndarray | None = None) -> tuple[float, float, float, np.ndarray | None]:
     """(estimate, percentile low, percentile high, replicates) of a slot-cluster bootstrap; without
-    ``percentile`` low and high are NaN (a slot interval is made from the replicates instead)."""
-    return slot_bootstraps(suff, [statistic], n_boot, seed, CONFIDENCE, percentile=percentile)[0]
+    ``percentile`` low and high are NaN (a slot interval is made from the replicates instead).
+    ``totals``: the replicate totals of the cell's shared weights (:func:`.slot_inference.shared_totals`)."""
+    return slot_bootstraps(suff, [statistic], n_boot, seed, CONFIDENCE, percentile=percentile, totals=totals)[0]
+
+
+def _matched(s: np.ndarray, counts: Sequence[int]) -> np.ndarray:
+    """``s`` (slots × columns) with zero rows where any of the ``counts`` columns is 0: the slots a
+    comparison matches, in the layout of all the facet's slots (for the shared bootstrap weights)."""
+    keep = np.logical_and.reduce([s[:, c] > 0 for c in counts])
+    return np.where(keep[:, None], s, 0.0)
 
 
 def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
@@ -193,7 +215,9 @@ def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
 
 def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence[str],
                          n_boot: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``outcome_levels`` and ``outcome_gaps`` for every model × use case × language × facet."""
+    """``outcome_levels`` and ``outcome_gaps`` for every model × use case × language × facet. The levels
+    and gaps of one cell and facet share one draw of bootstrap weights over the facet's slots (see the
+    module notes)."""
     levels: list[dict[str, Any]] = []
     gaps: list[dict[str, Any]] = []
     if rows.empty:
@@ -216,51 +240,55 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
             lv = frows["level"].to_numpy()
             seen = set(pd.unique(lv))
             present = [lvl for lvl in facet.levels if lvl in seen]
-            for level in present:
-                mask = lv == level
-                s = _suff(y[mask], codes[mask], n_slots)
-                s = s[s[:, 1] > 0]
-                est, lo, hi, _ = _boot(s, _mean, n_boot, stable_seed("level", *cell, facet.name, level, base_seed=seed))
-                levels.append({**base, "facet": facet.name, "facet_kind": facet.kind, "level": level,
-                               "n": int(mask.sum()), "n_slots": len(s), "mean": est, "ci_low": lo,
-                               "ci_high": hi, "measure": measure})
-            if facet.reference not in present:
-                continue
-            ref = lv == facet.reference
-            for level in present:
-                if level == facet.reference:
-                    continue
-                cmp_ = lv == level
-                s = np.hstack([_suff(y[cmp_], codes[cmp_], n_slots), _suff(y[ref], codes[ref], n_slots)])
-                s = s[(s[:, 1] > 0) & (s[:, 3] > 0)]  # matched slots only
-                if not len(s):
-                    continue
-                cell_seed = stable_seed("gap", *cell, facet.name, level, base_seed=seed)
-                if gap is ratio:
-                    diff, _, _, reps = _boot(s, gap, n_boot, cell_seed, percentile=False)
-                    rel, rel_reps = diff, reps
-                else:
-                    (diff, _, _, reps), (rel, _, _, rel_reps) = slot_bootstraps(
-                        s, [gap, ratio], n_boot, cell_seed, CONFIDENCE, percentile=False)
-                weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
-                totals = s.sum(axis=0)
-                row = {**base, "facet": facet.name, "facet_kind": facet.kind, "reference": facet.reference,
-                       "comparison": level, "n_slots": len(s), "reference_mean": totals[2] / totals[3],
-                       "comparison_mean": totals[0] / totals[1], "difference": diff, "ci_low": np.nan,
-                       "ci_high": np.nan, "relative_pct": rel, "relative_ci_low": np.nan, "relative_ci_high": np.nan,
-                       "p_value": np.nan, "exact_p": np.nan, "difference_unit": unit}
-                intervals.add(row, ("ci_low", "ci_high", "_p_t"), diff, reps, weights)
-                intervals.add(row, ("relative_ci_low", "relative_ci_high"), rel, rel_reps, weights)
-                if measures_share(str(base["kind"])) and len(s) >= MIN_SLOTS:
-                    k1, n1 = totals[0] / 100.0, totals[1]
-                    k0, n0 = totals[2] / 100.0, totals[3]
-                    table = np.array([[k1, n1 - k1], [k0, n0 - k0]]).round().astype(np.int64)
-                    row["exact_p"] = float(sstats.fisher_exact(table)[1])
+            level_suff = {level: _suff(y[lv == level], codes[lv == level], n_slots) for level in present}
+            compared = [] if facet.reference not in present else [lvl for lvl in present if lvl != facet.reference]
+            gap_suff = {level: _matched(np.hstack([level_suff[level], level_suff[facet.reference]]), (1, 3))
+                        for level in compared}
+            gap_suff = {level: s for level, s in gap_suff.items() if s[:, 1].any()}
+            boot_seed = stable_seed("outcome_slots", *cell, facet.name, base_seed=seed)
+            totals = shared_totals([*level_suff.values(), *gap_suff.values()], n_boot, boot_seed)
+            facet_base = {**base, "facet": facet.name, "facet_kind": facet.kind}
+            for (level, full), level_totals in zip(level_suff.items(), totals, strict=False):
+                s = full[full[:, 1] > 0]
+                est, lo, hi, _ = _boot(s, _mean, n_boot, boot_seed, totals=level_totals)
+                levels.append({**facet_base, "level": level, "n": int((lv == level).sum()), "n_slots": len(s),
+                               "mean": est, "ci_low": lo, "ci_high": hi, "measure": measure})
+            for (level, full), gap_totals in zip(gap_suff.items(), totals[len(level_suff):], strict=True):
+                s = full[full[:, 1] > 0]  # matched slots only
+                row = _gap_row({**facet_base, "reference": facet.reference, "comparison": level,
+                                "difference_unit": unit}, s, gap, (n_boot, boot_seed), gap_totals, intervals)
                 gaps.append(row)
                 pending.append((row, s, [2, 3, 0, 1], gap))
     intervals.fill()
     swap_tested(swaps, pending)
     return conform("outcome_levels", pd.DataFrame(levels)), conform("outcome_gaps", _marked(pd.DataFrame(gaps)))
+
+
+def _gap_row(row: dict[str, Any], s: np.ndarray, gap: Any, boot: tuple[int, int], totals: np.ndarray | None,
+             intervals: SlotIntervals) -> dict[str, Any]:
+    """One ``outcome_gaps`` row of a comparison's matched slots ``s`` (comparison sums, counts, reference
+    sums, counts) and its replicate totals (``boot``: replicates and seed); its intervals are noted in
+    ``intervals``."""
+    n_boot, boot_seed = boot
+    if gap is ratio:
+        diff, _, _, reps = _boot(s, gap, n_boot, boot_seed, percentile=False, totals=totals)
+        rel, rel_reps = diff, reps
+    else:
+        (diff, _, _, reps), (rel, _, _, rel_reps) = slot_bootstraps(
+            s, [gap, ratio], n_boot, boot_seed, CONFIDENCE, percentile=False, totals=totals)
+    weights = s[:, 1] + s[:, 3]  # a slot weighs its answers
+    total = s.sum(axis=0)
+    row.update({"n_slots": len(s), "reference_mean": total[2] / total[3], "comparison_mean": total[0] / total[1],
+                "difference": diff, "ci_low": np.nan, "ci_high": np.nan, "relative_pct": rel,
+                "relative_ci_low": np.nan, "relative_ci_high": np.nan, "p_value": np.nan, "exact_p": np.nan})
+    intervals.add(row, ("ci_low", "ci_high", "_p_t"), diff, reps, weights)
+    intervals.add(row, ("relative_ci_low", "relative_ci_high"), rel, rel_reps, weights)
+    if measures_share(str(row["kind"])) and len(s) >= MIN_SLOTS:
+        k1, n1 = total[0] / 100.0, total[1]
+        k0, n0 = total[2] / 100.0, total[3]
+        table = np.array([[k1, n1 - k1], [k0, n0 - k0]]).round().astype(np.int64)
+        row["exact_p"] = float(sstats.fisher_exact(table)[1])
+    return row
 
 
 def _marked(frame: pd.DataFrame, n_col: str = "n_slots") -> pd.DataFrame:
@@ -301,29 +329,31 @@ def language_gap_table(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
             gap = gap_statistic(frows)
             shift = _shift_of(gap)
             lang = frows["language"].astype(str).to_numpy()
+            shifts: dict[tuple[str, str], np.ndarray] = {}
             for other in present[1:]:
                 for level in facet.levels:
                     if level == facet.reference or level not in seen:
                         continue
                     masks = [(lv == level) & (lang == first), (lv == facet.reference) & (lang == first),
                              (lv == level) & (lang == other), (lv == facet.reference) & (lang == other)]
-                    s = np.hstack([_suff(y[m], codes[m], n) for m in masks])
-                    s = s[(s[:, 1] > 0) & (s[:, 3] > 0) & (s[:, 5] > 0) & (s[:, 7] > 0)]
-                    if not len(s):
-                        continue
-                    est, _, _, reps = _boot(s, shift, n_boot, stable_seed("language", *cell, facet.name, level, other,
-                                                                          base_seed=seed), percentile=False)
-                    t = s.sum(axis=0)
-                    row = {**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
-                                "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
-                                "language": first, "other_language": other, "n_slots": len(s),
-                                "difference": float(gap(t[None, :4])[0]),
-                                "other_difference": float(gap(t[None, 4:])[0]),
-                                "shift": est, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan}
-                    intervals.add(row, ("ci_low", "ci_high", "_p_t"), est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
-                    out.append(row)
-                    # a swap exchanges the slot's two languages (both identities at once)
-                    pending.append((row, s, [4, 5, 6, 7, 0, 1, 2, 3], shift))
+                    full = _matched(np.hstack([_suff(y[m], codes[m], n) for m in masks]), (1, 3, 5, 7))
+                    if full[:, 1].any():
+                        shifts[(other, level)] = full
+            boot_seed = stable_seed("language_slots", *cell, facet.name, base_seed=seed)
+            totals = shared_totals(list(shifts.values()), n_boot, boot_seed)
+            for ((other, level), full), shift_totals in zip(shifts.items(), totals, strict=True):
+                s = full[full[:, 1] > 0]
+                est, _, _, reps = _boot(s, shift, n_boot, boot_seed, percentile=False, totals=shift_totals)
+                t = s.sum(axis=0)
+                row = {**dict(zip(keys, (str(c) for c in cell), strict=True)), "facet": facet.name,
+                       "facet_kind": facet.kind, "reference": facet.reference, "comparison": level,
+                       "language": first, "other_language": other, "n_slots": len(s),
+                       "difference": float(gap(t[None, :4])[0]), "other_difference": float(gap(t[None, 4:])[0]),
+                       "shift": est, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan}
+                intervals.add(row, ("ci_low", "ci_high", "_p_t"), est, reps, s[:, [1, 3, 5, 7]].sum(axis=1))
+                out.append(row)
+                # a swap exchanges the slot's two languages (both identities at once)
+                pending.append((row, s, [4, 5, 6, 7, 0, 1, 2, 3], shift))
     intervals.fill()
     swap_tested(swaps, pending)
     return conform("language_gaps", _marked(pd.DataFrame(out)))

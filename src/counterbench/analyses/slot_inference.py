@@ -7,6 +7,11 @@ to the last bit, in fewer and larger steps:
 - :func:`slot_bootstraps`: several statistics of one comparison from one draw of bootstrap weights
   (:func:`counterbench.stats.cluster_bootstrap.cluster_replicate_totals`; the same streams as a
   :func:`~counterbench.stats.cluster_bootstrap.cluster_bootstrap` per statistic);
+- :func:`shared_totals`: the replicate totals of every comparison over the same slots from one draw of
+  bootstrap weights (one weight matrix per cluster layout: the slots of one cell and facet); a comparison
+  that leaves some of those slots out has zero rows there, so its replicates resample the whole layout
+  and use its own slots (to first order the same variance as resampling its own slots alone: the
+  weights' covariance −1/n exactly offsets their smaller variance, 1 − 1/n);
 - :class:`SlotIntervals`: the slot intervals and t-test p-values of every row of a table in one call;
 - :func:`swap_tested`: every swap test of a table in one :meth:`SwapTest.pvalues` (one product per
   number of slots).
@@ -23,11 +28,23 @@ from counterbench.stats.cluster_bootstrap import cluster_bootstrap, cluster_repl
 from counterbench.stats.inference import MIN_SLOTS, both_tests_pvalue, slot_design, slot_interval, slot_t_pvalue
 from counterbench.stats.swap_test import SwapTest
 
-__all__ = ["SlotIntervals", "slot_bootstraps", "swap_tested"]
+__all__ = ["SlotIntervals", "shared_totals", "slot_bootstraps", "swap_tested"]
+
+
+def shared_totals(blocks: Sequence[np.ndarray], n_boot: int, seed: int) -> list[np.ndarray | None]:
+    """The (n_boot × columns) replicate totals of each of ``blocks`` (sufficient statistics over the same
+    slots, rows in the same order; zero rows where a comparison has no answers) from one draw of bootstrap
+    weights seeded by ``seed``: one :func:`~counterbench.stats.cluster_bootstrap.cluster_replicate_totals`
+    of the blocks side by side. ``None`` each without replicates (``n_boot`` ≤ 0) or blocks."""
+    if n_boot <= 0 or not blocks:
+        return [None] * len(blocks)
+    totals = cluster_replicate_totals(np.hstack(blocks), n_boot, seed)
+    return list(np.split(totals, np.cumsum([b.shape[1] for b in blocks])[:-1], axis=1))
 
 
 def slot_bootstraps(suff: np.ndarray, statistics: Sequence[Any], n_boot: int, seed: int, confidence: float,
-                    *, percentile: bool = True) -> list[tuple[float, float, float, np.ndarray | None]]:
+                    *, percentile: bool = True, totals: np.ndarray | None = None
+                    ) -> list[tuple[float, float, float, np.ndarray | None]]:
     """(estimate, percentile low, percentile high, replicates) of a slot-cluster bootstrap of each
     statistic of the slots' sufficient statistics ``suff``, all from the same replicate totals (same
     slots, same seed: one draw of the weights, as
@@ -35,7 +52,9 @@ def slot_bootstraps(suff: np.ndarray, statistics: Sequence[Any], n_boot: int, se
 
     ``percentile=False``: the caller uses the estimate and the replicates only (a slot interval is made
     from them, :class:`SlotIntervals`): low and high are NaN and not computed; the estimate and the
-    replicates are the ones :func:`~counterbench.stats.cluster_bootstrap.cluster_bootstrap` gives."""
+    replicates are the ones :func:`~counterbench.stats.cluster_bootstrap.cluster_bootstrap` gives.
+    ``totals``: the replicate totals already drawn for these slots (:func:`shared_totals`; ``seed`` is then
+    only named in the interval's label)."""
     if n_boot <= 0:
         out: list[tuple[float, float, float, np.ndarray | None]] = []
         for statistic in statistics:
@@ -43,7 +62,8 @@ def slot_bootstraps(suff: np.ndarray, statistics: Sequence[Any], n_boot: int, se
                 est = float(np.asarray(statistic(suff.sum(axis=0)[None, :]))[0])
             out.append((est, float("nan"), float("nan"), None))
         return out
-    totals = cluster_replicate_totals(suff, n_boot, seed)
+    if totals is None:
+        totals = cluster_replicate_totals(suff, n_boot, seed)
     if not percentile:
         return [_estimate_and_replicates(suff, statistic, totals, n_boot) for statistic in statistics]
     results: list[tuple[float, float, float, np.ndarray | None]] = []
