@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.outcome_tables import crossed_regression
+from counterbench.analyses.crossed_regression import crossed_regression
 from counterbench.studies.base import Facet
 
 FACETS = (Facet("origin", "origin", ("Ref", "B", "C"), "Ref", None, "attribute"),

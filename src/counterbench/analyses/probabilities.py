@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.crossed_regression import crossed_regression
 from counterbench.analyses.decision_primary import COMPLETE_SHARE, decide, why_sampled
 from counterbench.analyses.repeats import within_prompt_means
 from counterbench.outcomes import get_kind, kind_member
@@ -146,7 +147,7 @@ def probability_tables(standard: pd.DataFrame, study: Study, bootstrap: int, see
     slots = list(study.slot_columns)
     levels, gaps = ot.level_and_gap_tables(rows, study.facets, slots, bootstrap, seed)
     languages = ot.language_gap_table(rows, study.facets, slots, list(study.languages), bootstrap, seed)
-    regression = ot.crossed_regression(rows, study.facets, slots)
+    regression = crossed_regression(rows, study.facets, slots)
     if not regression.empty:
         regression = regression.assign(model_type="fractional logit (log-odds of p)")
     names = {str(uc): measure_name(spec) for uc, spec in study.outcomes.items() if reads_probabilities(spec)}

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
+from counterbench.analyses.crossed_regression import crossed_regression
 from counterbench.analyses.direction import favourable_of
 from counterbench.analyses.impact_ratios import COLUMNS as IMPACT_COLUMNS
 from counterbench.analyses.impact_ratios import DESCRIPTION as IMPACT_DESCRIPTION
@@ -133,7 +134,7 @@ def _language_gaps(inputs: TableInputs) -> pd.DataFrame:
 
 
 def _crossed_regression(inputs: TableInputs) -> pd.DataFrame:
-    return ot.crossed_regression(inputs.rows, inputs.study.facets, list(inputs.study.slot_columns))
+    return crossed_regression(inputs.rows, inputs.study.facets, list(inputs.study.slot_columns))
 
 
 def _impact_ratios(inputs: TableInputs) -> pd.DataFrame:
