@@ -14,15 +14,21 @@ from counterbench.analyses.table_families import TableFamily, families_for
 from counterbench.outcomes import kind_of_answer_type
 from counterbench.studies.base import Study
 
-__all__ = ["add_family_tables", "kinds_of_answers"]
+__all__ = ["add_family_tables", "answer_kinds", "kinds_of_answers"]
+
+
+def answer_kinds(results: pd.DataFrame) -> pd.Series:
+    """Each answer's outcome kind (``None``: a store written before kinds existed), decoded once per answer type."""
+    if "answer_type" not in results.columns:
+        return pd.Series(None, index=results.index, dtype=object)
+    answer_types = results["answer_type"]
+    kinds = {a: kind_of_answer_type(a) for a in answer_types.dropna().unique() if isinstance(a, str)}
+    return answer_types.map(lambda a: kinds.get(a) if isinstance(a, str) else None).astype(object)
 
 
 def kinds_of_answers(results: pd.DataFrame) -> list[str | None]:
-    """The outcome kinds of ``results``' answers (``None``: a store written before kinds existed)."""
-    if "answer_type" not in results.columns:
-        return [None]
-    return list(dict.fromkeys(kind_of_answer_type(a) if isinstance(a, str) else None
-                              for a in results["answer_type"].unique()))
+    """The outcome kinds of ``results``' answers, in order of appearance (``[None]``: no ``answer_type``)."""
+    return list(dict.fromkeys(answer_kinds(results))) or [None]
 
 
 def add_family_tables(tables: dict[str, pd.DataFrame], summary: dict[str, Any], results: pd.DataFrame, study: Study,
@@ -33,16 +39,14 @@ def add_family_tables(tables: dict[str, pd.DataFrame], summary: dict[str, Any], 
     ``failed`` and leaves the rest of the analysis standing."""
     if results.empty:
         return
-    row_kinds = (results["answer_type"].map(lambda a: kind_of_answer_type(a) if isinstance(a, str) else None)
-                 if "answer_type" in results.columns else pd.Series(None, index=results.index, dtype=object))
-    pairs = dict(study.canonical_pairs)
+    row_kinds = answer_kinds(results)
     for family in families_for(list(dict.fromkeys(row_kinds))):
         if not family.analysis:
             continue
         rows = results[row_kinds.map(family.analyses).astype(bool)].reset_index(drop=True)
 
         def build(rows: pd.DataFrame = rows, family: TableFamily = family) -> AnalysisResult | None:
-            return family.study_analysis()(rows, study, canonical_pairs=pairs, **settings)  # a package's import too
+            return family.study_analysis()(rows, study, **settings)  # a package's import fails here too
 
         part = isolated(tuple(family.tables), build, lambda: None, failed)
         if part is None:

@@ -25,7 +25,7 @@ from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses import probabilities
 from counterbench.analyses.answer_checks import answer_checks
 from counterbench.analyses.families import families_summary, mark_families
-from counterbench.analyses.family_analysis import add_family_tables, kinds_of_answers
+from counterbench.analyses.family_analysis import add_family_tables, answer_kinds, kinds_of_answers
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
 from counterbench.analyses.noise_decomposition import NOISE_SPEC
@@ -43,7 +43,7 @@ from counterbench.analyses.table_families import analysed_kinds, analysing_famil
 from counterbench.analyses.table_registry import TableInputs, build_registered_tables, build_tables
 from counterbench.analyses.test_record import build_test_record, model_records, record_options
 from counterbench.errors import UserError
-from counterbench.outcomes import has_pair_tables, kind_of_answer_type
+from counterbench.outcomes import has_pair_tables
 from counterbench.run.study_results import results_of_study
 from counterbench.stats.blas import one_blas_thread
 from counterbench.studies.base import Study
@@ -68,12 +68,7 @@ def select_models(results: pd.DataFrame, models: Sequence[str] | None) -> pd.Dat
 
 
 def _is_amount(results: pd.DataFrame) -> pd.Series:
-    if "answer_type" not in results.columns:
-        return pd.Series(True, index=results.index)
-    answer_types = results["answer_type"]
-    flags = {a: has_pair_tables(kind_of_answer_type(a)) for a in answer_types.dropna().unique() if isinstance(a, str)}
-    missing = has_pair_tables(None)  # a store written before kinds existed
-    return answer_types.map(lambda a: flags[a] if isinstance(a, str) else missing).astype(bool)
+    return answer_kinds(results).map(has_pair_tables).astype(bool)
 
 
 @one_blas_thread
@@ -134,8 +129,9 @@ def analyze_study(
             tables["parse_health"] = _both_health(amount_health, gen_tables["parse_health"])
     else:  # no generic tables: the amount tables' own family per model
         mark_families(tables)
-    add_family_tables(tables, summary, results[~amount_mask], the_study, failed,
-                       profile=profile, bootstrap=bootstrap, seed=seed, tau=tau)
+    add_family_tables(tables, summary, results[~amount_mask], the_study, failed, profile=profile, bootstrap=bootstrap,
+                      seed=seed, tau=tau, canonical_pairs=the_study.canonical_pairs if canonical_pairs is None
+                      else canonical_pairs)
     if amounts_analysed:  # the amount findings, on the shared family's marks
         summary["findings"] = amount_findings_in_study_words(tables, summary, the_study)
     if gen_summary:
