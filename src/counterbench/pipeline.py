@@ -147,8 +147,8 @@ def analyze(
 
         get_profile(profile)
         names = wanted or read.study_models(source, the_study.name)
-        return analyze_study_by_model(lambda model: read.load_model_results(source, the_study.name, model, profile),
-                                      names, the_study, **options)
+        with read.model_results_reader(source, the_study.name, profile) as load:
+            return analyze_study_by_model(load, names, the_study, **options)
     results = read.load_study_results(source, the_study.name, models=wanted, profile=profile)
     return analyze_study(results, the_study, **options)
 

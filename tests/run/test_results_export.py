@@ -83,7 +83,7 @@ def test_reparse_store_changes_profile_without_calling_a_model(filled_store: Pat
 
 def test_reading_in_chunks_gives_the_frame_one_read_gives(tmp_path: Path, fake_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Chunks where a column is all NULL (errors, refusals, units) must not change any dtype or value."""
-    from counterbench.run import results
+    from counterbench.run import results_reader as results
     from tests.run.conftest import FAST_RETRY, fake_model
 
     store = tmp_path / "s.db"

@@ -16,39 +16,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.columns import BASE_COLUMNS, PARSED_COLUMNS, REQUESTED_MAX_TOKENS, USAGE_COLUMNS
+from counterbench.columns import REQUESTED_MAX_TOKENS
 from counterbench.errors import UserError
 from counterbench.run.parsing import Parsed, ResponseParser
+from counterbench.run.results_reader import CONFIG_COLUMNS, ResultsReader, read_error
+from counterbench.run.results_reader import RESULT_COLUMNS as RESULT_COLUMNS
 from counterbench.run.sidecars import sidecars_removed_on_failure
 from counterbench.run.store import Store, open_store
 
-#: the leading columns of :func:`load_results`, in order; design and config columns follow
-RESULT_COLUMNS: tuple[str, ...] = (
-    "prompt_id", "model", "simulated", *BASE_COLUMNS[1:9], "status", *PARSED_COLUMNS, "response", "finish_reason",
-    *USAGE_COLUMNS, "attempts", "error", "cached", "source", "answer_type", "config_fp", "request_fp", "run_id",
-    "started_at", "finished_at", "answer_logprobs", "answer_complete", "answer_mass", "answer_forced", "prompt_hash",
-)
-#: rows fetched from SQLite at a time by :func:`load_results` (bounds its peak memory)
-READ_CHUNK_ROWS = 20_000
-#: generation settings joined to each row; ``max_tokens`` is the limit the answer was sent with (a prompt's
-#: own ``requested_max_tokens`` when its run honoured it, see ``GenerationConfig.prompt_max_tokens``)
-CONFIG_COLUMNS = ("temperature", "max_tokens", "seed", "reasoning_effort", "structured")
-_PROMPT_SIDE = {"study", "use_case", "language", "axis", "identifier", "profile_id", "question_variant",
-                "variant", "answer_type"}
 _PARSE_COLUMNS = (
     "status", "value", "unit", "release_value", "release_unit", "is_range", "out_of_range", "parse_reason",
 )
-
-
-def _select(include_prompt_text: bool) -> str:
-    cols = [f"p.{c}" if c in _PROMPT_SIDE else f"r.{c}" for c in RESULT_COLUMNS]
-    if include_prompt_text:
-        cols += ["p.system", "p.user"]
-    cols.append("p.design")
-    return (
-        f"SELECT {', '.join(cols)} FROM responses r LEFT JOIN prompts p "
-        "ON p.prompt_id = r.prompt_id AND p.prompt_hash = r.prompt_hash"
-    )
 
 
 def load_results(
@@ -64,58 +42,25 @@ def load_results(
     re-parses, in memory, rows that were parsed under another profile; the store is not changed
     (use :func:`reparse_store` for that). ``include_prompt_text`` adds ``system`` and ``user``.
     """
-    with sidecars_removed_on_failure(store_path), open_store(store_path, create=False) as store:
-        sql = _select(include_prompt_text)
-        params: list[Any] = []
-        if models:
-            sql += f" WHERE r.model IN ({', '.join('?' * len(models))})"
-            params.extend(models)
-        sql += " ORDER BY r.model, r.config_fp, r.id"
-        try:
-            frame = _read_in_chunks(sql, store, params, READ_CHUNK_ROWS)
-        except Exception as err:  # sqlite errors surface through pandas, with the whole query in the message
-            reason = str(err).rsplit("': ", 1)[-1]
-            if "malformed" in reason or "not a database" in reason:
-                raise UserError(f"store {store_path} is corrupted ({reason}); it was left untouched") from None
-            raise UserError(f"cannot read store {store_path}: {reason}") from None
-        # a requested model without rows has no responses: name the store's models (asked only then — listing
-        # them scans every response, which reading one model at a time would pay once per model)
-        if models and not set(models) <= set(frame["model"].astype(str).unique()):
-            known = {m for (m,) in store.query("SELECT DISTINCT model FROM responses")}
-            unknown = [m for m in models if m not in known]
-            if unknown:
-                shown = ", ".join(sorted(known)) or "none"
-                raise UserError(f"no responses of model {unknown[0]} in {store_path} (models: {shown})")
-        configs = {fp: json.loads(blob) for fp, blob in store.query("SELECT config_fp, config FROM configs")}
+    with sidecars_removed_on_failure(store_path), ResultsReader(store_path) as reader:
+        return read_results(reader, models, profile, include_prompt_text=include_prompt_text)
+
+
+def read_results(reader: ResultsReader, models: Sequence[str] | None = None, profile: str | None = None, *,
+                 include_prompt_text: bool = False) -> pd.DataFrame:
+    """:func:`load_results` from an open :class:`ResultsReader` (which reads the prompts' side once)."""
+    try:
+        frame = reader.read(models, include_prompt_text=include_prompt_text)
+    except UserError:
+        raise
+    except Exception as err:
+        raise read_error(reader.path, err) from None
+    if models:
+        reader.check_models(frame, models)
+    configs = reader.configs()
     frame = _finish_frame(frame, configs)
     if profile is not None:
         frame = reparse_frame(frame, profile)
-    return frame
-
-
-def _read_in_chunks(sql: str, store: Store, params: list[Any], rows: int) -> pd.DataFrame:
-    """``pd.read_sql_query`` a chunk of rows at a time, with the dtypes one whole read would infer.
-
-    Fetching every row at once holds all of them as Python objects before pandas packs the strings:
-    1.45 GB for a 9-model store of the built-in amount study (352,350 responses) whose frame is ~300 MB. Chunks keep
-    only one chunk of Python objects alive. A column whose values are all NULL in one chunk comes
-    back as ``object`` there; after concatenation, a column of strings and NULLs becomes ``str``
-    again, as one read would have made it (numeric columns are typed by :func:`_finish_frame`).
-    """
-    chunks = list(pd.read_sql_query(sql, store.conn, params=params, chunksize=rows))
-    if len(chunks) == 1:
-        return chunks[0]
-    if not chunks:
-        return pd.read_sql_query(sql, store.conn, params=params)
-    frame = pd.concat(chunks, ignore_index=True)
-    del chunks
-    for name in frame.columns:
-        column = frame[name]
-        if not pd.api.types.is_object_dtype(column.dtype):
-            continue
-        present = column.dropna()
-        if len(present) and all(type(v) is str for v in present):
-            frame[name] = column.astype("str")
     return frame
 
 

@@ -2,21 +2,23 @@
 
 The analyses take frames only (:mod:`counterbench.analyses.study`); these functions are where a store
 path becomes those frames — the whole study's results (:func:`load_study_results`), or one model's at a
-time (:func:`study_models` and :func:`load_model_results`, for the bounded-memory amount analysis).
+time (:func:`study_models` and :func:`model_results_reader`, for the bounded-memory amount analysis, or
+:func:`load_model_results` for a single read).
 A store may hold several studies: only the named study's rows are kept (they are never pooled).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from counterbench.errors import UserError
 
-__all__ = ["SEPARATOR", "load_model_results", "load_study_results", "results_of_study", "study_models",
-           "table_prompt_ids"]
+__all__ = ["SEPARATOR", "load_model_results", "load_study_results", "model_results_reader", "results_of_study",
+           "study_models", "table_prompt_ids"]
 
 #: between a study's name and its prompt id where a store namespaces the id (:mod:`counterbench.run.prompt_ids`)
 SEPARATOR = ":"
@@ -90,3 +92,16 @@ def load_model_results(path: Path | str, study: str, model: str, profile: str) -
     from counterbench.run.results import load_results
 
     return results_of_study(load_results(_existing(path), [model], profile), study)
+
+
+@contextlib.contextmanager
+def model_results_reader(path: Path | str, study: str, profile: str) -> Iterator[Callable[[str], pd.DataFrame]]:
+    """``load(model)``: one model's answers of ``study`` at a time (as :func:`load_model_results`), from one open
+    store whose prompts' side is read once (:class:`~counterbench.run.results_reader.ResultsReader`)."""
+    from counterbench.run.results import read_results
+    from counterbench.run.results_reader import ResultsReader
+    from counterbench.run.sidecars import sidecars_removed_on_failure
+
+    store = _existing(path)
+    with sidecars_removed_on_failure(store), ResultsReader(store) as reader:
+        yield lambda model: results_of_study(read_results(reader, [model], profile), study)
