@@ -131,24 +131,29 @@ def analyze(
     ``models``: keep only these model strings. ``options`` of
     :func:`~counterbench.analyses.study.analyze_study`: ``bootstrap`` (replicates per interval, 2000),
     ``seed`` (the base seed of every bootstrap stream, 0), ``tau`` (the Violation@τ threshold of amount
-    outcomes, 10), ``canonical_pairs`` (default the study's). An amount study's store is read one model
-    at a time.
+    outcomes, 10), ``canonical_pairs`` (default the study's), ``workers`` (models analysed at once, in
+    worker processes; default one per core for a store of 100,000 answers or more, else 1). An amount
+    study's store is read one model at a time.
     """
+    from counterbench.analyses.model_workers import auto_workers, checked_workers
     from counterbench.analyses.study import analyze_study, analyze_study_by_model, only_amounts, resolve_study
     from counterbench.run import study_results as read
 
     the_study = resolve_study(study)
     options["profile"] = profile
+    workers = checked_workers(options.pop("workers", None))
     if not isinstance(source, str | Path):
         return analyze_study(source, the_study, models=models, **options)
     wanted = list(dict.fromkeys(models)) if models else None
-    if only_amounts(the_study):  # bounded memory: one model's answers at a time
+    if only_amounts(the_study):  # bounded memory: one model's answers at a time (several at once with workers)
         from counterbench.analyses.profiles import get_profile
 
         get_profile(profile)
         names = wanted or read.study_models(source, the_study.name)
         with read.model_results_reader(source, the_study.name, profile) as load:
-            return analyze_study_by_model(load, names, the_study, **options)
+            if workers is None:
+                workers = auto_workers(read.count_answers(source), len(names))
+            return analyze_study_by_model(load, names, the_study, workers=workers, **options)
     results = read.load_study_results(source, the_study.name, models=wanted, profile=profile)
     return analyze_study(results, the_study, **options)
 

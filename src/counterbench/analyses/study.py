@@ -28,6 +28,7 @@ from counterbench.analyses.families import families_summary, mark_families
 from counterbench.analyses.family_analysis import add_family_tables, answer_kinds, kinds_of_answers
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
 from counterbench.analyses.model_summaries import ModelSummary, model_summary
+from counterbench.analyses.model_workers import ModelShare, map_in_workers
 from counterbench.analyses.noise_decomposition import NOISE_SPEC
 from counterbench.analyses.prepare import (
     out_of_range_counts,
@@ -238,38 +239,49 @@ def only_amounts(study: Study) -> bool:
 @one_blas_thread
 def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence[str], study: str | Path | Study,
                            *, profile: str = "default", bootstrap: int = 2000, seed: int = 0, tau: float = 10.0,
-                           canonical_pairs: Mapping[str, tuple[str, str]] | None = None) -> AnalysisResult:
+                           canonical_pairs: Mapping[str, tuple[str, str]] | None = None,
+                           workers: int = 1) -> AnalysisResult:
     """The analysis of an amount study (:func:`only_amounts`), ``models`` one at a time (its family's
     ``analysis_by_model``; ``load(model)`` gives that model's results of the study), with the study's wording and
-    the generic outcome tables."""
+    the generic outcome tables; ``workers`` > 1 analyses that many models at once (:mod:`.model_workers`)."""
     the_study = resolve_study(study)
     pairs = dict(the_study.canonical_pairs) if canonical_pairs is None else dict(canonical_pairs)
 
     rules = get_profile(profile)
-    checks: list[pd.DataFrame] = []
     failed = FailedTables()
-
-    specs: dict[str, str] = {}
-    records: dict[str, dict[str, Any]] = {}
-
-    summaries: dict[str, ModelSummary] = {}
+    shares: dict[str, ModelShare] = {}  # what each model's answers add beside the family's tables
 
     def checked(model: str) -> pd.DataFrame:  # every model's answers checked, usable or not; its slot summaries kept
         results = load(model)
-        checks.append(answer_checks(results))
-        specs.update(model_specs(results))
-        records.update(model_records(results))
-        summaries[model] = isolated(("model_differences", "model_ranks"), lambda: model_summary(
+        summary: ModelSummary = isolated(("model_differences", "model_ranks"), lambda: model_summary(
             results, the_study, profile), dict, failed)
+        shares[model] = ModelShare(answer_checks(results), model_specs(results), model_records(results), summary)
         return results
 
     def outcome_tables(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return outcome_table_frames(with_excluded_unusable(results, rules), the_study, bootstrap, seed, failed)
 
+    def map_models(task: Callable[[str], Any], names: Sequence[str]) -> list[Any]:
+        def with_share(model: str) -> tuple[Any, ModelShare | None, dict[str, str]]:
+            return task(model), shares.get(model), dict(failed.reasons)  # a worker's share comes back with it
+
+        done = map_in_workers(with_share, list(names), workers)
+        for model, (_, share, reasons) in zip(names, done, strict=True):
+            if share is not None:
+                shares[model] = share
+            for name, reason in reasons.items():
+                failed.reasons.setdefault(name, reason)
+        return [out for out, _, _ in done]
+
     kinds = [spec.kind for spec in (getattr(the_study, "outcomes", None) or {}).values()]
     analyze_by_model = analysing_family(kinds, by_model=True).study_analysis_by_model()
     result = analyze_by_model(checked, list(models), the_study, profile=profile, bootstrap=bootstrap, seed=seed,
-                              tau=tau, canonical_pairs=pairs, extra_tables=outcome_tables)
+                              tau=tau, canonical_pairs=pairs, extra_tables=outcome_tables, map_models=map_models)
+    ordered = [shares[m] for m in models if m in shares]
+    checks = [share.checks for share in ordered]
+    specs = {k: v for share in ordered for k, v in share.specs.items()}
+    records = {k: v for share in ordered for k, v in share.records.items()}
+    summaries = {m: shares[m].summary for m in models if m in shares}
     mark_families(result.tables)  # one family per model over every table (:mod:`.families`)
     result.summary["findings"] = amount_findings_in_study_words(result.tables, result.summary, the_study)
     _add_outcome_summary(result, the_study, bootstrap, seed)

@@ -31,7 +31,7 @@ from counterbench.outcomes import has_pair_tables
 from counterbench.registry import Registry, load_reference
 from counterbench.studies.base import Study
 
-__all__ = ["FAMILIES", "FamilyAnalysis", "FamilyAnalysisByModel", "TableFamily", "analysed_kinds",
+__all__ = ["FAMILIES", "FamilyAnalysis", "FamilyAnalysisByModel", "MapModels", "TableFamily", "analysed_kinds",
            "analysing_family", "families_for", "pair_tables_apply"]
 
 
@@ -42,13 +42,19 @@ class FamilyAnalysis(Protocol):
                  tau: float, canonical_pairs: Mapping[str, tuple[str, str]]) -> AnalysisResult: ...
 
 
+#: ``map_models(task, models)``: ``[task(m) for m in models]``, perhaps in worker processes (each result must
+#: pickle; ``task`` calls ``load`` and ``extra_tables`` itself)
+MapModels = Callable[[Callable[[str], Any], Sequence[str]], list[Any]]
+
+
 class FamilyAnalysisByModel(Protocol):
-    """The same, one model's answers at a time (``load(model)``); ``extra_tables`` adds per-model tables."""
+    """The same, one model's answers at a time (``load(model)``); ``extra_tables`` adds per-model tables;
+    each model's share runs through ``map_models`` (models side by side, in worker processes)."""
 
     def __call__(self, load: Callable[[str], pd.DataFrame], models: Sequence[str], study: Study, *, profile: str,
                  bootstrap: int, seed: int, tau: float, canonical_pairs: Mapping[str, tuple[str, str]],
                  extra_tables: Callable[[pd.DataFrame], Mapping[str, pd.DataFrame]] | None = None,
-                 ) -> AnalysisResult: ...
+                 map_models: MapModels | None = None) -> AnalysisResult: ...
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ store since.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,8 @@ class ResultsReader:
 
     def __init__(self, store_path: Path | str) -> None:
         self.path = store_path
-        self.store = open_store(store_path, create=False)
+        self._store = open_store(store_path, create=False)
+        self._pid = os.getpid()
         self._prompts: pd.DataFrame | None = None
         self._prompt_keys: pd.MultiIndex | None = None
         self._version: object = None  # the store's data version when the prompts' side was read
@@ -114,7 +116,18 @@ class ResultsReader:
         self.close()
 
     def close(self) -> None:
-        self.store.close()
+        if self._pid == os.getpid():
+            self._store.close()
+
+    @property
+    def store(self) -> Store:
+        """The open store; a forked worker (:mod:`counterbench.analyses.model_workers`) opens its own, since an
+        SQLite connection must not be used on both sides of a fork."""
+        if self._pid != os.getpid():
+            self._store = open_store(self.path, create=False)
+            self._pid = os.getpid()
+            self._prompts = None
+        return self._store
 
     def configs(self) -> dict[str, dict[str, Any]]:
         """Every stored generation config by fingerprint."""

@@ -17,8 +17,8 @@ import pandas as pd
 
 from counterbench.errors import UserError
 
-__all__ = ["SEPARATOR", "load_model_results", "load_study_results", "model_results_reader", "results_of_study",
-           "study_models", "table_prompt_ids"]
+__all__ = ["SEPARATOR", "count_answers", "load_model_results", "load_study_results", "model_results_reader",
+           "results_of_study", "study_models", "table_prompt_ids"]
 
 #: between a study's name and its prompt id where a store namespaces the id (:mod:`counterbench.run.prompt_ids`)
 SEPARATOR = ":"
@@ -85,6 +85,14 @@ def study_models(path: Path | str, study: str) -> list[str]:
     if not models:
         raise UserError(f"no responses of study {study} in store {store}; give the study the answers belong to")
     return models
+
+
+def count_answers(path: Path | str) -> int:
+    """How many answers the store holds (every model and study)."""
+    from counterbench.run.store import open_store
+
+    with open_store(_existing(path), create=False) as opened:
+        return int(opened.query("SELECT count(*) FROM responses")[0][0])
 
 
 def load_model_results(path: Path | str, study: str, model: str, profile: str) -> pd.DataFrame:

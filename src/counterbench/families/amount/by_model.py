@@ -28,6 +28,7 @@ import pandas as pd
 from counterbench.analyses.prepare import with_out_of_range_note
 from counterbench.analyses.profiles import get_profile
 from counterbench.analyses.result import AnalysisResult
+from counterbench.analyses.table_families import MapModels
 from counterbench.errors import UserError
 from counterbench.families.amount.analysis import analyze
 from counterbench.families.amount.ordering import _bh
@@ -51,24 +52,28 @@ def analyze_by_model(
     canonical_pairs: Mapping[str, tuple[str, str]] | None,
     layout: TableLayout | None = None,
     extra_tables: Callable[[pd.DataFrame], Mapping[str, pd.DataFrame]] | None = None,
+    map_models: MapModels | None = None,
 ) -> AnalysisResult:
     """Analyse ``models`` one at a time (``load(model)`` gives that model's results) and combine the tables;
     ``extra_tables`` adds more per-model tables from the same answers (the generic outcome tables, marked
-    within each model)."""
+    within each model); ``map_models`` runs each model's share (default: one after another in this process;
+    the study analysis passes one that runs them in worker processes, :mod:`counterbench.analyses.model_workers`)."""
     wanted = list(models)
-    parts: list[AnalysisResult] = []
-    unusable: list[tuple[str, UserError]] = []
-    for model in wanted:
+
+    def one(model: str) -> tuple[AnalysisResult | None, UserError | None]:
         results = load(model)
         try:
             part = analyze(results, profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
                            canonical_pairs=canonical_pairs, layout=layout)
             if extra_tables is not None:
                 part.tables.update(extra_tables(results))
-            parts.append(part)
+            return part, None
         except UserError as err:  # no usable answer of this model: left out, like the joint analysis does
-            unusable.append((model, err))
-        del results
+            return None, err
+
+    done = map_models(one, wanted) if map_models is not None else [one(model) for model in wanted]
+    parts = [part for part, _ in done if part is not None]
+    unusable = [(model, err) for model, (_, err) in zip(wanted, done, strict=True) if err is not None]
     if not parts:
         raise unusable[0][1] if unusable else UserError("no responses of these models")
     combined = combine_results(parts)

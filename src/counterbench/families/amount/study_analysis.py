@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pandas as pd
 
 from counterbench.analyses.result import AnalysisResult
+from counterbench.analyses.table_families import MapModels
 from counterbench.families.amount.analysis import analyze
 from counterbench.families.amount.by_model import analyze_by_model
 from counterbench.families.amount.tables import TableLayout
@@ -38,8 +39,9 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
                            profile: str, bootstrap: int, seed: int, tau: float,
                            canonical_pairs: Mapping[str, tuple[str, str]],
                            extra_tables: Callable[[pd.DataFrame], Mapping[str, pd.DataFrame]] | None = None,
-                           ) -> AnalysisResult:
+                           map_models: MapModels | None = None) -> AnalysisResult:
     """The amount tables of ``study``, ``models`` one at a time (``load(model)`` gives that model's answers;
-    ``extra_tables`` adds more per-model tables from the same answers)."""
+    ``extra_tables`` adds more per-model tables from the same answers; ``map_models`` runs each model's share)."""
     return analyze_by_model(load, list(models), profile=profile, bootstrap=bootstrap, seed=seed, tau=tau,
-                            canonical_pairs=canonical_pairs, layout=table_layout(study), extra_tables=extra_tables)
+                            canonical_pairs=canonical_pairs, layout=table_layout(study), extra_tables=extra_tables,
+                            map_models=map_models)

@@ -1,0 +1,63 @@
+"""Models analysed side by side in worker processes give the numbers of one after another, to the bit."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from counterbench.analyses.model_workers import auto_workers, checked_workers, map_in_workers
+from counterbench.errors import UserError
+from counterbench.pipeline import analyze
+from counterbench.prompts import prompts
+from counterbench.run import run_prompts
+
+
+@pytest.fixture(scope="module")
+def three_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("workers")
+    store, twin = folder / "three.db", folder / "fair_twin.yaml"
+    twin.write_text("extends: fair\nnoise_sd: 0.05\n")
+    table = prompts("rupeebias", use_case=["salary_estimation"], sample_slots=12)
+    summary = run_prompts(table, ["sim:fair", "sim:biased", f"sim:{twin}"], store=store, handle_signals=False)
+    assert summary.complete
+    return store
+
+
+def test_two_workers_give_the_tables_and_summary_of_one(three_models: Path) -> None:
+    alone = analyze(three_models, "rupeebias", bootstrap=60, seed=3, workers=1)
+    side_by_side = analyze(three_models, "rupeebias", bootstrap=60, seed=3, workers=2)
+    assert list(alone.tables) == list(side_by_side.tables)
+    for name, table in alone.tables.items():
+        pd.testing.assert_frame_equal(table, side_by_side.tables[name], check_exact=True, obj=name)
+    for summary in (alone.summary, side_by_side.summary):
+        summary["test_record"].pop("analysed_at")
+    differing = {k for k in alone.summary if alone.summary[k] != side_by_side.summary[k]}
+    assert differing <= {"analysed_at"}
+    assert not alone.tables["model_differences"].empty and len(alone.tables["leaderboard"]) == 3
+
+
+def test_tasks_run_in_other_processes_in_order_and_their_errors_come_back() -> None:
+    pids = map_in_workers(lambda k: (k, os.getpid()), list(range(5)), 2)
+    assert [k for k, _ in pids] == list(range(5))
+    assert {pid for _, pid in pids} - {os.getpid()} and os.getpid() not in {pid for _, pid in pids}
+
+    def fails(k: int) -> int:
+        if k == 3:
+            raise UserError("model 3 has no usable answer")
+        return k
+
+    with pytest.raises(UserError, match="model 3 has no usable answer"):
+        map_in_workers(fails, list(range(5)), 2)
+    assert map_in_workers(lambda k: k * 2, [1, 2], 1) == [2, 4]
+
+
+def test_workers_are_chosen_by_the_store_size_and_checked() -> None:
+    assert auto_workers(99_999, 9) == 1
+    assert 1 <= auto_workers(352_350, 9) <= 9 and auto_workers(352_350, 1) == 1
+    assert checked_workers(None) is None and checked_workers(2) == 2
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(UserError, match="--workers must be a whole number"):
+            checked_workers(bad)
