@@ -114,6 +114,10 @@ def analyze_command(
         str, typer.Option("--bootstrap-seed", metavar="S", help="Base seed of every bootstrap stream.")
     ] = "0",
     tau: Annotated[str, typer.Option("--tau", metavar="T", help="Violation@τ threshold in percent (amounts).")] = "10",
+    workers: Annotated[
+        str | None, typer.Option("--workers", metavar="N", help="Models analysed at once, in worker processes "
+                                 "(amount studies; default one per core for a store of 100,000 answers or more).")
+    ] = None,
 ) -> None:
     """Compute every table of the study's analysis and write them to --out (CSV + Parquet + summary.json).
 
@@ -126,13 +130,14 @@ def analyze_command(
     n_boot = _whole(bootstrap, "--bootstrap", 0)
     base_seed = _whole(seed, "--bootstrap-seed", 0)
     threshold = _number(tau, "--tau")
+    n_workers = None if workers is None else _whole(workers, "--workers", 1)
     if not store.expanduser().is_file():
         raise UserError(
             f"store {store} does not exist; run some prompts first (`counterbench run ... --store {store}`)"
         )
     the_study = study_with_options(study, list(ctx.args))
     result = analyze(store, the_study, models=model or None, profile=parse_profile, bootstrap=n_boot, seed=base_seed,
-                     tau=threshold)
+                     tau=threshold, workers=n_workers)
     written = result.write(out)
     _print_result(result, out, len(written), time.perf_counter() - started)
     from counterbench.commands.common import EXIT_TABLES_FAILED, announce_failed_tables
