@@ -27,9 +27,12 @@
    ``counterbench.analyze(store)`` — which reads and analyses the store one model at a time
    (:mod:`counterbench.families.amount.by_model`) — is timed in a child process; its peak RSS is what
    ``counterbench analyze`` needs. Goal: N = 50 (1,957,500 responses) within 4 GB. Before the
-   copies, the same path is timed on the 9 models alone (``nine``; goal: ≤ 30 s), and the same study
+   copies, the same path is timed on the 9 models alone (``nine``, with the workers ``counterbench analyze``
+   picks: one per core; goal: ≤ 30 s), again in one process (``nine_one_worker``), and the same study
    analysis of the same answers read into memory first (``nine_in_memory``: ``counterbench.analyze(frame)``,
-   reading timed apart); ``store_vs_memory`` is the ratio of the two (goal: ≤ 1.1).
+   reading timed apart); ``store_vs_memory`` is the ratio of the wall times (goal: ≤ 1.1), ``store_vs_memory_cpu``
+   of the CPU times (workers' included). ``peak_rss_total_mb`` bounds the memory held at once (this process
+   and every worker at its largest).
 
 4. **Against an earlier version** (``--baseline SRC``, with the law source): the full analysis of 1.
    again, in the same run, with the ``counterbench`` package of another checkout's ``src`` folder
@@ -139,15 +142,33 @@ def _copy_models(store: Path, n_models: int) -> float:
     return time.perf_counter() - started
 
 
-def phase_many(args: argparse.Namespace) -> dict[str, Any]:
-    """Child process: ``counterbench.analyze(store)`` on a store of many models (read model by model)."""
-    from counterbench.pipeline import analyze
+def _children_usage() -> tuple[float, float]:
+    """CPU seconds and peak RSS (MB, the largest) of this process's finished children (analysis workers)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
+
+def phase_many(args: argparse.Namespace) -> dict[str, Any]:
+    """Child process: ``counterbench.analyze(store)`` on a store of many models (read model by model; with
+    ``--workers`` models at once, default as ``counterbench analyze`` picks)."""
+    from counterbench.analyses.model_workers import auto_workers
+    from counterbench.pipeline import analyze
+    from counterbench.run.study_results import count_answers, study_models
+
+    workers = args.workers if args.workers is not None else auto_workers(
+        count_answers(args.store), len(study_models(args.store, "rupeebias")))
     started = time.perf_counter()
-    cpu0 = time.process_time()
-    result = analyze(args.store, bootstrap=args.bootstrap, seed=0)
-    return {"analyze_store_s": time.perf_counter() - started, "analyze_cpu_s": time.process_time() - cpu0,
-            "load_average": os.getloadavg(), "peak_rss_mb": _peak_mb(), "models": len(result.summary["models"]),
+    cpu0, (child_cpu0, _) = time.process_time(), _children_usage()
+    result = analyze(args.store, bootstrap=args.bootstrap, seed=0, workers=workers)
+    child_cpu, child_rss = _children_usage()
+    own_rss = _peak_mb()
+    return {"analyze_store_s": time.perf_counter() - started, "workers": workers,
+            "analyze_cpu_s": time.process_time() - cpu0 + child_cpu - child_cpu0,
+            "load_average": os.getloadavg(), "peak_rss_mb": own_rss,
+            "workers_peak_rss_mb": child_rss if workers > 1 else 0.0,
+            # an upper bound of the memory held at once: this process and every worker at its largest
+            "peak_rss_total_mb": own_rss + (workers * child_rss if workers > 1 else 0.0),
+            "models": len(result.summary["models"]),
             "responses": int(result.summary["n_responses"]), "pairs": int(result.summary["n_pairs"])}
 
 
@@ -271,11 +292,13 @@ def phase_compare(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _child(phase: str, args: argparse.Namespace, store: Path | None = None, package: Path | None = None
-           ) -> dict[str, Any]:
+def _child(phase: str, args: argparse.Namespace, store: Path | None = None, package: Path | None = None,
+           workers: int | None = None) -> dict[str, Any]:
     """Run ``phase`` in a child process; ``package``: the ``src`` folder whose counterbench it imports."""
     cmd = [sys.executable, __file__, "--phase", phase, "--source", args.source, "--bootstrap", str(args.bootstrap),
            "--repeat", str(args.repeat), "--models", str(args.models)]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
     if store is not None:
         cmd += ["--store", str(store)]
     env = None
@@ -304,6 +327,7 @@ def main() -> None:
     parser.add_argument("--phase", choices=["build", "full", "compare", "many", "memory"], default=None,
                         help=argparse.SUPPRESS)
     parser.add_argument("--store", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase is not None:
         phases = {"build": phase_build, "full": phase_full, "compare": phase_compare, "many": phase_many,
@@ -327,24 +351,28 @@ def main() -> None:
             # the 9 engine-built models first, through the same model-by-model path (goal: <= 30 s), and the
             # same analysis of the same answers read into memory first (goal: the store path within 1.1x)
             report["nine"] = _child("many", args, store)
+            report["nine_one_worker"] = _child("many", args, store, workers=1)
             report["nine_in_memory"] = _child("memory", args, store)
-            report["nine"]["store_vs_memory"] = (report["nine"]["analyze_store_s"]
-                                                 / report["nine_in_memory"]["analyze_s"])
-            report["nine"]["store_vs_memory_cpu"] = (report["nine"]["analyze_cpu_s"]
-                                                     / report["nine_in_memory"]["analyze_cpu_s"])
+            for name in ("nine", "nine_one_worker"):
+                report[name]["store_vs_memory"] = (report[name]["analyze_store_s"]
+                                                   / report["nine_in_memory"]["analyze_s"])
+                report[name]["store_vs_memory_cpu"] = (report[name]["analyze_cpu_s"]
+                                                       / report["nine_in_memory"]["analyze_cpu_s"])
             report["store"]["copy_s"] = _copy_models(store, args.models)
             report["store"]["store_mb"] = store.stat().st_size / 1e6
             report["many"] = _child("many", args, store)
         report["goals"] = {"peak_rss_mb": 4096, "nine_models_s": 30, "store_vs_memory": 1.1}
-        report["meets_goals"] = {"memory": report["many"]["peak_rss_mb"] <= 4096,
+        report["meets_goals"] = {"memory": report["many"]["peak_rss_total_mb"] <= 4096,
                                  "nine_models_time": report["nine"]["analyze_store_s"] <= 30,
                                  "store_vs_memory": report["nine"]["store_vs_memory"] <= 1.1}
         # the goal of issue 33: 9 models from the store in <= 30 s and within 1.1x of the in-memory analysis
         report["within_goal"] = report["meets_goals"]["nine_models_time"] and report["meets_goals"]["store_vs_memory"]
         report["load_average_after"] = os.getloadavg()
         print(f"load average {report['load_average_before']} -> {report['load_average_after']}; 9 models from the "
-              f"store {report['nine']['analyze_store_s']:.1f} s ({report['nine']['analyze_cpu_s']:.1f} s CPU), in "
-              f"memory {report['nine_in_memory']['analyze_s']:.1f} s; within_goal={report['within_goal']}",
+              f"store {report['nine']['analyze_store_s']:.1f} s with {report['nine']['workers']} workers "
+              f"({report['nine']['analyze_cpu_s']:.1f} s CPU), one worker "
+              f"{report['nine_one_worker']['analyze_store_s']:.1f} s,"
+              f" in memory {report['nine_in_memory']['analyze_s']:.1f} s; within_goal={report['within_goal']}",
               file=sys.stderr)
         _emit(report, args.out)
         return

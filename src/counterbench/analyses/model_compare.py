@@ -40,6 +40,7 @@ Decisions:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import astuple
 from itertools import combinations
@@ -130,9 +131,10 @@ def _statistic(form: str, n_blocks: int, m: int) -> Callable[[FloatArray], Float
     if form == "mean":
         def mean(t: FloatArray) -> FloatArray:
             blocks = t.reshape(t.shape[0], n_blocks, m)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a replicate with no answered block: NaN, no warning
                 per = blocks[:, :, 0] / blocks[:, :, 1]
-            return np.asarray(np.nanmean(np.where(blocks[:, :, 1] > 0, per, np.nan), axis=1), dtype=np.float64)
+                return np.asarray(np.nanmean(np.where(blocks[:, :, 1] > 0, per, np.nan), axis=1), dtype=np.float64)
         return mean
     gap = GAP_STATISTICS[form]
 
