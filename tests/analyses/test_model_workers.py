@@ -54,6 +54,16 @@ def test_tasks_run_in_other_processes_in_order_and_their_errors_come_back() -> N
     assert map_in_workers(lambda k: k * 2, [1, 2], 1) == [2, 4]
 
 
+def test_a_worker_that_dies_is_one_clear_line() -> None:
+    def dies(k: int) -> int:
+        if k == 1:
+            os._exit(9)  # as the kernel's out-of-memory killer would end it
+        return k
+
+    with pytest.raises(UserError, match=r"stopped unexpectedly.*--workers 1"):
+        map_in_workers(dies, [0, 1, 2], 2)
+
+
 def test_workers_are_chosen_by_the_store_size_and_checked() -> None:
     assert auto_workers(99_999, 9) == 1
     assert 1 <= auto_workers(352_350, 9) <= 9 and auto_workers(352_350, 1) == 1

@@ -18,6 +18,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple, TypeVar
 
 import pandas as pd
@@ -84,7 +86,10 @@ def map_in_workers(task: Callable[[T], R], items: Sequence[T], workers: int) -> 
         return [task(item) for item in items]
     _TASK = lambda k: task(items[k])  # noqa: E731 — inherited by the forked workers
     try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(items))) as pool:
-            return pool.map(_call, range(len(items)), chunksize=1)
+        with ProcessPoolExecutor(min(workers, len(items)), mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_call, range(len(items))))
+    except BrokenProcessPool:  # a worker died (killed, out of memory): say so in one line
+        raise UserError(f"a worker process analysing models stopped unexpectedly (out of memory?); "
+                        f"analyse with fewer at once: --workers {max(1, workers // 2)}") from None
     finally:
         _TASK = None
