@@ -89,21 +89,6 @@ def _groupings(facets: Sequence[Facet]) -> list[tuple[str, tuple[Facet, ...]]]:
     return out
 
 
-def _rows_of(frame: pd.DataFrame, group: tuple[Facet, ...]) -> pd.DataFrame:
-    """``frame``'s rows that have every facet's level, with ``category`` (levels joined by " × ")."""
-    rows = frame
-    for facet in group:
-        if facet.column not in rows.columns:
-            return rows.iloc[0:0].assign(category=pd.Series(dtype=str))
-        if facet.axis is not None and "axis" in rows.columns:
-            rows = rows[rows["axis"].astype(str) == facet.axis]
-        rows = rows[rows[facet.column].notna()]
-    category = rows[group[0].column].astype(str)
-    for facet in group[1:]:
-        category = category + " × " + rows[facet.column].astype(str)
-    return rows.assign(category=category)
-
-
 def _order(group: tuple[Facet, ...], present: set[str]) -> list[str]:
     """The categories in the study's order of levels."""
     if len(group) == 1:
@@ -111,10 +96,6 @@ def _order(group: tuple[Facet, ...], present: set[str]) -> list[str]:
     else:
         known = [f"{a} × {b}" for a in group[0].levels for b in group[1].levels if f"{a} × {b}" in present]
     return known + sorted(present - set(known))
-
-
-def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    return _slot_codes(frame, columns)  # the outcome tables' slot codes (the same grouping, made faster)
 
 
 def _interval(reps: np.ndarray | None, cnt: np.ndarray, sel: np.ndarray, c: int, r: int) -> tuple[float, float]:
@@ -144,28 +125,33 @@ def _replicate_rates(sel: np.ndarray, cnt: np.ndarray, n_boot: int, seed: int) -
     return cluster_ratio_replicates(sel, cnt, n_boot, np.random.default_rng(seed))
 
 
-def _cell_rows(usable: pd.DataFrame, unusable: pd.DataFrame, group: tuple[Facet, ...], how: str,
-               slot_columns: Sequence[str], n_boot: int, seed: int, base: dict[str, Any]) -> list[dict[str, Any]]:
-    rows, lost = _rows_of(usable, group), _rows_of(unusable, group)
-    if rows.empty:
+def _cell_rows(y: np.ndarray, cat: np.ndarray, slot_key: np.ndarray, lost: np.ndarray, lost_status: np.ndarray,
+               label: Any, group: tuple[Facet, ...], how: str, n_boot: int, seed: int,
+               base: dict[str, Any]) -> list[dict[str, Any]]:
+    """A cell's rows of one grouping: ``y``, ``cat`` (category codes) and ``slot_key`` of its usable answers
+    with every facet's level, ``lost``/``lost_status`` the category codes and statuses of its unusable ones."""
+    if not y.size:
         return []
-    selected, words = _selected(rows["y"].to_numpy(np.float64), how)
-    cats = _order(group, set(rows["category"]) | set(lost["category"]))
+    selected, words = _selected(y, how)
+    present = np.unique(np.concatenate([cat, lost]))
+    labels = {int(c): label(int(c)) for c in present}
+    cats = _order(group, set(labels.values()))
     if len(cats) < 2:
         return []
     index = {c: i for i, c in enumerate(cats)}
-    slots = _codes(rows, [c for c in slot_columns if c not in {f.column for f in group}])
-    k = rows["category"].map(index).to_numpy(np.int64)
+    lut = np.zeros(int(present.max()) + 1, dtype=np.int64)
+    for c, text in labels.items():
+        lut[c] = index[text]
+    slots = np.asarray(pd.factorize(slot_key)[0], dtype=np.int64)  # _slot_codes: in order of appearance
+    k, kl, m = lut[cat], lut[lost], len(cats)
     n_slots = int(slots.max()) + 1
-    sel = np.zeros((n_slots, len(cats)))
-    cnt = np.zeros((n_slots, len(cats)))
-    np.add.at(sel, (slots, k), selected)
-    np.add.at(cnt, (slots, k), 1.0)
+    flat = slots * m + k
+    sel = np.bincount(flat, weights=selected, minlength=n_slots * m).reshape(n_slots, m)  # whole numbers: exact
+    cnt = np.bincount(flat, minlength=n_slots * m).reshape(n_slots, m).astype(np.float64)
     n, s = cnt.sum(axis=0), sel.sum(axis=0)
-    status = lost["status"].astype(str) if "status" in lost.columns else pd.Series("", index=lost.index)
-    u = lost["category"].value_counts().reindex(cats, fill_value=0).to_numpy(np.float64)
-    refused = lost[status.eq("refused")]["category"].value_counts().reindex(cats, fill_value=0)
-    unparseable = lost[status.eq("unparseable")]["category"].value_counts().reindex(cats, fill_value=0)
+    u = np.bincount(kl, minlength=m).astype(np.float64)
+    refused = np.bincount(kl[lost_status == "refused"], minlength=m)
+    unparseable = np.bincount(kl[lost_status == "unparseable"], minlength=m)
     total = n + u
     apart = total / total.sum() < SMALL_SHARE
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -175,19 +161,20 @@ def _cell_rows(usable: pd.DataFrame, unusable: pd.DataFrame, group: tuple[Facet,
     ref = max(eligible, key=lambda i: (rate[i], -i)) if eligible else None
     out = []
     reps = _replicate_rates(sel, cnt, n_boot, stable_seed("impact_ratio", *base.values(), base_seed=seed))
-    for i, cat in enumerate(cats):
+    slots_of = (cnt > 0).sum(axis=0)
+    for i, cat_i in enumerate(cats):
         ratio = rate[i] / rate[ref] if ref is not None and rate[ref] > 0 else float("nan")
         low, high = (_interval(reps, cnt, sel, i, ref)
                      if ref is not None and i != ref and np.isfinite(ratio) else
                      (1.0, 1.0) if i == ref else (float("nan"), float("nan")))
         top = max([worst[i], *(best[j] for j in eligible if j != i)])  # the most selected, in that worst case
         bound = worst[i] / top if np.isfinite(top) and top > 0 and (i in eligible or ref is not None) else float("nan")
-        out.append({**base, "category": cat, "selection": words, "n": int(n[i]),
-                    "n_slots": int((cnt[:, i] > 0).sum()), "selected": int(s[i]), "selection_rate": rate[i],
+        out.append({**base, "category": cat_i, "selection": words, "n": int(n[i]),
+                    "n_slots": int(slots_of[i]), "selected": int(s[i]), "selection_rate": rate[i],
                     "reference": cats[ref] if ref is not None else "", "impact_ratio": ratio,
                     "ci_low": low, "ci_high": high, "four_fifths": _rule(ratio),
                     "interval_below": bool(np.isfinite(high) and high < FOUR_FIFTHS), "reported_apart": bool(apart[i]),
-                    "unusable": int(u[i]), "refused": int(refused.iloc[i]), "unparseable": int(unparseable.iloc[i]),
+                    "unusable": int(u[i]), "refused": int(refused[i]), "unparseable": int(unparseable[i]),
                     "ratio_bound": bound, "bound_four_fifths": _rule(bound)})
     return out
 
@@ -210,13 +197,102 @@ def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Seq
     usable = narrowed(usable, facets, slot_columns)  # a cell's filters copy these columns only
     unusable = narrowed(unusable, facets, slot_columns, ["status"]) if not unusable.empty else unusable
     lost_all = unusable if not unusable.empty else usable.iloc[0:0].assign(status=pd.Series(dtype=str))
-    for cell, part in usable.groupby(_CELL, sort=False, observed=True):
-        base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
-        how = selection_of(str(part["kind"].iloc[0]), (favourable or {}).get(base["use_case"]))
-        lost = lost_all
-        for col in _CELL:
-            if col in lost.columns:
-                lost = lost[lost[col].astype(str) == base[col]]
-        for name, group in _groupings(facets):
-            out += _cell_rows(part, lost, group, how, slot_columns, n_boot, seed, {**base, "grouping": name})
+    coded = _Coded(usable, lost_all)
+    y, kinds = usable["y"].to_numpy(np.float64), usable["kind"]
+    status = _text(lost_all, "status") if "status" in lost_all.columns else np.full(len(lost_all), "", dtype=object)
+    lost_cell = {col: _text(lost_all, col) for col in _CELL if col in lost_all.columns}
+    groupings = []
+    for name, group in _groupings(facets):
+        (mask, lost_mask), (cat, lost_cat), label = coded.grouping(group)
+        key = coded.slot_key([c for c in slot_columns if c not in {f.column for f in group}])
+        groupings.append((name, group, mask, lost_mask, cat, lost_cat, label, key))
+    number = np.asarray(usable.groupby(_CELL, sort=False, observed=True).ngroup().to_numpy(np.float64))
+    for g in range(int(np.nanmax(number)) + 1 if np.isfinite(number).any() else 0):
+        rows = np.flatnonzero(number == g)
+        base = dict(zip(_CELL, (str(c) for c in usable[_CELL].iloc[rows[0]]), strict=True))
+        how = selection_of(str(kinds.iloc[rows[0]]), (favourable or {}).get(base["use_case"]))
+        in_cell = np.ones(len(lost_all), dtype=bool)
+        for col, text in lost_cell.items():
+            in_cell &= text == base[col]
+        lost = np.flatnonzero(in_cell)
+        for name, group, mask, lost_mask, cat, lost_cat, label, key in groupings:
+            r, lo = rows[mask[rows]], lost[lost_mask[lost]]
+            out += _cell_rows(y[r], cat[r], key[r], lost_cat[lo], status[lo], label, group, how, n_boot, seed,
+                              {**base, "grouping": name})
     return pd.DataFrame(out, columns=list(COLUMNS))
+
+
+def _text(frame: pd.DataFrame, column: str) -> np.ndarray:
+    return np.asarray(frame[column].astype(str).to_numpy(object))
+
+
+class _Coded:
+    """The columns the table reads from ``usable`` and the unusable answers (``lost``), each turned into numpy
+    arrays once — a column's text coded in both frames together — so a cell's and a grouping's rows are index
+    arrays instead of frame filters. ``None`` stands for a column a frame lacks."""
+
+    def __init__(self, usable: pd.DataFrame, lost: pd.DataFrame) -> None:
+        self.frames = (usable, lost)
+        self._texts: dict[str, tuple[list[np.ndarray | None], list[np.ndarray | None], list[str]]] = {}
+        self._axis: dict[str, list[np.ndarray | None]] = {}
+        self._keys: dict[tuple[str, ...], np.ndarray] = {}
+
+    def texts(self, column: str) -> tuple[list[np.ndarray | None], list[np.ndarray | None], list[str]]:
+        """Per frame the codes of ``column``'s text (-1: NA) and whether it is there; the texts of the codes."""
+        if column not in self._texts:
+            parts = [f[column] if column in f.columns else None for f in self.frames]
+            present = [p.astype(str) for p in parts if p is not None]
+            codes, uniques = pd.factorize(pd.concat(present, ignore_index=True) if present else pd.Series([], dtype=str))
+            split, at = [], 0
+            for p in parts:
+                split.append(None if p is None else np.asarray(codes[at:at + len(p)], dtype=np.int64))
+                at += 0 if p is None else len(p)
+            notna = [None if p is None else p.notna().to_numpy(bool) for p in parts]
+            self._texts[column] = (split, notna, [str(u) for u in uniques])
+        return self._texts[column]
+
+    def on_axis(self, axis: str) -> list[np.ndarray | None]:
+        """Per frame: whether a row's ``axis`` (as text) is ``axis``; None without the column."""
+        if axis not in self._axis:
+            self._axis[axis] = [_text(f, "axis") == axis if "axis" in f.columns else None for f in self.frames]
+        return self._axis[axis]
+
+    def grouping(self, group: tuple[Facet, ...]) -> tuple[list[np.ndarray], list[np.ndarray], Any]:
+        """Per frame the rows with every facet's level (:func:`_rows_of`) and their category codes; the codes'
+        labels (levels joined by " × ") as a function of a code."""
+        masks, codes = [], []
+        for f, frame in enumerate(self.frames):
+            mask, code = np.ones(len(frame), dtype=bool), np.zeros(len(frame), dtype=np.int64)
+            for facet in group:
+                if facet.column not in frame.columns:
+                    mask[:] = False
+                    break
+                axis = self.on_axis(facet.axis)[f] if facet.axis is not None else None
+                split, notna, uniques = self.texts(facet.column)
+                mask &= notna[f] if axis is None else notna[f] & axis  # type: ignore[operator]
+                code = code * max(1, len(uniques)) + split[f]  # type: ignore[operator]
+            masks.append(mask)
+            codes.append(code)
+        texts = [self.texts(facet.column)[2] for facet in group]
+
+        def label(code: int) -> str:
+            parts = []
+            for t in reversed(texts):
+                code, at = divmod(code, max(1, len(t)))
+                parts.append(t[at])
+            return " × ".join(reversed(parts))
+        return masks, codes, label
+
+    def slot_key(self, columns: Sequence[str]) -> np.ndarray:
+        """One integer per usable row: rows with the same texts in ``columns`` share it (NA a value of its own),
+        so a cell's slot codes (:func:`_slot_codes`: numbered in order of appearance) are its codes in order of
+        appearance."""
+        usable = self.frames[0]
+        cols = tuple(c for c in columns if c in usable.columns)
+        if cols not in self._keys:
+            key = np.zeros(len(usable), dtype=np.int64)
+            for col in cols:
+                codes, uniques = pd.factorize(usable[col].astype(str), use_na_sentinel=False)
+                key = np.asarray(pd.factorize(key * max(1, len(uniques)) + codes)[0], dtype=np.int64)
+            self._keys[cols] = key
+        return self._keys[cols]
