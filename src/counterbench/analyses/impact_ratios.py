@@ -30,14 +30,14 @@ attributes crossed: the *intersections*), one row per category:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.outcome_tables import _slot_codes, narrowed
+from counterbench.analyses.outcome_tables import narrowed
 from counterbench.outcomes import get_kind, member
 from counterbench.stats.cluster_bootstrap import cluster_ratio_replicates
 from counterbench.stats.inference import MIN_SLOTS_INTERVAL, slot_design, slot_interval
@@ -98,22 +98,46 @@ def _order(group: tuple[Facet, ...], present: set[str]) -> list[str]:
     return known + sorted(present - set(known))
 
 
-def _interval(reps: np.ndarray | None, cnt: np.ndarray, sel: np.ndarray, c: int, r: int) -> tuple[float, float]:
-    """The 95% slot interval of rate_c / rate_r (columns ``c`` and ``r`` of the slot × category sums);
-    ``reps``: the cell's replicate rates of every category (:func:`_replicate_rates`), None without."""
-    both = (cnt[:, c] > 0) | (cnt[:, r] > 0)
-    s, n = sel[both][:, [c, r]], cnt[both][:, [c, r]]
-    rate = s.sum(axis=0) / n.sum(axis=0)
-    if reps is None or len(s) < MIN_SLOTS_INTERVAL or not (rate > 0).all():
-        return float("nan"), float("nan")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_reps = np.log(reps[:, c]) - np.log(reps[:, r])
-    log_reps = log_reps[np.isfinite(log_reps)]
-    if log_reps.size < 2:
-        return float("nan"), float("nan")
-    factor, df = slot_design(n.sum(axis=1))
-    low, high = slot_interval(np.log(rate[0] / rate[1]), log_reps[None, :], len(s), factor=factor, df=df)
-    return float(np.exp(low[0])), float(np.exp(high[0]))
+def _intervals(reps: np.ndarray | None, cnt: np.ndarray, sel: np.ndarray, cats: Sequence[int], r: int,
+               designs: dict[bytes, tuple[float, float]]) -> dict[int, tuple[float, float]]:
+    """The 95% slot interval of rate_c / rate_r for each ``c`` in ``cats`` (columns of the slot × category
+    sums); ``reps``: the cell's replicate rates of every category (:func:`_replicate_rates`), None without.
+    Comparisons with as many finite replicates go to :func:`slot_interval` together (its rows are
+    independent: the same numbers as one at a time); ``designs`` keeps :func:`slot_design` by slot sizes."""
+    out: dict[int, tuple[float, float]] = {}
+    batches: dict[int, list[tuple[int, Any, np.ndarray, int, float, float]]] = {}
+    logs: dict[int, np.ndarray] = {}  # a category's log replicate rates (the reference's in every comparison)
+    has = cnt > 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # whole numbers: the sums over any slots are exact
+        rates = sel.sum(axis=0) / cnt.sum(axis=0)
+    for c in cats:
+        both = has[:, c] | has[:, r]  # the slots of either category
+        n_slots = int(both.sum())
+        out[c] = (float("nan"), float("nan"))
+        if reps is None or n_slots < MIN_SLOTS_INTERVAL or not (rates[c] > 0 and rates[r] > 0):
+            continue
+        for j in (c, r):
+            if j not in logs:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    logs[j] = np.log(reps[:, j])
+        with np.errstate(invalid="ignore"):
+            log_reps = logs[c] - logs[r]
+        log_reps = log_reps[np.isfinite(log_reps)]
+        if log_reps.size < 2:
+            continue
+        sizes = cnt[both, c] + cnt[both, r]
+        key = sizes.tobytes()
+        if key not in designs:
+            designs[key] = slot_design(sizes)
+        factor, df = designs[key]
+        batches.setdefault(log_reps.size, []).append((c, np.log(rates[c] / rates[r]), log_reps, n_slots, factor, df))
+    for batch in batches.values():
+        low, high = slot_interval(np.array([b[1] for b in batch]), np.vstack([b[2] for b in batch]),
+                                  np.array([b[3] for b in batch]), factor=np.array([b[4] for b in batch]),
+                                  df=np.array([b[5] for b in batch]))
+        for j, b in enumerate(batch):
+            out[b[0]] = (float(np.exp(low[j])), float(np.exp(high[j])))
+    return out
 
 
 def _replicate_rates(sel: np.ndarray, cnt: np.ndarray, n_boot: int, seed: int) -> np.ndarray | None:
@@ -126,8 +150,8 @@ def _replicate_rates(sel: np.ndarray, cnt: np.ndarray, n_boot: int, seed: int) -
 
 
 def _cell_rows(y: np.ndarray, cat: np.ndarray, slot_key: np.ndarray, lost: np.ndarray, lost_status: np.ndarray,
-               label: Any, group: tuple[Facet, ...], how: str, n_boot: int, seed: int,
-               base: dict[str, Any]) -> list[dict[str, Any]]:
+               label: Callable[[int], str], group: tuple[Facet, ...], how: str, n_boot: int, seed: int,
+               base: dict[str, Any], designs: dict[bytes, tuple[float, float]]) -> list[dict[str, Any]]:
     """A cell's rows of one grouping: ``y``, ``cat`` (category codes) and ``slot_key`` of its usable answers
     with every facet's level, ``lost``/``lost_status`` the category codes and statuses of its unusable ones."""
     if not y.size:
@@ -142,7 +166,7 @@ def _cell_rows(y: np.ndarray, cat: np.ndarray, slot_key: np.ndarray, lost: np.nd
     lut = np.zeros(int(present.max()) + 1, dtype=np.int64)
     for c, text in labels.items():
         lut[c] = index[text]
-    slots = np.asarray(pd.factorize(slot_key)[0], dtype=np.int64)  # _slot_codes: in order of appearance
+    slots = np.asarray(pd.factorize(slot_key)[0], dtype=np.int64)  # as the outcome tables' slot codes
     k, kl, m = lut[cat], lut[lost], len(cats)
     n_slots = int(slots.max()) + 1
     flat = slots * m + k
@@ -162,11 +186,12 @@ def _cell_rows(y: np.ndarray, cat: np.ndarray, slot_key: np.ndarray, lost: np.nd
     out = []
     reps = _replicate_rates(sel, cnt, n_boot, stable_seed("impact_ratio", *base.values(), base_seed=seed))
     slots_of = (cnt > 0).sum(axis=0)
+    ratios = [rate[i] / rate[ref] if ref is not None and rate[ref] > 0 else float("nan") for i in range(m)]
+    intervals = {} if ref is None else _intervals(
+        reps, cnt, sel, [i for i in range(m) if i != ref and np.isfinite(ratios[i])], ref, designs)
     for i, cat_i in enumerate(cats):
-        ratio = rate[i] / rate[ref] if ref is not None and rate[ref] > 0 else float("nan")
-        low, high = (_interval(reps, cnt, sel, i, ref)
-                     if ref is not None and i != ref and np.isfinite(ratio) else
-                     (1.0, 1.0) if i == ref else (float("nan"), float("nan")))
+        ratio = ratios[i]
+        low, high = intervals.get(i, (1.0, 1.0) if i == ref else (float("nan"), float("nan")))
         top = max([worst[i], *(best[j] for j in eligible if j != i)])  # the most selected, in that worst case
         bound = worst[i] / top if np.isfinite(top) and top > 0 and (i in eligible or ref is not None) else float("nan")
         out.append({**base, "category": cat_i, "selection": words, "n": int(n[i]),
@@ -185,45 +210,13 @@ def _rule(ratio: float) -> str:
     return "passes" if ratio >= FOUR_FIFTHS - 1e-12 else "fails"  # 12/20 over 15/20 is 0.8, not 0.7999…
 
 
-def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Sequence[Facet],
-                       slot_columns: Sequence[str], n_boot: int, seed: int,
-                       favourable: dict[str, str] | None = None) -> pd.DataFrame:
-    """The impact-ratio table (module notes): ``usable`` — one row per usable answer with ``y`` and ``kind``
-    (the registry's measured rows); ``unusable`` — the answers that could not be used, with ``status``;
-    ``favourable``: use case → ``lower`` where lower values are favourable."""
-    out: list[dict[str, Any]] = []
-    if usable.empty or "kind" not in usable.columns:
-        return pd.DataFrame(columns=list(COLUMNS))
-    usable = narrowed(usable, facets, slot_columns)  # a cell's filters copy these columns only
-    unusable = narrowed(unusable, facets, slot_columns, ["status"]) if not unusable.empty else unusable
-    lost_all = unusable if not unusable.empty else usable.iloc[0:0].assign(status=pd.Series(dtype=str))
-    coded = _Coded(usable, lost_all)
-    y, kinds = usable["y"].to_numpy(np.float64), usable["kind"]
-    status = _text(lost_all, "status") if "status" in lost_all.columns else np.full(len(lost_all), "", dtype=object)
-    lost_cell = {col: _text(lost_all, col) for col in _CELL if col in lost_all.columns}
-    groupings = []
-    for name, group in _groupings(facets):
-        (mask, lost_mask), (cat, lost_cat), label = coded.grouping(group)
-        key = coded.slot_key([c for c in slot_columns if c not in {f.column for f in group}])
-        groupings.append((name, group, mask, lost_mask, cat, lost_cat, label, key))
-    number = np.asarray(usable.groupby(_CELL, sort=False, observed=True).ngroup().to_numpy(np.float64))
-    for g in range(int(np.nanmax(number)) + 1 if np.isfinite(number).any() else 0):
-        rows = np.flatnonzero(number == g)
-        base = dict(zip(_CELL, (str(c) for c in usable[_CELL].iloc[rows[0]]), strict=True))
-        how = selection_of(str(kinds.iloc[rows[0]]), (favourable or {}).get(base["use_case"]))
-        in_cell = np.ones(len(lost_all), dtype=bool)
-        for col, text in lost_cell.items():
-            in_cell &= text == base[col]
-        lost = np.flatnonzero(in_cell)
-        for name, group, mask, lost_mask, cat, lost_cat, label, key in groupings:
-            r, lo = rows[mask[rows]], lost[lost_mask[lost]]
-            out += _cell_rows(y[r], cat[r], key[r], lost_cat[lo], status[lo], label, group, how, n_boot, seed,
-                              {**base, "grouping": name})
-    return pd.DataFrame(out, columns=list(COLUMNS))
+def _as_str(column: pd.Series) -> pd.Series:
+    """``column.astype(str)``, without the copy when it is text already."""
+    return column if column.dtype == "str" else column.astype(str)
 
 
 def _text(frame: pd.DataFrame, column: str) -> np.ndarray:
-    return np.asarray(frame[column].astype(str).to_numpy(object))
+    return np.asarray(_as_str(frame[column]).to_numpy(object))
 
 
 class _Coded:
@@ -241,8 +234,9 @@ class _Coded:
         """Per frame the codes of ``column``'s text (-1: NA) and whether it is there; the texts of the codes."""
         if column not in self._texts:
             parts = [f[column] if column in f.columns else None for f in self.frames]
-            present = [p.astype(str) for p in parts if p is not None]
-            codes, uniques = pd.factorize(pd.concat(present, ignore_index=True) if present else pd.Series([], dtype=str))
+            present = [_as_str(p) for p in parts if p is not None]
+            joint = pd.concat(present, ignore_index=True) if present else pd.Series([], dtype=str)
+            codes, uniques = pd.factorize(joint)
             split, at = [], 0
             for p in parts:
                 split.append(None if p is None else np.asarray(codes[at:at + len(p)], dtype=np.int64))
@@ -254,12 +248,13 @@ class _Coded:
     def on_axis(self, axis: str) -> list[np.ndarray | None]:
         """Per frame: whether a row's ``axis`` (as text) is ``axis``; None without the column."""
         if axis not in self._axis:
-            self._axis[axis] = [_text(f, "axis") == axis if "axis" in f.columns else None for f in self.frames]
+            self._axis[axis] = [(_as_str(f["axis"]) == axis).to_numpy(bool) if "axis" in f.columns else None
+                                for f in self.frames]
         return self._axis[axis]
 
-    def grouping(self, group: tuple[Facet, ...]) -> tuple[list[np.ndarray], list[np.ndarray], Any]:
-        """Per frame the rows with every facet's level (:func:`_rows_of`) and their category codes; the codes'
-        labels (levels joined by " × ") as a function of a code."""
+    def grouping(self, group: tuple[Facet, ...]) -> tuple[list[np.ndarray], list[np.ndarray], Callable[[int], str]]:
+        """Per frame the rows that have every facet's level (of its axis, where the frame says the axis) and
+        their category codes; the codes' categories (levels as text, joined by " × ") as a function."""
         masks, codes = [], []
         for f, frame in enumerate(self.frames):
             mask, code = np.ones(len(frame), dtype=bool), np.zeros(len(frame), dtype=np.int64)
@@ -268,9 +263,11 @@ class _Coded:
                     mask[:] = False
                     break
                 axis = self.on_axis(facet.axis)[f] if facet.axis is not None else None
-                split, notna, uniques = self.texts(facet.column)
-                mask &= notna[f] if axis is None else notna[f] & axis  # type: ignore[operator]
-                code = code * max(1, len(uniques)) + split[f]  # type: ignore[operator]
+                splits, notnas, uniques = self.texts(facet.column)
+                split, notna = splits[f], notnas[f]
+                assert split is not None and notna is not None  # the frame has the column
+                mask &= notna if axis is None else notna & axis
+                code = code * max(1, len(uniques)) + split
             masks.append(mask)
             codes.append(code)
         texts = [self.texts(facet.column)[2] for facet in group]
@@ -285,14 +282,55 @@ class _Coded:
 
     def slot_key(self, columns: Sequence[str]) -> np.ndarray:
         """One integer per usable row: rows with the same texts in ``columns`` share it (NA a value of its own),
-        so a cell's slot codes (:func:`_slot_codes`: numbered in order of appearance) are its codes in order of
-        appearance."""
+        so the outcome tables' slot codes of some of the rows (``outcome_tables._slot_codes``: the combinations
+        numbered in order of appearance) are these keys factorized in order of appearance."""
         usable = self.frames[0]
         cols = tuple(c for c in columns if c in usable.columns)
         if cols not in self._keys:
             key = np.zeros(len(usable), dtype=np.int64)
             for col in cols:
-                codes, uniques = pd.factorize(usable[col].astype(str), use_na_sentinel=False)
+                codes, uniques = pd.factorize(_as_str(usable[col]), use_na_sentinel=False)
                 key = np.asarray(pd.factorize(key * max(1, len(uniques)) + codes)[0], dtype=np.int64)
             self._keys[cols] = key
         return self._keys[cols]
+
+
+def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Sequence[Facet],
+                       slot_columns: Sequence[str], n_boot: int, seed: int,
+                       favourable: dict[str, str] | None = None) -> pd.DataFrame:
+    """The impact-ratio table (module notes): ``usable`` — one row per usable answer with ``y`` and ``kind``
+    (the registry's measured rows); ``unusable`` — the answers that could not be used, with ``status``;
+    ``favourable``: use case → ``lower`` where lower values are favourable."""
+    out: list[dict[str, Any]] = []
+    if usable.empty or "kind" not in usable.columns:
+        return pd.DataFrame(columns=list(COLUMNS))
+    usable = narrowed(usable, facets, slot_columns)  # a cell's filters copy these columns only
+    unusable = narrowed(unusable, facets, slot_columns, ["status"]) if not unusable.empty else unusable
+    lost_all = unusable if not unusable.empty else usable.iloc[0:0].assign(status=pd.Series(dtype=str))
+    coded = _Coded(usable, lost_all)
+    designs: dict[bytes, tuple[float, float]] = {}
+    selections: dict[tuple[str, str | None], str] = {}
+    y, kinds = usable["y"].to_numpy(np.float64), usable["kind"]
+    status = _text(lost_all, "status") if "status" in lost_all.columns else np.full(len(lost_all), "", dtype=object)
+    lost_cell = {col: _text(lost_all, col) for col in _CELL if col in lost_all.columns}
+    groupings = []
+    for name, group in _groupings(facets):
+        (mask, lost_mask), (cat, lost_cat), label = coded.grouping(group)
+        key = coded.slot_key([c for c in slot_columns if c not in {f.column for f in group}])
+        groupings.append((name, group, mask, lost_mask, cat, lost_cat, label, key))
+    cell_columns = [usable[c] for c in _CELL]
+    number = np.asarray(usable.groupby(_CELL, sort=False, observed=True).ngroup().to_numpy(np.float64))
+    for g in range(int(np.nanmax(number)) + 1 if np.isfinite(number).any() else 0):
+        rows = np.flatnonzero(number == g)
+        base = dict(zip(_CELL, (str(c.iloc[rows[0]]) for c in cell_columns), strict=True))
+        kind = (str(kinds.iloc[rows[0]]), (favourable or {}).get(base["use_case"]))
+        how = selections[kind] if kind in selections else selections.setdefault(kind, selection_of(*kind))
+        in_cell = np.ones(len(lost_all), dtype=bool)
+        for col, text in lost_cell.items():
+            in_cell &= text == base[col]
+        lost = np.flatnonzero(in_cell)
+        for name, group, mask, lost_mask, cat, lost_cat, label, key in groupings:
+            r, lo = rows[mask[rows]], lost[lost_mask[lost]]
+            out += _cell_rows(y[r], cat[r], key[r], lost_cat[lo], status[lo], label, group, how, n_boot, seed,
+                              {**base, "grouping": name}, designs)
+    return pd.DataFrame(out, columns=list(COLUMNS))
