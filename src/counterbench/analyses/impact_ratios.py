@@ -101,42 +101,41 @@ def _order(group: tuple[Facet, ...], present: set[str]) -> list[str]:
 def _intervals(reps: np.ndarray | None, cnt: np.ndarray, sel: np.ndarray, cats: Sequence[int], r: int,
                designs: dict[bytes, tuple[float, float]]) -> dict[int, tuple[float, float]]:
     """The 95% slot interval of rate_c / rate_r for each ``c`` in ``cats`` (columns of the slot × category
-    sums); ``reps``: the cell's replicate rates of every category (:func:`_replicate_rates`), None without.
-    Comparisons with as many finite replicates go to :func:`slot_interval` together (its rows are
-    independent: the same numbers as one at a time); ``designs`` keeps :func:`slot_design` by slot sizes."""
-    out: dict[int, tuple[float, float]] = {}
-    batches: dict[int, list[tuple[int, Any, np.ndarray, int, float, float]]] = {}
-    logs: dict[int, np.ndarray] = {}  # a category's log replicate rates (the reference's in every comparison)
+    sums): of the log ratio, its replicates the finite differences of the categories' log replicate rates
+    (``reps``: the cell's, :func:`_replicate_rates`; None without). Comparisons with as many finite replicates
+    go to :func:`slot_interval` together (its rows are independent: the same numbers as one at a time);
+    ``designs`` keeps :func:`slot_design` by slot sizes."""
+    out = {c: (float("nan"), float("nan")) for c in cats}
     has = cnt > 0
     with np.errstate(divide="ignore", invalid="ignore"):  # whole numbers: the sums over any slots are exact
         rates = sel.sum(axis=0) / cnt.sum(axis=0)
-    for c in cats:
-        both = has[:, c] | has[:, r]  # the slots of either category
-        n_slots = int(both.sum())
-        out[c] = (float("nan"), float("nan"))
-        if reps is None or n_slots < MIN_SLOTS_INTERVAL or not (rates[c] > 0 and rates[r] > 0):
+    both = has[:, list(cats)] | has[:, [r]]  # per comparison, the slots of either category
+    n_slots = both.sum(axis=0)
+    ok = [(j, c) for j, c in enumerate(cats) if n_slots[j] >= MIN_SLOTS_INTERVAL and rates[c] > 0 and rates[r] > 0]
+    if reps is None or not ok:
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_r = np.log(reps[:, r])
+        diffs = np.column_stack([np.log(reps[:, c]) - log_r for _, c in ok])
+    finite = np.isfinite(diffs)
+    batches: dict[int, list[tuple[int, Any, np.ndarray, int, float, float]]] = {}
+    for col, ((j, c), kept) in enumerate(zip(ok, finite.sum(axis=0), strict=True)):
+        if kept < 2:
             continue
-        for j in (c, r):
-            if j not in logs:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    logs[j] = np.log(reps[:, j])
-        with np.errstate(invalid="ignore"):
-            log_reps = logs[c] - logs[r]
-        log_reps = log_reps[np.isfinite(log_reps)]
-        if log_reps.size < 2:
-            continue
-        sizes = cnt[both, c] + cnt[both, r]
+        log_reps = diffs[:, col] if kept == len(diffs) else diffs[finite[:, col], col]
+        sizes = cnt[both[:, j], c] + cnt[both[:, j], r]
         key = sizes.tobytes()
         if key not in designs:
             designs[key] = slot_design(sizes)
         factor, df = designs[key]
-        batches.setdefault(log_reps.size, []).append((c, np.log(rates[c] / rates[r]), log_reps, n_slots, factor, df))
+        estimate = np.log(rates[c] / rates[r])
+        batches.setdefault(int(kept), []).append((c, estimate, log_reps, int(n_slots[j]), factor, df))
     for batch in batches.values():
         low, high = slot_interval(np.array([b[1] for b in batch]), np.vstack([b[2] for b in batch]),
                                   np.array([b[3] for b in batch]), factor=np.array([b[4] for b in batch]),
                                   df=np.array([b[5] for b in batch]))
-        for j, b in enumerate(batch):
-            out[b[0]] = (float(np.exp(low[j])), float(np.exp(high[j])))
+        for i, b in enumerate(batch):
+            out[b[0]] = (float(np.exp(low[i])), float(np.exp(high[i])))
     return out
 
 
@@ -189,10 +188,12 @@ def _cell_rows(y: np.ndarray, cat: np.ndarray, slot_key: np.ndarray, lost: np.nd
     ratios = [rate[i] / rate[ref] if ref is not None and rate[ref] > 0 else float("nan") for i in range(m)]
     intervals = {} if ref is None else _intervals(
         reps, cnt, sel, [i for i in range(m) if i != ref and np.isfinite(ratios[i])], ref, designs)
+    ranked = sorted(eligible, key=lambda j: -best[j])[:2]  # the two most selected had every unusable one selected
     for i, cat_i in enumerate(cats):
         ratio = ratios[i]
         low, high = intervals.get(i, (1.0, 1.0) if i == ref else (float("nan"), float("nan")))
-        top = max([worst[i], *(best[j] for j in eligible if j != i)])  # the most selected, in that worst case
+        other = [best[j] for j in ranked if j != i][:1]
+        top = max(worst[i], other[0]) if other else worst[i]  # the most selected, in that worst case
         bound = worst[i] / top if np.isfinite(top) and top > 0 and (i in eligible or ref is not None) else float("nan")
         out.append({**base, "category": cat_i, "selection": words, "n": int(n[i]),
                     "n_slots": int(slots_of[i]), "selected": int(s[i]), "selection_rate": rate[i],
@@ -289,7 +290,9 @@ class _Coded:
         if cols not in self._keys:
             key = np.zeros(len(usable), dtype=np.int64)
             for col in cols:
-                codes, uniques = pd.factorize(_as_str(usable[col]), use_na_sentinel=False)
+                column = usable[col]  # a plain integer's value tells rows apart as its text does
+                plain = isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu"
+                codes, uniques = pd.factorize(column if plain else _as_str(column), use_na_sentinel=False)
                 key = np.asarray(pd.factorize(key * max(1, len(uniques)) + codes)[0], dtype=np.int64)
             self._keys[cols] = key
         return self._keys[cols]
