@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.outcome_tables import narrowed
 from counterbench.outcomes import get_kind, member
 from counterbench.stats.cluster_bootstrap import cluster_ratio_replicates
 from counterbench.stats.inference import MIN_SLOTS_INTERVAL, slot_design, slot_interval
@@ -307,8 +306,6 @@ def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Seq
     out: list[dict[str, Any]] = []
     if usable.empty or "kind" not in usable.columns:
         return pd.DataFrame(columns=list(COLUMNS))
-    usable = narrowed(usable, facets, slot_columns)  # a cell's filters copy these columns only
-    unusable = narrowed(unusable, facets, slot_columns, ["status"]) if not unusable.empty else unusable
     lost_all = unusable if not unusable.empty else usable.iloc[0:0].assign(status=pd.Series(dtype=str))
     coded = _Coded(usable, lost_all)
     designs: dict[bytes, tuple[float, float]] = {}
