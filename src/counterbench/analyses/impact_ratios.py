@@ -30,14 +30,13 @@ attributes crossed: the *intersections*), one row per category:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from counterbench.analyses.outcome_tables import _slot_codes, narrowed
 from counterbench.outcomes import get_kind, member
 from counterbench.stats.cluster_bootstrap import cluster_ratio_replicates
 from counterbench.stats.inference import MIN_SLOTS_INTERVAL, slot_design, slot_interval
@@ -89,21 +88,6 @@ def _groupings(facets: Sequence[Facet]) -> list[tuple[str, tuple[Facet, ...]]]:
     return out
 
 
-def _rows_of(frame: pd.DataFrame, group: tuple[Facet, ...]) -> pd.DataFrame:
-    """``frame``'s rows that have every facet's level, with ``category`` (levels joined by " × ")."""
-    rows = frame
-    for facet in group:
-        if facet.column not in rows.columns:
-            return rows.iloc[0:0].assign(category=pd.Series(dtype=str))
-        if facet.axis is not None and "axis" in rows.columns:
-            rows = rows[rows["axis"].astype(str) == facet.axis]
-        rows = rows[rows[facet.column].notna()]
-    category = rows[group[0].column].astype(str)
-    for facet in group[1:]:
-        category = category + " × " + rows[facet.column].astype(str)
-    return rows.assign(category=category)
-
-
 def _order(group: tuple[Facet, ...], present: set[str]) -> list[str]:
     """The categories in the study's order of levels."""
     if len(group) == 1:
@@ -113,26 +97,45 @@ def _order(group: tuple[Facet, ...], present: set[str]) -> list[str]:
     return known + sorted(present - set(known))
 
 
-def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    return _slot_codes(frame, columns)  # the outcome tables' slot codes (the same grouping, made faster)
-
-
-def _interval(reps: np.ndarray | None, cnt: np.ndarray, sel: np.ndarray, c: int, r: int) -> tuple[float, float]:
-    """The 95% slot interval of rate_c / rate_r (columns ``c`` and ``r`` of the slot × category sums);
-    ``reps``: the cell's replicate rates of every category (:func:`_replicate_rates`), None without."""
-    both = (cnt[:, c] > 0) | (cnt[:, r] > 0)
-    s, n = sel[both][:, [c, r]], cnt[both][:, [c, r]]
-    rate = s.sum(axis=0) / n.sum(axis=0)
-    if reps is None or len(s) < MIN_SLOTS_INTERVAL or not (rate > 0).all():
-        return float("nan"), float("nan")
+def _intervals(reps: np.ndarray | None, cnt: np.ndarray, sel: np.ndarray, cats: Sequence[int], r: int,
+               designs: dict[bytes, tuple[float, float]]) -> dict[int, tuple[float, float]]:
+    """The 95% slot interval of rate_c / rate_r for each ``c`` in ``cats`` (columns of the slot × category
+    sums): of the log ratio, its replicates the finite differences of the categories' log replicate rates
+    (``reps``: the cell's, :func:`_replicate_rates`; None without). Comparisons with as many finite replicates
+    go to :func:`slot_interval` together (its rows are independent: the same numbers as one at a time);
+    ``designs`` keeps :func:`slot_design` by slot sizes."""
+    out = {c: (float("nan"), float("nan")) for c in cats}
+    has = cnt > 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # whole numbers: the sums over any slots are exact
+        rates = sel.sum(axis=0) / cnt.sum(axis=0)
+    both = has[:, list(cats)] | has[:, [r]]  # per comparison, the slots of either category
+    n_slots = both.sum(axis=0)
+    ok = [(j, c) for j, c in enumerate(cats) if n_slots[j] >= MIN_SLOTS_INTERVAL and rates[c] > 0 and rates[r] > 0]
+    if reps is None or not ok:
+        return out
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_reps = np.log(reps[:, c]) - np.log(reps[:, r])
-    log_reps = log_reps[np.isfinite(log_reps)]
-    if log_reps.size < 2:
-        return float("nan"), float("nan")
-    factor, df = slot_design(n.sum(axis=1))
-    low, high = slot_interval(np.log(rate[0] / rate[1]), log_reps[None, :], len(s), factor=factor, df=df)
-    return float(np.exp(low[0])), float(np.exp(high[0]))
+        log_r = np.log(reps[:, r])
+        diffs = np.column_stack([np.log(reps[:, c]) - log_r for _, c in ok])
+    finite = np.isfinite(diffs)
+    batches: dict[int, list[tuple[int, Any, np.ndarray, int, float, float]]] = {}
+    for col, ((j, c), kept) in enumerate(zip(ok, finite.sum(axis=0), strict=True)):
+        if kept < 2:
+            continue
+        log_reps = diffs[:, col] if kept == len(diffs) else diffs[finite[:, col], col]
+        sizes = cnt[both[:, j], c] + cnt[both[:, j], r]
+        key = sizes.tobytes()
+        if key not in designs:
+            designs[key] = slot_design(sizes)
+        factor, df = designs[key]
+        estimate = np.log(rates[c] / rates[r])
+        batches.setdefault(int(kept), []).append((c, estimate, log_reps, int(n_slots[j]), factor, df))
+    for batch in batches.values():
+        low, high = slot_interval(np.array([b[1] for b in batch]), np.vstack([b[2] for b in batch]),
+                                  np.array([b[3] for b in batch]), factor=np.array([b[4] for b in batch]),
+                                  df=np.array([b[5] for b in batch]))
+        for i, b in enumerate(batch):
+            out[b[0]] = (float(np.exp(low[i])), float(np.exp(high[i])))
+    return out
 
 
 def _replicate_rates(sel: np.ndarray, cnt: np.ndarray, n_boot: int, seed: int) -> np.ndarray | None:
@@ -144,28 +147,33 @@ def _replicate_rates(sel: np.ndarray, cnt: np.ndarray, n_boot: int, seed: int) -
     return cluster_ratio_replicates(sel, cnt, n_boot, np.random.default_rng(seed))
 
 
-def _cell_rows(usable: pd.DataFrame, unusable: pd.DataFrame, group: tuple[Facet, ...], how: str,
-               slot_columns: Sequence[str], n_boot: int, seed: int, base: dict[str, Any]) -> list[dict[str, Any]]:
-    rows, lost = _rows_of(usable, group), _rows_of(unusable, group)
-    if rows.empty:
+def _cell_rows(y: np.ndarray, cat: np.ndarray, slot_key: np.ndarray, lost: np.ndarray, lost_status: np.ndarray,
+               label: Callable[[int], str], group: tuple[Facet, ...], how: str, n_boot: int, seed: int,
+               base: dict[str, Any], designs: dict[bytes, tuple[float, float]]) -> list[dict[str, Any]]:
+    """A cell's rows of one grouping: ``y``, ``cat`` (category codes) and ``slot_key`` of its usable answers
+    with every facet's level, ``lost``/``lost_status`` the category codes and statuses of its unusable ones."""
+    if not y.size:
         return []
-    selected, words = _selected(rows["y"].to_numpy(np.float64), how)
-    cats = _order(group, set(rows["category"]) | set(lost["category"]))
+    selected, words = _selected(y, how)
+    present = np.unique(np.concatenate([cat, lost]))
+    labels = {int(c): label(int(c)) for c in present}
+    cats = _order(group, set(labels.values()))
     if len(cats) < 2:
         return []
     index = {c: i for i, c in enumerate(cats)}
-    slots = _codes(rows, [c for c in slot_columns if c not in {f.column for f in group}])
-    k = rows["category"].map(index).to_numpy(np.int64)
+    lut = np.zeros(int(present.max()) + 1, dtype=np.int64)
+    for c, text in labels.items():
+        lut[c] = index[text]
+    slots = np.asarray(pd.factorize(slot_key)[0], dtype=np.int64)  # as the outcome tables' slot codes
+    k, kl, m = lut[cat], lut[lost], len(cats)
     n_slots = int(slots.max()) + 1
-    sel = np.zeros((n_slots, len(cats)))
-    cnt = np.zeros((n_slots, len(cats)))
-    np.add.at(sel, (slots, k), selected)
-    np.add.at(cnt, (slots, k), 1.0)
+    flat = slots * m + k
+    sel = np.bincount(flat, weights=selected, minlength=n_slots * m).reshape(n_slots, m)  # whole numbers: exact
+    cnt = np.bincount(flat, minlength=n_slots * m).reshape(n_slots, m).astype(np.float64)
     n, s = cnt.sum(axis=0), sel.sum(axis=0)
-    status = lost["status"].astype(str) if "status" in lost.columns else pd.Series("", index=lost.index)
-    u = lost["category"].value_counts().reindex(cats, fill_value=0).to_numpy(np.float64)
-    refused = lost[status.eq("refused")]["category"].value_counts().reindex(cats, fill_value=0)
-    unparseable = lost[status.eq("unparseable")]["category"].value_counts().reindex(cats, fill_value=0)
+    u = np.bincount(kl, minlength=m).astype(np.float64)
+    refused = np.bincount(kl[lost_status == "refused"], minlength=m)
+    unparseable = np.bincount(kl[lost_status == "unparseable"], minlength=m)
     total = n + u
     apart = total / total.sum() < SMALL_SHARE
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -175,19 +183,23 @@ def _cell_rows(usable: pd.DataFrame, unusable: pd.DataFrame, group: tuple[Facet,
     ref = max(eligible, key=lambda i: (rate[i], -i)) if eligible else None
     out = []
     reps = _replicate_rates(sel, cnt, n_boot, stable_seed("impact_ratio", *base.values(), base_seed=seed))
-    for i, cat in enumerate(cats):
-        ratio = rate[i] / rate[ref] if ref is not None and rate[ref] > 0 else float("nan")
-        low, high = (_interval(reps, cnt, sel, i, ref)
-                     if ref is not None and i != ref and np.isfinite(ratio) else
-                     (1.0, 1.0) if i == ref else (float("nan"), float("nan")))
-        top = max([worst[i], *(best[j] for j in eligible if j != i)])  # the most selected, in that worst case
+    slots_of = (cnt > 0).sum(axis=0)
+    ratios = [rate[i] / rate[ref] if ref is not None and rate[ref] > 0 else float("nan") for i in range(m)]
+    intervals = {} if ref is None else _intervals(
+        reps, cnt, sel, [i for i in range(m) if i != ref and np.isfinite(ratios[i])], ref, designs)
+    ranked = sorted(eligible, key=lambda j: -best[j])[:2]  # the two most selected had every unusable one selected
+    for i, cat_i in enumerate(cats):
+        ratio = ratios[i]
+        low, high = intervals.get(i, (1.0, 1.0) if i == ref else (float("nan"), float("nan")))
+        other = [best[j] for j in ranked if j != i][:1]
+        top = max(worst[i], other[0]) if other else worst[i]  # the most selected, in that worst case
         bound = worst[i] / top if np.isfinite(top) and top > 0 and (i in eligible or ref is not None) else float("nan")
-        out.append({**base, "category": cat, "selection": words, "n": int(n[i]),
-                    "n_slots": int((cnt[:, i] > 0).sum()), "selected": int(s[i]), "selection_rate": rate[i],
+        out.append({**base, "category": cat_i, "selection": words, "n": int(n[i]),
+                    "n_slots": int(slots_of[i]), "selected": int(s[i]), "selection_rate": rate[i],
                     "reference": cats[ref] if ref is not None else "", "impact_ratio": ratio,
                     "ci_low": low, "ci_high": high, "four_fifths": _rule(ratio),
                     "interval_below": bool(np.isfinite(high) and high < FOUR_FIFTHS), "reported_apart": bool(apart[i]),
-                    "unusable": int(u[i]), "refused": int(refused.iloc[i]), "unparseable": int(unparseable.iloc[i]),
+                    "unusable": int(u[i]), "refused": int(refused[i]), "unparseable": int(unparseable[i]),
                     "ratio_bound": bound, "bound_four_fifths": _rule(bound)})
     return out
 
@@ -196,6 +208,93 @@ def _rule(ratio: float) -> str:
     if not np.isfinite(ratio):
         return "—"
     return "passes" if ratio >= FOUR_FIFTHS - 1e-12 else "fails"  # 12/20 over 15/20 is 0.8, not 0.7999…
+
+
+def _as_str(column: pd.Series) -> pd.Series:
+    """``column.astype(str)``, without the copy when it is text already."""
+    return column if column.dtype == "str" else column.astype(str)
+
+
+def _text(frame: pd.DataFrame, column: str) -> np.ndarray:
+    return np.asarray(_as_str(frame[column]).to_numpy(object))
+
+
+class _Coded:
+    """The columns the table reads from ``usable`` and the unusable answers (``lost``), each turned into numpy
+    arrays once — a column's text coded in both frames together — so a cell's and a grouping's rows are index
+    arrays instead of frame filters. ``None`` stands for a column a frame lacks."""
+
+    def __init__(self, usable: pd.DataFrame, lost: pd.DataFrame) -> None:
+        self.frames = (usable, lost)
+        self._texts: dict[str, tuple[list[np.ndarray | None], list[np.ndarray | None], list[str]]] = {}
+        self._axis: dict[str, list[np.ndarray | None]] = {}
+        self._keys: dict[tuple[str, ...], np.ndarray] = {}
+
+    def texts(self, column: str) -> tuple[list[np.ndarray | None], list[np.ndarray | None], list[str]]:
+        """Per frame the codes of ``column``'s text (-1: NA) and whether it is there; the texts of the codes."""
+        if column not in self._texts:
+            parts = [f[column] if column in f.columns else None for f in self.frames]
+            present = [_as_str(p) for p in parts if p is not None]
+            joint = pd.concat(present, ignore_index=True) if present else pd.Series([], dtype=str)
+            codes, uniques = pd.factorize(joint)
+            split, at = [], 0
+            for p in parts:
+                split.append(None if p is None else np.asarray(codes[at:at + len(p)], dtype=np.int64))
+                at += 0 if p is None else len(p)
+            notna = [None if p is None else p.notna().to_numpy(bool) for p in parts]
+            self._texts[column] = (split, notna, [str(u) for u in uniques])
+        return self._texts[column]
+
+    def on_axis(self, axis: str) -> list[np.ndarray | None]:
+        """Per frame: whether a row's ``axis`` (as text) is ``axis``; None without the column."""
+        if axis not in self._axis:
+            self._axis[axis] = [(_as_str(f["axis"]) == axis).to_numpy(bool) if "axis" in f.columns else None
+                                for f in self.frames]
+        return self._axis[axis]
+
+    def grouping(self, group: tuple[Facet, ...]) -> tuple[list[np.ndarray], list[np.ndarray], Callable[[int], str]]:
+        """Per frame the rows that have every facet's level (of its axis, where the frame says the axis) and
+        their category codes; the codes' categories (levels as text, joined by " × ") as a function."""
+        masks, codes = [], []
+        for f, frame in enumerate(self.frames):
+            mask, code = np.ones(len(frame), dtype=bool), np.zeros(len(frame), dtype=np.int64)
+            for facet in group:
+                if facet.column not in frame.columns:
+                    mask[:] = False
+                    break
+                axis = self.on_axis(facet.axis)[f] if facet.axis is not None else None
+                splits, notnas, uniques = self.texts(facet.column)
+                split, notna = splits[f], notnas[f]
+                assert split is not None and notna is not None  # the frame has the column
+                mask &= notna if axis is None else notna & axis
+                code = code * max(1, len(uniques)) + split
+            masks.append(mask)
+            codes.append(code)
+        texts = [self.texts(facet.column)[2] for facet in group]
+
+        def label(code: int) -> str:
+            parts = []
+            for t in reversed(texts):
+                code, at = divmod(code, max(1, len(t)))
+                parts.append(t[at])
+            return " × ".join(reversed(parts))
+        return masks, codes, label
+
+    def slot_key(self, columns: Sequence[str]) -> np.ndarray:
+        """One integer per usable row: rows with the same texts in ``columns`` share it (NA a value of its own),
+        so the outcome tables' slot codes of some of the rows (``outcome_tables._slot_codes``: the combinations
+        numbered in order of appearance) are these keys factorized in order of appearance."""
+        usable = self.frames[0]
+        cols = tuple(c for c in columns if c in usable.columns)
+        if cols not in self._keys:
+            key = np.zeros(len(usable), dtype=np.int64)
+            for col in cols:
+                column = usable[col]  # a plain integer's value tells rows apart as its text does
+                plain = isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu"
+                codes, uniques = pd.factorize(column if plain else _as_str(column), use_na_sentinel=False)
+                key = np.asarray(pd.factorize(key * max(1, len(uniques)) + codes)[0], dtype=np.int64)
+            self._keys[cols] = key
+        return self._keys[cols]
 
 
 def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Sequence[Facet],
@@ -207,16 +306,31 @@ def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Seq
     out: list[dict[str, Any]] = []
     if usable.empty or "kind" not in usable.columns:
         return pd.DataFrame(columns=list(COLUMNS))
-    usable = narrowed(usable, facets, slot_columns)  # a cell's filters copy these columns only
-    unusable = narrowed(unusable, facets, slot_columns, ["status"]) if not unusable.empty else unusable
     lost_all = unusable if not unusable.empty else usable.iloc[0:0].assign(status=pd.Series(dtype=str))
-    for cell, part in usable.groupby(_CELL, sort=False, observed=True):
-        base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
-        how = selection_of(str(part["kind"].iloc[0]), (favourable or {}).get(base["use_case"]))
-        lost = lost_all
-        for col in _CELL:
-            if col in lost.columns:
-                lost = lost[lost[col].astype(str) == base[col]]
-        for name, group in _groupings(facets):
-            out += _cell_rows(part, lost, group, how, slot_columns, n_boot, seed, {**base, "grouping": name})
+    coded = _Coded(usable, lost_all)
+    designs: dict[bytes, tuple[float, float]] = {}
+    selections: dict[tuple[str, str | None], str] = {}
+    y, kinds = usable["y"].to_numpy(np.float64), usable["kind"]
+    status = _text(lost_all, "status") if "status" in lost_all.columns else np.full(len(lost_all), "", dtype=object)
+    lost_cell = {col: _text(lost_all, col) for col in _CELL if col in lost_all.columns}
+    groupings = []
+    for name, group in _groupings(facets):
+        (mask, lost_mask), (cat, lost_cat), label = coded.grouping(group)
+        key = coded.slot_key([c for c in slot_columns if c not in {f.column for f in group}])
+        groupings.append((name, group, mask, lost_mask, cat, lost_cat, label, key))
+    cell_columns = [usable[c] for c in _CELL]
+    number = np.asarray(usable.groupby(_CELL, sort=False, observed=True).ngroup().to_numpy(np.float64))
+    for g in range(int(np.nanmax(number)) + 1 if np.isfinite(number).any() else 0):
+        rows = np.flatnonzero(number == g)
+        base = dict(zip(_CELL, (str(c.iloc[rows[0]]) for c in cell_columns), strict=True))
+        kind = (str(kinds.iloc[rows[0]]), (favourable or {}).get(base["use_case"]))
+        how = selections[kind] if kind in selections else selections.setdefault(kind, selection_of(*kind))
+        in_cell = np.ones(len(lost_all), dtype=bool)
+        for col, text in lost_cell.items():
+            in_cell &= text == base[col]
+        lost = np.flatnonzero(in_cell)
+        for name, group, mask, lost_mask, cat, lost_cat, label, key in groupings:
+            r, lo = rows[mask[rows]], lost[lost_mask[lost]]
+            out += _cell_rows(y[r], cat[r], key[r], lost_cat[lo], status[lo], label, group, how, n_boot, seed,
+                              {**base, "grouping": name}, designs)
     return pd.DataFrame(out, columns=list(COLUMNS))
