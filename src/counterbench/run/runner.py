@@ -13,7 +13,7 @@ import gc
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,8 @@ import pandas as pd
 from counterbench.errors import UserError
 from counterbench.models.base import Backend, GenerationConfig, endpoint_of
 from counterbench.models.labels import model_spec
-from counterbench.models.simulated import SimulatedBackend
 from counterbench.models.structured import structured_modes, structured_notices, watch_notices
 from counterbench.options import RunOptions, check_repeats
-from counterbench.run.batch_engine import check_batch, engine_for
 from counterbench.run.costs import load_price_table
 from counterbench.run.identity import check_endpoint, check_model_spec
 from counterbench.run.lane import EngineSettings, Lane, lane_summary
@@ -84,7 +82,10 @@ async def arun_prompts(
     opts = RunOptions.from_keywords(options, **keywords)
     setup = _settle(prompts, models, opts)
     backends = await _create_backends(models, setup.dotenv, opts.timeout, opts.env)
-    check_batch(opts, backends)  # a family without a batch API: one line, before the store
+    if opts.batch:  # the batch engine is imported only for a batch run
+        from counterbench.run.batch_lane import check_batch
+
+        check_batch(opts, backends)  # a family without a batch API: one line, before the store
     store_path = Path(opts.store)
     created = not store_path.exists()
     state = _Kept()
@@ -177,13 +178,27 @@ def _settle(prompts: pd.DataFrame, models: Sequence[str | Backend], opts: RunOpt
                   Redactor.from_environment(opts.env, dotenv), dotenv)
 
 
+def _engine_for(setup: _Setup) -> Callable[..., Any]:
+    """The run's engine class: the batch engine (imported only then) with ``--batch``."""
+    from counterbench.run.ray_exec import engine_class
+
+    if not setup.opts.batch:
+        return engine_class(setup.ray_opts)
+    from counterbench.run.batch_engine import engine_for
+
+    return engine_for(setup.opts, engine_class(setup.ray_opts))
+
+
 def _check_backends(backends: list[Backend], prompts: pd.DataFrame, setup: _Setup) -> dict[str, Any]:
     """Each model's structured-output mode (also refusing a mode its family lacks); a simulated model's file
     checked against the prompts; a price for each model under ``--max-cost``."""
     modes = structured_modes(backends, setup.config)
-    for b in backends:
-        if isinstance(b, SimulatedBackend):
-            b.check_prompts(prompts)  # a sim:FILE.yaml's effects name columns and identities of these prompts
+    if any(b.simulated for b in backends):  # (the simulated model is not imported for a run without one)
+        from counterbench.models.simulated import SimulatedBackend
+
+        for b in backends:
+            if isinstance(b, SimulatedBackend):
+                b.check_prompts(prompts)  # a sim:FILE.yaml's effects name columns and identities of these prompts
     if setup.opts.max_cost is not None:
         for b in backends:
             if setup.price_table.lookup(model_spec(b), batch=setup.opts.batch) is None:
@@ -257,7 +272,7 @@ def _plan_lanes(store: Store, run_id: int, setup: _Setup, backends: list[Backend
 def _engine(store: Store, run_id: int, setup: _Setup, lanes: list[Lane],
             largest: int) -> tuple[Any, BatchWriter, RunDisplay]:
     """The engine (local, or on Ray) over the lanes, with its writer (the new prompts queued first)."""
-    from counterbench.run.ray_exec import configure_ray, engine_class
+    from counterbench.run.ray_exec import configure_ray
 
     opts = setup.opts
     new_prompts = _new_prompts(store, setup.records)  # committed while the first requests are in flight
@@ -267,7 +282,7 @@ def _engine(store: Store, run_id: int, setup: _Setup, lanes: list[Lane],
     writer.save_prompts(new_prompts)  # in chunks once the engine runs; an answer brings its own
     setup.parser.warm_up((item.use_case, item.answer_type) for item in setup.items)  # not on the first reply
     display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off")
-    engine = engine_for(setup.opts, engine_class(setup.ray_opts))(
+    engine = _engine_for(setup)(
         lanes, config=setup.config,
         settings=EngineSettings(opts.concurrency, opts.timeout, opts.max_cost, opts.retry,
                                 opts.handle_signals is not False),
