@@ -134,8 +134,10 @@ def test_forbidden_same_layer_arrows() -> None:
 
 
 #: the modules that open a store; the analyses take frames (the pipeline reads the store for them)
-STORE_READERS = ("counterbench.run.store", "counterbench.run.results", "counterbench.run.store_schema")
-STORE_FUNCTIONS = ("load_study_results", "study_models", "load_model_results")
+STORE_READERS = ("counterbench.run.store", "counterbench.run.results", "counterbench.run.results_reader",
+                 "counterbench.run.store_schema")
+STORE_FUNCTIONS = ("load_study_results", "study_models", "load_model_results", "model_results_reader",
+                   "count_answers", "ResultsReader")
 
 
 def test_the_analyses_take_frames_and_never_open_a_store() -> None:

@@ -151,8 +151,8 @@ def analyze(
         get_profile(profile)
         names = wanted or read.study_models(source, the_study.name)
         with read.model_results_reader(source, the_study.name, profile) as load:
-            if workers is None:
-                workers = auto_workers(read.count_answers(source), len(names))
+            if workers is None:  # (one model: nothing to count)
+                workers = 1 if len(names) < 2 else auto_workers(read.count_answers(source), len(names))
             return analyze_study_by_model(load, names, the_study, workers=workers, **options)
     results = read.load_study_results(source, the_study.name, models=wanted, profile=profile)
     return analyze_study(results, the_study, **options)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -132,12 +134,16 @@ def test_store_is_reparsed_with_the_profiles_parser(monkeypatch: pytest.MonkeyPa
     store = tmp_path / "s.db"
     store.write_bytes(b"")
 
-    def fake_load(path: object, study: object, model: object, profile: object) -> pd.DataFrame:
-        seen.setdefault("calls", []).append({"path": path, "model": model, "profile": profile})  # type: ignore[union-attr]
-        return results_frame([{"identifier": "Hindu", "profile_id": "P1", "value": 1.0},
-                              {"identifier": "Muslim", "profile_id": "P1", "value": 1.0}])
+    @contextlib.contextmanager
+    def fake_reader(path: object, study: object, profile: object) -> Iterator[Callable[[str], pd.DataFrame]]:
+        def load(model: str) -> pd.DataFrame:
+            seen.setdefault("calls", []).append({"path": path, "model": model, "profile": profile})  # type: ignore[union-attr]
+            return results_frame([{"identifier": "Hindu", "profile_id": "P1", "value": 1.0},
+                                  {"identifier": "Muslim", "profile_id": "P1", "value": 1.0}])
 
-    monkeypatch.setattr("counterbench.run.study_results.load_model_results", fake_load)
+        yield load
+
+    monkeypatch.setattr("counterbench.run.study_results.model_results_reader", fake_reader)
     from counterbench.pipeline import analyze as analyze_store
 
     analyze_store(store, profile=V1, bootstrap=0, models=["m", "m"])
