@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import types
 from pathlib import Path
 
 import pandas as pd
@@ -64,9 +66,11 @@ def test_a_worker_that_dies_is_one_clear_line() -> None:
         map_in_workers(dies, [0, 1, 2], 2)
 
 
-def test_workers_are_chosen_by_the_store_size_and_checked() -> None:
+def test_workers_are_chosen_by_the_store_size_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     assert auto_workers(99_999, 9) == 1
     assert 1 <= auto_workers(352_350, 9) <= 9 and auto_workers(352_350, 1) == 1
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(is_initialized=lambda: True))
+    assert auto_workers(352_350, 9) == 1  # a Ray driver's threads are not forked
     assert checked_workers(None) is None and checked_workers(2) == 2
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(UserError, match="--workers must be a whole number"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -58,10 +59,16 @@ def can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
+def _ray_running() -> bool:
+    """Whether this process is a Ray driver (after ``--ray``): its gRPC threads are better not forked."""
+    ray = sys.modules.get("ray")
+    return bool(ray is not None and getattr(ray, "is_initialized", lambda: False)())
+
+
 def auto_workers(answers: int, models: int) -> int:
     """One worker per core (at most one per model) for a store of at least :data:`AUTO_FROM_ANSWERS`
-    answers; 1 below that."""
-    if answers < AUTO_FROM_ANSWERS or not can_fork():
+    answers; 1 below that, and in a process that drives Ray."""
+    if answers < AUTO_FROM_ANSWERS or not can_fork() or _ray_running():
         return 1
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
                       models))
