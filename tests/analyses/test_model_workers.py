@@ -75,3 +75,19 @@ def test_workers_are_chosen_by_the_store_size_and_checked(monkeypatch: pytest.Mo
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(UserError, match="--workers must be a whole number"):
             checked_workers(bad)
+
+
+def test_the_cli_analyses_with_workers_and_refuses_a_bad_count(three_models: Path, tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    for out, workers in ((one, "1"), (two, "2")):
+        done = run_cli("analyze", "rupeebias", "--store", str(three_models), "--out", str(out), "--bootstrap", "40",
+                       "--workers", workers)
+        assert done.returncode == 0, done.stderr
+    for table in sorted(one.glob("*.csv")):
+        assert table.read_bytes() == (two / table.name).read_bytes(), table.name
+    bad = run_cli("analyze", "rupeebias", "--store", str(three_models), "--out", str(tmp_path / "bad"),
+                  "--workers", "0")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "counterbench: error: --workers must be at least 1, got 0"]
