@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from counterbench.analyses.outcome_tables import _slot_codes
 from counterbench.outcomes import get_kind, member
 from counterbench.stats.cluster_bootstrap import cluster_ratio_replicates
 from counterbench.stats.inference import MIN_SLOTS_INTERVAL, slot_design, slot_interval
@@ -281,20 +282,12 @@ class _Coded:
         return masks, codes, label
 
     def slot_key(self, columns: Sequence[str]) -> np.ndarray:
-        """One integer per usable row: rows with the same texts in ``columns`` share it (NA a value of its own),
-        so the outcome tables' slot codes of some of the rows (``outcome_tables._slot_codes``: the combinations
-        numbered in order of appearance) are these keys factorized in order of appearance."""
-        usable = self.frames[0]
-        cols = tuple(c for c in columns if c in usable.columns)
-        if cols not in self._keys:
-            key = np.zeros(len(usable), dtype=np.int64)
-            for col in cols:
-                column = usable[col]  # a plain integer's value tells rows apart as its text does
-                plain = isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu"
-                codes, uniques = pd.factorize(column if plain else _as_str(column), use_na_sentinel=False)
-                key = np.asarray(pd.factorize(key * max(1, len(uniques)) + codes)[0], dtype=np.int64)
-            self._keys[cols] = key
-        return self._keys[cols]
+        """The outcome tables' slot codes of every usable row (``_slot_codes``: the combinations of ``columns``
+        numbered in order of appearance), made once per set of columns: a cell's rows' codes, factorized in order
+        of appearance, are the codes its own rows would get."""
+        if tuple(columns) not in self._keys:
+            self._keys[tuple(columns)] = _slot_codes(self.frames[0], columns)
+        return self._keys[tuple(columns)]
 
 
 def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Sequence[Facet],
@@ -324,7 +317,9 @@ def impact_ratio_table(usable: pd.DataFrame, unusable: pd.DataFrame, facets: Seq
         rows = np.flatnonzero(number == g)
         base = dict(zip(_CELL, (str(c.iloc[rows[0]]) for c in cell_columns), strict=True))
         kind = (str(kinds.iloc[rows[0]]), (favourable or {}).get(base["use_case"]))
-        how = selections[kind] if kind in selections else selections.setdefault(kind, selection_of(*kind))
+        if kind not in selections:
+            selections[kind] = selection_of(*kind)
+        how = selections[kind]
         in_cell = np.ones(len(lost_all), dtype=bool)
         for col, text in lost_cell.items():
             in_cell &= text == base[col]

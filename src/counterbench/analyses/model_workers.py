@@ -37,7 +37,6 @@ R = TypeVar("R")
 AUTO_FROM_ANSWERS = 100_000
 
 
-
 class ModelShare(NamedTuple):
     """What one model's answers add to a study's by-model analysis beside its family's tables."""
 

@@ -170,7 +170,8 @@ class ResultsReader:
         if (self._prompts is None or version != self._version
                 or (include_prompt_text and _TEXTS[0] not in self._prompts.columns)):
             self._version = version
-            cols = [*_KEY, *PROMPT_SIDE, *(_TEXTS if include_prompt_text else ()), "design"]
+            cols = [*_KEY, *(c for c in PROMPT_SIDE if c not in _UNTYPED), *(_TEXTS if include_prompt_text else ()),
+                    "design"]
             self._prompts = read_in_chunks(f"SELECT {', '.join(cols)} FROM prompts", self.store, [])
             # a column without a declared type keeps each value's own type (an int stays an int beside NULLs)
             for name in _UNTYPED:
