@@ -20,9 +20,11 @@ Fresh processes (``fresh``), as a user runs them: for each of ``--fresh-requests
 at ``--fresh-concurrency`` (64), a new Python process per measurement, ``--repeat`` times interleaved
 (bare, counterbench, bare, ...). Each child builds its prompts first (pandas is the caller's), then starts
 the clock, imports its client (``aiohttp``; ``counterbench.run``) and sends everything; the figures are
-that clock's wall and CPU time. ``within_goal``: counterbench's median requests per second ≥ the bare
-loop's at every size, and its CPU per request ≤ the bare loop's at the largest. The machine's load
-average is printed before and after.
+that clock's wall and CPU time, and the server's CPU time per request (``server_cpu_ms_per_req``, from
+``/proc``). Both clients start from bytecode, as installed packages do: counterbench's sources are
+compiled first where a ``.pyc`` is stale (``bytecode_current``). ``within_goal``: counterbench's median
+requests per second ≥ the bare loop's at every size, and its CPU per request ≤ the bare loop's at the
+largest. The machine's load average is printed before and after.
 
 Embedded: the first ``--quick-limit`` prompts of ``rupeebias --preset quick`` (540 in all) through
 ``counterbench`` with ``--model local`` vs a bare ``xllamacpp.Server.handle_chat_completions`` loop on
@@ -239,35 +241,66 @@ def fresh_child(label: str, base_url: str, n: int, concurrency: int, store: str)
             "cpu_ms_per_req": round(cpu * 1000 / n, 4), "errors": int(errors)}
 
 
-def fresh_benchmarks(base_url: str, sizes: list[int], concurrency: int, repeat: int, workdir: Path) -> dict[str, Any]:
-    """Each measurement in a fresh process (see the module docstring), interleaved."""
+def current_bytecode() -> bool:
+    """Compile counterbench's sources to bytecode where a ``.pyc`` is missing or stale, as ``pip install`` does
+    for an installed package (``aiohttp``'s are compiled by pip): a fresh process with
+    ``PYTHONDONTWRITEBYTECODE`` set would otherwise compile every counterbench module it imports, on the clock,
+    and the bare loop's would not. True when the sources compiled."""
+    import compileall
+
+    import counterbench
+
+    return bool(compileall.compile_dir(str(Path(counterbench.__file__).parent), quiet=1))
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds process ``pid`` has used (``/proc``); 0.0 where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fresh_benchmarks(base_url: str, sizes: list[int], concurrency: int, repeat: int, workdir: Path,
+                     server_pid: int | None = None) -> dict[str, Any]:
+    """Each measurement in a fresh process (see the module docstring), interleaved; with the server's CPU time
+    per request (``server_cpu_ms_per_req``: what each client's requests cost the server)."""
     import subprocess
 
+    compiled = current_bytecode()
     rows: list[dict[str, Any]] = []
     for n in sizes:
         for k in range(repeat):
             for label in ("aiohttp", "counterbench") if k % 2 == 0 else ("counterbench", "aiohttp"):
                 store = workdir / f"fresh_{n}_{k}.db"
+                server_cpu = process_cpu_s(server_pid)
                 proc = subprocess.run([sys.executable, __file__, "--fresh-child", label, base_url, str(n),
                                        str(concurrency), str(store)], capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
                     raise SystemExit(f"fresh {label} run failed:\n{proc.stderr}")
-                rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                row = json.loads(proc.stdout.strip().splitlines()[-1])
+                row["server_cpu_ms_per_req"] = round((process_cpu_s(server_pid) - server_cpu) * 1000 / n, 4)
+                rows.append(row)
     summary: dict[str, Any] = {}
     for n in sizes:
         med = {label: {m: statistics.median(r[m] for r in rows if r["requests"] == n and r["client"] == label)
-                       for m in ("req_per_s", "cpu_ms_per_req")} for label in ("aiohttp", "counterbench")}
+                       for m in ("req_per_s", "cpu_ms_per_req", "server_cpu_ms_per_req")}
+               for label in ("aiohttp", "counterbench")}
         summary[str(n)] = {
             "aiohttp_req_per_s_median": med["aiohttp"]["req_per_s"],
             "counterbench_req_per_s_median": med["counterbench"]["req_per_s"],
             "aiohttp_cpu_ms_per_req_median": med["aiohttp"]["cpu_ms_per_req"],
             "counterbench_cpu_ms_per_req_median": med["counterbench"]["cpu_ms_per_req"],
+            "aiohttp_server_cpu_ms_per_req_median": med["aiohttp"]["server_cpu_ms_per_req"],
+            "counterbench_server_cpu_ms_per_req_median": med["counterbench"]["server_cpu_ms_per_req"],
             "counterbench_vs_aiohttp": round(med["counterbench"]["req_per_s"] / med["aiohttp"]["req_per_s"], 3),
         }
     largest = summary[str(max(sizes))]
     within = all(v["counterbench_vs_aiohttp"] >= 1.0 for v in summary.values()) and (
         largest["counterbench_cpu_ms_per_req_median"] <= largest["aiohttp_cpu_ms_per_req_median"])
-    return {"concurrency": concurrency, "runs": rows, "summary": summary, "within_goal": within}
+    return {"concurrency": concurrency, "bytecode_current": compiled, "runs": rows, "summary": summary,
+            "within_goal": within}
 
 
 def embedded_benchmark(limit: int, workdir: Path, structured: bool, chunk: int = 10) -> dict[str, Any]:
@@ -400,7 +433,7 @@ def main(argv: list[str] | None = None) -> None:
                 if not args.skip_fresh:
                     sizes = [int(n) for n in args.fresh_requests.split(",") if n]
                     result["fresh"] = fresh_benchmarks(server.base_url, sizes, args.fresh_concurrency, args.repeat,
-                                                       workdir)
+                                                       workdir, server.proc.pid if server.proc else None)
         if not args.skip_embedded:
             result["embedded"] = embedded_benchmark(args.quick_limit, workdir, not args.embedded_free_text)
     result["load_average_after"] = os.getloadavg()

