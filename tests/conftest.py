@@ -7,8 +7,9 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -42,10 +43,28 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         fcntl.flock(turnstile, fcntl.LOCK_UN)
+        item.stash[_RUN_LOCK] = lock
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+_RUN_LOCK = pytest.StashKey[IO[str]]()
+
+
+@pytest.fixture
+def share_the_machine(request: pytest.FixtureRequest) -> Callable[[], None]:
+    """For an ``alone`` test whose timing-sensitive part is over: the rest of it (e.g. finishing a long run)
+    runs beside other tests again. Downgrades its exclusive hold on the suite's lock to a shared one (another
+    ``alone`` test waiting for the lock may run first); does nothing in one process."""
+
+    def share() -> None:
+        lock = request.node.stash.get(_RUN_LOCK, None)
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+
+    return share
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,

@@ -4,6 +4,7 @@ written), redacts API keys as the run path does, and a refused import of a new s
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 
 from tests.conftest import REPO, run_cli_here
 
-pytest.importorskip("inspect_ai", reason="needs inspect-ai: pip install 'counterbench[inspect]'")
+if importlib.util.find_spec("inspect_ai") is None:  # found, not imported: collection stays light
+    pytest.skip("needs inspect-ai: pip install 'counterbench[inspect]'", allow_module_level=True)
 KEY = "sk-planted-4f9a2c71e0"
 
 

@@ -5,6 +5,7 @@ the same prompts on the same server (same answers -> same numbers)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -16,7 +17,8 @@ import pytest
 from counterbench.testing.fake_openai import ServerProcess
 from tests.conftest import REPO, run_cli
 
-inspect_ai = pytest.importorskip("inspect_ai", reason="needs inspect-ai: pip install 'counterbench[inspect]'")
+if importlib.util.find_spec("inspect_ai") is None:  # found, not imported: collection stays light
+    pytest.skip("needs inspect-ai: pip install 'counterbench[inspect]'", allow_module_level=True)
 
 ENTRY_POINT = "[inspect_ai]\ncounterbench = counterbench.inspect_ext._registry\n"
 #: the quick preset's salary prompts (108; Inspect spends ~0.1 s of CPU per sample, so the whole preset

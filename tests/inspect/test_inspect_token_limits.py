@@ -8,6 +8,7 @@ prompts 512, RupeeBias prompts request none (64); ``-T max_tokens=N`` and ``insp
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from counterbench.prompts import PromptFilters, build_prompts
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
 from tests.conftest import run_cli
 
-pytest.importorskip("inspect_ai", reason="needs inspect-ai: pip install 'counterbench[inspect]'")
+if importlib.util.find_spec("inspect_ai") is None:  # found, not imported: collection stays light
+    pytest.skip("needs inspect-ai: pip install 'counterbench[inspect]'", allow_module_level=True)
 
 MODEL = "openai-api/fake/fake-model"
 #: the ``-T`` options of three small tasks: 3 STEM generation prompts (512 tokens each), 3 STEM ranking

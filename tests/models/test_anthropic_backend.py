@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
@@ -10,7 +11,8 @@ from counterbench.models import BackendError, ChatRequest, ChatResult, Generatio
 from counterbench.testing import ThreadedServer, answer_text
 from tests.models.conftest import PLANTED_KEY, SYSTEM_INR, run
 
-pytest.importorskip("anthropic", reason="the anthropic SDK (optional extra) is not installed")
+if importlib.util.find_spec("anthropic") is None:  # found, not imported: collection stays light
+    pytest.skip("the anthropic SDK (optional extra) is not installed", allow_module_level=True)
 
 
 def _backend(server: ThreadedServer, key: str = PLANTED_KEY, timeout_s: float = 5.0):  # type: ignore[no-untyped-def]

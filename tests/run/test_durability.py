@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -139,7 +140,8 @@ def _wait_for(condition: object, timeout: float = 30.0) -> None:
     pytest.param(20_000, 12, 32, 30, True, id="20000-prompts-first-100ms"),
 ])
 def test_kill_minus_nine_repeatedly_loses_nothing_and_resends_only_what_was_in_flight(
-        tmp_path: Path, n: int, kills: int, concurrency: int, latency_ms: int, early_only: bool) -> None:
+        tmp_path: Path, n: int, kills: int, concurrency: int, latency_ms: int, early_only: bool,
+        share_the_machine: Callable[[], None]) -> None:
     """After each kill, the server's log decides: every reply it wrote more than 10 ms of the client's time
     before the kill is in the store. The client's time is wall time minus the time it had no CPU since the
     reply was written: its run-queue wait (``/proc/PID/schedstat``) and, on a virtual machine, the time the
@@ -193,6 +195,7 @@ def test_kill_minus_nine_repeatedly_loses_nothing_and_resends_only_what_was_in_f
                         excess.append((round(killed_at - event.at, 4), round(allowed, 4), when))
             seen = now
         assert 0 < len(seen) < n
+        share_the_machine()  # the kills are over: finishing the run is not timing-sensitive
         done = subprocess.run([sys.executable, "-m", "counterbench.cli", *args[:-3], "--concurrency", "64",
                                "--no-progress"], cwd=tmp_path, env=subprocess_env(), capture_output=True, text=True,
                               timeout=600)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import sqlite3
@@ -15,17 +16,18 @@ from typing import Any
 
 import pytest
 
-ray = pytest.importorskip("ray")
+if importlib.util.find_spec("ray") is None:  # found, not imported: collection stays light in every worker
+    pytest.skip("ray is not installed", allow_module_level=True)
 
-from counterbench.models.base import GenerationConfig  # noqa: E402
-from counterbench.prompts import prompts  # noqa: E402
-from counterbench.run import run_prompts  # noqa: E402
-from counterbench.run.ray_exec import RayOptions  # noqa: E402
-from counterbench.run.results import load_results  # noqa: E402
-from counterbench.table_files import write_table  # noqa: E402
-from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread  # noqa: E402
-from tests.run.conftest import FAST_RETRY, PER_ANSWER, cli, fake_model, make_prompts, subprocess_env  # noqa: E402
-from tests.run.test_replicas import (  # noqa: E402
+from counterbench.models.base import GenerationConfig
+from counterbench.prompts import prompts
+from counterbench.run import run_prompts
+from counterbench.run.ray_exec import RayOptions
+from counterbench.run.results import load_results
+from counterbench.table_files import write_table
+from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+from tests.run.conftest import FAST_RETRY, PER_ANSWER, cli, fake_model, make_prompts, subprocess_env
+from tests.run.test_replicas import (
     N_PROMPTS,
     assert_all_answered_once,
     assert_balanced,
@@ -38,6 +40,8 @@ COMPARED = ["prompt_id", "model", "status", "value", "unit", "response", "finish
 
 @pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
+    import ray
+
     ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
     try:
         yield str(ray.get_runtime_context().gcs_address)
