@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from counterbench.builtin.hiring.data import ResumeTemplate, load_baskets, load_jobs, load_resumes
-from counterbench.builtin.hiring.lint import check_templates, lint_template
+from counterbench.builtin.hiring.lint import LintFinding, basket_terms, check_templates, lint_template, load_lint_terms
 from counterbench.builtin.hiring.prompting import ablation_conditions, resume_table
 from counterbench.builtin.hiring.resumes import cumulative_conditions, fill, neutral_resume, outside_section
 from counterbench.errors import UserError
@@ -63,6 +63,21 @@ def test_lint_catches_a_planted_name_pronoun_nationality_or_marker(planted, cate
 def test_lint_does_not_flag_words_that_only_contain_a_term():
     text = "Professional Summary\nThe chemistry lab assistant (heritage project).\nShepherd the handover.\n"
     assert lint_template(text, load_baskets().baskets) == []
+
+
+def test_every_term_is_found_planted_whole_and_none_inside_a_longer_word():
+    """A line is screened by one pattern of all the terms before the term-by-term search: that screen must
+    pass every term (any case, any spacing, beside punctuation) and none glued into a longer word."""
+    baskets = load_baskets().baskets
+    lists = load_lint_terms().lists
+    terms = [(c, t) for c, key in (("pronoun", "pronouns"), ("nationality", "nationality"), ("name", "first_names"))
+             for t in lists[key]] + [("basket", t) for t in sorted(basket_terms(baskets))]
+    for category, term in terms:
+        spaced = term.upper().replace(" ", " \t ")
+        found = lint_template(f"Summary\nWorked ({spaced}), then left.", baskets)
+        assert LintFinding(category, term, 2) in found, (category, term, found)
+        glued = lint_template(f"Summary\nWorked x{term.replace(' ', '')}y then left.", baskets)
+        assert not [f for f in glued if f.term == term], (term, glued)
 
 
 @pytest.mark.parametrize(

@@ -100,34 +100,60 @@ def basket_terms(baskets: Iterable[Basket]) -> set[str]:
     return terms
 
 
+def _words(term: str) -> str:
+    return r"\s+".join(re.escape(w) for w in term.split())
+
+
 def _phrase(term: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w])" + r"\s+".join(re.escape(w) for w in term.split()) + r"(?![\w])", re.IGNORECASE)
+    return re.compile(r"(?<![\w])" + _words(term) + r"(?![\w])", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """A lint's compiled terms: one pattern per term, and one for all of them at once."""
+
+    terms: list[tuple[str, str, re.Pattern[str]]]
+    #: matches a line exactly when one of ``terms`` does (an alternation inside the same word bounds:
+    #: a term followed by a letter backtracks to the next); a neutral line is passed by one search
+    any_term: re.Pattern[str] | None
+    name_field: re.Pattern[str] | None
 
 
 @lru_cache(maxsize=64)
-def _compiled(terms: tuple[tuple[str, str], ...]) -> list[tuple[str, str, re.Pattern[str]]]:
-    return [(category, term, _phrase(term)) for category, term in terms]
+def _compiled(terms: tuple[tuple[str, str], ...], fields: tuple[str, ...]) -> _Patterns:
+    any_term = (re.compile(r"(?<![\w])(?:" + "|".join(_words(term) for _, term in terms) + r")(?![\w])",
+                           re.IGNORECASE) if terms else None)
+    name_field = (re.compile(r"^\s*(?:" + "|".join(re.escape(f) for f in fields) + r")\s*:", re.IGNORECASE)
+                  if fields else None)
+    return _Patterns([(category, term, _phrase(term)) for category, term in terms], any_term, name_field)
 
 
-def lint_template(text: str, baskets: Sequence[Basket] = (), lint: LintTerms | None = None) -> list[LintFinding]:
-    """Every name, pronoun, nationality word or basket term in ``text`` (outside the placeholders)."""
+def _patterns(baskets: Sequence[Basket], lint: LintTerms | None) -> _Patterns:
     data = (lint or _terms()).lists
     allowed = (lint or _terms()).allowed
     terms: list[tuple[str, str]] = [("pronoun", t) for t in data["pronouns"]]
     terms += [("nationality", t) for t in data["nationality"]]
     terms += [("name", t) for t in data["first_names"]]
     terms += [("basket", t) for t in sorted(basket_terms(baskets))]
-    patterns = _compiled(tuple(t for t in terms if t[1] not in allowed))
-    fields = [f for f in data["name_fields"] if f not in allowed]
-    name_field = re.compile(r"^\s*(?:" + "|".join(re.escape(f) for f in fields) + r")\s*:",
-                            re.IGNORECASE) if fields else None
+    return _compiled(tuple(t for t in terms if t[1] not in allowed),
+                     tuple(f for f in data["name_fields"] if f not in allowed))
+
+
+def lint_template(text: str, baskets: Sequence[Basket] = (), lint: LintTerms | None = None) -> list[LintFinding]:
+    """Every name, pronoun, nationality word or basket term in ``text`` (outside the placeholders)."""
+    return _lint(text, _patterns(baskets, lint))
+
+
+def _lint(text: str, patterns: _Patterns) -> list[LintFinding]:
     findings: list[LintFinding] = []
     for number, line in enumerate(text.split("\n"), start=1):
-        if name_field is not None and name_field.match(line):
+        if patterns.name_field is not None and patterns.name_field.match(line):
             findings.append(LintFinding("name", line.split(":", 1)[0].strip(), number))
         # the section's labels ("Languages:", "Hobbies:") are the template's own words, not markers
         body = re.sub(r"\[(LANGUAGES|ACTIVITIES|VOLUNTEERING|HOBBIES)\]", " ", line)
-        for category, term, pattern in patterns:
+        if patterns.any_term is None or not patterns.any_term.search(body):
+            continue
+        for category, term, pattern in patterns.terms:
             if pattern.search(body):
                 findings.append(LintFinding(category, term, number))
     return findings
@@ -136,8 +162,9 @@ def lint_template(text: str, baskets: Sequence[Basket] = (), lint: LintTerms | N
 def check_templates(templates: Sequence[ResumeTemplate], baskets: Sequence[Basket] = (),
                     lint: LintTerms | None = None) -> None:
     """Raise a UserError naming the first template that carries a forbidden term."""
+    patterns = _patterns(baskets, lint)
     for template in templates:
-        findings = lint_template(template.text, baskets, lint)
+        findings = _lint(template.text, patterns)
         if findings:
             first = findings[0]
             raise UserError(
