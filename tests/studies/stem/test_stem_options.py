@@ -12,7 +12,7 @@ import pytest
 from counterbench.builtin.stem.study import StemStudy
 from counterbench.errors import UserError
 from counterbench.studies.registry import load_study
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_here
 
 #: this checkout's sources, whatever the subprocess's working directory
 SOURCES = {"PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
@@ -60,14 +60,14 @@ def test_audit_takes_the_options_after_the_study(tmp_path: Path) -> None:
     ],
 )
 def test_a_bad_option_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    done = run_cli("prompts", "stem", *args, cwd=tmp_path, env=SOURCES)
+    done = run_cli_here("prompts", "stem", *args, cwd=tmp_path)
     assert done.returncode == 2, done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
 
 
 def test_another_study_says_whose_option_it_is(tmp_path: Path) -> None:
-    done = run_cli("prompts", "rupeebias", "--convention", "paper", cwd=tmp_path, env=SOURCES)
+    done = run_cli_here("prompts", "rupeebias", "--convention", "paper", cwd=tmp_path)
     assert done.returncode == 2
     assert "--convention is an option of the stem study" in done.stderr
 
