@@ -26,7 +26,7 @@ PACKAGE = REPO / "src" / "counterbench"
 #: room (a top-level module or sub-package of counterbench) -> layer; higher imports lower
 LAYERS: dict[str, int] = {
     "errors": 0, "fileperms": 0, "version": 0, "columns": 0, "registry": 0, "table_files": 0,
-    "yaml_files": 0, "json_limits": 0,
+    "yaml_files": 0, "json_limits": 0, "cpus": 0,
     "stats": 1, "parse": 1,
     "outcomes": 2,
     "models": 3,

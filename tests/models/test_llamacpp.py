@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,6 +115,20 @@ def test_local_path_to_the_same_gguf() -> None:
             await backend.aclose()
 
     assert re.fullmatch(pattern, run(go()).text or "")
+
+
+def test_the_default_threads_are_the_cpus_the_process_may_run_on() -> None:
+    """One llama.cpp thread per CPU of the process's affinity (a container's cpuset, taskset), not per CPU of
+    the machine: more threads than CPUs spin waiting for each other."""
+    import subprocess
+    import sys
+
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "from counterbench.models.llamacpp import LlamaCppBackend; print(LlamaCppBackend().n_threads)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+    assert LlamaCppBackend().n_threads == len(os.sched_getaffinity(0))
 
 
 def test_model_outlives_a_run_and_every_call_runs_on_one_thread(local: LlamaCppBackend, tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ platform cannot fork (Windows), models are analysed one after another.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -26,6 +25,7 @@ from typing import Any, NamedTuple, TypeVar
 import pandas as pd
 
 from counterbench.analyses.model_summaries import ModelSummary
+from counterbench.cpus import usable_cpus
 from counterbench.errors import UserError
 
 __all__ = ["AUTO_FROM_ANSWERS", "ModelShare", "auto_workers", "checked_workers", "map_in_workers"]
@@ -69,8 +69,7 @@ def auto_workers(answers: int, models: int) -> int:
     answers; 1 below that, and in a process that drives Ray."""
     if answers < AUTO_FROM_ANSWERS or not can_fork() or _ray_running():
         return 1
-    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-                      models))
+    return max(1, min(usable_cpus(), models))
 
 
 def checked_workers(workers: object) -> int | None:

@@ -60,6 +60,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from counterbench.cpus import usable_cpus
 from counterbench.errors import UserError
 from counterbench.models.base import (
     BackendError,
@@ -184,7 +185,7 @@ class LlamaCppBackend:
                   "as ChatML, which a model not trained on it reads as plain text (it may echo the prompt); "
                   "its answers are badged 'no chat template' in the report", file=sys.stderr)
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_threads = n_threads or usable_cpus()
         self.reuse_prefix = reuse_prefix
         self.extra_buffers = extra_buffers
         #: the loaded model: an ``xllamacpp.Server`` (``None`` until the first call and after :meth:`close`)

@@ -38,6 +38,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from counterbench.cpus import usable_cpus
 from counterbench.models.llamacpp import DEFAULT_CONTEXT_TOKENS, QUIET, default_model_path, import_engine, server_params
 
 #: set by :class:`LlamaCppServer` to its own pid: the server then dies with that process
@@ -79,7 +80,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--model_alias", default=None, help="the model's name in requests and /v1/models")
     parser.add_argument("--n_ctx", type=int, default=DEFAULT_CONTEXT_TOKENS)
-    parser.add_argument("--n_threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--n_threads", type=int, default=usable_cpus(), help="default: the CPUs it may run on")
     parser.add_argument("--verbosity", type=int, default=QUIET, help="llama.cpp's log level (-1: errors only)")
     return parser.parse_args(argv)
 
