@@ -12,7 +12,6 @@ Usage: ``python benchmarks/cli_startup.py [--repeat 7] [--out FILE]``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
@@ -20,6 +19,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_json import finish, load_average
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,6 +48,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--out", type=Path)
     options = parser.parse_args()
+    before = load_average()
     sys.path.insert(0, str(REPO / "src"))
     import typer
 
@@ -72,10 +74,8 @@ def main() -> None:
         "commands": results,
         "all_within_goal": all(r["median_s"] <= 0.3 for r in results.values()),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if options.out:
-        options.out.write_text(text + "\n")
+    finish(report, before, goal="every command's median start-up (to its answer) <= 0.3 s",
+           within_goal=report["all_within_goal"], out=options.out)
 
 
 if __name__ == "__main__":
