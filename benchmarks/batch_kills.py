@@ -16,7 +16,6 @@ Usage: ``python benchmarks/batch_kills.py [--prompts 200] [--batch-size 20] [--k
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
@@ -27,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_json import finish, load_average
 
 from counterbench.table_files import write_table
 from counterbench.testing._fakecore import run_in_thread
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--accept-delay-s", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    before = load_average()
     rng = random.Random(args.seed)
     folder = Path(tempfile.mkdtemp(prefix="cb-batch-kills-"))
     write_table(make_prompts(args.prompts), folder / "prompts.csv")
@@ -103,16 +105,18 @@ def main() -> None:
         with sqlite3.connect(store) as conn:
             ok = int(conn.execute("SELECT count(*) FROM responses WHERE status = 'ok'").fetchone()[0])
             rows = int(conn.execute("SELECT count(*) FROM responses").fetchone()[0])
-    print(json.dumps({
+    lost, twice = args.prompts - ok, counters.submitted_twice
+    finish({
         "prompts": args.prompts, "batch_size": args.batch_size, "kills": len(kills),
         "kills_with_a_job_submitting": sum(1 for k in kills if k["jobs"].get("submitting")),
         "kills_with_jobs_open": sum(1 for k in kills if k["jobs"].get("submitted")),
         "last_run_exit": last.returncode, "answers_stored": rows, "answers_ok": ok,
-        "lost": args.prompts - ok, "prompts_submitted_twice": counters.submitted_twice,
+        "lost": lost, "prompts_submitted_twice": twice,
         "jobs_received": counters.jobs, "items_received": counters.items,
         "jobs_in_store": _states(store), "wall_s": round(time.perf_counter() - started, 1),
         "kill_log": kills,
-    }, indent=2))
+    }, before, goal="no answer lost (every prompt has an ok row at the end) and no prompt submitted twice, "
+                    "after every kill and resume", within_goal=lost == 0 and twice == 0)
 
 
 if __name__ == "__main__":

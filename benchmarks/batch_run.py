@@ -15,13 +15,14 @@ Usage: ``python benchmarks/batch_run.py [--prompts 2000] [--batch-size 500] [--p
 from __future__ import annotations
 
 import argparse
-import json
 import sqlite3
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_json import finish, load_average
 
 from counterbench.run.runner import run_prompts
 from counterbench.testing._fakecore import run_in_thread
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--providers", default="openai,anthropic")
     args = parser.parse_args()
+    before = load_average()
     prompts = make_prompts(args.prompts)
     out: dict[str, Any] = {"prompts": args.prompts, "batch_size": args.batch_size,
                            "processing_s": args.processing_s, "results": {}}
@@ -78,7 +80,12 @@ def main() -> None:
             "identical": _answers(folder / "plain.db") == _answers(folder / "batch.db"),
             "cost_ratio": round(batch["cost_usd"] / plain["cost_usd"], 4) if plain["cost_usd"] else None,
         }
-    print(json.dumps(out, indent=2))
+    half = all(abs(r["batch"]["cost_usd"] - r["one_at_a_time"]["cost_usd"] / 2) <= 1e-6  # totals: to $0.000001
+               for r in out["results"].values())
+    finish(out, before, goal="for every provider the --batch run stores the same answers as one at a time "
+                             "(identical) at half the spend (cost_ratio 0.5, the batch price, up to the "
+                             "spend's rounding to $0.000001)",
+           within_goal=half and all(r["identical"] for r in out["results"].values()))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Usage: ``python benchmarks/hiring_scores.py [--models 400] [--jobs 100] [--boots
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -36,6 +35,8 @@ import pandas as pd
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from bench_json import finish, load_average
 
 from counterbench.builtin.hiring import synthetic as syn
 from counterbench.builtin.hiring.data import Job, load_baskets, load_jobs
@@ -111,13 +112,19 @@ def main() -> None:
     parser.add_argument("--effect", type=float, default=8.0, help="points added to the planted group's scores")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    before = load_average()
     jobs = _jobs(args.jobs)
     started, cpu = time.perf_counter(), time.process_time()
     result = {"benchmark": "hiring_scores", "python": platform.python_version(),
               "fair": scenario(0.0, args.models, jobs, args.bootstrap, args.seed),
               "one_group": scenario(args.effect, args.models, jobs, args.bootstrap, args.seed + 1),
               "seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(time.process_time() - cpu, 1)}
-    print(json.dumps(result, indent=2))
+    fair = result["fair"]
+    coverage = fair["coverage_of_0_other_groups"]
+    finish(result, before, goal="no preference (fair): models with a mark <= 5% (its Clopper-Pearson 95% interval "
+                                "reaches 5%) and the 95% intervals cover 0 in 93-97%, the docstring's targets",
+           within_goal=fair["models_with_a_mark"]["ci95"][0] <= 0.05
+           and coverage is not None and 0.93 <= coverage <= 0.97)
 
 
 if __name__ == "__main__":
