@@ -31,7 +31,7 @@ def finish(result: dict[str, Any], load_before: list[float], *, goal: str, withi
     """``result`` with the load before and after, the goal and whether it was met; printed as JSON."""
     result = {**result, "load_average_before": load_before, "load_average_after": load_average(), "goal": goal,
               "within_goal": bool(within_goal)}
-    text = json.dumps(result, indent=2, default=str)
+    text = json.dumps(result, indent=2, default=str, ensure_ascii=False)
     print(text)
     if out is not None:
         Path(out).write_text(text + "\n", encoding="utf-8")
