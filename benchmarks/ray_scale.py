@@ -20,6 +20,10 @@ started with ``ray.init(num_cpus=CPUS)`` before the timed runs (its start-up is 
    the driver holds no more memory at the end than after planning — plus the driver's and the
    workers' CPU per prompt (what Ray costs per prompt).
 
+``within_goal``: the goal of part 1, Ray (2 workers × 1 thread) ≥ 0.9× the in-process speed with the
+embedded model (``speed_ratio_ray_vs_in_process``, best of each, as ``meets_goals``); false when part 1
+did not run or failed — parts 2 and 3 state no target.
+
 Usage: ``python benchmarks/ray_scale.py [--embedded-prompts 40] [--http-requests 2000]
 [--sim-prompts 1000000] [--skip-embedded] [--out FILE]``.
 """
@@ -39,6 +43,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_json import finish, load_average
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -280,7 +286,13 @@ def _child(phase: str, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+GOAL = ("the embedded model through Ray (2 workers x 1 thread) at >= 0.9x the in-process speed "
+        "(embedded.speed_ratio_ray_vs_in_process, best of each; docs/scale.md); false when the embedded part did "
+        "not run or failed (the http and million parts state no target)")
+
+
 def main() -> None:
+    before = load_average()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedded-prompts", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=2, help="alternating rounds of the embedded comparison")
@@ -305,20 +317,17 @@ def main() -> None:
 
     report: dict[str, Any] = {"benchmark": "ray_scale", "python": platform.python_version(), "ray": ray.__version__,
                               "cpu_count": os.cpu_count(), "ray_num_cpus": CPUS,
-                              "load_average_before": os.getloadavg()}
+                              "load_average_before": before}
     wanted = [args.only] if args.only else ["embedded", "http", "million"]
     if args.skip_embedded and "embedded" in wanted:
         wanted.remove("embedded")
     for phase in wanted:
         report[phase] = _child(phase, args)
-    report["load_average_after"] = os.getloadavg()
     embedded = report.get("embedded", {})
     if "speed_ratio_ray_vs_in_process" in embedded:
         report["meets_goals"] = {"embedded_ratio_at_least_0.9": embedded["speed_ratio_ray_vs_in_process"] >= 0.9}
-    text = json.dumps(report, indent=2)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    met = report.get("meets_goals", {}).get("embedded_ratio_at_least_0.9", False)
+    finish(report, before, goal=GOAL, within_goal=met, out=args.out)
 
 
 if __name__ == "__main__":
