@@ -13,13 +13,13 @@ Usage: ``python benchmarks/run_faults.py [--requests 2000] [--concurrency 16] [-
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from bench_json import finish, load_average
 
 from counterbench.options import RetryPolicy
 from counterbench.run import load_results, run_prompts
@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=10.0)
     parser.add_argument("--max-attempts", type=int, default=12)
     args = parser.parse_args()
+    before = load_average()
     kinds = tuple(k for k in args.faults.split(",") if k)
     with tempfile.TemporaryDirectory() as tmp:
         clean = one(FaultConfig(latency_ms=args.latency_ms), args.requests, args.concurrency, args.max_attempts,
@@ -65,8 +66,14 @@ def main() -> None:
         faulty = one(FaultConfig(latency_ms=args.latency_ms, fault_rate=args.fault_rate, fault_kinds=kinds,
                                  retry_after=args.retry_after, seed=1), args.requests, args.concurrency,
                      args.max_attempts, Path(tmp) / "faulty.db")
-    print(json.dumps({"settings": vars(args), "fault_free": clean, "faulty": faulty,
-                      "slowdown": round(faulty["wall_s"] / clean["wall_s"], 2)}, indent=1))
+    result = {"settings": vars(args), "fault_free": clean, "faulty": faulty,
+              "slowdown": round(faulty["wall_s"] / clean["wall_s"], 2)}
+    # the docstring's target (the issue's): at most 3x the fault-free time; README: every prompt completed
+    finish(result, before, goal="the faulty run takes at most 3x the fault-free wall time (slowdown <= 3, the "
+                                "issue's target in the docstring) and every prompt of both runs completes "
+                                "(ok == requests, as README.md states for --max-attempts 12)",
+           within_goal=result["slowdown"] <= 3 and clean["ok"] == clean["requests"]
+           and faulty["ok"] == faulty["requests"])
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 from typing import Any
 
@@ -153,6 +152,9 @@ def run(models: int, scenarios: list[str], sigma: float, tails: float = 0.0, loo
 
 
 def main() -> None:
+    # imported here: tests/analyses/test_sequential_check_smoke.py imports this file without benchmarks/ on sys.path
+    from bench_json import finish, load_average
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", type=int, default=1000)
     p.add_argument("--scenarios", default="null,biased,fair,power")
@@ -164,8 +166,13 @@ def main() -> None:
                    help="the margin of the power scenario (default: half the planted gap; a gap below the margin "
                         "is one the user called negligible, and the audit stops there on 'no gap above the margin')")
     a = p.parse_args()
-    print(json.dumps(run(a.models, a.scenarios.split(","), a.sigma, a.tails, a.look_every, a.seed,
-                         power_margin=a.power_margin), indent=2))
+    before = load_average()
+    names = a.scenarios.split(",")
+    out = run(a.models, names, a.sigma, a.tails, a.look_every, a.seed, power_margin=a.power_margin)
+    finish(out, before, goal="every scenario run meets its own goal (its within_goal; null: false gap rate <= 0.05, "
+                             "biased: median share of prompts <= 0.50, fair: median share <= 0.70, power: "
+                             "sequential power >= 0.76)",
+           within_goal=all(out[name]["within_goal"] for name in names))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -41,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bench_json import finish, load_average
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 if str(SRC) not in sys.path:
@@ -220,6 +222,23 @@ def _spawn(
     return result
 
 
+def agreement(ours: dict[str, Any], base: dict[str, Any], n_boot: int) -> dict[str, Any]:
+    """Do counterbench's point estimate and 95% CI agree with the baseline's up to Monte Carlo error?
+
+    The point estimates are means of the same pairs: equal up to floating-point rounding (relative 1e-9).
+    A percentile endpoint of B bootstrap replicates has Monte Carlo standard error ≈ 2.67·s/√B (the 2.5%
+    quantile of a normal of SD s: √(0.025·0.975/B)/φ(1.96)·s), s taken from the baseline's interval
+    ((high − low)/3.92); the endpoints must differ by at most 3 standard errors of their difference (both
+    runs' B), plus ``resolution / 2`` for a resampling on rounded values (the docstring's bound)."""
+    s = (base["ci"][1] - base["ci"][0]) / (2 * 1.959964)
+    se = 2.671 * s * math.sqrt(1 / n_boot + 1 / base["baseline_replicates_run"])
+    tolerance = 3 * se + (ours["resolution"] or 0.0) / 2
+    ci_diff = max(abs(a - b) for a, b in zip(ours["ci"], base["ci"], strict=True))
+    same_mean = abs(ours["mean_gap"] - base["mean_gap"]) <= 1e-9 * max(1.0, abs(base["mean_gap"]))
+    return {"ci_max_abs_diff": ci_diff, "ci_mc_tolerance": tolerance,
+            "agrees": bool(ours["n_pairs"] == base["n_pairs"] and same_mean and ci_diff <= tolerance)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--regimes", default="llm_like,continuous")
@@ -233,6 +252,7 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args)))
         return
+    before = load_average()
     n_pairs = 383_400
     need_mb = args.n_boot * n_pairs * 16 / 2**20 + 1500
     baseline_boot = min(args.baseline_boot, args.n_boot)
@@ -261,9 +281,17 @@ def main() -> None:
             "peak_rss_ratio": base["peak_rss_mb"] / ours["peak_rss_mb"],
             "same_pairs": base["n_pairs"] == ours["n_pairs"],
             "mean_gap_abs_diff": abs(base["mean_gap"] - ours["mean_gap"]),
+            "agreement_with_baseline": agreement(ours, base, args.n_boot),
+            "agreement_with_baseline_resolution_0.01": agreement(rounded, base, args.n_boot),
         }
     report["scale_nine_models"] = _spawn("scale", "continuous", args, baseline_boot)
-    print(json.dumps(report, indent=2))
+    finish(report, before, goal="in every regime counterbench (exact and resolution 0.01) and the baseline agree, "
+                                "as the docstring requires 'up to Monte Carlo error': the same pairs, the same "
+                                "mean gap (relative 1e-9) and 95% CI endpoints within 3 Monte Carlo standard "
+                                "errors of the two runs' replicates (+ resolution/2); see agreement()",
+           within_goal=bool(report["regimes"]) and all(
+               r[key]["agrees"] for r in report["regimes"].values()
+               for key in ("agreement_with_baseline", "agreement_with_baseline_resolution_0.01")))
 
 
 if __name__ == "__main__":

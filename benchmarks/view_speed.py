@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
-import json
 import os
 import random
 import re
@@ -27,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
+
+from bench_json import finish, load_average
 
 from counterbench.prompts import build_prompts
 from counterbench.run.plan import prompt_items
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store", type=Path, default=None, help="reuse (or keep) the store at this path")
     args = parser.parse_args()
+    before = load_average()
     folder = Path(tempfile.mkdtemp(prefix="cb-view-bench-"))
     store = args.store or folder / "big.db"
     built_s = 0.0
@@ -140,7 +142,7 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    print(json.dumps({
+    result = {
         "responses": args.models * 39_150, "models": args.models, "slots_of_one_model": total,
         "store_build_s": round(built_s, 1), "store_mb": round(store.stat().st_size / 1e6, 1),
         "viewer_ready_s": round(ready_s, 2), "catalog_index_s": indexed,
@@ -149,7 +151,10 @@ def main() -> None:
         "full_text_search": summary(search_ms),
         **{f"matrix_{k}": summary(v) for k, v in matrix.items() if v}, "target_slot_view_ms": 200,
         "meets_target": bool(slot_ms) and summary(slot_ms)["p95_ms"] <= 200,
-    }, indent=2))
+    }
+    finish(result, before, goal="slot views of random slots answer within 200 ms at the 95th percentile "
+                                "(slot_view p95_ms <= target_slot_view_ms; the docstring's target, meets_target)",
+           within_goal=result["meets_target"])
     if args.store is None:
         for f in folder.iterdir():
             f.unlink()
