@@ -80,6 +80,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store", type=Path, default=None, help="reuse (or keep) the store at this path")
     args = parser.parse_args()
+    if args.models < 1 or args.requests < 1:
+        parser.error("--models and --requests must be at least 1")
     before = load_average()
     folder = Path(tempfile.mkdtemp(prefix="cb-view-bench-"))
     store = args.store or folder / "big.db"
