@@ -14,16 +14,23 @@ Figures are comparable only at a similar load: on a busy 2-core machine timings 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["finish", "load_average"]
+__all__ = ["finish", "load_average", "mc_error"]
 
 
 def load_average() -> list[float]:
     """The machine's load average over 1, 5 and 15 minutes."""
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def mc_error(rate: float, n: int) -> float:
+    """Two binomial standard errors of ``rate`` over ``n`` simulated draws: the Monte-Carlo allowance a
+    measured rate gets around its target (``n`` below 1 counts as 1)."""
+    return 2 * math.sqrt(rate * (1 - rate) / max(n, 1))
 
 
 def finish(result: dict[str, Any], load_before: list[float], *, goal: str, within_goal: bool,

@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_json import finish, load_average
+from bench_json import finish, load_average, mc_error
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -132,7 +132,7 @@ def _coverage_miss(where: str, covered: float | None, n: int) -> list[str]:
     """93-97% (docs/analysis.md's target), widened to 2 binomial standard errors of 0.95 for few intervals."""
     if covered is None or not n or (isinstance(covered, float) and math.isnan(covered)):
         return []
-    tolerance = max(0.02, 2 * math.sqrt(0.95 * 0.05 / n))
+    tolerance = max(0.02, mc_error(0.95, n))
     return [] if abs(covered - 0.95) <= tolerance else [f"{where}: coverage {covered:.4f} of {n} (0.95 ± "
                                                         f"{tolerance:.3f})"]
 
@@ -160,11 +160,11 @@ def goal_misses(results: dict[str, Any]) -> list[str]:
                 misses.append(f"threshold: chose {chosen}, MIN_SLOTS_INTERVAL is {MIN_SLOTS_INTERVAL}")
         elif name == "quick_power_check":
             n, predicted, simulated = result["n_sims"], result["predicted_power_command"], result["simulated_power"]
-            tolerance = 2 * math.sqrt(predicted * (1 - predicted) / n)
+            tolerance = mc_error(predicted, n)
             if abs(simulated - predicted) > tolerance:
                 misses.append(f"quick_power_check: simulated power {simulated:.4f}, predicted {predicted:.4f} "
                               f"(± {tolerance:.3f})")
-            if result["false_discovery_proportion_mean"] > 0.05 + 2 * math.sqrt(0.05 * 0.95 / n):
+            if result["false_discovery_proportion_mean"] > 0.05 + mc_error(0.05, n):
                 misses.append(f"quick_power_check: mean false discovery proportion "
                               f"{result['false_discovery_proportion_mean']:.4f} > 5%")
         elif name == "outcomes":

@@ -61,7 +61,6 @@ Benjamini–Hochberg controls once effects are present), and each 95% interval's
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import sys
@@ -69,7 +68,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_json import finish, load_average
+from bench_json import finish, load_average, mc_error
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -250,7 +249,7 @@ def headline_scenario(n_sims: int, *, profile_sd: float = 0.1, planted: bool = F
 
 def _mc_error(n: int) -> float:
     """Twice the standard error of a share near 5% (or 95%) over ``n`` simulated models."""
-    return 2 * math.sqrt(NOMINAL * (1 - NOMINAL) / max(n, 1))
+    return mc_error(NOMINAL, n)
 
 
 def goal_checks(scenarios_run: dict[str, Any]) -> dict[str, dict[str, Any]]:

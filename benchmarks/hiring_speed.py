@@ -24,14 +24,13 @@ is a share of. ``goal_checks`` gives each part.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from bench_json import finish, load_average
+from bench_json import finish, load_average, mc_error
 
 from counterbench.builtin.hiring import synthetic as syn
 from counterbench.builtin.hiring.analysis import analyze_hiring
@@ -124,7 +123,7 @@ def main() -> None:
     cal = out["calibration"]
 
     def bound(n: int) -> float:
-        return round(cal["nominal"] + 2 * math.sqrt(cal["nominal"] * (1 - cal["nominal"]) / max(n, 1)), 4)
+        return round(cal["nominal"] + mc_error(cal["nominal"], n), 4)
 
     intervals, tests = bound(cal["intervals"]), bound(args.seeds)
     out["goal_checks"] = {

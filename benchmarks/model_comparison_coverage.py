@@ -28,7 +28,6 @@ Usage: ``python benchmarks/model_comparison_coverage.py [--reps 200] [--slots 40
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -37,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from bench_json import finish, load_average
+from bench_json import finish, load_average, mc_error
 
 from counterbench.analyses.model_compare import compare_models
 from counterbench.analyses.model_summaries import MeasureKey, SlotStats
@@ -123,7 +122,7 @@ def main() -> None:
     for r in runs:  # the docstring's goals; the family-wise rate up to its Monte-Carlo error at this many reps
         r["within_goal"] = bool(
             0.93 <= r["difference_coverage"] <= 0.97
-            and r["same_law_marked_different_familywise"] <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / args.reps)
+            and r["same_law_marked_different_familywise"] <= 0.05 + mc_error(0.05, args.reps)
             and all(c >= 0.95 for c in r["joint_rank_coverage_by_measure"].values()))
     finish({"runs": runs}, before,
            goal="for every --slots (runs[].within_goal): paired-difference coverage in 93-97%; A and B marked "

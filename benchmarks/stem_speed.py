@@ -22,7 +22,6 @@ unplanted comparisons of all seeds; ``goal_checks`` gives each part.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import time
 import warnings
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bench_json import finish, load_average
+from bench_json import finish, load_average, mc_error
 
 
 def _planted(frame: pd.DataFrame) -> pd.Series:
@@ -115,7 +114,7 @@ def main() -> None:
     }
     calibration = out["calibration"]
     n = args.seeds * calibration["unplanted_comparisons_per_seed"]
-    bound = round(0.05 + 2 * math.sqrt(0.05 * 0.95 / max(n, 1)), 4)
+    bound = round(0.05 + mc_error(0.05, n), 4)
     checks = {
         "prompt_table_s_at_most_2": out["prompt_table_s"] <= 2.0,
         "analysis_s_at_most_30": out["analysis_s"] <= 30.0,
