@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from counterbench.columns import DEFAULT_MAX_TOKENS
 from counterbench.errors import UserError
+from counterbench.run.progress import PLAIN_EVERY_S
 
 if TYPE_CHECKING:
     from counterbench.models.base import Backend, GenerationConfig
@@ -225,7 +226,8 @@ class RunOptions:
     says a model whose base URL changed since its stored answers is still the same model; ``same_model``
     says a label whose model string changed since its stored answers still names the same model. ``ray``
     (``True``, an address or ``RayOptions``) answers on Ray actors. ``progress``: ``off``, ``auto``,
-    ``rich`` or ``plain`` (``None``: ``rich`` in a notebook, else ``off``). ``handle_signals`` (``None``:
+    ``rich`` or ``plain`` (``None``: ``rich`` in a notebook, else ``off``); ``progress_every``: seconds between
+    two ``plain`` progress lines (logs, ``nohup``). ``handle_signals`` (``None``:
     when the call runs in the main thread outside an event loop) lets Ctrl-C stop the run cleanly.
     ``command`` is recorded (secrets redacted) as the command that resumes the run. ``batch`` sends the
     prompts through the provider's batch API at the batch price (``openai`` and ``anthropic`` models;
@@ -252,6 +254,7 @@ class RunOptions:
     env_file: Path | str | None = None
     env: Mapping[str, str] | None = None
     progress: str | None = None
+    progress_every: float = PLAIN_EVERY_S
     ray: Any = None
     command: str | None = None
     handle_signals: bool | None = None
@@ -316,5 +319,8 @@ class RunOptions:
             raise UserError(f"--batch-poll must be a number of seconds greater than 0, got {self.batch_poll!r}")
         if self.batch and self.ray is not None:
             raise UserError("--batch and --ray do not go together: a batch job is answered by the provider")
+        every = self.progress_every
+        if isinstance(every, bool) or not (isinstance(every, int | float) and math.isfinite(every) and every > 0):
+            raise UserError(f"--progress-every must be a number of seconds greater than 0, got {every!r}")
         if self.progress not in (None, "off", "auto", "rich", "plain"):
             raise UserError(f"progress must be off, auto, rich or plain, got {self.progress!r}")

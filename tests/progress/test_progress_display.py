@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from counterbench.errors import UserError
+from counterbench.options import RunOptions
 from counterbench.run.progress import Counters, RateMeter, RunDisplay, format_duration, progress_line, shorten
 from counterbench.testing.fake_openai import ServerProcess
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli_here
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 PLAIN = re.compile(r"^\[(?P<name>[^\]]+)\] (?P<done>[\d,]+)/(?P<total>[\d,]+) \((?P<pct>[\d.]+)%\) · "
@@ -41,13 +43,13 @@ def run_args(model: str, store: Path, concurrency: int = 2) -> list[str]:
 
 
 def test_plain_lines_carry_percent_rate_and_eta(tmp_path: Path) -> None:
-    with ServerProcess("fake_openai", "--latency-ms", "55") as server:  # 216 answers one at a time: ≥ 11.9 s
+    with ServerProcess("fake_openai", "--latency-ms", "15") as server:  # 216 answers one at a time: ≥ 3.2 s
         model = f"openai-compatible:{server.base_url}:fake-model"
-        done = subprocess.run(run_args(model, tmp_path / "p.db", concurrency=1), capture_output=True, text=True,
-                              env=env(), timeout=300)
+        done = subprocess.run([*run_args(model, tmp_path / "p.db", concurrency=1), "--progress-every", "1"],
+                              capture_output=True, text=True, env=env(), timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [m for line in done.stderr.splitlines() if (m := PLAIN.match(line))]
-    assert len(lines) >= 2, done.stderr  # 216 prompts at < 19/s: a line every 5 s
+    assert len(lines) >= 3, done.stderr  # 216 prompts at < 67/s: a line every second
     for m in lines:
         assert m["name"] == model
         done_n, total = int(m["done"].replace(",", "")), int(m["total"].replace(",", ""))
@@ -91,6 +93,27 @@ def test_eighty_column_terminal_keeps_the_numbers(tmp_path: Path) -> None:
         assert re.search(r"\d+/216 +\d+%", line) and re.search(r"ETA (\d+:\d\d:\d\d|-:--:--)", line), line
         assert "…" in line  # the URL label was shortened, not the numbers
     assert any(re.search(r"ETA 0:0\d:\d\d", b) for b in running + bars[-1:]), bars[-5:]
+
+
+def test_plain_lines_come_as_often_as_asked() -> None:
+    c = Counters(total=10, done=4)
+    out = io.StringIO()
+    display = RunDisplay({"m": c}, mode="plain", stream=out, plain_every_s=3600)
+    display.refresh()
+    assert out.getvalue() == ""  # not an hour yet
+    display = RunDisplay({"m": c}, mode="plain", stream=out, plain_every_s=1e-9)
+    display.refresh()
+    assert out.getvalue().startswith("[m] 4/10 (40.0%)")
+
+
+@pytest.mark.parametrize("every", ["0", "-1", "nan", "inf"])
+def test_a_bad_progress_interval_is_one_line(every: str, tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"--progress-every must be a number of seconds greater than 0"):
+        RunOptions(progress_every=float(every)).check()
+    done = run_cli_here("run", "rupeebias", "--model", "sim:fair", "--preset", "quick", "--store",
+                        str(tmp_path / "s.db"), "--progress-every", every, cwd=tmp_path)
+    assert done.returncode == 2 and not (tmp_path / "s.db").exists(), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--progress-every must be" in done.stderr, done.stderr
 
 
 def test_shorten_keeps_both_ends() -> None:

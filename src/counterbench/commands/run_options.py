@@ -106,6 +106,10 @@ EnvFileOpt = Annotated[
 ProgressOpt = Annotated[
     bool | None, typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal).")
 ]
+ProgressEveryOpt = Annotated[
+    float, typer.Option("--progress-every", metavar="SECONDS",
+                        help="Without a terminal (logs, nohup): seconds between two progress lines.")
+]
 RayOpt = Annotated[
     str | None,
     typer.Option("--ray", metavar="[ADDRESS]", help="Answer on a Ray cluster: auto, HOST:PORT, ray://HOST:10001; "
@@ -163,6 +167,7 @@ RUN_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("parse_profile", ParseProfileOpt, _DEFAULTS.parse_profile),
     ("env_file", EnvFileOpt, None),
     ("progress", ProgressOpt, None),
+    ("progress_every", ProgressEveryOpt, _DEFAULTS.progress_every),
     ("ray", RayOpt, None),
     ("ray_actors", RayActorsOpt, None),
     ("ray_threads", RayThreadsOpt, 1),

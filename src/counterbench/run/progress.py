@@ -61,7 +61,7 @@ def sum_counters(parts: list[Counters]) -> Counters:
     return out
 
 
-#: seconds between two plain progress lines (no terminal: nohup, CI logs)
+#: seconds between two plain progress lines (no terminal: nohup, CI logs) unless ``--progress-every`` says otherwise
 PLAIN_EVERY_S = 5.0
 #: the widest model label in the terminal bar (longer ones are shortened in the middle)
 LABEL_WIDTH = 24
@@ -147,13 +147,16 @@ class RunDisplay:
 
     ``rich`` (a terminal): one bar per model with the label shortened to :data:`LABEL_WIDTH`, then
     count/total, %, rate and ETA, which keep their width at 80 columns (the status text gives way
-    first). ``plain``: one line per model every :data:`PLAIN_EVERY_S` seconds with the same numbers.
+    first). ``plain``: one line per model every ``plain_every_s`` seconds (default :data:`PLAIN_EVERY_S`) with
+    the same numbers.
     ``rich`` in a notebook without ipywidgets is ``plain``, with a closing line per model at the end.
     Spend is shown once a priced model has cost something.
     """
 
-    def __init__(self, counters: dict[str, Counters], mode: str = "auto", stream: IO[str] | None = None) -> None:
+    def __init__(self, counters: dict[str, Counters], mode: str = "auto", stream: IO[str] | None = None,
+                 plain_every_s: float = PLAIN_EVERY_S) -> None:
         self.counters = counters
+        self.plain_every_s = plain_every_s
         self.stream = stream or sys.stderr
         if mode == "auto":
             mode = "rich" if self.stream.isatty() else "plain"
@@ -217,7 +220,7 @@ class RunDisplay:
         elif self.mode == "plain":
             for name, c in self.counters.items():
                 self._rate(name, c, now)
-            if now - self._last_plain >= PLAIN_EVERY_S or note:
+            if now - self._last_plain >= self.plain_every_s or note:
                 self._last_plain = now
                 for name, c in self.counters.items():
                     print(progress_line(name, c, self._rates.get(name, 0.0), note), file=self.stream, flush=True)

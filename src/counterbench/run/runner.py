@@ -281,7 +281,8 @@ def _engine(store: Store, run_id: int, setup: _Setup, lanes: list[Lane],
                          model_specs={lane.model: model_spec(lane.backend) for lane in lanes})
     writer.save_prompts(new_prompts)  # in chunks once the engine runs; an answer brings its own
     setup.parser.warm_up((item.use_case, item.answer_type) for item in setup.items)  # not on the first reply
-    display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off")
+    display = RunDisplay({lane.model: lane.counters for lane in lanes}, mode=opts.progress or "off",
+                         plain_every_s=opts.progress_every)
     engine = _engine_for(setup)(
         lanes, config=setup.config,
         settings=EngineSettings(opts.concurrency, opts.timeout, opts.max_cost, opts.retry,
