@@ -25,6 +25,16 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO.parent / "shared" / "reference"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a ``slow`` test first, each file's tests in their order, then the others: under
+    ``--dist loadfile`` a worker takes the next file when it is done with one, so the long files start
+    early and the many short ones even out the end. (pytest-xdist's own order, by number of tests per file,
+    is switched off in pyproject.toml: it put one-test files of 25-35 s — the paper presets — last, and one
+    worker ran them alone for the last ~45 s of the suite.)"""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: the order within each group is kept
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Under pytest-xdist (the suite's default), a test marked ``alone`` runs with no other test beside it —

@@ -17,6 +17,8 @@ from counterbench.pipeline import analyze
 from counterbench.prompts import prompts
 from counterbench.run import run_prompts
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def small_store(tmp_path_factory: pytest.TempPathFactory) -> Path:

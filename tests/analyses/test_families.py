@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from counterbench.analyses.families import DESCRIPTIVE, MARKING, families_summary, mark_families
+
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
 
 
 def _gaps(model: str, p: list[float], use_case: str = "u") -> pd.DataFrame:

@@ -22,6 +22,8 @@ from counterbench.analyses.model_summaries import MeasureKey, SlotStats
 from counterbench.stats.rank_intervals import joint_rank_intervals, point_ranks
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 KEY = MeasureKey("gap", "u", "score", "en", "f", "ref", "x", "difference", "points")
 
 

@@ -21,6 +21,8 @@ from counterbench.report.api import render_report
 
 from .outcome_calibration_sim import run_outcome_scenario, scenarios, simulate_outcome_results
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 SIMS = 40
 BOOT = 300
 

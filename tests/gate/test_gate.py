@@ -14,6 +14,8 @@ from counterbench.errors import UserError
 from counterbench.gate import Thresholds, check, parse_fail_on
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def english_analysis(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -28,6 +28,8 @@ from tests.generated.coverage import ALL_FEATURES, features
 from tests.generated.studygen import GeneratedStudy, generate, reply
 from tests.viewer.conftest import running_viewer
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 #: chosen (by a greedy cover over seeds 1000–1799) to exercise every feature with few prompts
 SEEDS = (1519, 1634, 1704, 1052, 1472, 1793, 1271, 1097, 1201, 1060, 1119, 1429)
 #: effects 1.5× the generator's default, so a planted level is marked in these small designs

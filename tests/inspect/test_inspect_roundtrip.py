@@ -17,6 +17,8 @@ import pytest
 from counterbench.testing.fake_openai import ServerProcess
 from tests.conftest import REPO, run_cli
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 if importlib.util.find_spec("inspect_ai") is None:  # found, not imported: collection stays light
     pytest.skip("needs inspect-ai: pip install 'counterbench[inspect]'", allow_module_level=True)
 

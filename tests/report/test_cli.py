@@ -10,6 +10,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.report.fixtures import make_summary, make_tables, write_analysis_dir
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 AUDIT = ("audit", "rupeebias", "--model", "sim:biased", "--model", "sim:fair", "--preset", "quick",
          "--bootstrap", "50", "--no-progress")
 

@@ -25,6 +25,8 @@ from counterbench.testing._fakecore import run_in_thread
 from counterbench.testing.fake_batch import BatchConfig, FakeAnthropicBatchServer, FakeOpenAIBatchServer
 from tests.run.conftest import cli, make_prompts, one_error_line, subprocess_env
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
 COLUMNS = "prompt_id, status, response, finish_reason, value, unit, input_tokens, output_tokens"
 

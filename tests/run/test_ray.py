@@ -34,6 +34,8 @@ from tests.run.test_replicas import (
     run_with_a_replica_killed,
 )
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 COMPARED = ["prompt_id", "model", "status", "value", "unit", "response", "finish_reason", "parse_reason",
             "input_tokens", "output_tokens", "cached"]
 

@@ -10,11 +10,14 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from counterbench.testing._fakecore import FaultConfig, run_in_thread
 from counterbench.testing.fake_openai import FakeOpenAIServer
 from tests.generated.studygen import generate, reply
 from tests.run.conftest import subprocess_env
+
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
 
 NUMERIC = ("n_slots", "mean", "cs_low", "cs_high")
 

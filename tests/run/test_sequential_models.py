@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from counterbench.options import RunOptions, StoppingRule
 from counterbench.prompts import prompts
 from counterbench.sequential import run_until_decided
+
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
 
 
 def test_models_side_by_side_stop_as_each_would_alone(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from tests.conftest import run_cli_here
 from tests.generated.studygen import GeneratedStudy, generate, reply
 from tests.run.conftest import make_prompts, one_error_line
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 #: single, grouped and crossed designs, each pair of studies covering amount, rate, score, label, choice and text
 SEEDS = (1020, 1082, 1003, 1070, 1045, 1057)
 SCALE = (1.5, 1.5)

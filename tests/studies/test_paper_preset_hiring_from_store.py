@@ -10,6 +10,8 @@ import pytest
 
 from tests.studies.test_paper_presets_from_store import PAPER, paper_preset_completes_from_a_store
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 
 @pytest.mark.parametrize(("study", "model", "tables"), PAPER[1:], ids=[p[0] for p in PAPER[1:]])
 def test_the_paper_preset_completes_from_a_store(tmp_path: Path, study: str, model: str,

@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 PAPER = [("stem", "sim:stem", ("stem_progressive_shap", "stem_progressive", "stem_single_bias", "stem_bias")),
          ("hiring", "sim:hiring-biased", ("hiring_win_rates", "hiring_scores", "hiring_recoverability"))]
 

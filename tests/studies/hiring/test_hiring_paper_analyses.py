@@ -16,6 +16,8 @@ from counterbench.builtin.hiring.analysis import analyze_hiring
 from counterbench.builtin.hiring.plan import build_prompts, full_plan, plan_from_mapping
 from counterbench.builtin.hiring.recoverability import CANNOT
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 ETHNICITIES = ["Chinese", "Malay", "Indian", "Caucasian"]
 GENDERS = ["Male", "Female"]
 

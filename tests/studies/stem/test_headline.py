@@ -22,6 +22,8 @@ from counterbench.builtin.stem.simulate import simulate_outcomes
 from counterbench.models.sim_effects import Effect
 from counterbench.models.simulated import load_profile
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 #: Non-binary Disabled students, a sixth of the progressive experiment's profiles, 3 grade levels lower
 SIXTH = Effect(match={"use_case": ("generation",), "gender": ("Non-binary",), "disability": ("Disabled",)}, add=-3.0)
 COMPOUND = Effect(match={"use_case": ("generation",), "income": ("Low",), "disability": ("Disabled",),

@@ -25,6 +25,8 @@ from counterbench.stats.agreement import cohen_kappa
 from counterbench.stats.shap_linear import linear_shap
 from counterbench.stats.zbias import group_scores, mab_mdb
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 IIT_MEDIUM = Effect(match={"use_case": ("generation",), "college_tier": ("IIT",), "medium": ("Hindi/Regional",)},
                     add=-2.6)
 ENGLISH = Effect(match={"use_case": ("generation",), "medium": ("English",)}, add=2.0)

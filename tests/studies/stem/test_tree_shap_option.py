@@ -14,6 +14,8 @@ from counterbench.builtin.stem.study import StemStudy
 from counterbench.errors import UserError
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
+
 #: this checkout's sources, whatever the subprocess's working directory
 SOURCES = {"PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
 
