@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring
 from counterbench.builtin.hiring.answers import VERDICTS
 from counterbench.builtin.hiring.cli_files import ALIASES, FILE_OPTIONS
 from counterbench.builtin.hiring.plan import (
@@ -141,6 +140,8 @@ class HiringStudy:
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int, seed: int,
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
         """The study's tables and summary entries (``tables`` descriptions, ``unsupported`` reasons)."""
+        from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring  # the statistics: only to analyse
+
         baskets = self.inputs.baskets
         tables, unsupported = analyze_hiring(
             results, bootstrap=bootstrap, seed=seed,
