@@ -56,6 +56,7 @@ def studies_command() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from counterbench.studies.counts import prompt_counts
     from counterbench.studies.options import declared_options
     from counterbench.studies.registry import load_study, registered_studies
 
@@ -70,7 +71,7 @@ def studies_command() -> None:
             declared = declared_options(study)
             if declared is not None:  # listed even when the study needs one of them to expand (its data)
                 options[name] = declared.describe()
-            frame = study.expand()
+            counts = prompt_counts(study)  # counted from the study's design where it can, not from its prompts
         except UserError as err:
             # a study that loads but needs one of its options (its data) for prompts: its title and what to give
             said = f"(cannot be loaded: {err})" if study is None else f"{study.title} ({err})"
@@ -80,11 +81,11 @@ def studies_command() -> None:
             name,
             study.title,
             ", ".join(dict.fromkeys(spec.kind for spec in study.outcomes.values())),
-            str(frame["use_case"].nunique()),
+            str(len(counts.use_cases)),
             ", ".join(study.languages),
             str(len(study.axes)),
-            str(frame["identifier"].nunique()),
-            f"{len(frame):,}",
+            str(len(counts.identifiers)),
+            f"{counts.prompts:,}",
             entry.source,
         )
     console = Console(width=160)

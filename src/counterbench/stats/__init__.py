@@ -17,6 +17,9 @@ here does I/O or keeps global state. Random procedures take a ``seed``; derive p
 - :mod:`.seeding` — stable per-cell seeds
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from counterbench.stats.bootstrap import (
     BootstrapResult,
     bootstrap_mean,
@@ -29,19 +32,6 @@ from counterbench.stats.cluster_bootstrap import (
     cluster_bootstrap_mean,
     cluster_bootstrap_mean_difference,
     cluster_bootstrap_violation_rate,
-)
-from counterbench.stats.comparisons import GapShift, language_rank_agreement, mean_gap_shift
-from counterbench.stats.concordance import (
-    FriedmanResult,
-    friedman_kendall_w,
-    friedman_kendall_w_stacked,
-    kendalls_w,
-)
-from counterbench.stats.correlation import (
-    mean_pairwise_spearman,
-    min_pairwise_spearman,
-    pairwise_spearman,
-    spearman,
 )
 from counterbench.stats.gaps import (
     PairGaps,
@@ -61,15 +51,52 @@ from counterbench.stats.identifier_gaps import (
     maximum_observed_gap,
 )
 from counterbench.stats.intervals import percentile_interval, wilson_interval
-from counterbench.stats.multiple_testing import benjamini_hochberg, fisher_combine
-from counterbench.stats.robustness import (
-    grouped_mean_ci,
-    profile_pair_gaps,
-    profile_rank_agreement,
-    question_variant_robustness,
-    robustness_summary,
-)
 from counterbench.stats.seeding import derive_rng, stable_seed
+
+if TYPE_CHECKING:
+    from counterbench.stats.comparisons import GapShift, language_rank_agreement, mean_gap_shift
+    from counterbench.stats.concordance import (
+        FriedmanResult,
+        friedman_kendall_w,
+        friedman_kendall_w_stacked,
+        kendalls_w,
+    )
+    from counterbench.stats.correlation import (
+        mean_pairwise_spearman,
+        min_pairwise_spearman,
+        pairwise_spearman,
+        spearman,
+    )
+    from counterbench.stats.multiple_testing import benjamini_hochberg, fisher_combine
+    from counterbench.stats.robustness import (
+        grouped_mean_ci,
+        profile_pair_gaps,
+        profile_rank_agreement,
+        question_variant_robustness,
+        robustness_summary,
+    )
+
+#: the modules that load scipy (its statistics take half a second to import) -> the names the package gives from
+#: them, each imported on first use, so that e.g. :func:`stable_seed` alone does not load scipy
+_LAZY: dict[str, tuple[str, ...]] = {
+    "comparisons": ("GapShift", "language_rank_agreement", "mean_gap_shift"),
+    "concordance": ("FriedmanResult", "friedman_kendall_w", "friedman_kendall_w_stacked", "kendalls_w"),
+    "correlation": ("mean_pairwise_spearman", "min_pairwise_spearman", "pairwise_spearman", "spearman"),
+    "multiple_testing": ("benjamini_hochberg", "fisher_combine"),
+    "robustness": ("grouped_mean_ci", "profile_pair_gaps", "profile_rank_agreement", "question_variant_robustness",
+                   "robustness_summary"),
+}
+_MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BootstrapResult",

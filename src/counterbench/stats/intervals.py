@@ -19,7 +19,6 @@ import warnings
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from counterbench.stats.arrays import FloatArray
 
@@ -59,6 +58,8 @@ def wilson_interval(
     ``center = (p + z²/2n) / (1 + z²/n)``, ``half = z √(p(1−p)/n + z²/4n²) / (1 + z²/n)`` with
     ``z`` the two-sided normal quantile. Returns ``(low, high)`` on the 0–1 scale; NaN when n = 0.
     """
+    from scipy import stats  # here, not at the top: the bootstraps import this module, and few need scipy
+
     level = check_confidence(confidence)
     k = np.asarray(successes, dtype=np.float64)
     total = np.asarray(n, dtype=np.float64)

@@ -19,6 +19,7 @@ from counterbench.errors import UserError
 from counterbench.outcomes import get_kind, legacy_outcome
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
+from counterbench.studies.counts import PromptCounts
 from counterbench.studies.designs import CROSSED_AXIS, combination_name
 from counterbench.studies.expansion import Block, Partials, assemble, fmt
 from counterbench.studies.spec import PLACEHOLDER, Identifier, StudyDefinition
@@ -174,7 +175,21 @@ class DeclarativeStudy:
                 units.append((axis, ident.value, self.identifier_forms(ident, lang), extra))
         return units
 
+    def prompt_counts(self) -> PromptCounts:
+        """The standard table's size from its blocks (:mod:`.expansion`), checked as :meth:`expand` checks them,
+        without writing a prompt."""
+        if ("standard",) in self._expanded:
+            return PromptCounts.of(self._expanded["standard",])
+        blocks, _ = self._blocks(("standard",))
+        blocks = [b for b in blocks if b.size]
+        return PromptCounts.of_rows(sum(b.size for b in blocks), (b.constants["use_case"] for b in blocks),
+                                    (u[1] for b in blocks for u in b.units))
+
     def _expand(self, variants: tuple[str, ...]) -> pd.DataFrame:
+        return assemble(*self._blocks(variants))
+
+    def _blocks(self, variants: tuple[str, ...]) -> tuple[list[Block], list[str]]:
+        """The table's blocks (variant × use case × language × order of options) and its design columns."""
         d = self.definition
         units = {lang: self._units(lang) for lang in d.languages}
         unit_columns = list(dict.fromkeys(k for lang_units in units.values() for u in lang_units for k in u[3]))
@@ -202,7 +217,7 @@ class DeclarativeStudy:
             for variant in variants for uc in d.use_cases.values() for lang, lang_spec in d.languages.items()
             for order in [o for (u, la, o) in partials if u == uc.name and la == lang]
         ]
-        return assemble(blocks, design_names)
+        return blocks, design_names
 
     def _check_distinct(
         self, use_case: str, lang: str, units: list[tuple[str, str, dict[str, str], dict[str, Any]]],

@@ -48,6 +48,12 @@ class StudyHooks(Protocol):
     #: on the same inputs (they see them in ``TableInputs.tables``), for this study only; default: none
     study_tables: tuple[Any, ...]
 
+    def prompt_counts(self) -> Any:
+        """Its standard prompt table's size, counted from its design without writing a prompt: a
+        :class:`counterbench.studies.counts.PromptCounts` equal to that of ``expand()``, raising what ``expand()``
+        raises. Without it: the counts of the table ``expand()`` builds."""
+        ...
+
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int, seed: int,
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
         """Its own tables and summary (``tables`` descriptions, ``unsupported`` reasons): they replace the
@@ -74,6 +80,7 @@ DEFAULTS: dict[str, Any] = {
     "study_options": None,
     "simulated_answers": None,
     "study_tables": (),
+    "prompt_counts": None,
     "analyze_tables": None,
     "report_sections": None,
     "from_study_file": None,

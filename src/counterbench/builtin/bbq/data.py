@@ -21,6 +21,8 @@ from counterbench.table_files import read_jsonl_records
 COLUMNS = ("example_id", "category", "context", "question", "ans0", "ans1", "ans2", "label", "context_condition",
            "question_polarity", "answer_info", "additional_metadata")
 ROLES = ("target", "other", "unknown")
+#: the letters of the three answers, in the published order
+LETTERS = ("A", "B", "C")
 
 
 @dataclass(frozen=True)

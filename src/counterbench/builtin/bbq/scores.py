@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from counterbench.analyses.table_registry import TableInputs, TableSpec
+from counterbench.builtin.bbq.data import LETTERS
 
 COLUMNS = ("model", "category", "n_ambig", "n_disambig", "accuracy_ambig", "accuracy_disambig", "accuracy",
            "n_non_unknown_ambig", "n_non_unknown_disambig", "s_amb", "s_dis")
 DESCRIPTION = ("BBQ's accuracy and bias scores per model × category: s_DIS = 2·n_biased/n_non-unknown − 1 in "
                "disambiguated contexts, s_AMB = (1 − accuracy)·(the same score) in ambiguous ones (descriptive)")
-LETTERS = ("A", "B", "C")
 
 
 def answer_frame(rows: pd.DataFrame) -> pd.DataFrame:

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from counterbench.builtin.bbq.data import ROLES, BBQItem, read_items
-from counterbench.builtin.bbq.scores import LETTERS, SCORES
+from counterbench.builtin.bbq.data import LETTERS, ROLES, BBQItem, read_items
 from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
@@ -41,13 +40,20 @@ class BBQStudy(DataFileStudy):
     axes = ("bbq",)
     #: how often each answer role is chosen when offered, against the non-target person, within each example
     facets = (Facet("role", "identifier", ROLES, "other", "bbq", "axis"),)
-    study_tables = (SCORES,)
 
     data_option = StudyOption("one of BBQ's published per-category JSONL files (e.g. Age.jsonl)")
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)
         self._items: list[BBQItem] = read_items(data) if data is not None else []
+
+    @property
+    def study_tables(self) -> tuple[Any, ...]:
+        """``bbq_scores`` (:mod:`.scores`), imported when the analysis asks: it brings the analysis layer, which
+        listing or expanding the study does not need."""
+        from counterbench.builtin.bbq.scores import SCORES
+
+        return (SCORES,)
 
     def rows(self) -> Iterable[Mapping[str, Any]]:
         if not self._items:

@@ -30,7 +30,6 @@ from typing import Any
 
 from counterbench.builtin.discrim_eval.data import DecisionRow, read_rows
 from counterbench.builtin.discrim_eval.interventions import variant_names, with_interventions
-from counterbench.builtin.discrim_eval.score import SCORES
 from counterbench.errors import UserError
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec
@@ -67,15 +66,20 @@ class DiscrimEvalStudy(DataFileStudy):
     slot_columns = ("variant", "use_case", "language", "profile_id", "question_variant")
     #: the standard prompts and DiscrimEval's prompt interventions (``--variant NAME``; :mod:`.interventions`)
     variants = variant_names()
-    #: DiscrimEval's discrimination score beside the generic tables (:mod:`.score`)
-    study_tables = (SCORES,)
-
     data_option = StudyOption("DiscrimEval's published JSONL file (explicit.jsonl or implicit.jsonl)")
 
     def __init__(self, data: Path | None = None) -> None:
         super().__init__(data)
         self._rows: list[DecisionRow] = read_rows(data) if data is not None else []
         self.facets = tuple(_facet(column, self._rows) for column in self.axes) if self._rows else PUBLISHED_FACETS
+
+    @property
+    def study_tables(self) -> tuple[Any, ...]:
+        """DiscrimEval's discrimination score beside the generic tables (:mod:`.score`), imported when the
+        analysis asks: it brings the analysis layer, which listing or expanding the study does not need."""
+        from counterbench.builtin.discrim_eval.score import SCORES
+
+        return (SCORES,)
 
     def rows(self) -> Iterable[Mapping[str, Any]]:
         if not self._rows:

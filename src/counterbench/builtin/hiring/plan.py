@@ -32,6 +32,7 @@ from counterbench.builtin.hiring.data import (
 from counterbench.builtin.hiring.lint import LintTerms, check_templates, load_lint_terms
 from counterbench.builtin.hiring.prompting import (
     compare_prompts,
+    prompt_keys,
     prompt_texts,
     recover_prompts,
     resume_table,
@@ -40,8 +41,10 @@ from counterbench.builtin.hiring.prompting import (
 )
 from counterbench.builtin.hiring.resumes import cumulative_conditions, single_conditions
 from counterbench.errors import UserError, check_keys
+from counterbench.studies.counts import PromptCounts
 
 SETTINGS = ("compare", "score", "recover")
+DUPLICATE_IDS = "two prompts got the same id: job ids and basket names must be unique"
 ALL = ("all", tuple(CATEGORIES))
 
 
@@ -198,37 +201,67 @@ def recover_conditions(plan: HiringPlan) -> list[tuple[str, tuple[str, ...]]]:
     return steps + [c for c in single_conditions() if frozenset(c[1]) not in kept_sets]
 
 
-def build_prompts(plan: HiringPlan, inputs: HiringInputs | None = None) -> pd.DataFrame:
-    """The prompt table of ``plan`` (see the module docstring)."""
-    inp = inputs or load_inputs(plan)
+@dataclass(frozen=True)
+class _Parts:
+    """What a plan's table is made of: its baskets, jobs, prompt texts and token limits, and its parts
+    (setting, the resumes it asks about, rationale) in table order."""
+
+    baskets: BasketSet
+    jobs: list[Job]
+    texts: dict[str, dict[str, str]]
+    limits: dict[str, int]
+    parts: list[tuple[str, pd.DataFrame, tuple[bool, ...]]]
+
+
+def _parts(plan: HiringPlan, inp: HiringInputs, *, texts: bool = True) -> _Parts:
+    """The parts of the plan's table (``texts=False``: the resumes without their texts, for counting)."""
     baskets = inp.baskets
     if plan.variations is not None:
         chosen = tuple(b for b in baskets.baskets if b.variation in plan.variations)
         if not chosen:
             raise UserError(f"no basket has variation {', '.join(map(str, plan.variations))}")
         baskets = BasketSet(baskets.name, baskets.country, baskets.label, chosen)
-    texts = prompt_texts(plan.prompts_file)
-    limits = token_limits(plan.prompts_file)
+    prompts, limits = prompt_texts(plan.prompts_file), token_limits(plan.prompts_file)
     jobs = select_jobs(inp.jobs, plan.jobs)
-    parts = []
+    parts: list[tuple[str, pd.DataFrame, tuple[bool, ...]]] = []
     if "compare" in plan.settings or "score" in plan.settings:
         conditions = [ALL, ("only-languages", ("languages",))] if plan.language_only else [ALL]
-        resumes = resume_table(jobs, inp.resumes, baskets, conditions)
+        resumes = resume_table(jobs, inp.resumes, baskets, conditions, texts=texts)
         if "compare" in plan.settings:
-            main = compare_prompts(resumes[resumes["condition"].isin(["neutral", "all"])], jobs,
-                                   rationale=plan.rationale, texts=texts, limits=limits)
-            parts.append(main)
+            parts.append(("compare", resumes[resumes["condition"].isin(["neutral", "all"])], plan.rationale))
             if plan.language_only:
-                parts.append(compare_prompts(resumes[resumes["condition"].isin(["neutral", "only-languages"])], jobs,
-                                             rationale=(False,), texts=texts, limits=limits))
+                parts.append(("compare", resumes[resumes["condition"].isin(["neutral", "only-languages"])], (False,)))
         if "score" in plan.settings:
-            parts.append(score_prompts(resumes[resumes["condition"].isin(["neutral", "all"])], jobs,
-                                       rationale=plan.rationale, texts=texts, limits=limits))
+            parts.append(("score", resumes[resumes["condition"].isin(["neutral", "all"])], plan.rationale))
     if "recover" in plan.settings:
         recover_jobs = select_jobs(inp.jobs, plan.recover_jobs)
-        resumes = resume_table(recover_jobs, inp.resumes, baskets, recover_conditions(plan))
-        parts.append(recover_prompts(resumes, baskets, texts=texts, limits=limits))
-    table = pd.concat(parts, ignore_index=True)
+        parts.append(("recover", resume_table(recover_jobs, inp.resumes, baskets, recover_conditions(plan),
+                                              texts=texts), ()))
+    return _Parts(baskets, jobs, prompts, limits, parts)
+
+
+def build_prompts(plan: HiringPlan, inputs: HiringInputs | None = None) -> pd.DataFrame:
+    """The prompt table of ``plan`` (see the module docstring)."""
+    made = _parts(plan, inputs or load_inputs(plan))
+    tables = []
+    for setting, resumes, rationale in made.parts:
+        if setting == "recover":
+            tables.append(recover_prompts(resumes, made.baskets, texts=made.texts, limits=made.limits))
+        else:
+            make = compare_prompts if setting == "compare" else score_prompts
+            tables.append(make(resumes, made.jobs, rationale=rationale, texts=made.texts, limits=made.limits))
+    table = pd.concat(tables, ignore_index=True)
     if table["prompt_id"].duplicated().any():
-        raise UserError("two prompts got the same id: job ids and basket names must be unique")
+        raise UserError(DUPLICATE_IDS)
     return table
+
+
+def prompt_counts(plan: HiringPlan, inputs: HiringInputs | None = None) -> PromptCounts:
+    """What :func:`build_prompts` makes of ``plan``, counted without writing a resume or a prompt: the same
+    jobs, baskets and conditions, each prompt's id, use case and identifier (and the same refusal of two
+    prompts with one id)."""
+    parts = _parts(plan, inputs or load_inputs(plan), texts=False).parts
+    keys = [key for setting, resumes, rationale in parts for key in prompt_keys(setting, resumes, rationale=rationale)]
+    if len({prompt_id for prompt_id, _, _ in keys}) < len(keys):
+        raise UserError(DUPLICATE_IDS)
+    return PromptCounts.of_rows(len(keys), (use_case for _, use_case, _ in keys), (group for _, _, group in keys))

@@ -120,12 +120,13 @@ def token_limits(path: str | None = None) -> dict[str, int]:
 def resume_table(jobs: Sequence[Job], templates: Sequence[ResumeTemplate], baskets: BasketSet,
                  conditions: Sequence[tuple[str, tuple[str, ...]]] = (("all", ("languages", "activities",
                                                                                 "volunteering", "hobbies")),),
-                 ) -> pd.DataFrame:
+                 *, texts: bool = True) -> pd.DataFrame:
     """One row per resume: the neutral resume of each job, then each basket under each condition.
 
     Columns: ``resume_id``, ``job_id``, ``occupation``, ``industry``, ``gender_dominance``, ``group``
     (``neutral`` for the neutral resume), ``ethnicity``, ``gender``, ``variation``, ``condition``,
-    ``categories`` (kept categories joined by ``+``), ``text``, ``resume_chars``.
+    ``categories`` (kept categories joined by ``+``), ``text``, ``resume_chars``. With ``texts=False`` the
+    augmented resumes are not written (their ``text`` is empty): the same rows, for counting prompts.
     """
     rows: list[dict[str, Any]] = []
     wanted = {j.job_id for j in jobs}
@@ -141,7 +142,7 @@ def resume_table(jobs: Sequence[Job], templates: Sequence[ResumeTemplate], baske
                      "gender": NEUTRAL, "variation": 0, "condition": "neutral", "categories": "", "text": neutral})
         for condition, keep in conditions:
             for b in baskets.baskets:
-                text = fill(template.text, b.markers, keep) if keep else neutral
+                text = (fill(template.text, b.markers, keep) if keep else neutral) if texts else ""
                 rows.append({**base, "resume_id": f"{job.job_id}__{b.ethnicity}_{b.gender}_{b.variation}__{condition}",
                              "group": b.group, "ethnicity": b.ethnicity, "gender": b.gender,
                              "variation": b.variation, "condition": condition, "categories": "+".join(keep),
@@ -198,7 +199,7 @@ def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Se
                 base_text = neutral[rec["job_id"]]
                 a, b = (rec["text"], base_text) if position == "A" else (base_text, rec["text"])
                 user = t["compare"]["user"].format(job=job_text[rec["job_id"]], resume_a=a, resume_b=b) + "\n\n" + tail
-                rows.append(_resume_row(use_case, f"hiring_{use_case}_{rec['resume_id']}_{position}", rec,
+                rows.append(_resume_row(use_case, _prompt_id(use_case, rec["resume_id"], position), rec,
                                         COMPARE_ANSWER, t["compare"]["system"], user, limits.get(use_case),
                                         position=position, rationale=with_reason, setting="compare",
                                         option_A=rec["group"] if position == "A" else NEUTRAL,
@@ -218,10 +219,33 @@ def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequ
         tail = t["score"]["rationale" if with_reason else "no_rationale"]
         for rec in resumes.to_dict("records"):
             user = t["score"]["user"].format(job=job_text[rec["job_id"]], resume=rec["text"]) + "\n\n" + tail
-            rows.append(_resume_row(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec, SCORE_ANSWER,
+            rows.append(_resume_row(use_case, _prompt_id(use_case, rec["resume_id"]), rec, SCORE_ANSWER,
                                     t["score"]["system"], user, limits.get(use_case), position="",
                                     rationale=with_reason, setting="score"))
     return pd.DataFrame(rows)
+
+
+def prompt_keys(setting: str, resumes: pd.DataFrame, *, rationale: Sequence[bool] = (False, True),
+                ) -> list[tuple[str, str, str]]:
+    """``(prompt_id, use_case, identifier)`` of each prompt :func:`compare_prompts`, :func:`score_prompts` or
+    :func:`recover_prompts` (``setting``) makes of ``resumes``, in its order, without writing one (their texts
+    may be empty: :func:`resume_table` with ``texts=False``)."""
+    augmented = resumes[~resumes["group"].eq(NEUTRAL)]
+    if setting == "compare":
+        pairs = list(zip(augmented["resume_id"], augmented["group"], strict=True))
+        return [(_prompt_id(use_case, resume_id, position), use_case, group)
+                for use_case in ["compare_rationale" if with_reason else "compare" for with_reason in rationale]
+                for resume_id, group in pairs for position in ("A", "B")]
+    chosen = resumes if setting == "score" else augmented
+    pairs = list(zip(chosen["resume_id"], chosen["group"], strict=True))
+    use_cases = ([f"recover_{attribute}" for attribute in ("gender", "ethnicity")] if setting == "recover" else
+                 ["score_rationale" if with_reason else "score" for with_reason in rationale])
+    return [(_prompt_id(use_case, resume_id), use_case, group) for use_case in use_cases for resume_id, group in pairs]
+
+
+def _prompt_id(use_case: str, resume_id: str, position: str = "") -> str:
+    """A prompt's id: its use case and resume, and (Direct Comparison) where the augmented resume stands."""
+    return f"hiring_{use_case}_{resume_id}" + (f"_{position}" if position else "")
 
 
 def recover_labels(baskets: BasketSet, attribute: str) -> tuple[str, ...]:
@@ -247,7 +271,7 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
         for rec in resumes[~resumes["group"].eq(NEUTRAL)].to_dict("records"):
             truth = rec[attribute]
             user = t["recover"]["user"].format(resume=rec["text"], attribute=attribute, labels=", ".join(labels))
-            rows.append(_resume_row(use_case, f"hiring_{use_case}_{rec['resume_id']}", rec,
+            rows.append(_resume_row(use_case, _prompt_id(use_case, rec["resume_id"]), rec,
                                     "label:" + "|".join(labels), t["recover"]["system"], user, limits.get("recover"),
                                     position="", rationale=True, setting="recover", attribute=attribute, truth=truth,
                                     has_languages="languages" in rec["categories"].split("+")))

@@ -18,10 +18,16 @@ from typing import Any
 
 import pandas as pd
 
-from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring
 from counterbench.builtin.hiring.answers import VERDICTS
 from counterbench.builtin.hiring.cli_files import ALIASES, FILE_OPTIONS
-from counterbench.builtin.hiring.plan import HiringPlan, build_prompts, filter_presets, full_plan, load_inputs
+from counterbench.builtin.hiring.plan import (
+    HiringPlan,
+    build_prompts,
+    filter_presets,
+    full_plan,
+    load_inputs,
+    prompt_counts,
+)
 from counterbench.builtin.hiring.prompt_variants import (
     STANDARD,
     check_variants,
@@ -34,6 +40,7 @@ from counterbench.builtin.hiring.prompt_variants import (
 from counterbench.builtin.hiring.prompting import CANNOT, USE_CASES, prompt_texts
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
+from counterbench.studies.counts import PromptCounts
 from counterbench.studies.options import StudyOptions
 
 TITLE = "Hiring markers"
@@ -115,6 +122,10 @@ class HiringStudy:
             self._table["study"] = self.name  # a study declared from files keeps its own name
         return expand_variants(self._table, list(variants) or [STANDARD], self.plan.variants_file)
 
+    def prompt_counts(self) -> PromptCounts:
+        """The standard table's size from the plan (:func:`.plan.prompt_counts`), without writing a resume."""
+        return PromptCounts.of(self._table) if self._table is not None else prompt_counts(self.plan, self.inputs)
+
     def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
         setting = USE_CASES.get(self.canonical_use_case(use_case), ("compare", False))[0]
         return system_text(prompt_texts(self.plan.prompts_file)[setting]["system"], setting, variant,
@@ -129,6 +140,8 @@ class HiringStudy:
     def analyze_tables(self, results: pd.DataFrame, *, bootstrap: int, seed: int,
                        ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
         """The study's tables and summary entries (``tables`` descriptions, ``unsupported`` reasons)."""
+        from counterbench.builtin.hiring.analysis import TABLES, analyze_hiring  # the statistics: only to analyse
+
         baskets = self.inputs.baskets
         tables, unsupported = analyze_hiring(
             results, bootstrap=bootstrap, seed=seed,

@@ -35,6 +35,7 @@ import pandas as pd
 from counterbench.builtin.stem.bias_null import with_null
 from counterbench.builtin.stem.conventions import CONVENTIONS, paper_bias, paper_group_scores
 from counterbench.builtin.stem.design import LETTERS, TRUNCATED_MODES
+from counterbench.builtin.stem.options import SHAP_METHODS
 from counterbench.builtin.stem.profiles import attribute_columns, get_context
 from counterbench.outcomes.readability import provenance, score_texts
 from counterbench.stats.agreement import cohen_kappa, interpret_kappa
@@ -250,10 +251,6 @@ def pairwise_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, alpha: floa
     out["testable_profile"] = out["testable_profile"].astype("boolean").fillna(False).astype(bool)
     out["significant_profile"] = out["significant_profile"].astype("boolean").fillna(False).astype(bool)
     return out
-
-
-#: how ``stem_shap`` attributes: ``linear`` (exact, the default) or ``tree`` (TreeSHAP, the ``shap`` extra)
-SHAP_METHODS = ("linear", "tree")
 
 
 def shap_tables(frame: pd.DataFrame, cell: Sequence[str] = CELL, beeswarm_rows: int = 400,

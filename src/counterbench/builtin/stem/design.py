@@ -45,6 +45,7 @@ from counterbench.builtin.stem.profiles import (
 )
 from counterbench.errors import UserError
 from counterbench.stats.seeding import stable_seed
+from counterbench.studies.counts import PromptCounts
 
 STUDY = "stem"
 LETTERS = ("A", "B", "C", "D", "E")
@@ -203,7 +204,7 @@ def _ranking_rows(profiles: pd.DataFrame, problems: pd.DataFrame, design: StemDe
                     **{f"option_{x}": str(v) for x, v in zip(LETTERS, order, strict=True)},
                     "answer_type": RANKING_ANSWER_TYPE, "requested_max_tokens": design.ranking_tokens,
                     "user": f"{_tidy(framing)}\n\n{options}\n\n{rank['instruction']}",
-                    "prompt_id": f"stem-rank-{role}-{prof['profile_id']}-{_slug(str(subject))}",
+                    "prompt_id": _ranking_id(role, prof["profile_id"], subject),
                 })
     return rows
 
@@ -222,9 +223,17 @@ def _generation_rows(profiles: pd.DataFrame, problems: pd.DataFrame, design: Ste
                 "level": int(prob["level"]), "question_variant": number, "option_order": "",
                 **{f"option_{x}": "" for x in LETTERS},
                 "answer_type": GENERATION_ANSWER_TYPE, "requested_max_tokens": design.generation_tokens,
-                "user": _tidy(user), "prompt_id": f"stem-gen-{prof['profile_id']}-{_slug(prob['problem_id'])}",
+                "user": _tidy(user), "prompt_id": _generation_id(prof["profile_id"], prob["problem_id"]),
             })
     return rows
+
+
+def _ranking_id(role: str, profile_id: Any, subject: str) -> str:
+    return f"stem-rank-{role}-{profile_id}-{_slug(str(subject))}"
+
+
+def _generation_id(profile_id: Any, problem_id: Any) -> str:
+    return f"stem-gen-{profile_id}-{_slug(problem_id)}"
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -260,6 +269,34 @@ def build_prompt_table(design: StemDesign) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+def prompt_counts(design: StemDesign) -> PromptCounts:
+    """What :func:`build_prompt_table` makes of ``design``, counted without writing a prompt: the same profiles,
+    problems and prompt ids (and the same refusal of two prompts with one id)."""
+    ranking_problems, generation_problems = problem_sets(design)
+    profiles = design_profiles(design)
+    main_or_single = profiles[profiles["experiment"].isin(["main", "single"])]
+    ids: list[str] = []
+    identifiers: list[Any] = []
+    use_cases: list[str] = []
+    if "ranking" in design.tasks:
+        subjects = list(dict.fromkeys(str(subject) for subject in ranking_problems["subject"]))
+        ranked = list(main_or_single["profile_id"])
+        ids += [_ranking_id(role, pid, subject) for pid in ranked for role in design.roles for subject in subjects]
+        if design.roles and subjects:
+            identifiers += ranked
+            use_cases += ["ranking"] if ranked else []
+    if "generation" in design.tasks:
+        problem_ids = list(generation_problems["problem_id"])
+        every = list(profiles["profile_id"])
+        ids += [_generation_id(pid, problem) for pid in every for problem in problem_ids]
+        if problem_ids:
+            identifiers += every
+            use_cases += ["generation"] if every else []
+    if len(set(ids)) < len(ids):
+        raise RuntimeError("duplicate STEM prompt ids")
+    return PromptCounts.of_rows(len(ids), use_cases, identifiers)
+
+
 def chosen_levels(frame: pd.DataFrame, letter_col: str = "letter") -> pd.Series:
     """The level each row's chosen letter stands for (NaN when no valid letter), via ``option_<L>``."""
     letters = frame[letter_col].astype(object)
@@ -287,4 +324,5 @@ def describe(design: StemDesign) -> Mapping[str, Any]:
             "seed": design.seed, "math": bool(design.math_path), "jeebench": bool(design.jeebench_path)}
 
 
-__all__: Sequence[str] = ("LETTERS", "StemDesign", "build_prompt_table", "chosen_levels", "option_order")
+__all__: Sequence[str] = ("LETTERS", "StemDesign", "build_prompt_table", "chosen_levels", "option_order",
+                           "prompt_counts")

@@ -10,11 +10,14 @@ change the prompts.
 
 from __future__ import annotations
 
-from counterbench.builtin.stem.analysis import SHAP_METHODS
 from counterbench.builtin.stem.conventions import CONVENTIONS
 from counterbench.builtin.stem.design import RANKING_MAX_TOKENS, TRUNCATED_MODES
 from counterbench.outcomes.readability import MATH_MODES
 from counterbench.studies.options import StudyOption
+
+#: how ``stem_shap`` attributes: ``linear`` (exact, the default) or ``tree`` (TreeSHAP, the ``shap`` extra); here,
+#: not in :mod:`.analysis`, so that listing the options does not load the statistics
+SHAP_METHODS = ("linear", "tree")
 
 #: the options, by name (:class:`~.study.StemStudy` builds the study from them)
 OPTIONS = {

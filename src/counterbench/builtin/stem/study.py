@@ -32,6 +32,7 @@ from counterbench.builtin.stem.design import (
     StemDesign,
     build_prompt_table,
     presets,
+    prompt_counts,
     prompt_texts,
 )
 from counterbench.builtin.stem.options import OPTIONS
@@ -39,6 +40,7 @@ from counterbench.builtin.stem.profiles import get_context
 from counterbench.errors import UserError
 from counterbench.outcomes.base import OutcomeSpec
 from counterbench.studies.base import Facet
+from counterbench.studies.counts import PromptCounts
 from counterbench.studies.options import StudyOptions
 
 
@@ -145,6 +147,12 @@ class StemStudy:
     def expand(self, variants: Sequence[str] = ("standard",)) -> pd.DataFrame:
         """The prompt table (the study has one variant, ``standard``)."""
         return self.table[self.table["variant"].isin(list(variants))].reset_index(drop=True)
+
+    def prompt_counts(self) -> PromptCounts:
+        """The table's size from the design (:func:`.design.prompt_counts`), without writing a prompt."""
+        if "table" in self.__dict__:  # built already (the presets need it)
+            return PromptCounts.of(self.expand())
+        return prompt_counts(self.design)
 
     def system_prompt_for(self, use_case: str, variant: str = "standard") -> str:
         return str(prompt_texts()["system"])
