@@ -193,10 +193,7 @@ class LabelPermutationTest:
         key = (int(n_a), int(n_b))
         if key not in self._cache:
             rng = np.random.default_rng([self.seed, n_a, n_b])
-            order = np.argsort(rng.random((self.n_perm, n_a + n_b)), axis=1)
-            picked = np.zeros((self.n_perm, n_a + n_b))
-            np.put_along_axis(picked, order[:, :n_a], 1.0, axis=1)
-            self._cache[key] = picked
+            self._cache[key] = _smallest(rng.random((self.n_perm, n_a + n_b)), int(n_a))
         return self._cache[key]
 
     def pvalue(self, a: npt.ArrayLike, b: npt.ArrayLike) -> float:
@@ -218,6 +215,21 @@ class LabelPermutationTest:
         limit = abs(observed) * (1.0 - 1e-9) - 1e-300
         extreme = int(np.count_nonzero(np.abs(np.nan_to_num(values, nan=0.0)) >= limit))
         return float(min(1.0, (1 + extreme) / (1 + values.size)))
+
+
+def _smallest(draws: FloatArray, k: int) -> FloatArray:
+    """0/1 matrix of ``draws``' shape: 1 at each row's ``k`` smallest draws — the first ``k`` of the row's
+    argsort. Each row's k-th smallest draw (a partition: linear, where the argsort and its scatter were
+    4× slower) bounds them; a row whose draws tie across that bound (not seen: the draws are 53-bit) is
+    picked by its argsort instead, so the picks are the argsort's in every case."""
+    if k <= 0 or k >= draws.shape[1]:
+        return np.full(draws.shape, 1.0 if k > 0 else 0.0)
+    below = draws <= np.partition(draws, k - 1, axis=1)[:, k - 1 : k]
+    picked = below.astype(np.float64)
+    for row in np.flatnonzero(np.count_nonzero(below, axis=1) != k):
+        picked[row] = 0.0
+        picked[row, np.argsort(draws[row])[:k]] = 1.0
+    return picked
 
 
 def _welch(sum_a: FloatArray, sq_a: FloatArray, total: float, total_sq: float, n_a: int, n_b: int) -> FloatArray:

@@ -128,17 +128,24 @@ def within_gap_table(frame: pd.DataFrame, *, seed: int = 0, alpha: float = ALPHA
 MIN_END = 5
 
 
-def _composition_p(part: pd.DataFrame, attribute: str, levels: Sequence[str], chosen: np.ndarray,
-                   draws: np.ndarray) -> float:
-    """Monte Carlo p of the tenth's χ² against the level shares of all profiles, over random tenths."""
+def _composition_null(part: pd.DataFrame, attribute: str, levels: Sequence[str], size: int,
+                      draws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(one-hot levels of the profiles, expected counts in a tenth of ``size``, χ² of each random tenth):
+    the same for the top and the bottom tenth, so computed once for both."""
     codes = pd.Categorical(part[attribute].astype(str), categories=list(levels)).codes
     onehot = np.zeros((len(part), len(levels)))
     onehot[codes >= 0, codes[codes >= 0]] = 1.0
     onehot = onehot[:, onehot.sum(axis=0) > 0]
-    expected = onehot.sum(axis=0) * chosen.sum() / len(part)
-    observed = float((((chosen @ onehot) - expected) ** 2 / expected).sum())
+    expected = onehot.sum(axis=0) * float(size) / len(part)
     null = (((draws @ onehot) - expected) ** 2 / expected).sum(axis=1)
-    return float((1 + np.count_nonzero(null >= observed * (1.0 - 1e-9))) / (1 + len(draws)))
+    return onehot, expected, null
+
+
+def _composition_p(chosen: np.ndarray, onehot: np.ndarray, expected: np.ndarray, null: np.ndarray) -> float:
+    """Monte Carlo p of the tenth's χ² against the level shares of all profiles, over random tenths
+    (:func:`_composition_null`)."""
+    observed = float((((chosen @ onehot) - expected) ** 2 / expected).sum())
+    return float((1 + np.count_nonzero(null >= observed * (1.0 - 1e-9))) / (1 + len(null)))
 
 
 def decile_table(frame: pd.DataFrame, *, seed: int = 0, alpha: float = ALPHA, share: float | None = None
@@ -157,17 +164,19 @@ def decile_table(frame: pd.DataFrame, *, seed: int = 0, alpha: float = ALPHA, sh
         rng = np.random.default_rng(stable_seed("stem-deciles", *ident.values(), base_seed=seed))
         order = np.lexsort((rng.random(total), part["y"].to_numpy(np.float64)))
         draws = sampler.selections(size, total - size)
+        attributes = {a: lv for a, lv in context_attributes(ident["context"]).items()
+                      if a in part.columns and part[a].nunique() >= 2}
+        nulls = {a: _composition_null(part, a, lv, size, draws) for a, lv in attributes.items()}
+        counted = {a: part[a].astype(str).value_counts() for a in attributes}
         for end, members in (("top", order[::-1][:size]), ("bottom", order[:size])):
             chosen = np.zeros(total)
             chosen[members] = 1.0
             inside = part.iloc[members]
-            for attribute, levels in context_attributes(ident["context"]).items():
-                if attribute not in part.columns or part[attribute].nunique() < 2:
-                    continue
-                counts = part[attribute].astype(str).value_counts()
+            for attribute, levels in attributes.items():
+                counts = counted[attribute]
                 hits = inside[attribute].astype(str).value_counts()
                 tests.append({**ident, "end": end, "attribute": attribute, "testable": size >= MIN_END,
-                              "p_value": _composition_p(part, attribute, levels, chosen, draws)})
+                              "p_value": _composition_p(chosen, *nulls[attribute])})
                 for level in levels:
                     if int(counts.get(level, 0)):
                         out.append({**ident, "end": end, "attribute": attribute, "level": level, "n_profiles": total,

@@ -118,6 +118,8 @@ def single_bias_table(frame: pd.DataFrame, *, seed: int = 0, n_permutations: int
     for key, part in rows.groupby(list(CELL), sort=True, observed=True):
         context = str(part["context"].iloc[0])
         attrs = context_attributes(context)
+        # only the columns read below: each row filter then copies a few columns, not the frame's thirty
+        part = part[[*CELL, "y", "varied", "problem_id", *(a for a in attrs if a in part.columns)]]
         varied = part[part["varied"].astype(str).ne("")]
         scores = group_scores(part.assign(**{a: part[a].where(part["varied"].astype(str).eq(a), "")
                                              for a in attrs if a in part.columns}), list(CELL), attrs)
