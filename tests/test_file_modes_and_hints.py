@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from counterbench.models.registry import BackendInfo
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def test_written_files_follow_the_umask(tmp_path: Path, umask_002: None) -> None
         ("check", "--analysis", str(tmp_path / "an"), "--junit", str(tmp_path / "gate.xml"), "--fail-on", "w=off"),
     ]
     for args in steps:
-        done = run_cli(*args)  # the child inherits the umask
+        done = run_cli_here(*args)  # in this process: the umask set above
         assert done.returncode in (0, 1), done.stderr
     written = [tmp_path / "p.csv", tmp_path / "e.parquet", tmp_path / "gate.xml",
                *sorted((tmp_path / "an").iterdir())]

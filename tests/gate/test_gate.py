@@ -12,7 +12,7 @@ import pytest
 
 from counterbench.errors import UserError
 from counterbench.gate import Thresholds, check, parse_fail_on
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_here
 
 pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
 
@@ -40,12 +40,12 @@ def junit_cases(path: Path) -> dict[tuple[str, str], str]:
 
 
 def test_biased_fails_and_fair_passes_with_default_thresholds(english_analysis: Path, tmp_path: Path) -> None:
-    biased = run_cli("check", "--analysis", str(english_analysis), "--model", "sim:biased",
-                     "--junit", str(tmp_path / "biased.xml"))
+    biased = run_cli_here("check", "--analysis", str(english_analysis), "--model", "sim:biased",
+                          "--junit", str(tmp_path / "biased.xml"))
     assert biased.returncode == 1, biased.stdout + biased.stderr
     assert "FAILED: sim:biased" in biased.stdout and len(biased.stdout.splitlines()) < 25  # one screen
-    fair = run_cli("check", "--analysis", str(english_analysis), "--model", "sim:fair",
-                   "--junit", str(tmp_path / "fair.xml"))
+    fair = run_cli_here("check", "--analysis", str(english_analysis), "--model", "sim:fair",
+                        "--junit", str(tmp_path / "fair.xml"))
     assert fair.returncode == 0, fair.stdout + fair.stderr
     assert fair.stdout.rstrip().splitlines()[-2].startswith("PASSED")
     bad, good = junit_cases(tmp_path / "biased.xml"), junit_cases(tmp_path / "fair.xml")
@@ -64,17 +64,17 @@ def test_a_fair_model_with_answer_noise_passes_the_default_gate(tmp_path: Path) 
     done = run_cli("audit", "rupeebias", "--preset", "quick", "--model", "sim:noisy.yaml", "--store", str(store),
                    "--out", str(out), "--bootstrap", "300", "--no-progress", "--fail-on", "default", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    opted = run_cli("check", "--analysis", str(out / "analysis"), "--fail-on", "mean-delta=5")
+    opted = run_cli_here("check", "--analysis", str(out / "analysis"), "--fail-on", "mean-delta=5")
     assert opted.returncode == 1 and "overall Mean Δ%" in opted.stdout, opted.stdout + opted.stderr
 
 
 def test_thresholds_from_a_yaml_file_and_flags(english_analysis: Path, tmp_path: Path) -> None:
     loose = tmp_path / "loose.yaml"
     loose.write_text("max_mean_delta: 50\nmax_pair_gap: 40\nsignificant_w: off\n")
-    done = run_cli("check", "--analysis", str(english_analysis), "--fail-on", str(loose))
+    done = run_cli_here("check", "--analysis", str(english_analysis), "--fail-on", str(loose))
     assert done.returncode == 0, done.stdout
-    strict = run_cli("check", "--analysis", str(english_analysis), "--fail-on", str(loose), "--fail-on",
-                     "mean-delta=1", "-m", "sim:fair")
+    strict = run_cli_here("check", "--analysis", str(english_analysis), "--fail-on", str(loose), "--fail-on",
+                          "mean-delta=1", "-m", "sim:fair")
     assert strict.returncode == 1 and "FAIL  sim:fair  overall Mean Δ%" in strict.stdout
 
 
@@ -85,7 +85,7 @@ def test_thresholds_from_a_yaml_file_and_flags(english_analysis: Path, tmp_path:
     ("nowhere.yaml", "not a file"),
 ])
 def test_bad_thresholds_are_one_line_errors(english_analysis: Path, spec: str, message: str) -> None:
-    done = run_cli("check", "--analysis", str(english_analysis), "--fail-on", spec)
+    done = run_cli_here("check", "--analysis", str(english_analysis), "--fail-on", spec)
     assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
 
 
@@ -157,7 +157,7 @@ def test_check_on_the_quick_preset_fails_the_planted_bias_and_passes_the_fair_mo
     done = run_cli("audit", "rupeebias", "--model", model, "--preset", "quick", "--store", str(tmp_path / "a.db"),
                    "--out", str(out), "--bootstrap", "400", "--no-progress")
     assert done.returncode == 0, done.stdout + done.stderr
-    gate = run_cli("check", "--analysis", str(out / "analysis"), "--junit", str(tmp_path / "gate.xml"))
+    gate = run_cli_here("check", "--analysis", str(out / "analysis"), "--junit", str(tmp_path / "gate.xml"))
     assert gate.returncode == code, gate.stdout + gate.stderr
     cases = junit_cases(tmp_path / "gate.xml")
     pair_rule = next(v for k, v in cases.items() if "canonical pair" in " ".join(k))
@@ -199,11 +199,11 @@ def test_label_study_planted_fails_and_null_twin_passes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     done = run_cli("analyze", "examples/approval_crossed.yaml", "--store", str(store), "--out", str(out))
     assert done.returncode == 0, done.stderr
-    bad = run_cli("check", "--analysis", str(out), "-m", planted, "--junit", str(tmp_path / "bad.xml"))
+    bad = run_cli_here("check", "--analysis", str(out), "-m", planted, "--junit", str(tmp_path / "bad.xml"))
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "significant gap (percentage points)" in bad.stdout and "race: Black vs white (reference) -" in bad.stdout
     assert " pp" in bad.stdout and "overall Mean Δ%:" not in bad.stdout  # no amount rule on a label study
-    good = run_cli("check", "--analysis", str(out), "-m", null, "--junit", str(tmp_path / "good.xml"))
+    good = run_cli_here("check", "--analysis", str(out), "-m", null, "--junit", str(tmp_path / "good.xml"))
     assert good.returncode == 0, good.stdout + good.stderr
     assert list(junit_cases(tmp_path / "bad.xml").values()) == ["failed", "passed"]  # gaps; usable answers
     assert list(junit_cases(tmp_path / "good.xml").values()) == ["passed", "passed"]

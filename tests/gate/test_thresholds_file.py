@@ -8,7 +8,7 @@ import pytest
 
 from counterbench.errors import UserError
 from counterbench.gate import Thresholds, parse_fail_on
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -48,7 +48,7 @@ def test_numbers_in_files_and_flags_still_work(tmp_path: Path) -> None:
 def test_a_latin1_thresholds_file_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "gate.yaml"
     path.write_bytes("# Schwelle für Δ\nmax_mean_delta: 5\n".encode("latin-1", errors="replace"))
-    done = run_cli("check", "--analysis", str(tmp_path), "--fail-on", str(path))
+    done = run_cli_here("check", "--analysis", str(tmp_path), "--fail-on", str(path))
     assert done.returncode == 2 and "not UTF-8" in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
@@ -57,8 +57,8 @@ def test_audit_refuses_a_bad_threshold_before_it_runs(tmp_path: Path, spec: str)
     bad = tmp_path / "gate.yaml"
     bad.write_text("max_mean_delta: true\n")
     store = tmp_path / "a.db"
-    done = run_cli("audit", "rupeebias", "--model", "sim:biased", "--preset", "quick", "--store", str(store),
-                   "--out", str(tmp_path / "out"), "--no-progress",
-                   "--fail-on", str(bad) if spec == "THRESHOLDS" else spec)
+    done = run_cli_here("audit", "rupeebias", "--model", "sim:biased", "--preset", "quick", "--store", str(store),
+                        "--out", str(tmp_path / "out"), "--no-progress",
+                        "--fail-on", str(bad) if spec == "THRESHOLDS" else spec)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "gate threshold" in done.stderr, done.stderr
     assert not store.exists() and not (tmp_path / "out").exists()  # nothing ran

@@ -66,6 +66,23 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float
     )
 
 
+def cli_here(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``counterbench ARGS`` in this test's process (:func:`tests.conftest.run_cli_here`), in the
+    environment :func:`cli` gives its child: without the ``*_API_KEY`` variables (put back afterwards).
+
+    For one command's answer — a user mistake's line and exit 2, a short run's summary; what only a real
+    process shows (signals, kill -9, the child's environment) stays with :func:`cli`."""
+    from tests.conftest import run_cli_here
+
+    keys = {k: v for k, v in os.environ.items() if k.endswith("_API_KEY")}
+    for key in keys:
+        del os.environ[key]
+    try:
+        return run_cli_here(*args, cwd=cwd)
+    finally:
+        os.environ.update(keys)
+
+
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     """Assert the CLI failed like a user mistake: exit 2, one line on stderr, no traceback."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)

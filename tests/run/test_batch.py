@@ -23,7 +23,7 @@ from counterbench.run.summary import format_summary
 from counterbench.table_files import write_table
 from counterbench.testing._fakecore import run_in_thread
 from counterbench.testing.fake_batch import BatchConfig, FakeAnthropicBatchServer, FakeOpenAIBatchServer
-from tests.run.conftest import cli, make_prompts, one_error_line, subprocess_env
+from tests.run.conftest import cli, cli_here, make_prompts, one_error_line, subprocess_env
 
 pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
 
@@ -114,8 +114,8 @@ def test_failed_and_expired_items_and_jobs_are_retried_or_stored_as_errors(
 
 def test_batch_on_a_family_without_a_batch_api_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     write_table(make_prompts(2), tmp_path / "prompts.csv")
-    proc = cli("run", "--prompts", "prompts.csv", "--model", "sim:biased", "--batch", "--store", "s.db",
-               cwd=tmp_path)
+    proc = cli_here("run", "--prompts", "prompts.csv", "--model", "sim:biased", "--batch", "--store", "s.db",
+                    cwd=tmp_path)
     line = one_error_line(proc)
     assert "--batch" in line and "sim:biased" in line
     assert not (tmp_path / "s.db").exists()

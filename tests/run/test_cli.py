@@ -1,4 +1,5 @@
-"""``counterbench run / export / parse / models`` as a user runs them (subprocesses)."""
+"""``counterbench run / export / parse / models`` as a user runs them: one command's answer in the test's own
+process (``cli_here``), Ctrl-C and the embedded model in subprocesses."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
-from tests.run.conftest import cli, fake_model, make_prompts, one_error_line, subprocess_env
+from tests.run.conftest import cli, cli_here, fake_model, make_prompts, one_error_line, subprocess_env
 
 
 @pytest.fixture
@@ -30,14 +31,14 @@ def test_run_a_study_subset_then_export_and_parse(tmp_path: Path) -> None:
     store = tmp_path / "cb.db"
     args = ("run", "rupeebias", "--model", "sim:biased", "--use-case", "salary_estimation", "--language", "en",
             "--axis", "Gender", "--profile", "P01", "--question-variant", "1", "--store", str(store))
-    proc = cli(*args, cwd=tmp_path)
+    proc = cli_here(*args, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "sim:biased [simulated]: 5 answered now" in proc.stdout
-    again = cli(*args, cwd=tmp_path)
+    again = cli_here(*args, cwd=tmp_path)
     assert "0 answered now" in again.stdout and "5 already stored" in again.stdout
-    out = cli("export", "--store", str(store), "--out", str(tmp_path / "r.csv"), cwd=tmp_path)
+    out = cli_here("export", "--store", str(store), "--out", str(tmp_path / "r.csv"), cwd=tmp_path)
     assert out.returncode == 0 and "5 responses" in out.stdout
-    parsed = cli("parse", "--store", str(store), "--parse-profile", "rupeebias-v1", cwd=tmp_path)
+    parsed = cli_here("parse", "--store", str(store), "--parse-profile", "rupeebias-v1", cwd=tmp_path)
     assert parsed.returncode == 0 and "re-parsed 5 responses" in parsed.stdout
 
 
@@ -45,8 +46,8 @@ def test_run_prompt_file_with_faults_shows_retries(tmp_path: Path, prompt_file: 
     config = FaultConfig(latency_ms=1, fault_rate=0.3, retry_after="0.01", hang_s=1.0, seed=3,
                          fault_kinds=("429", "500", "503", "reset", "malformed", "empty"))
     with run_in_thread(FakeOpenAIServer(config)) as server:
-        proc = cli("run", "--prompts", str(prompt_file), "--model", fake_model(server), "--store",
-                   str(tmp_path / "cb.db"), "--max-attempts", "12", "--timeout", "2", cwd=tmp_path, timeout=300)
+        proc = cli_here("run", "--prompts", str(prompt_file), "--model", fake_model(server), "--store",
+                        str(tmp_path / "cb.db"), "--max-attempts", "12", "--timeout", "2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "24 answered now" in proc.stdout and "errors 0" in proc.stdout
     retries = int(proc.stdout.split("retries ")[1].split()[0])
@@ -55,7 +56,7 @@ def test_run_prompt_file_with_faults_shows_retries(tmp_path: Path, prompt_file: 
 
 
 def test_models_lists_every_backend(tmp_path: Path) -> None:
-    proc = cli("models", "--no-ports", cwd=tmp_path)
+    proc = cli_here("models", "--no-ports", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for kind in ("openai", "openrouter", "anthropic", "vllm", "ollama", "local", "sim"):
         assert kind in proc.stdout
@@ -74,7 +75,7 @@ def test_models_lists_every_backend(tmp_path: Path) -> None:
 )
 def test_bad_run_options_are_one_line_exit_2(tmp_path: Path, prompt_file: Path, extra: tuple[str, ...],
                                              needle: str) -> None:
-    proc = cli("run", "--prompts", str(prompt_file), "--store", str(tmp_path / "cb.db"), *extra, cwd=tmp_path)
+    proc = cli_here("run", "--prompts", str(prompt_file), "--store", str(tmp_path / "cb.db"), *extra, cwd=tmp_path)
     assert needle in one_error_line(proc)
     assert not (tmp_path / "cb.db").exists()
 
@@ -82,23 +83,24 @@ def test_bad_run_options_are_one_line_exit_2(tmp_path: Path, prompt_file: Path, 
 def test_bad_stores_and_prompt_files(tmp_path: Path, prompt_file: Path) -> None:
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"not sqlite at all" * 50)
-    proc = cli("run", "--prompts", str(prompt_file), "--model", "sim:fair", "--store", str(garbage), cwd=tmp_path)
+    proc = cli_here("run", "--prompts", str(prompt_file), "--model", "sim:fair", "--store", str(garbage),
+                    cwd=tmp_path)
     assert "not a SQLite database" in one_error_line(proc)
     assert garbage.read_bytes() == b"not sqlite at all" * 50
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    proc = cli("run", "--prompts", str(prompt_file), "--model", "sim:fair", "--store", str(blocker / "cb.db"),
-               cwd=tmp_path)
+    proc = cli_here("run", "--prompts", str(prompt_file), "--model", "sim:fair", "--store",
+                    str(blocker / "cb.db"), cwd=tmp_path)
     assert "cannot create store" in one_error_line(proc)
     no_user = write_table(make_prompts(3).drop(columns=["user"]), tmp_path / "bad.csv")
-    proc = cli("run", "--prompts", str(no_user), "--model", "sim:fair", "--store", str(tmp_path / "x.db"),
-               cwd=tmp_path)
+    proc = cli_here("run", "--prompts", str(no_user), "--model", "sim:fair", "--store", str(tmp_path / "x.db"),
+                    cwd=tmp_path)
     assert "lacks column" in one_error_line(proc)
-    proc = cli("run", "--prompts", str(tmp_path / "missing.csv"), "--model", "sim:fair", cwd=tmp_path)
+    proc = cli_here("run", "--prompts", str(tmp_path / "missing.csv"), "--model", "sim:fair", cwd=tmp_path)
     assert "not found" in one_error_line(proc)
-    proc = cli("export", "--store", str(garbage), "--out", str(tmp_path / "x.csv"), cwd=tmp_path)
+    proc = cli_here("export", "--store", str(garbage), "--out", str(tmp_path / "x.csv"), cwd=tmp_path)
     assert "not a SQLite database" in one_error_line(proc)
-    proc = cli("parse", "--store", str(tmp_path / "missing.db"), cwd=tmp_path)
+    proc = cli_here("parse", "--store", str(tmp_path / "missing.db"), cwd=tmp_path)
     assert "does not exist" in one_error_line(proc)
 
 

@@ -10,7 +10,7 @@ from counterbench.errors import UserError
 from counterbench.run import run_prompts
 from counterbench.run.store import open_store
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
-from tests.run.conftest import FAST_RETRY, cli, make_prompts, one_error_line
+from tests.run.conftest import FAST_RETRY, cli_here, make_prompts, one_error_line
 
 KEY = "sk-label-test-1234567890"
 
@@ -48,11 +48,11 @@ def test_an_openai_label_moved_to_another_model_is_refused_before_any_request(tm
 def test_the_cli_refuses_a_reused_label_with_one_line(tmp_path: Path) -> None:
     table = tmp_path / "p.csv"
     make_prompts(4).to_csv(table, index=False)
-    ok = cli("run", "--prompts", str(table), "-m", "a=sim:fair", "--store", "s.db", cwd=tmp_path)
+    ok = cli_here("run", "--prompts", str(table), "-m", "a=sim:fair", "--store", "s.db", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    line = one_error_line(cli("run", "--prompts", str(table), "-m", "a=sim:biased", "--store", "s.db",
-                              cwd=tmp_path))
+    line = one_error_line(cli_here("run", "--prompts", str(table), "-m", "a=sim:biased", "--store", "s.db",
+                                   cwd=tmp_path))
     assert "sim:fair" in line and "sim:biased" in line and "--same-model" in line
-    again = cli("run", "--prompts", str(table), "-m", "a=sim:biased", "--store", "s.db", "--same-model",
-                cwd=tmp_path)
+    again = cli_here("run", "--prompts", str(table), "-m", "a=sim:biased", "--store", "s.db", "--same-model",
+                     cwd=tmp_path)
     assert again.returncode == 0, again.stderr

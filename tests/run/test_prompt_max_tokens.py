@@ -15,7 +15,7 @@ from counterbench.run.results import load_results
 from counterbench.table_files import write_table
 from counterbench.testing.fake_anthropic import FakeAnthropicServer
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
-from tests.run.conftest import FAST_RETRY, cli, fake_model, make_prompts, one_error_line
+from tests.run.conftest import FAST_RETRY, cli_here, fake_model, make_prompts, one_error_line
 
 LIMITS = [512, 16, None, 200, None, 512]
 
@@ -69,12 +69,13 @@ def test_the_cli_sends_the_prompts_limits_unless_max_tokens_is_given(tmp_path: P
     path = write_table(table, tmp_path / "p.parquet")
     with run_in_thread(FakeOpenAIServer(FaultConfig(latency_ms=1))) as server:
         model = fake_model(server)
-        done = cli("run", "--prompts", str(path), "--model", model, "--store", "a.db", "--no-progress", cwd=tmp_path)
+        done = cli_here("run", "--prompts", str(path), "--model", model, "--store", "a.db", "--no-progress",
+                        cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert _received(server) == _expected(table, 64)
         server.counters.recent_bodies.clear()
-        done = cli("run", "--prompts", str(path), "--model", model, "--store", "b.db", "--no-progress",
-                   "--max-tokens", "40", cwd=tmp_path)
+        done = cli_here("run", "--prompts", str(path), "--model", model, "--store", "b.db", "--no-progress",
+                        "--max-tokens", "40", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert set(_received(server).values()) == {40}
 
@@ -116,5 +117,5 @@ def test_the_cli_says_a_bad_limit_in_one_line(tmp_path: Path) -> None:
     table = make_prompts(2)
     table["requested_max_tokens"] = ["64", "lots"]
     path = write_table(table, tmp_path / "p.parquet")
-    line = one_error_line(cli("run", "--prompts", str(path), "--model", "sim:fair", "--no-progress", cwd=tmp_path))
+    line = one_error_line(cli_here("run", "--prompts", str(path), "--model", "sim:fair", "--no-progress", cwd=tmp_path))
     assert "requested_max_tokens must be a whole number" in line

@@ -9,7 +9,7 @@ import pytest
 from counterbench.commands.run_options import optional_ray_address
 from counterbench.errors import UserError
 from counterbench.run.ray_exec import RayOptions, ray_options
-from tests.run.conftest import cli, one_error_line
+from tests.run.conftest import cli, cli_here, one_error_line
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
@@ -41,8 +41,8 @@ def test_python_ray_argument() -> None:
     (["--ray-actors", "2"], "need --ray"),
 ])
 def test_ray_option_mistakes_are_one_line(tmp_path: Path, extra: list[str], needle: str) -> None:
-    proc = cli("run", "rupeebias", "--preset", "quick", "--model", "sim:biased", "--store", str(tmp_path / "s.db"),
-               *extra, cwd=tmp_path)
+    proc = cli_here("run", "rupeebias", "--preset", "quick", "--model", "sim:biased", "--store", str(tmp_path / "s.db"),
+                    *extra, cwd=tmp_path)
     assert needle in one_error_line(proc)
     assert not (tmp_path / "s.db").exists()
 

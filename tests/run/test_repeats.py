@@ -1,7 +1,8 @@
 """``--repeats K``: every prompt asked K times, each repeat seeded, stored, cached and resumed on its own.
 
-The run tests go through the real path: the CLI in a subprocess, a real HTTP server on 127.0.0.1 (the fake
-OpenAI server), the SQLite store; a kill -9 in the middle of a run re-sends no finished repeat.
+The run tests go through the real path: the CLI (its ``main`` in the test's process; a subprocess where it is
+killed), a real HTTP server on 127.0.0.1 (the fake OpenAI server), the SQLite store; a kill -9 in the middle of
+a run re-sends no finished repeat.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from counterbench.options import GenerationOptions
 from counterbench.run.results import load_results
 from counterbench.table_files import write_table
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
-from tests.run.conftest import cli, make_prompts, subprocess_env
+from tests.run.conftest import cli, cli_here, make_prompts, subprocess_env
 
 
 class SeedLog(FakeOpenAIServer):
@@ -77,17 +78,17 @@ def test_repeats_are_seeded_stored_and_cached_per_repeat(tmp_path: Path) -> None
     with run_in_thread(SeedLog(FaultConfig())) as server:
         log = server.server  # type: ignore[attr-defined]
         args = _args(tmp_path, server, 6, store, "--temperature", "0.7", "--generation-seed", "100")
-        done = cli(*args, "--repeats", "3", cwd=tmp_path)
+        done = cli_here(*args, "--repeats", "3", cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         seeds = sorted(seed for _, seed, _ in log.log)
         assert seeds == [100] * 6 + [101] * 6 + [102] * 6  # repeat k is sent seed + k
         assert _finished(store) == {(f"p_{i:05d}", k) for i in range(6) for k in range(3)}
-        again = cli(*args, "--repeats", "3", cwd=tmp_path)  # resumed: nothing left
+        again = cli_here(*args, "--repeats", "3", cwd=tmp_path)  # resumed: nothing left
         assert again.returncode == 0 and len(log.log) == 18
-        more = cli(*args, "--repeats", "4", cwd=tmp_path)  # one more repeat: only it is sent
+        more = cli_here(*args, "--repeats", "4", cwd=tmp_path)  # one more repeat: only it is sent
         assert more.returncode == 0 and len(log.log) == 24
         assert sorted(seed for _, seed, _ in log.log[18:]) == [103] * 6
-        one = cli(*args, cwd=tmp_path)  # without --repeats: repeat 0, already stored
+        one = cli_here(*args, cwd=tmp_path)  # without --repeats: repeat 0, already stored
         assert one.returncode == 0 and len(log.log) == 24
     results = load_results(store)
     assert sorted(results.groupby("repeat").size().tolist()) == [6, 6, 6, 6]
@@ -97,7 +98,7 @@ def test_repeats_are_seeded_stored_and_cached_per_repeat(tmp_path: Path) -> None
 def test_a_store_without_repeats_reads_as_repeat_zero(tmp_path: Path) -> None:
     store = tmp_path / "cb.db"
     with run_in_thread(SeedLog(FaultConfig())) as server:
-        done = cli(*_args(tmp_path, server, 4, store), cwd=tmp_path)
+        done = cli_here(*_args(tmp_path, server, 4, store), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert [seed for _, seed, _ in server.server.log] == [None] * 4  # type: ignore[attr-defined]
     with sqlite3.connect(store) as conn:

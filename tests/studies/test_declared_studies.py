@@ -114,12 +114,12 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize(("edit", "message"), MALFORMED, ids=[m[0].__name__ for m in MALFORMED])
-def test_malformed_study_is_one_line_exit_2(tmp_path: Path, cli, edit, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_study_is_one_line_exit_2(tmp_path: Path, cli_here, edit, message: str) -> None:  # type: ignore[no-untyped-def]
     path = _write_variant(tmp_path, edit)
     with pytest.raises(UserError, match=r"study\.yaml: "):
         build_prompts(path)
     out = tmp_path / "out.parquet"
-    result = cli("prompts", str(path), "--out", str(out))
+    result = cli_here("prompts", str(path), "--out", str(out))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -148,16 +148,16 @@ def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
         (["prompts", str(EXAMPLE), "--out", "x.xlsx"], "use a file ending in"),
     ],
 )
-def test_bad_cli_input_is_one_line_exit_2(cli, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
-    result = cli(*args)
+def test_bad_cli_input_is_one_line_exit_2(cli_here, args: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
+    result = cli_here(*args)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr
 
 
-def test_unwritable_output_is_one_line(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_unwritable_output_is_one_line(tmp_path: Path, cli_here) -> None:  # type: ignore[no-untyped-def]
     # /sys is a read-only file system even for root, unlike a chmod-ed folder
-    result = cli("prompts", str(EXAMPLE), "--out", "/sys/counterbench-test.parquet")
+    result = cli_here("prompts", str(EXAMPLE), "--out", "/sys/counterbench-test.parquet")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "counterbench: error: cannot write /sys/counterbench-test.parquet: Permission denied"

@@ -70,12 +70,12 @@ REFUSED = [
 
 @pytest.mark.parametrize(("source", "edit", "message"), REFUSED, ids=[r[1].__name__ for r in REFUSED])
 def test_a_design_that_cannot_vary_the_prompt_is_one_line_exit_2(
-        tmp_path: Path, cli: Any, source: Path, edit: Callable[[dict[str, Any]], None], message: str) -> None:
+        tmp_path: Path, cli_here: Any, source: Path, edit: Callable[[dict[str, Any]], None], message: str) -> None:
     path = _variant(tmp_path, source, edit)
     with pytest.raises(UserError, match=r"study\.yaml: ") as info:
         build_prompts(path)
     assert message in str(info.value)
-    result = cli("prompts", str(path), "--out", str(tmp_path / "out.csv"))
+    result = cli_here("prompts", str(path), "--out", str(tmp_path / "out.csv"))
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 2 and len(lines) == 1 and message in lines[0], result.stderr
     assert list(tmp_path.iterdir()) == [path]

@@ -18,7 +18,7 @@ import pytest
 
 from counterbench.stats.gaps import relative_gap
 from counterbench.viewer.catalog import Catalog, spread_of
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_here
 from tests.viewer.conftest import PlantedStore, running_viewer
 
 
@@ -140,15 +140,16 @@ def test_the_store_is_never_written(planted_store: PlantedStore, tmp_path: Path)
 
 
 def test_user_mistakes_are_one_line(tmp_path: Path, planted_store: PlantedStore) -> None:
-    missing = run_cli("view", "--store", str(tmp_path / "none.db"))
+    missing = run_cli_here("view", "--store", str(tmp_path / "none.db"))
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "does not exist" in missing.stderr
     junk = tmp_path / "junk.db"
     junk.write_text("not a database")
-    bad = run_cli("view", "--store", str(junk))
+    bad = run_cli_here("view", "--store", str(junk))
     assert bad.returncode == 2 and "read-only" in bad.stderr
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
+        # a subprocess: the refused command leaves its catalog of the shared store open (closed at exit)
         taken = run_cli("view", "--store", str(planted_store.path), "--port", str(busy.getsockname()[1]))
     assert taken.returncode == 2 and "choose another --port" in taken.stderr
 

@@ -1,6 +1,7 @@
-"""``counterbench hiring resumes`` as a user runs it (subprocesses): a real OpenAI-compatible HTTP server on
-127.0.0.1 writes the resumes, the lint rejects a bad one, a failed request and new jobs are picked up by
-rerunning, nothing already written is lost; the simulated model; user mistakes are one line, exit 2."""
+"""``counterbench hiring resumes`` as a user runs it (the CLI's ``main`` in the test's process): a real
+OpenAI-compatible HTTP server on 127.0.0.1 writes the resumes, the lint rejects a bad one, a failed request and
+new jobs are picked up by rerunning, nothing already written is lost; the simulated model; user mistakes are one
+line, exit 2."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from counterbench.builtin.hiring.data import load_jobs, load_resumes
 from counterbench.builtin.hiring.study import hiring_study
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
-from tests.run.conftest import cli, fake_model, one_error_line
+from tests.run.conftest import cli_here, fake_model, one_error_line
 
 JOBS = load_jobs()[:4]
 TEMPLATES = {t.job_id: t.text for t in load_resumes()}
@@ -47,7 +48,7 @@ def test_resumes_from_a_server_linted_resumable_and_never_lost(tmp_path: Path) -
     with run_in_thread(FakeOpenAIServer(FaultConfig(reply=_reply))) as server:
         args = ("hiring", "resumes", "--model", fake_model(server), "--jobs", str(jobs_file), "--out", str(out),
                 "--max-attempts", "1")
-        first = cli(*args, cwd=tmp_path)
+        first = cli_here(*args, cwd=tmp_path)
         assert first.returncode == 1, first.stderr  # incomplete: one rejected, one failed
         for line in ("1 resume(s) in", "1 rejected", "1 without an answer"):
             assert line in first.stdout
@@ -62,7 +63,7 @@ def test_resumes_from_a_server_linted_resumable_and_never_lost(tmp_path: Path) -
             handle.write(json.dumps({"job_id": NAMED, "text": TEMPLATES[NAMED], "weakness": "fixed by hand"}) + "\n")
         _write_jobs(jobs_file, _job_rows())
         sent_before = server.counters.requests
-        second = cli(*args, cwd=tmp_path)
+        second = cli_here(*args, cwd=tmp_path)
         assert second.returncode == 0, (second.stdout, second.stderr)
         assert server.counters.requests - sent_before == 2  # the failed job again and the new one, nothing else
     assert "2 generated now, 2 kept from before" in second.stdout
@@ -78,10 +79,10 @@ def test_simulated_model_answers_are_rejected_and_the_rerun_asks_nothing(tmp_pat
     jobs_file = _write_jobs(tmp_path / "jobs.jsonl", _job_rows()[:2])
     args = ("hiring", "resumes", "--model", "sim:hiring-fair", "--jobs", str(jobs_file), "--out",
             str(tmp_path / "r.jsonl"))
-    first = cli(*args, cwd=tmp_path)
+    first = cli_here(*args, cwd=tmp_path)
     assert first.returncode == 1 and "2 rejected" in first.stdout and "Additional Information" in first.stdout
     assert not (tmp_path / "r.jsonl").exists() and len(_lines(tmp_path / "r.rejected.jsonl")) == 2
-    again = cli(*args, cwd=tmp_path)
+    again = cli_here(*args, cwd=tmp_path)
     assert again.returncode == 1 and "0 answered now" in again.stdout and "2 already stored" in again.stdout
 
 
@@ -97,7 +98,7 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path: Path, extra: tuple[str,
     (tmp_path / "bad.jsonl").write_text('{"job_id": "x"\n', encoding="utf-8")
     (tmp_path / "broken.jsonl").write_text("not json\n", encoding="utf-8")
     (tmp_path / "bad.yaml").write_text("compare: [\n", encoding="utf-8")
-    assert needle in one_error_line(cli("hiring", "resumes", *extra, cwd=tmp_path))
+    assert needle in one_error_line(cli_here("hiring", "resumes", *extra, cwd=tmp_path))
     assert not (tmp_path / "r.jsonl").exists()
 
 
@@ -115,10 +116,10 @@ def test_a_term_relaxed_on_purpose_with_its_reason_recorded(tmp_path: Path) -> N
     out = tmp_path / "resumes.jsonl"
     with run_in_thread(FakeOpenAIServer(FaultConfig(reply=reply))) as server:
         args = ("hiring", "resumes", "--model", fake_model(server), "--jobs", str(jobs_file), "--out", str(out))
-        strict = cli(*args, cwd=tmp_path)
+        strict = cli_here(*args, cwd=tmp_path)
         assert strict.returncode == 1 and "('cycling')" in strict.stdout, strict.stdout  # a basket term: rejected
         assert not out.exists()
-        relaxed = cli(*args, "--allow", "cycling=a workplace safety campaign, not a hobby", cwd=tmp_path)
+        relaxed = cli_here(*args, "--allow", "cycling=a workplace safety campaign, not a hobby", cwd=tmp_path)
         assert relaxed.returncode == 0, relaxed.stdout + relaxed.stderr
     assert "cycling safety campaign" in _lines(out)[0]["text"]
     import yaml
@@ -127,9 +128,9 @@ def test_a_term_relaxed_on_purpose_with_its_reason_recorded(tmp_path: Path) -> N
     assert recorded == {"allow": [{"term": "cycling", "reason": "a workplace safety campaign, not a hobby"}]}
     assert "resumes.lint_allowed.yaml" in relaxed.stdout
     base = ("hiring", "resumes", "--model", "sim:hiring-fair", "--out", str(out), "--allow")
-    bad = cli(*base, "cycling", cwd=tmp_path)
+    bad = cli_here(*base, "cycling", cwd=tmp_path)
     assert bad.returncode == 2 and "give TERM=REASON" in one_error_line(bad)
-    no_reason = cli(*base, "cycling=", cwd=tmp_path)
+    no_reason = cli_here(*base, "cycling=", cwd=tmp_path)
     assert no_reason.returncode == 2 and "needs a reason" in one_error_line(no_reason)
 
 
