@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from counterbench.columns import DEFAULT_MAX_TOKENS
 from counterbench.errors import UserError
-from counterbench.run.progress import PLAIN_EVERY_S
 
 if TYPE_CHECKING:
     from counterbench.models.base import Backend, GenerationConfig
@@ -35,6 +34,8 @@ __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_STORE", "GenerationOptions", "RunOptio
 DEFAULT_STORE = Path("counterbench.db")
 #: rows the store's writer gathers at most before one commit
 DEFAULT_BATCH_ROWS = 512
+#: seconds between two plain progress lines (no terminal: nohup, CI logs) unless ``--progress-every`` says otherwise
+PLAIN_EVERY_S = 5.0
 
 
 def resolve_structured(structured: bool | None, models: Sequence[str | Backend]) -> bool:

@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
+from counterbench.options import PLAIN_EVERY_S
+
 
 @dataclass
 class Counters:
@@ -61,8 +63,6 @@ def sum_counters(parts: list[Counters]) -> Counters:
     return out
 
 
-#: seconds between two plain progress lines (no terminal: nohup, CI logs) unless ``--progress-every`` says otherwise
-PLAIN_EVERY_S = 5.0
 #: the widest model label in the terminal bar (longer ones are shortened in the middle)
 LABEL_WIDTH = 24
 #: rates are measured over this many recent seconds
