@@ -192,7 +192,7 @@ def compare_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Se
     rows: list[dict[str, Any]] = []
     augmented = resumes[~resumes["group"].eq(NEUTRAL)]
     for with_reason in rationale:
-        use_case = "compare_rationale" if with_reason else "compare"
+        use_case = _use_case("compare", with_reason)
         tail = t["compare"]["rationale" if with_reason else "no_rationale"]
         for rec in augmented.to_dict("records"):
             for position in ("A", "B"):
@@ -215,7 +215,7 @@ def score_prompts(resumes: pd.DataFrame, jobs: Sequence[Job], *, rationale: Sequ
     job_text = {j.job_id: j.text for j in jobs}
     rows: list[dict[str, Any]] = []
     for with_reason in rationale:
-        use_case = "score_rationale" if with_reason else "score"
+        use_case = _use_case("score", with_reason)
         tail = t["score"]["rationale" if with_reason else "no_rationale"]
         for rec in resumes.to_dict("records"):
             user = t["score"]["user"].format(job=job_text[rec["job_id"]], resume=rec["text"]) + "\n\n" + tail
@@ -234,13 +234,24 @@ def prompt_keys(setting: str, resumes: pd.DataFrame, *, rationale: Sequence[bool
     if setting == "compare":
         pairs = list(zip(augmented["resume_id"], augmented["group"], strict=True))
         return [(_prompt_id(use_case, resume_id, position), use_case, group)
-                for use_case in ["compare_rationale" if with_reason else "compare" for with_reason in rationale]
+                for use_case in [_use_case("compare", with_reason) for with_reason in rationale]
                 for resume_id, group in pairs for position in ("A", "B")]
     chosen = resumes if setting == "score" else augmented
     pairs = list(zip(chosen["resume_id"], chosen["group"], strict=True))
-    use_cases = ([f"recover_{attribute}" for attribute in ("gender", "ethnicity")] if setting == "recover" else
-                 ["score_rationale" if with_reason else "score" for with_reason in rationale])
+    use_cases = ([f"recover_{attribute}" for attribute in RECOVERED] if setting == "recover" else
+                 [_use_case("score", with_reason) for with_reason in rationale])
     return [(_prompt_id(use_case, resume_id), use_case, group) for use_case in use_cases for resume_id, group in pairs]
+
+
+#: the attributes a recoverability question asks about (:data:`USE_CASES`' ``recover_*``), in table order
+RECOVERED = tuple(name.removeprefix("recover_") for name, (setting, _) in USE_CASES.items() if setting == "recover")
+#: (setting, rationale) -> the Direct Comparison or Score & Shortlist use case (:data:`USE_CASES` turned round)
+_USE_CASE_OF = {parts: name for name, parts in USE_CASES.items() if parts[0] != "recover"}
+
+
+def _use_case(setting: str, with_reason: bool) -> str:
+    """The use case of a ``compare`` or ``score`` prompt, asking why or not (from :data:`USE_CASES`)."""
+    return _USE_CASE_OF[setting, with_reason]
 
 
 def _prompt_id(use_case: str, resume_id: str, position: str = "") -> str:
@@ -265,7 +276,7 @@ def recover_prompts(resumes: pd.DataFrame, baskets: BasketSet, *,
     """
     t, limits = _texts_and_limits(texts, limits)
     rows: list[dict[str, Any]] = []
-    for attribute in ("gender", "ethnicity"):
+    for attribute in RECOVERED:
         labels = recover_labels(baskets, attribute)
         use_case = f"recover_{attribute}"
         for rec in resumes[~resumes["group"].eq(NEUTRAL)].to_dict("records"):

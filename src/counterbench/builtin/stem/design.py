@@ -49,6 +49,7 @@ from counterbench.studies.counts import PromptCounts
 
 STUDY = "stem"
 LETTERS = ("A", "B", "C", "D", "E")
+DUPLICATE_IDS = "duplicate STEM prompt ids"
 RANKING_ANSWER_TYPE = "choice:" + "|".join(LETTERS)
 GENERATION_ANSWER_TYPE = "text:mgl"
 RANKING_MAX_TOKENS = 16
@@ -265,7 +266,7 @@ def build_prompt_table(design: StemDesign) -> pd.DataFrame:
     table["system"] = prompt_texts()["system"]
     table = table[[*BASE, *DESIGN, *attrs]]
     if table["prompt_id"].duplicated().any():
-        raise RuntimeError("duplicate STEM prompt ids")
+        raise RuntimeError(DUPLICATE_IDS)
     return table.reset_index(drop=True)
 
 
@@ -293,7 +294,7 @@ def prompt_counts(design: StemDesign) -> PromptCounts:
             identifiers += every
             use_cases += ["generation"] if every else []
     if len(set(ids)) < len(ids):
-        raise RuntimeError("duplicate STEM prompt ids")
+        raise RuntimeError(DUPLICATE_IDS)
     return PromptCounts.of_rows(len(ids), use_cases, identifiers)
 
 
