@@ -49,15 +49,44 @@ def _options(
     """Audit LLMs for demographic bias with controlled counterfactual prompts."""
 
 
+def _verb_command(verb: str) -> Any | None:
+    """The click command of ``verb`` alone (a verb or a group of verbs registered on :data:`app`), built on
+    first use and kept; None for anything else (``--help``, ``--version``, an unknown verb: the whole group
+    answers those). Building every verb's command reads every verb's signature: about 45 ms a call, in a
+    process that runs one verb."""
+    if verb in _VERB_COMMANDS:
+        return _VERB_COMMANDS[verb]
+    built: Any = None
+    short, markup = app.pretty_exceptions_short, app.rich_markup_mode
+    for info in app.registered_commands:
+        if info.callback is not None and (info.name or typer.main.get_command_name(info.callback.__name__)) == verb:
+            built = typer.main.get_command_from_info(info, pretty_exceptions_short=short, rich_markup_mode=markup)
+    for group in app.registered_groups:
+        if group.name == verb or (group.typer_instance is not None and group.typer_instance.info.name == verb):
+            built = typer.main.get_group_from_info(group, pretty_exceptions_short=short, rich_markup_mode=markup,
+                                                  suggest_commands=app.suggest_commands)
+            if built.name != verb:  # a group named by its Typer instance only: let the whole group decide
+                built = None
+    _VERB_COMMANDS[verb] = built
+    return built
+
+
+_VERB_COMMANDS: dict[str, Any] = {}
+
+
 def _command_for(args: list[str]) -> tuple[Any, list[str], str]:
     """The click command to run for ``args``, the arguments it gets, and its name in messages.
 
-    ``counterbench VERB ...`` goes straight to the verb's command: through the group, typer would
-    convert the group's unused ``--help`` flag with pydantic (a tenth of a second of imports before
-    ``counterbench audit --help`` can print). The groups have no options of their own to lose.
+    ``counterbench VERB ...`` goes straight to the verb's command, built alone (:func:`_verb_command`):
+    through the group, typer would convert the group's unused ``--help`` flag with pydantic (a tenth of a
+    second of imports before ``counterbench audit --help`` can print) and read every verb's signature.
+    The groups have no options of their own to lose.
     """
-    command: Any = typer.main.get_command(app)
-    name = "counterbench"
+    verb = _verb_command(args[0]) if args and not args[0].startswith("-") else None
+    if verb is not None:
+        command, name, args = verb, f"counterbench {args[0]}", args[1:]
+    else:
+        command, name = typer.main.get_command(app), "counterbench"
     while args and args[0] in getattr(command, "commands", {}):  # also a group's verbs: `GROUP VERB`
         command, name, args = command.commands[args[0]], f"{name} {args[0]}", args[1:]
     return command, args, name
