@@ -150,7 +150,8 @@ def _check_values(table: pd.DataFrame, column: str, wanted: Sequence[Any], key: 
     available = pd.unique(table[column])
     if column == "question_variant":
         wanted = [int(w) for w in wanted]
-    missing = [w for w in wanted if w not in set(available.tolist())]
+    known = set(available.tolist())
+    missing = [w for w in wanted if w not in known]
     if missing:
         shown = ", ".join(str(v) for v in available[:12]) + (" ..." if len(available) > 12 else "")
         raise UserError(f"unknown {key.replace('_', '-')} '{missing[0]}' (available: {shown})")

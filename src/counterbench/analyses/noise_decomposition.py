@@ -144,7 +144,8 @@ def noise_decomposition(rows: pd.DataFrame, slot_columns: Sequence[str], facet_c
     """The table (:data:`COLUMNS`) from measured rows with every repeat (one row per answer, ``y``)."""
     if rows.empty or "prompt_id" not in rows.columns:
         return pd.DataFrame(columns=list(COLUMNS))
-    slots = [c for c in slot_columns if c not in set(facet_columns)]
+    facets = set(facet_columns)
+    slots = [c for c in slot_columns if c not in facets]
     out = []
     for cell, part in rows.groupby(_CELL, sort=False, observed=True):
         base = dict(zip(_CELL, (str(c) for c in cell), strict=True))

@@ -33,7 +33,8 @@ def grid_panels(
     """One heatmap per language: models × ``columns``."""
     panels = []
     for lang, part in by_language(frame, ctx):
-        cols = [c for c in column_order if c in set(part[columns])]
+        present = set(part[columns])
+        cols = [c for c in column_order if c in present]
         lookup = {(str(r["model"]), r[columns]): r for r in part.to_dict("records")}
         models = ctx.model_order(part)
         cells = [[Cell(t.as_float(r[value]), cell_text(r), tip(r)) if (r := lookup.get((m, c))) is not None
@@ -220,7 +221,8 @@ def language_section(ctx: ReportContext) -> Section:
     for lang, part in rows:
         if part.empty:
             continue
-        axes = [a for a in ctx.axes if a in set(part["axis"])]
+        present = set(part["axis"])
+        axes = [a for a in ctx.axes if a in present]
         lookup = {(str(r["model"]), r["axis"]): r for r in part.to_dict("records")}
         pair = f"{names[lang]} − {names[first]}"
         rho = [[Cell(t.as_float(r["rho"]), t.fmt_num(r["rho"], 2), f"{m} · {a}: ρ {t.fmt_num(r['rho'], 3)}")

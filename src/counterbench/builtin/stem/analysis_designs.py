@@ -97,7 +97,10 @@ def _profile_slots(last: pd.DataFrame, others: Sequence[str]) -> pd.DataFrame:
     grouped = last.groupby("profile_id", sort=True, observed=True)
     profiles = grouped[[c for c in last.columns if c in set(others) | set(INTERACTION_ATTRIBUTES)]].first()
     profiles["y"] = grouped["y"].mean()
-    profiles["slot"] = profiles[list(others)].astype(str).agg("|".join, axis=1) if others else ""
+    slot = pd.Series("", index=profiles.index, dtype=object)
+    for i, other in enumerate(others):  # "level|level|...", as "|".join over the row, column by column
+        slot = (slot + "|" if i else slot) + profiles[other].astype(str).astype(object)
+    profiles["slot"] = slot.astype(str) if others else ""
     return profiles
 
 
@@ -124,8 +127,9 @@ def interaction_tables(frame: pd.DataFrame, *, seed: int = 0, alpha: float = ALP
             if len(present) < 2 or last[row_attr].nunique() < 2 or last[col_attr].nunique() < 2:
                 continue
             table = f"{row_attr} × {col_attr}"
-            row_levels = [lv for lv in attrs[row_attr] if lv in set(last[row_attr])]
-            col_levels = [lv for lv in attrs[col_attr] if lv in set(last[col_attr])]
+            row_present, col_present = set(last[row_attr]), set(last[col_attr])
+            row_levels = [lv for lv in attrs[row_attr] if lv in row_present]
+            col_levels = [lv for lv in attrs[col_attr] if lv in col_present]
             others = [a for a in attrs if a not in (row_attr, col_attr) and a in last.columns
                       and last[a].astype(str).ne("").any()]
             profiles = _profile_slots(last, others)

@@ -32,7 +32,8 @@ def step_labels(context: str, experiment: str) -> dict[int, str]:
 def progressive_box_panel(part: pd.DataFrame, title: str, labels: dict[int, str], width: float = 640) -> Markup:
     """One panel: per step (x) a box per experiment in ``part`` (see module docstring); y in grade levels."""
     steps = sorted(int(s) for s in part["step"].unique())
-    experiments = [e for e in EXPERIMENTS if e in set(part["experiment"].astype(str))]
+    present = set(part["experiment"].astype(str))
+    experiments = [e for e in EXPERIMENTS if e in present]
     lo = float(pd.to_numeric(part["q10"]).min())
     hi = float(pd.to_numeric(part["q90"]).max())
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:

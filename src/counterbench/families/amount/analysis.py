@@ -18,7 +18,7 @@ values, a study profile's quirks) is in :mod:`counterbench.analyses.prepare` and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
@@ -105,6 +105,14 @@ def _unsupported(tables: Mapping[str, pd.DataFrame], prepared: PreparedResults,
     return out
 
 
+def _models_with_gaps(models: Iterable[str], tables: Mapping[str, pd.DataFrame]) -> list[str]:
+    """``models`` that have a row in ``cpg_overall`` (the findings' models), in their order."""
+    if "cpg_overall" not in tables:
+        return []
+    present = set(tables["cpg_overall"]["model"].astype(str))
+    return [m for m in models if m in present]
+
+
 def _ci_methods(n_boot: int, seed: int) -> dict[str, str]:
     return ci_methods(n_boot, seed, DEFAULT_BINS)
 
@@ -159,8 +167,7 @@ def _summary(prepared: PreparedResults, tables: dict[str, pd.DataFrame], fam: ma
         "bootstrap": {"replicates": n_boot, "seed": seed, "confidence": CONFIDENCE, "bins": DEFAULT_BINS},
         "ci_methods": _ci_methods(n_boot, seed),
         "marks": marks_summary(),
-        "findings": findings(tables, [m for m in models if m in set(tables["cpg_overall"]["model"].astype(str))]
-                             if "cpg_overall" in tables else []),
+        "findings": findings(tables, _models_with_gaps(models, tables)),
         "canonical_pairs": {axis: list(pair) for axis, pair in canonical_pairs.items()},
         "rules": {**asdict(rules), "description": profile_description(rules.name)},
         "notes": notes,
