@@ -80,16 +80,26 @@ class SlotStats:
 ModelSummary = dict[MeasureKey, SlotStats]
 
 
-def _keys(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    cols = [c for c in columns if c in frame.columns]
+def _key_text(frame: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
+    """Each of ``columns`` that ``frame`` has, as text (a missing value, e.g. a column only some use cases
+    have or a categorical's NaN, is '')."""
+    return {c: frame[c].astype("string").fillna("").to_numpy(dtype=object) for c in columns if c in frame.columns}
+
+
+def _joined(text: Mapping[str, np.ndarray], columns: list[str], length: int,
+            rows: np.ndarray | None = None) -> np.ndarray:
+    """The slot key of each row (of ``rows`` when given): ``columns``' texts joined by the separator."""
+    cols = [c for c in columns if c in text]
     if not cols:
-        return np.full(len(frame), "", dtype=object)
-    # a missing value (a column only some use cases have; a categorical keeps NaN through astype(str)) is ''
-    text = {c: frame[c].astype("string").fillna("").to_numpy(dtype=object) for c in cols}
-    out = text[cols[0]]
+        return np.full(length if rows is None else int(rows.sum()), "", dtype=object)
+    out = text[cols[0]] if rows is None else text[cols[0]][rows]
     for c in cols[1:]:
-        out = out + _SEP + text[c]
+        out = out + _SEP + (text[c] if rows is None else text[c][rows])
     return np.asarray(out, dtype=object)
+
+
+def _keys(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    return _joined(_key_text(frame, columns), columns, len(frame))
 
 
 def _mean_delta(rows: pd.DataFrame, nonpositive: str) -> SlotStats | None:
@@ -154,28 +164,31 @@ def _gaps(rows: pd.DataFrame, study: Study) -> ModelSummary:
                                                           observed=True):
         form = str(part["gap_form"].iloc[0]) if "gap_form" in part.columns else "difference"
         unit = str(part["unit"].iloc[0]) if "unit" in part.columns else ""
+        text = _key_text(part, list(study.slot_columns))  # each slot column as text once for every facet
+        values = part["y"].to_numpy(np.float64)
         for facet in study.facets:
-            frows = ot._facet_rows(part, facet)
-            if frows.empty:
+            keep = ot.facet_mask(part, facet)
+            if not keep.any():
                 continue
-            keys = _keys(frows, [c for c in study.slot_columns if c != facet.column])
-            y = frows["y"].to_numpy(np.float64)
-            level = frows["level"].to_numpy()
-            sums = pd.DataFrame({"slot": keys, "level": level, "y": y}).groupby(["slot", "level"], sort=True)["y"] \
-                .agg(["sum", "size"])
+            keys = _joined(text, [c for c in study.slot_columns if c != facet.column], len(part), keep)
+            level = part[facet.column][keep].astype(str).to_numpy()
+            sums = pd.DataFrame({"slot": keys, "level": level, "y": values[keep]}) \
+                .groupby(["slot", "level"], sort=True)["y"].agg(["sum", "size"]).unstack("level")
+            column = {str(name): i for i, name in enumerate(sums["size"].columns)}
+            totals = sums["sum"].to_numpy(np.float64)
+            counts = sums["size"].to_numpy(np.float64)  # NaN: the slot has no row of that level
+            slots = sums.index.to_numpy(dtype=object)
             for reference, comparison, canonical in _level_pairs(facet, set(level), study.canonical_pairs):
-                try:
-                    cmp_ = sums.xs(comparison, level="level")
-                    ref = sums.xs(reference, level="level")
-                except KeyError:
+                if comparison not in column or reference not in column:
                     continue
-                both = cmp_.merge(ref, how="inner", left_index=True, right_index=True, suffixes=("_c", "_r"))
-                if both.empty:
+                c, r = column[comparison], column[reference]
+                both = ~np.isnan(counts[:, c]) & ~np.isnan(counts[:, r])
+                if not both.any():
                     continue
                 key = MeasureKey("gap", str(use_case), str(kind), str(language), facet.name, reference, comparison,
                                  form, unit, canonical)
-                out[key] = SlotStats(both.index.to_numpy(dtype=object), np.zeros(len(both), dtype=object).astype(str),
-                                     both[["sum_c", "size_c", "sum_r", "size_r"]].to_numpy(np.float64))
+                stats = np.column_stack([totals[both, c], counts[both, c], totals[both, r], counts[both, r]])
+                out[key] = SlotStats(slots[both], np.zeros(int(both.sum()), dtype=object).astype(str), stats)
     return out
 
 

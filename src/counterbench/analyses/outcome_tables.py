@@ -202,13 +202,21 @@ def _matched(s: np.ndarray, counts: Sequence[int]) -> np.ndarray:
     return np.where(keep[:, None], s, 0.0)
 
 
-def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
+def facet_mask(frame: pd.DataFrame, facet: Facet) -> np.ndarray:
+    """Which rows of ``frame`` state ``facet``: its column is set (and, for a facet of one axis, the row is
+    of that axis); none when the frame has no such column."""
     if facet.column not in frame.columns:
-        return frame.iloc[0:0]
+        return np.zeros(len(frame), dtype=bool)
     keep = frame[facet.column].notna().to_numpy(dtype=bool, copy=True)
     if facet.axis is not None and "axis" in frame.columns:  # one filter for both conditions: the same rows
         keep &= (frame["axis"].astype(str) == facet.axis).to_numpy(dtype=bool)
-    rows = frame[keep]
+    return keep
+
+
+def _facet_rows(frame: pd.DataFrame, facet: Facet) -> pd.DataFrame:
+    if facet.column not in frame.columns:
+        return frame.iloc[0:0]
+    rows = frame[facet_mask(frame, facet)]
     return rows.assign(level=rows[facet.column].astype(str))
 
 
