@@ -127,8 +127,9 @@ def mark_families(tables: MutableMapping[str, pd.DataFrame], alpha: float = ALPH
         models = np.concatenate([m for _, m, _, _ in parts])
         p_all = np.concatenate([np.where(t, p, np.nan) for _, _, p, t in parts])
         q_all = np.full(len(p_all), np.nan)
-        for model in pd.unique(models):
-            rows = np.flatnonzero(models == model)
+        codes, _ = pd.factorize(models)
+        order = np.argsort(codes, kind="stable")  # each model's rows together, in their order
+        for rows in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
             q_all[rows] = benjamini_hochberg(p_all[rows])[0]
         start = 0
         for name, _, _, _ in parts:

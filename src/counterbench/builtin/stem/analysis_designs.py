@@ -127,7 +127,7 @@ def interaction_tables(frame: pd.DataFrame, *, seed: int = 0, alpha: float = ALP
             if len(present) < 2 or last[row_attr].nunique() < 2 or last[col_attr].nunique() < 2:
                 continue
             table = f"{row_attr} × {col_attr}"
-            row_present, col_present = set(last[row_attr]), set(last[col_attr])
+            row_present, col_present = set(last[row_attr].unique()), set(last[col_attr].unique())
             row_levels = [lv for lv in attrs[row_attr] if lv in row_present]
             col_levels = [lv for lv in attrs[col_attr] if lv in col_present]
             others = [a for a in attrs if a not in (row_attr, col_attr) and a in last.columns

@@ -110,7 +110,7 @@ def extreme_gap_table(frame: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame
         stated = [a for a in levels if a in part.columns and part[a].astype(str).ne("").any()]
         means = part.groupby("profile_id", sort=True, observed=True)["y"].mean()
         profiles = part.drop_duplicates("profile_id").set_index("profile_id")
-        present = {a: set(part[a].astype(str)) for a in stated}
+        present = {a: set(part[a].astype(str).unique()) for a in stated}
         ends, wanted = {}, {}
         for end, pick in (("privileged", 0), ("marginalised", -1)):
             want = {a: [lv for lv in levels[a] if lv in present[a]][pick] for a in stated}
