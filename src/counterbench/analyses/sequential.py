@@ -183,8 +183,13 @@ def _slots(rows: pd.DataFrame, study: Study, column: str) -> int:
 
 def _joined(frame: pd.DataFrame) -> pd.Series:
     """Each row's values as one text (a missing value as ""; ``option_order`` is missing outside choice use
-    cases, and pandas 3's ``astype(str)`` keeps a missing value missing)."""
-    return frame.astype(object).where(frame.notna(), "").astype(str).agg("\x1f".join, axis=1)
+    cases, and pandas 3's ``astype(str)`` keeps a missing value missing), joined column by column."""
+    out: pd.Series | None = None
+    for name in frame.columns:
+        column = frame[name]
+        text = column.astype(object).where(column.notna(), "").astype(str).astype(object)
+        out = text if out is None else out + "\x1f" + text
+    return pd.Series("", index=frame.index, dtype=object) if out is None else out
 
 
 #: the columns of a slot that say which comparisons it serves (a stratum of the sending order)
@@ -231,18 +236,44 @@ class LookResult:
     looks: int
 
 
-def _slot_gaps(rows: pd.DataFrame, comparison: Comparison, slot_columns: Sequence[str]) -> pd.DataFrame:
+class _Cells:
+    """One model's rows cut by comparison cell, and each cell's slot keys per compared column, made once for
+    every comparison of a look instead of once per comparison."""
+
+    def __init__(self, rows: pd.DataFrame, slot_columns: Sequence[str]) -> None:
+        self.rows, self.slot_columns = rows, slot_columns
+        self._cells: dict[tuple[str, str, str | None], pd.DataFrame] = {}
+        self._keys: dict[tuple[str, str, str | None, str], pd.Series] = {}
+
+    def part(self, comparison: Comparison) -> pd.DataFrame:
+        cell = (comparison.use_case, comparison.language, comparison.axis)
+        if cell not in self._cells:
+            self._cells[cell] = cell_rows(self.rows, comparison)
+        return self._cells[cell]
+
+    def slot_keys(self, comparison: Comparison) -> pd.Series:
+        """The slot of each row of the comparison's cell: its slot columns but the compared one, as one text."""
+        key = (comparison.use_case, comparison.language, comparison.axis, comparison.column)
+        if key not in self._keys:
+            part = self.part(comparison)
+            keys = [c for c in self.slot_columns if c in part.columns and c != comparison.column]
+            self._keys[key] = _joined(part[keys]) if keys else pd.Series("", index=part.index, dtype=object)
+        return self._keys[key]
+
+
+def _slot_gaps(rows: pd.DataFrame, comparison: Comparison, slot_columns: Sequence[str],
+               cells: _Cells | None = None) -> pd.DataFrame:
     """One row per matched slot: its round and its gap (the kind's comparison of the two sides' means)."""
-    part = cell_rows(rows, comparison)
+    cells = cells or _Cells(rows, slot_columns)
+    part = cells.part(comparison)
     if comparison.column not in part.columns or part.empty:
         return pd.DataFrame({"round": pd.Series(dtype="int64"), "gap": pd.Series(dtype="float64")})
     level = part[comparison.column].astype(str)
-    part = part.assign(_side=np.where(level == comparison.comparison, "c",
-                                      np.where(level == comparison.reference, "r", "")))
-    part = part[part["_side"] != ""]
-    keys = [c for c in slot_columns if c in part.columns and c != comparison.column]
-    part = part.assign(_slot=_joined(part[keys]) if keys else "")  # a missing key value is a value, not a drop
-    means = part.pivot_table(index="_slot", columns="_side", values="y", aggfunc="mean", observed=True)
+    side = np.where(level == comparison.comparison, "c", np.where(level == comparison.reference, "r", ""))
+    keep = side != ""
+    # a missing key value is a value, not a drop
+    part = part[keep].assign(_side=side[keep], _slot=cells.slot_keys(comparison).to_numpy()[keep])
+    means = part.groupby(["_slot", "_side"], sort=True, observed=True)["y"].mean().unstack("_side")
     rounds = part.groupby("_slot", observed=True)["_round"].max()
     if "c" not in means.columns or "r" not in means.columns:
         return pd.DataFrame({"round": pd.Series(dtype="int64"), "gap": pd.Series(dtype="float64")})
@@ -274,8 +305,12 @@ def evaluate_looks(results: pd.DataFrame, study: Study, comparisons: Sequence[Co
         rows = rows.assign(_round=rows["prompt_id"].astype(str).map(prompt_round))
         rows = rows[rows["_round"].notna() & (rows["_round"] <= upto)]
     gaps: list[tuple[np.ndarray, np.ndarray]] = []
+    if not rows.empty:  # the columns the comparisons read: each cell's rows are cut from this narrower frame
+        wanted = {"use_case", "language", "axis", "y", "_round", *study.slot_columns, *(c.column for c in comparisons)}
+        rows = rows[[c for c in rows.columns if c in wanted]]
+    cells = _Cells(rows, study.slot_columns)
     for comparison in comparisons:
-        frame = _slot_gaps(rows, comparison, study.slot_columns) if not rows.empty else None
+        frame = _slot_gaps(rows, comparison, study.slot_columns, cells) if not rows.empty else None
         gaps.append((np.zeros(0, dtype=np.int64), np.zeros(0)) if frame is None else
                     (frame["round"].to_numpy(np.int64), frame["gap"].to_numpy(np.float64)))
     return replay_looks(gaps, comparisons, rule, last_round, upto)
