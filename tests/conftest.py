@@ -26,13 +26,20 @@ SHARED_REFERENCE = REPO.parent / "shared" / "reference"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Files with a ``slow`` test first, each file's tests in their order, then the others: under
-    ``--dist loadfile`` a worker takes the next file when it is done with one, so the long files start
-    early and the many short ones even out the end. (pytest-xdist's own order, by number of tests per file,
-    is switched off in pyproject.toml: it put one-test files of 25-35 s — the paper presets — last, and one
-    worker ran them alone for the last ~45 s of the suite.)"""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: the order within each group is kept
+    """Files with a ``slow`` test first, each file's tests in their order, then the others, with the files
+    that have an ``alone`` test half-way through them: under ``--dist loadfile`` a worker takes the next
+    file when it is done with one, so the long files start early and the many short ones even out the end.
+    (pytest-xdist's own order, by number of tests per file, is switched off in pyproject.toml: it put
+    one-test files of 25-35 s — the paper presets — last, and one worker ran them alone for the last ~45 s
+    of the suite.) An ``alone`` test first waits for the test beside it to end, with a core idle: beside the
+    short files that wait is short, beside a slow one up to half a minute."""
+    alone_files = {item.path for item in items if item.get_closest_marker("alone") is not None}
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None} - alone_files
+    others = list(dict.fromkeys(item.path for item in items if item.path not in slow_files | alone_files))
+    middle = set(others[: len(others) // 2])
+    rank = {path: 0 if path in slow_files else 1 if path in middle else 2 if path in alone_files else 3
+            for path in {item.path for item in items}}
+    items.sort(key=lambda item: rank[item.path])  # stable: the order within each group is kept
 
 
 @pytest.hookimpl(hookwrapper=True)
