@@ -142,6 +142,33 @@ def narrowed(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence
     return rows[[c for c in dict.fromkeys(keep) if c in rows.columns]]
 
 
+class _ColumnCodes:
+    """Each slot column of one cell coded once (:func:`_slot_codes`' per-column step), for every facet's rows
+    of the cell: a facet's slot codes are then combined from these codes instead of coding its rows again."""
+
+    def __init__(self, frame: pd.DataFrame, columns: Sequence[str]) -> None:
+        self.frame = frame
+        self.codes = {c: pd.factorize(_as_text(frame[c]), sort=False) for c in columns if c in frame.columns}
+
+    def slot_codes(self, keep: np.ndarray, columns: Sequence[str]) -> np.ndarray:
+        """:func:`_slot_codes` of the rows ``keep`` over ``columns``: the same codes (rows alike in every
+        column share one, numbered in order of first appearance among those rows)."""
+        cols = [c for c in columns if c in self.codes]
+        n = int(keep.sum())
+        if not cols or n == 0:
+            return np.zeros(n, dtype=np.int64)
+        key = np.zeros(n, dtype=np.int64)
+        combinations = 1
+        for col in cols:
+            codes, uniques = self.codes[col]
+            picked = codes[keep]
+            combinations *= max(1, len(uniques))
+            if combinations >= 2**62 or (picked < 0).any():  # as _slot_codes: group the rows' texts
+                return _slot_codes(self.frame[keep], cols)
+            key = key * len(uniques) + picked
+        return np.asarray(pd.factorize(key, sort=False)[0], dtype=np.int64)
+
+
 def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """An integer code per row: rows with the same values in ``columns`` (as text) share it, numbered in the
     order they first appear (a grouping's ``ngroup`` without sorting).
@@ -237,14 +264,16 @@ def level_and_gap_tables(rows: pd.DataFrame, facets: Sequence[Facet], slot_colum
         base = dict(zip(_CELL, (str(c) for c in cell), strict=True))
         measure, unit = str(part["measure"].iloc[0]), str(part["unit"].iloc[0])
         gap = gap_statistic(part)
+        coded = _ColumnCodes(part, slot_columns)
+        values = part["y"].to_numpy(dtype=np.float64)
         for facet in facets:
-            frows = _facet_rows(part, facet)
-            if frows.empty:
+            keep = facet_mask(part, facet)
+            if not keep.any():
                 continue
-            codes = _slot_codes(frows, [c for c in slot_columns if c != facet.column])
+            codes = coded.slot_codes(keep, [c for c in slot_columns if c != facet.column])
             n_slots = int(codes.max()) + 1
-            y = frows["y"].to_numpy(dtype=np.float64)
-            lv = frows["level"].to_numpy()
+            y = values[keep]
+            lv = part[facet.column][keep].astype(str).to_numpy()
             seen = set(pd.unique(lv))
             present = [lvl for lvl in facet.levels if lvl in seen]
             level_suff = {level: _suff(y[lv == level], codes[lv == level], n_slots) for level in present}
