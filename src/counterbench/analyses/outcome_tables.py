@@ -143,16 +143,15 @@ def narrowed(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns: Sequence
 
 
 class _ColumnCodes:
-    """Each slot column of one cell coded once (:func:`_slot_codes`' per-column step), for every facet's rows
-    of the cell: a facet's slot codes are then combined from these codes instead of coding its rows again."""
+    """Each slot column of one cell coded once, for every facet's rows of the cell: a facet's slot codes
+    (:func:`_slot_codes`) are combined from these codes instead of coding its rows again."""
 
     def __init__(self, frame: pd.DataFrame, columns: Sequence[str]) -> None:
         self.frame = frame
         self.codes = {c: pd.factorize(_as_text(frame[c]), sort=False) for c in columns if c in frame.columns}
 
     def slot_codes(self, keep: np.ndarray, columns: Sequence[str]) -> np.ndarray:
-        """:func:`_slot_codes` of the rows ``keep`` over ``columns``: the same codes (rows alike in every
-        column share one, numbered in order of first appearance among those rows)."""
+        """:func:`_slot_codes` of the rows ``keep`` over ``columns``."""
         cols = [c for c in columns if c in self.codes]
         n = int(keep.sum())
         if not cols or n == 0:
@@ -163,8 +162,9 @@ class _ColumnCodes:
             codes, uniques = self.codes[col]
             picked = codes[keep]
             combinations *= max(1, len(uniques))
-            if combinations >= 2**62 or (picked < 0).any():  # as _slot_codes: group the rows' texts
-                return _slot_codes(self.frame[keep], cols)
+            if combinations >= 2**62 or (picked < 0).any():  # NA in a column, or too many combinations: group
+                text = self.frame.loc[keep, cols].astype(str)
+                return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
             key = key * len(uniques) + picked
         return np.asarray(pd.factorize(key, sort=False)[0], dtype=np.int64)
 
@@ -176,19 +176,7 @@ def _slot_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     Each column's text is coded on its own and the codes are combined into one number per row, which is
     coded again in order of appearance: the same codes as grouping by the text columns, at half the cost.
     A missing value, or more combinations than an int64 holds, takes the grouping itself."""
-    cols = [c for c in columns if c in frame.columns]
-    if not cols or frame.empty:
-        return np.zeros(len(frame), dtype=np.int64)
-    key = np.zeros(len(frame), dtype=np.int64)
-    combinations = 1
-    for col in cols:
-        codes, uniques = pd.factorize(_as_text(frame[col]), sort=False)
-        combinations *= max(1, len(uniques))
-        if combinations >= 2**62 or (codes < 0).any():  # NA in a column, or too many combinations: group
-            text = frame[cols].astype(str)
-            return text.groupby(cols, sort=False, dropna=False).ngroup().to_numpy(np.int64)
-        key = key * len(uniques) + codes
-    return np.asarray(pd.factorize(key, sort=False)[0], dtype=np.int64)
+    return _ColumnCodes(frame, columns).slot_codes(np.ones(len(frame), dtype=bool), columns)
 
 
 def _as_text(column: pd.Series) -> pd.Series:
