@@ -196,6 +196,25 @@ def test_discrimination_score_equals_a_fixed_and_a_mixed_effects_fit(tmp_path: P
     assert table.loc["Asian", "score"] == pytest.approx(-0.7, abs=0.15)
 
 
+def test_score_interval_covers_at_ten_questions() -> None:
+    """The score's 95% interval over 10 questions (the fixture's count; the published file has 70) covers a
+    null score 93–97% of the time in 2,000 simulated studies (Monte Carlo SE 0.5 pp): the house's slot
+    interval (t with 9 df on the bootstrap standard error), where the bootstrap's own percentiles cover ≈ 89%."""
+    from counterbench.builtin.discrim_eval.score import _interval
+
+    rng = np.random.default_rng(11)
+    covered = percentile = 0
+    for study in range(2000):
+        diff = rng.normal(0.0, 0.08, 10)  # per-question logit differences of a null level
+        low, high = _interval(diff, 300, study, "m|decision|race|Asian")
+        covered += low < 0 < high
+        means = diff[rng.integers(0, 10, size=(300, 10))].mean(axis=1)
+        p_low, p_high = np.quantile(means, [0.025, 0.975])
+        percentile += p_low < 0 < p_high
+    assert 0.93 <= covered / 2000 <= 0.97 and percentile / 2000 < 0.92
+    assert all(math.isnan(x) for x in _interval(np.array([0.1, -0.1]), 300, 1, "k"))  # 2 questions: no interval
+
+
 # --- DiscrimEval's prompt interventions as prompt variants (the paper's §5) -------------------------------------
 
 SMALLER = -0.3  # logit for Black applicants when the "illegal" intervention's text is in the prompt
