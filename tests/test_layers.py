@@ -16,6 +16,7 @@ axes, groups, pairs, labels and wording from the study object it is given. The C
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -79,6 +80,7 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
+@functools.cache  # five tests read it; the sources do not change during a run (callers must not mutate it)
 def imports() -> dict[str, list[tuple[int, str]]]:
     """Module -> (line, counterbench module it imports), lazy imports included, ``TYPE_CHECKING`` ones not."""
     modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
