@@ -38,8 +38,9 @@ def _spans_of_a_suite(tmp_path: Path, alone_test: str) -> dict[str, list[float]]
         body = "".join(f"\n\ndef test_{i}():\n    span('shared_{f}_{i}', 0.25)\n" for i in range(4))
         (tmp_path / "tests" / f"test_shared_{f}.py").write_text(f"from record import span\n{body}")
     env = {**os.environ, "SPANS": str(spans), "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "tests")])}
+    # no hypothesis plugin: 0.6 s of imports in each of the 3 processes, and these tests use none
     args = ["-c", os.devnull, "-p", "tests.conftest", "-n", "2", "--dist", "load", "-q", "-p", "no:cacheprovider",
-            "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path / "tests")]
+            "-p", "no:hypothesispytest", "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path / "tests")]
     done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=180)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
