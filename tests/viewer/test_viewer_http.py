@@ -149,9 +149,13 @@ def test_user_mistakes_are_one_line(tmp_path: Path, planted_store: PlantedStore)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
-        # a subprocess: the refused command leaves its catalog of the shared store open (closed at exit)
         taken = run_cli("view", "--store", str(planted_store.path), "--port", str(busy.getsockname()[1]))
+        # in process: refused before the store is opened, so no file of the store stays open
+        here = run_cli_here("view", "--store", str(planted_store.path), "--port", str(busy.getsockname()[1]))
+        assert not [fd for fd in Path("/proc/self/fd").iterdir()
+                    if fd.resolve(strict=False).name.startswith(planted_store.path.name)]
     assert taken.returncode == 2 and "choose another --port" in taken.stderr
+    assert here.returncode == 2 and here.stderr.count("\n") == 1 and "choose another --port" in here.stderr
 
 
 def test_the_catalog_follows_a_store_being_written(planted_store: PlantedStore, tmp_path: Path) -> None:

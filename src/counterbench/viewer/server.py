@@ -31,7 +31,12 @@ def open_catalog(store: str | Path) -> Catalog:
     from counterbench.viewer.catalog import Catalog
 
     catalog = Catalog(store)
-    catalog.aliases = analysis_aliases(str(s) for (s,) in catalog.query("SELECT DISTINCT study FROM cat.items") if s)
+    try:
+        catalog.aliases = analysis_aliases(str(s) for (s,) in catalog.query("SELECT DISTINCT study FROM cat.items")
+                                           if s)
+    except BaseException:
+        catalog.close()
+        raise
     return catalog
 
 
@@ -67,8 +72,12 @@ def serve(store: str | Path, port: int = DEFAULT_PORT, *, announce: Callable[[st
 
     from counterbench.viewer.app import create_app
 
-    catalog = open_catalog(store)
-    sock = bind(port)
+    sock = bind(port)  # a busy port is refused before the store is opened and indexed
+    try:
+        catalog = open_catalog(store)
+    except BaseException:
+        sock.close()
+        raise
     url = f"http://{DEFAULT_HOST}:{sock.getsockname()[1]}/"
     say = announce or (lambda line: print(line, flush=True))
     say(f"{catalog.total():,} responses in {catalog.path} (indexed in {catalog.build_seconds:.1f} s), read-only")
