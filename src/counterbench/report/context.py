@@ -246,6 +246,11 @@ class ReportContext:
     def model_order(self, frame: pd.DataFrame) -> list[str]:
         return _ordered([*self.models, *frame["model"].astype(str)], self.models)
 
+    def axes_of(self, frame: pd.DataFrame) -> list[str]:
+        """The study's axes (:attr:`axes`, in its order) that ``frame``'s ``axis`` column holds."""
+        present = set(frame["axis"])
+        return [a for a in self.axes if a in present]
+
     def by_model(self, frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         """Each model of ``frame`` (in :meth:`model_order`) with its rows."""
         names = frame["model"].astype(str)

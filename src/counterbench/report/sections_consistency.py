@@ -221,8 +221,7 @@ def language_section(ctx: ReportContext) -> Section:
     for lang, part in rows:
         if part.empty:
             continue
-        present = set(part["axis"])
-        axes = [a for a in ctx.axes if a in present]
+        axes = ctx.axes_of(part)
         lookup = {(str(r["model"]), r["axis"]): r for r in part.to_dict("records")}
         pair = f"{names[lang]} − {names[first]}"
         rho = [[Cell(t.as_float(r["rho"]), t.fmt_num(r["rho"], 2), f"{m} · {a}: ρ {t.fmt_num(r['rho'], 3)}")

@@ -246,7 +246,7 @@ def grouped_heatmaps(
     cell_width: float = 60,
 ) -> list[Markup]:
     """One heatmap per language: rows = model (heading) × use case, columns = axes."""
-    axes = list(filter(set(frame["axis"]).__contains__, ctx.axes))  # the study's order, those present
+    axes = ctx.axes_of(frame)
     vmax = float(pd.to_numeric(frame[value], errors="coerce").abs().max() or 1.0)
     has_uc = "use_case" in frame.columns
     panels = []

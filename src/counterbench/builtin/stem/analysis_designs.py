@@ -95,7 +95,8 @@ def _matched(profiles: pd.DataFrame, cells: tuple[tuple[str, str], tuple[str, st
 def _profile_slots(last: pd.DataFrame, others: Sequence[str]) -> pd.DataFrame:
     """One row per profile: mean ``y`` over its problems, its attributes and ``slot`` (the other attributes)."""
     grouped = last.groupby("profile_id", sort=True, observed=True)
-    profiles = grouped[[c for c in last.columns if c in set(others) | set(INTERACTION_ATTRIBUTES)]].first()
+    wanted = set(others) | set(INTERACTION_ATTRIBUTES)
+    profiles = grouped[[c for c in last.columns if c in wanted]].first()
     profiles["y"] = grouped["y"].mean()
     slot = pd.Series("", index=profiles.index, dtype=object)
     for i, other in enumerate(others):  # "level|level|...", as "|".join over the row, column by column
