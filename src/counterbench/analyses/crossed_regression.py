@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sstats
 
 from counterbench.analyses.outcome_tables import CONFIDENCE, _marked, _slot_codes, conform
 from counterbench.outcomes import measures_share
+from counterbench.stats.distributions import t_isf, t_sf
 from counterbench.stats.inference import MIN_SLOTS_INTERVAL
 from counterbench.studies.base import Facet
 
@@ -65,7 +65,7 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                        if robust else {}))
         except Exception:  # separation or a singular design: no estimate for this cell
             continue
-        t_crit = sstats.t.isf((1 - CONFIDENCE) / 2, max(n_clusters - 1, 1))
+        t_crit = t_isf((1 - CONFIDENCE) / 2, max(n_clusters - 1, 1))
         for f, ref in zip(attrs, refs, strict=True):
             for level in f.levels:
                 name = f"{f.column}\x1f{level}"
@@ -73,7 +73,7 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
                     continue
                 est = float(fitted.params[name])
                 se = float(fitted.bse[name]) if robust else float("nan")
-                p = float(2 * sstats.t.sf(abs(est) / se, n_clusters - 1)) if robust and se > 0 else float("nan")
+                p = float(2 * t_sf(abs(est) / se, n_clusters - 1)) if robust and se > 0 else float("nan")
                 out.append({"model": str(model), "kind": str(kind), "language": str(language), "attribute": f.name,
                             "level": level, "reference": ref, "estimate": est, "se": se,
                             "ci_low": est - t_crit * se, "ci_high": est + t_crit * se, "p_value": p,

@@ -43,7 +43,8 @@ from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sstats
+
+from counterbench.stats.distributions import norm_ppf, t_ppf
 
 __all__ = [
     "GAP",
@@ -116,7 +117,7 @@ def _student(alpha: float, n: int) -> float:
     """How much wider Student's t (``n − 1`` df) is than the normal at the two-sided level ``alpha``: the
     boundary's normal approximation takes ``σ̂`` as known, which at 10–30 slots and a family's small α makes
     its tails several times too thin; the ratio brings them to the t-test's."""
-    return float(sstats.t.ppf(1.0 - alpha / 2.0, n - 1) / sstats.norm.ppf(1.0 - alpha / 2.0))
+    return float(t_ppf(1.0 - alpha / 2.0, n - 1) / norm_ppf(1.0 - alpha / 2.0))
 
 
 def final_interval(gaps: npt.ArrayLike, alpha: float) -> Interval:
@@ -124,7 +125,7 @@ def final_interval(gaps: npt.ArrayLike, alpha: float) -> Interval:
     n, mean, sd, informative = _moments(gaps)
     if n < 2:
         return Interval(n, mean, -math.inf, math.inf, informative)
-    radius = float(sstats.t.ppf(1.0 - alpha / 2.0, n - 1)) * sd / math.sqrt(n)
+    radius = float(t_ppf(1.0 - alpha / 2.0, n - 1)) * sd / math.sqrt(n)
     return Interval(n, mean, mean - radius, mean + radius, informative)
 
 

@@ -54,9 +54,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from counterbench.stats.arrays import FloatArray
+from counterbench.stats.distributions import t_isf, t_sf
 from counterbench.stats.multiple_testing import benjamini_hochberg
 from counterbench.stats.swap_test import fewest_testable
 
@@ -194,7 +194,7 @@ def slot_interval(estimate: npt.ArrayLike, reps: npt.ArrayLike, n_slots: npt.Arr
     if arr.shape[1] < 2:
         nan = np.full(est.size, np.nan)
         return nan, nan.copy()
-    half = stats.t.isf((1.0 - float(confidence)) / 2.0, np.where(np.isnan(df), 1.0, df)) * _slot_se(arr, factor)
+    half = t_isf((1.0 - float(confidence)) / 2.0, np.where(np.isnan(df), 1.0, df)) * _slot_se(arr, factor)
     half = np.where(np.isnan(df) | np.broadcast_to(too_few_for_interval(n_slots, n_groups), est.shape), np.nan, half)
     low, high = est - half, est + half
     if lower is not None:
@@ -227,7 +227,7 @@ def slot_proportion_interval(estimate_pct: npt.ArrayLike, reps_pct: npt.ArrayLik
     with np.errstate(divide="ignore", invalid="ignore"):
         informative = (se > 0) & (p > 0) & (p < 1)
         n_eff = np.minimum(units, np.where(informative, p * (1.0 - p) / (se * se), units))
-        z = stats.t.isf((1.0 - float(confidence)) / 2.0, np.where(np.isnan(df), 1.0, df))
+        z = t_isf((1.0 - float(confidence)) / 2.0, np.where(np.isnan(df), 1.0, df))
         denom = 1.0 + z * z / n_eff
         center = (p + z * z / (2.0 * n_eff)) / denom
         half = z * np.sqrt(p * (1.0 - p) / n_eff + z * z / (4.0 * n_eff * n_eff)) / denom
@@ -249,7 +249,7 @@ def slot_t_pvalue(estimate: npt.ArrayLike, reps: npt.ArrayLike, n_slots: npt.Arr
         return np.full(est.size, np.nan)
     se = _slot_se(arr, factor)
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = 2.0 * stats.t.sf(np.abs(est) / se, np.where(np.isnan(df), 1.0, df))
+        p = 2.0 * t_sf(np.abs(est) / se, np.where(np.isnan(df), 1.0, df))
     p = np.where(est == 0.0, 1.0, p)
     p = np.where(np.isnan(df) | np.isnan(se) | ~np.isfinite(est), np.nan, p)
     return np.asarray(np.clip(p, 0.0, 1.0), dtype=np.float64)

@@ -58,12 +58,12 @@ def wilson_interval(
     ``center = (p + z²/2n) / (1 + z²/n)``, ``half = z √(p(1−p)/n + z²/4n²) / (1 + z²/n)`` with
     ``z`` the two-sided normal quantile. Returns ``(low, high)`` on the 0–1 scale; NaN when n = 0.
     """
-    from scipy import stats  # here, not at the top: the bootstraps import this module, and few need scipy
+    from counterbench.stats.distributions import norm_isf  # here: the bootstraps import this module, few need it
 
     level = check_confidence(confidence)
     k = np.asarray(successes, dtype=np.float64)
     total = np.asarray(n, dtype=np.float64)
-    z = float(stats.norm.isf((1.0 - level) / 2.0))
+    z = float(norm_isf((1.0 - level) / 2.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = k / total
         denom = 1.0 + z * z / total

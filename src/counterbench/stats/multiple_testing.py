@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from counterbench.stats.arrays import FloatArray
+from counterbench.stats.distributions import chi2_sf
 
 __all__ = ["benjamini_hochberg", "fisher_combine"]
 
@@ -45,7 +45,7 @@ def fisher_combine(pvalues: npt.ArrayLike) -> tuple[float, float]:
         return float("nan"), float("nan")
     with np.errstate(divide="ignore"):
         statistic = float(-2.0 * np.log(p).sum())
-    return statistic, float(stats.chi2.sf(statistic, 2 * p.size))
+    return statistic, float(chi2_sf(statistic, 2 * p.size))
 
 
 def benjamini_hochberg(pvalues: npt.ArrayLike, alpha: float = 0.05) -> tuple[FloatArray, npt.NDArray[np.bool_]]:

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from counterbench.stats.arrays import FloatArray
+from counterbench.stats.distributions import t_isf
 from counterbench.stats.welch import welch_from_moments
 
 __all__ = ["MIN_NAMES", "NameSampleGap", "name_sample_gap", "slot_adjusted_name_means"]
@@ -95,5 +95,5 @@ def name_sample_gap(comparison: npt.ArrayLike, reference: npt.ArrayLike, confide
     if not np.isfinite(float(t)):
         nan = float("nan")
         return NameSampleGap(diff, se, nan, nan, nan, nan, int(a.size), int(b.size))
-    half = float(stats.t.isf((1 - confidence) / 2, float(df))) * se
+    half = float(t_isf((1 - confidence) / 2, float(df))) * se
     return NameSampleGap(diff, se, float(df), diff - half, diff + half, float(p), int(a.size), int(b.size))

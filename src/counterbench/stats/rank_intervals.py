@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from counterbench.stats.arrays import FloatArray
+from counterbench.stats.distributions import norm_isf, t_isf
 
 __all__ = ["joint_rank_intervals", "point_ranks"]
 
@@ -79,8 +79,8 @@ def joint_rank_intervals(estimates: npt.ArrayLike, replicates: npt.ArrayLike, *,
         t_max = np.nanmax(np.where(spread[:, None], np.abs(rdiff - diff[:, None]) / sd[:, None], np.nan), axis=0) \
             if spread.any() else np.full(rdiff.shape[1], np.nan)
     t_max = t_max[np.isfinite(t_max)]
-    z = float(stats.norm.isf((1.0 - confidence) / 2.0))
-    tails = float(stats.t.isf((1.0 - confidence) / 2.0, df)) / z if np.isfinite(df) and df > 0 else 1.0
+    z = float(norm_isf((1.0 - confidence) / 2.0))
+    tails = float(t_isf((1.0 - confidence) / 2.0, df)) / z if np.isfinite(df) and df > 0 else 1.0
     crit = (max(float(np.quantile(t_max, confidence)), z) if t_max.size else np.inf) * tails
     with np.errstate(invalid="ignore"):
         upper = diff + crit * se  # θ_i − θ_j < 0 surely: i better than j

@@ -34,10 +34,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from counterbench.analyses.probabilities import probability_rows
 from counterbench.analyses.table_registry import TableInputs, TableSpec
+from counterbench.stats.distributions import t_ppf, t_sf
 from counterbench.stats.inference import earned_marks, slot_interval
 from counterbench.studies.base import Facet
 
@@ -125,9 +125,9 @@ def _change(diff: pd.Series, baseline: pd.Series) -> dict[str, object]:
     low = high = p = float("nan")
     if paired.size >= 2:
         se = float(paired.std(ddof=1)) / np.sqrt(paired.size)
-        t = float(stats.t.ppf(0.975, paired.size - 1))
+        t = float(t_ppf(0.975, paired.size - 1))
         low, high = mean - t * se, mean + t * se
-        p = (float(2 * stats.t.sf(abs(mean) / se, paired.size - 1)) if se > 0
+        p = (float(2 * t_sf(abs(mean) / se, paired.size - 1)) if se > 0
              else (1.0 if mean == 0 else 0.0))
     return {"baseline_score": float(baseline.mean()), "change": mean, "change_ci_low": low, "change_ci_high": high,
             "change_p": p, "_n_paired": int(paired.size)}

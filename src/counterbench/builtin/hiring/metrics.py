@@ -47,9 +47,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from counterbench.stats.cluster_bootstrap import cluster_ratio_replicates
+from counterbench.stats.distributions import norm_isf, t_isf
 from counterbench.stats.inference import both_tests_pvalue, family_marks, slot_interval, slot_t_pvalue
 from counterbench.stats.intervals import percentile_interval
 from counterbench.stats.seeding import derive_rng, stable_seed
@@ -111,7 +111,7 @@ def widen(point: FloatArray | float, low: FloatArray | float, high: FloatArray |
     if n_clusters < 2:
         return np.full_like(lo, np.nan), np.full_like(hi, np.nan)
     alpha = (1.0 - confidence) / 2.0
-    factor = float(stats.t.isf(alpha, n_clusters - 1) / stats.norm.isf(alpha) * np.sqrt(n_clusters / (n_clusters - 1)))
+    factor = float(t_isf(alpha, n_clusters - 1) / norm_isf(alpha) * np.sqrt(n_clusters / (n_clusters - 1)))
     return p - (p - lo) * factor, p + (hi - p) * factor
 
 

@@ -38,9 +38,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from counterbench.builtin.stem.analysis import context_attributes
+from counterbench.stats.distributions import t_sf
 from counterbench.stats.inference import ALPHA, family_marks
 from counterbench.stats.welch import welch_t
 
@@ -91,7 +91,7 @@ def additive_gap(part: pd.DataFrame, ends: dict[str, dict[str, str]]) -> tuple[f
     se = float(np.sqrt(sigma2 * (c @ np.linalg.pinv(x.T @ x) @ c)))
     if not se > 0:
         return gap, float("nan")
-    return gap, float(2.0 * stats.t.sf(abs(gap) / se, df))
+    return gap, float(2.0 * t_sf(abs(gap) / se, df))
 
 
 def combined_pvalue(p_model: float, p_rank: float) -> float:
