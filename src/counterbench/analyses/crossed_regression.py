@@ -33,7 +33,6 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
     attrs = [f for f in facets if f.kind == "attribute" and f.column in rows.columns]
     if rows.empty or len(attrs) < 1:
         return conform("crossed_regression", None)
-    import statsmodels.api as sm  # only crossed designs pay for its import (seconds)
 
     out: list[dict[str, Any]] = []
     for (model, kind, language), part in rows.groupby(["model", "kind", "language"], sort=False, observed=True):
@@ -54,11 +53,16 @@ def crossed_regression(rows: pd.DataFrame, facets: Sequence[Facet], slot_columns
         n_clusters = int(groups.max()) + 1
         y = part["y"].to_numpy(np.float64)
         logit = measures_share(str(kind))
+        # only crossed designs pay for statsmodels, and only for the model they fit (statsmodels.api: ~1 s)
+        if logit:
+            from statsmodels.discrete.discrete_model import Logit as Model
+        else:
+            from statsmodels.regression.linear_model import OLS as Model
         robust = n_clusters >= MIN_SLOTS_INTERVAL  # fewer clusters: an estimate, no standard error
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fitted = (sm.Logit(y / 100.0, x) if logit else sm.OLS(y, x)).fit(
+                fitted = Model(y / 100.0 if logit else y, x).fit(
                     **({"disp": 0} if logit else {}),
                     **({"cov_type": "cluster", "use_t": True,
                         "cov_kwds": {"groups": groups, "use_correction": True, "df_correction": True}}
