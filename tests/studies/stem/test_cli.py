@@ -13,11 +13,14 @@ import pytest
 from aiohttp import web
 
 from counterbench.builtin.stem.analysis import outcome_frame
+from counterbench.outcomes.readability import MAX_CHARS
 from counterbench.run.results import load_results, reparse_store
 from counterbench.testing.fake_openai import FakeOpenAIServer, run_in_thread
 from tests.conftest import run_cli
 
-HUGE = "A" * 10_000_000
+#: a reply ten times the longest text readability scores (1,000,000 characters; a body over the HTTP client's
+#: 32 MiB cap is tests/models/test_http1.py's): stored whole, not scored, never in the report
+HUGE = "A" * (10 * MAX_CHARS)
 HOSTILE_RANKING = ["", "### AB", "### F", "I pick C.", "<script>alert('x')</script>", "### B", "### e"]
 HOSTILE_GENERATION = [HUGE, "<img src=x onerror=alert(1)> Fractions are parts of a whole. We add them.", ""]
 
