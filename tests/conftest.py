@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 import pytest
+
+from tests.cli_fork import WarmCli
 
 # the suite tests counterbench itself: packages installed beside it register no plug-ins here (one test,
 # tests/test_plugin_package.py, installs a plug-in package of its own and lifts this for it)
@@ -84,10 +88,25 @@ def share_the_machine(request: pytest.FixtureRequest) -> Callable[[], None]:
     return share
 
 
+_WARM_CLI = WarmCli(REPO)
+_WARM_CLI_LOCK = threading.Lock()
+atexit.register(_WARM_CLI.close)
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``counterbench ARGS`` in a subprocess, as a user would."""
+            timeout: float = 300, fresh: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``counterbench ARGS`` in a process of its own, as a user would.
+
+    The process is forked from a warm one that has already imported counterbench (``tests/cli_fork.py``
+    says what is the same as a fresh interpreter and when it falls back to one); ``fresh=True``, an ``env``
+    of its own or a changed ``os.environ`` start a fresh interpreter."""
     full_env = {**os.environ, **(env or {})}
+    if not fresh and env is None and os.environ.get("COUNTERBENCH_TESTS_FRESH_CLI") != "1":
+        with _WARM_CLI_LOCK:
+            if _WARM_CLI.can_run(args, full_env):
+                done = _WARM_CLI.run(args, cwd or REPO, full_env, timeout)
+                if done is not None:
+                    return done
     return subprocess.run(
         [sys.executable, "-m", "counterbench.cli", *args],
         cwd=cwd or REPO,

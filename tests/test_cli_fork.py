@@ -1,0 +1,79 @@
+"""The tests' warm ``counterbench`` (``tests/cli_fork.py``) gives what a fresh interpreter gives."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli_fork import WarmCli
+from tests.conftest import REPO, run_cli
+
+
+@pytest.fixture
+def warm() -> WarmCli:
+    cli = WarmCli(REPO)
+    yield cli  # type: ignore[misc]
+    cli.close()
+
+
+def _fresh(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "counterbench.cli", *args], cwd=cwd, env=dict(os.environ),
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ["studies"],
+    ["prompts", "rupeebias", "--preset", "quick", "-o", "p.csv"],  # writes into the working directory
+    ["run", "--prompts", "missing.parquet", "--model", "sim:fair", "--store", "s.db"],  # a user mistake
+    ["no-such-verb"],
+])
+def test_a_warm_command_equals_a_fresh_one(warm: WarmCli, tmp_path: Path, args: list[str]) -> None:
+    """The same output, errors, exit status and files, run from the same folder (outputs name their paths)."""
+    env = dict(os.environ)
+    assert warm.can_run(tuple(args), env)
+    got = warm.run(tuple(args), tmp_path, env, 120)
+    assert got is not None
+    written = sorted(p.name for p in tmp_path.iterdir())
+    for path in tmp_path.iterdir():
+        path.unlink()
+    expected = _fresh(args, tmp_path)
+    timed = re.compile(r"\b\d+\.\d+ s\b")  # "540 prompts in 0.12 s": how long it took may differ
+    assert (got.returncode, timed.sub("_ s", got.stdout), got.stderr) == (
+        expected.returncode, timed.sub("_ s", expected.stdout), expected.stderr)
+    assert written == sorted(p.name for p in tmp_path.iterdir())
+    assert got.args == [sys.executable, "-m", "counterbench.cli", *args]
+
+
+def test_a_hung_command_times_out_and_the_next_one_runs(warm: WarmCli, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    run = warm.run(("run", "counterbench-examples-missing"), tmp_path, env, 60)  # starts the warm process
+    assert run is not None and run.returncode == 2
+    store = tmp_path / "s.db"
+    assert _fresh(["run", "rupeebias", "--preset", "quick", "--model", "sim:fair", "--store", str(store),
+                   "--use-case", "salary_estimation", "--no-progress"], tmp_path).returncode == 0
+    with pytest.raises(subprocess.TimeoutExpired):  # the viewer serves until it is stopped
+        warm.run(("view", "--store", str(store), "--port", "0"), tmp_path, env, 3)
+    again = warm.run(("studies",), tmp_path, env, 60)
+    assert again is not None and again.returncode == 0 and "rupeebias" in again.stdout
+
+
+def test_what_a_warm_process_cannot_be_runs_fresh(warm: WarmCli) -> None:
+    env = dict(os.environ)
+    assert not warm.can_run(("run", "rupeebias", "--ray"), env)
+    assert not warm.can_run(("analyze", "rupeebias", "--workers=2"), env)
+    assert warm.run(("studies",), REPO, env, 60) is not None
+    assert warm.can_run(("studies",), {**env, "PYTEST_CURRENT_TEST": "another test"})
+    assert not warm.can_run(("studies",), {**env, "PYTHONPATH": "/elsewhere"})  # read at start-up
+
+
+def test_run_cli_goes_fresh_for_its_own_environment(tmp_path: Path) -> None:
+    """An ``env`` of its own reaches the command: here the terminal width its help is wrapped to."""
+    narrow = run_cli("run", "--help", cwd=tmp_path, env={"COLUMNS": "60"})
+    plain = run_cli("run", "--help", cwd=tmp_path)
+    assert narrow.returncode == 0 == plain.returncode
+    assert max(map(len, narrow.stdout.splitlines())) <= 60 < max(map(len, plain.stdout.splitlines()))
