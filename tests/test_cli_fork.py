@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,9 @@ from tests.conftest import REPO, run_cli
 
 
 @pytest.fixture
-def warm() -> WarmCli:
+def warm() -> Iterator[WarmCli]:
     cli = WarmCli(REPO)
-    yield cli  # type: ignore[misc]
+    yield cli
     cli.close()
 
 
