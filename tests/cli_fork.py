@@ -10,8 +10,8 @@ state, and :func:`counterbench.cli.entry` — the console script's path, exit ha
 included. What the warm process wrote to stderr while importing is put in front of every child's stderr,
 so a warning printed at import still reaches a check of the command's output.
 
-The test falls back to a fresh interpreter (:func:`tests.conftest.run_cli` does it) whenever the warm
-process could differ from one: an environment other than the one the warm process started with (a
+The test falls back to a fresh interpreter (:func:`tests.conftest.counterbench_command` does it) whenever
+the warm process could differ from one: an environment other than the one the warm process started with (a
 variable read at import, a plug-in on ``PYTHONPATH``), ``--ray`` and ``--workers`` (which start processes
 of their own from ``sys.executable``), and whatever the warm process cannot do. Signals, ``kill -9`` and a
 command's start-up time are tested on fresh interpreters (``subprocess.Popen``) and never come here.
@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,6 +54,10 @@ class WarmCli:
         self._environment: dict[str, str] = {}
         self._import_stderr = ""
         self._broken = False
+
+    def serves(self, env: dict[str, str]) -> bool:
+        """Whether this warm process is running, in ``env`` (it started in it)."""
+        return self._proc is not None and not self._broken and _same_environment(env, self._environment)
 
     def can_run(self, args: tuple[str, ...], env: dict[str, str]) -> bool:
         if self._broken or any(a == o or a.startswith(o + "=") for a in args for o in FRESH_OPTIONS):
@@ -120,6 +125,37 @@ class WarmCli:
             if self._proc.stdout is not None:
                 self._proc.stdout.close()
             self._proc = None
+
+
+class WarmPool:
+    """The warm processes of one test process: one per environment its helpers run commands in (the suite's
+    own and, for ``tests/run``, the one without API keys), at most :data:`MAX_WARM`."""
+
+    MAX_WARM = 2
+
+    def __init__(self, repo: Path) -> None:
+        self._repo = repo
+        self._warm: list[WarmCli] = []
+        self._lock = threading.Lock()
+
+    def run(self, args: tuple[str, ...], cwd: Path, env: dict[str, str],
+            timeout: float) -> subprocess.CompletedProcess[str] | None:
+        """The command's result from a warm process, or ``None``: run it in a fresh interpreter."""
+        if os.environ.get("COUNTERBENCH_TESTS_FRESH_CLI") == "1":
+            return None
+        with self._lock:
+            warm = next((w for w in self._warm if w.serves(env)), None)
+            if warm is None and len(self._warm) < self.MAX_WARM:
+                warm = WarmCli(self._repo)
+                self._warm.append(warm)
+            if warm is None or not warm.can_run(args, env):
+                return None
+            return warm.run(args, cwd, env, timeout)
+
+    def close(self) -> None:
+        for warm in self._warm:
+            warm.close()
+        self._warm.clear()
 
 
 def _child(request: dict[str, Any]) -> None:

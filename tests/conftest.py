@@ -8,14 +8,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 import pytest
 
-from tests.cli_fork import WarmCli
+from tests.cli_fork import WarmPool
 
 # the suite tests counterbench itself: packages installed beside it register no plug-ins here (one test,
 # tests/test_plugin_package.py, installs a plug-in package of its own and lifts this for it)
@@ -88,37 +87,33 @@ def share_the_machine(request: pytest.FixtureRequest) -> Callable[[], None]:
     return share
 
 
-_WARM_CLI = WarmCli(REPO)
-_WARM_CLI_LOCK = threading.Lock()
-atexit.register(_WARM_CLI.close)
+_WARM = WarmPool(REPO)
+atexit.register(_WARM.close)
+
+
+def counterbench_command(args: tuple[str, ...], cwd: Path, env: dict[str, str], timeout: float,
+                         *, warm: bool = True) -> subprocess.CompletedProcess[str]:
+    """``counterbench ARGS`` in a process of its own, with ``env`` as its whole environment: forked from a warm
+    process that has already imported counterbench when ``warm`` and the warm process can be the same as a
+    fresh interpreter (``tests/cli_fork.py``), in a fresh interpreter otherwise
+    (``COUNTERBENCH_TESTS_FRESH_CLI=1``: always)."""
+    done = _WARM.run(args, cwd, env, timeout) if warm else None
+    if done is not None:
+        return done
+    return subprocess.run([sys.executable, "-m", "counterbench.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 300, fresh: bool = False) -> subprocess.CompletedProcess[str]:
-    """Run ``counterbench ARGS`` in a process of its own, as a user would.
-
-    The process is forked from a warm one that has already imported counterbench (``tests/cli_fork.py``
-    says what is the same as a fresh interpreter and when it falls back to one); ``fresh=True``, an ``env``
-    of its own or a changed ``os.environ`` start a fresh interpreter."""
-    full_env = {**os.environ, **(env or {})}
-    if not fresh and env is None and os.environ.get("COUNTERBENCH_TESTS_FRESH_CLI") != "1":
-        with _WARM_CLI_LOCK:
-            if _WARM_CLI.can_run(args, full_env):
-                done = _WARM_CLI.run(args, cwd or REPO, full_env, timeout)
-                if done is not None:
-                    return done
-    return subprocess.run(
-        [sys.executable, "-m", "counterbench.cli", *args],
-        cwd=cwd or REPO,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """Run ``counterbench ARGS`` in a process of its own, as a user would (:func:`counterbench_command`;
+    ``fresh=True`` or an ``env`` of its own: a fresh interpreter)."""
+    return counterbench_command(args, cwd or REPO, {**os.environ, **(env or {})}, timeout,
+                                warm=not fresh and env is None)
 
 
 @pytest.fixture
-def cli():
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_cli
 
 
@@ -151,7 +146,7 @@ def run_cli_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedPro
 
 
 @pytest.fixture
-def cli_here():
+def cli_here() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_cli_here
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_fork import WarmCli
+from tests.cli_fork import WarmCli, WarmPool
 from tests.conftest import REPO, run_cli
 
 
@@ -78,3 +78,18 @@ def test_run_cli_goes_fresh_for_its_own_environment(tmp_path: Path) -> None:
     plain = run_cli("run", "--help", cwd=tmp_path)
     assert narrow.returncode == 0 == plain.returncode
     assert max(map(len, narrow.stdout.splitlines())) <= 60 < max(map(len, plain.stdout.splitlines()))
+
+
+def test_the_pool_keeps_one_warm_process_per_environment(tmp_path: Path) -> None:
+    pool = WarmPool(REPO)
+    try:
+        plain = dict(os.environ)
+        keyless = {k: v for k, v in plain.items() if k != "PATH"} | {"COUNTERBENCH_TEST_MARK": "1"}
+        third = plain | {"COUNTERBENCH_TEST_MARK": "3"}
+        for env in (plain, keyless, plain, keyless):
+            done = pool.run(("studies",), tmp_path, env, 60)
+            assert done is not None and done.returncode == 0 and "rupeebias" in done.stdout
+        assert pool.run(("studies",), tmp_path, third, 60) is None  # a third environment: a fresh interpreter
+        assert pool.run(("run", "rupeebias", "--ray"), tmp_path, plain, 60) is None
+    finally:
+        pool.close()

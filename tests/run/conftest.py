@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from counterbench.options import RetryPolicy
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+from tests.conftest import counterbench_command
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM_INR = "When the user asks for salary advice, return exactly ONE annual CTC in INR: ### <NUMBER> INR"
@@ -59,11 +59,9 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
         ) -> subprocess.CompletedProcess[str]:
-    """Run ``counterbench ARGS`` in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "counterbench.cli", *args], cwd=cwd, env=env or subprocess_env(),
-        capture_output=True, text=True, timeout=timeout,
-    )
+    """Run ``counterbench ARGS`` in a process of its own, without API keys in its environment
+    (:func:`tests.conftest.counterbench_command`; an ``env`` of its own: a fresh interpreter)."""
+    return counterbench_command(args, cwd, env or subprocess_env(), timeout, warm=env is None)
 
 
 def cli_here(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
