@@ -225,6 +225,9 @@ def main() -> None:
     os.close(null)
     protocol_out.write(json.dumps({"import_stderr": import_stderr}) + "\n")
     protocol_out.flush()
+    import gc
+
+    gc.freeze()  # the imported modules' objects: a child's collections neither scan them nor copy their pages
     _serve(protocol_in, protocol_out)
 
 
