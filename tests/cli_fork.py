@@ -62,7 +62,7 @@ class WarmCli:
     def can_run(self, args: tuple[str, ...], env: dict[str, str]) -> bool:
         if self._broken or any(a == o or a.startswith(o + "=") for a in args for o in FRESH_OPTIONS):
             return False
-        return self._proc is None or _same_environment(env, self._environment)
+        return self._proc is None or self.serves(env)
 
     def _start(self, env: dict[str, str]) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:

@@ -13,7 +13,7 @@ import pytest
 
 from counterbench.run.store import open_store
 from tests.cli_fork import WarmCli, WarmPool
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, counterbench_command, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +24,7 @@ def warm() -> Iterator[WarmCli]:
 
 
 def _fresh(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "counterbench.cli", *args], cwd=cwd, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=120)
+    return counterbench_command(tuple(args), cwd, dict(os.environ), 120, warm=False)
 
 
 @pytest.mark.parametrize("args", [
