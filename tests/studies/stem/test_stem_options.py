@@ -16,15 +16,12 @@ from tests.conftest import run_cli, run_cli_here
 
 pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
 
-#: this checkout's sources, whatever the subprocess's working directory
-SOURCES = {"PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
-
 
 def test_audit_takes_the_options_after_the_study(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = run_cli("audit", "stem", "--convention", "paper", "--truncated", "drop", "--max-tokens-ranking", "64",
                    "--max-tokens-generation=300", "--model", "sim:stem", "--preset", "quick",
-                   "--store", str(tmp_path / "s.db"), "-o", str(out), "--bootstrap", "0", cwd=tmp_path, env=SOURCES)
+                   "--store", str(tmp_path / "s.db"), "-o", str(out), "--bootstrap", "0", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "analysis" / "summary.json").read_text())
     assert (summary["stem_convention"], summary["truncated_explanations"]) == ("paper", "drop")
@@ -34,16 +31,16 @@ def test_audit_takes_the_options_after_the_study(tmp_path: Path) -> None:
     # report --store takes the options too (the store holds the answers, not how they were analysed) ...
     for named in (["stem"], []):  # the study named, or the store's only study
         again = run_cli("report", *named, "--store", str(tmp_path / "s.db"), "--convention", "paper",
-                        "-o", str(tmp_path / "r.html"), cwd=tmp_path, env=SOURCES)
+                        "-o", str(tmp_path / "r.html"), cwd=tmp_path)
         assert again.returncode == 0, again.stderr
         assert "Convention: the paper&#39;s" in (tmp_path / "r.html").read_text()
         (tmp_path / "r.html").unlink()
     # ... and an analysed folder refuses them
-    analysed = run_cli("report", "--analysis", str(out / "analysis"), "--shap", "tree", cwd=tmp_path, env=SOURCES)
+    analysed = run_cli("report", "--analysis", str(out / "analysis"), "--shap", "tree", cwd=tmp_path)
     assert analysed.returncode == 2 and "--shap applies when analysing a store" in analysed.stderr
     prompts = tmp_path / "p.parquet"
     listed = run_cli("prompts", "stem", "--preset", "quick", "--max-tokens-ranking", "64", "--max-tokens-generation",
-                     "300", "-o", str(prompts), cwd=tmp_path, env=SOURCES)
+                     "300", "-o", str(prompts), cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     table = pd.read_parquet(prompts)
     limits = table.groupby("use_case")["requested_max_tokens"].unique().map(list).to_dict()
@@ -75,7 +72,7 @@ def test_another_study_says_whose_option_it_is(tmp_path: Path) -> None:
 
 
 def test_studies_lists_the_options(tmp_path: Path) -> None:
-    done = run_cli("studies", cwd=tmp_path, env=SOURCES)
+    done = run_cli("studies", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     for line in ("--convention {counterbench,paper}", "--truncated {score,drop}", "--shap {linear,tree}",
                  "--max-tokens-ranking N", "(default 16)", "--jobs FILE"):

@@ -16,9 +16,6 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow  # scheduled first (tests/conftest.py)
 
-#: this checkout's sources, whatever the subprocess's working directory
-SOURCES = {"PYTHONPATH": str(Path(__file__).resolve().parents[3] / "src")}
-
 
 def test_tree_shap_attributes_the_planted_attribute_first() -> None:
     pytest.importorskip("shap")
@@ -45,15 +42,14 @@ def test_a_missing_shap_package_is_one_clear_line(monkeypatch: pytest.MonkeyPatc
 
 def test_the_cli_reads_the_shap_option(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
-    out = run_cli("run", "stem", "--model", "sim:stem", "--preset", "quick", "--store", str(store), cwd=tmp_path,
-                  env=SOURCES)
+    out = run_cli("run", "stem", "--model", "sim:stem", "--preset", "quick", "--store", str(store), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     bad = run_cli("analyze", "stem", "--shap", "forest", "--store", str(store), "-o", str(tmp_path / "a"),
-                  cwd=tmp_path, env=SOURCES)
+                  cwd=tmp_path)
     assert bad.returncode == 2 and "--shap must be one of linear, tree" in bad.stderr
     assert "Traceback" not in bad.stderr
     pytest.importorskip("shap")
     good = run_cli("analyze", "stem", "--store", str(store), "-o", str(tmp_path / "a"), "--shap", "tree",
-                   cwd=tmp_path, env=SOURCES)
+                   cwd=tmp_path)
     assert good.returncode == 0, good.stderr
     assert '"stem_shap_method": "tree"' in (tmp_path / "a" / "summary.json").read_text()
