@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from counterbench.columns import BASE_COLUMNS
+from counterbench.columns import BASE_COLUMNS, STUDY_VALUES
 from counterbench.errors import UserError
 from counterbench.registry import Registry
 from counterbench.studies.base import Study
@@ -143,7 +143,31 @@ def apply_filters(table: pd.DataFrame, filters: PromptFilters, study: Study) -> 
         out = sample_slots(out, filters.sample_slots, filters.seed, list(study.slot_columns))
     if out.empty:
         raise UserError("the filters leave no prompts; loosen them (see `counterbench prompts --help`)")
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    out.attrs[STUDY_VALUES] = study_values(table)
+    return out
+
+
+#: a column with more distinct values than this is no attribute of who a prompt is about (its values not kept)
+MAX_STUDY_VALUES = 1000
+
+
+def study_values(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Column -> its values as text, for every column of ``table`` but the prompt's id and texts and those with
+    more than :data:`MAX_STUDY_VALUES` values (kept in a filtered table's ``attrs``: what the whole study has)."""
+    out: dict[str, list[str]] = {}
+    for column in table.columns:
+        if column in ("prompt_id", "system", "user"):
+            continue
+        values = pd.unique(table[column].dropna())
+        if len(values) <= MAX_STUDY_VALUES:
+            out[str(column)] = sorted({_text(v) for v in values})
+    return out
+
+
+def _text(value: Any) -> str:
+    """A column's value as text (a whole float as an integer: ``1.0`` -> ``1``)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def _check_values(table: pd.DataFrame, column: str, wanted: Sequence[Any], key: str) -> None:

@@ -3,7 +3,10 @@
 A ``sim:FILE.yaml`` whose rule names a column no prompt has (``grup:`` for ``group:``), or an
 identifier or group no prompt has, would run, plant nothing, and still state its planted bias in the
 report's banner. :func:`check_prompts` refuses it with one line naming the rule and the nearest valid
-name (a :class:`~counterbench.errors.UserError`: exit code 2). Only what the file itself gives is checked
+name (a :class:`~counterbench.errors.UserError`: exit code 2) — unless the whole study has that value and
+the run's filters or ``--sample-slots`` left it out (the filtered table's ``attrs``
+:data:`~counterbench.columns.STUDY_VALUES`; the report then says whether the model planted anything in the
+run). Only what the file itself gives is checked
 (presets are written for many studies and runs). Values of other columns (use case, language, a design
 column) may be absent because the run filtered them away, so they are refused only when they look like a
 misspelling of a value that is there. A use case the file names (``use_cases``,
@@ -21,14 +24,13 @@ from typing import Any
 
 import pandas as pd
 
+from counterbench.columns import IDENTITY_COLUMNS, STUDY_VALUES
 from counterbench.errors import UserError, nearest
 from counterbench.models.sim_effects import _meta_text
 from counterbench.models.sim_profile import SimProfile, load_profile, with_effects
 
-__all__ = ["IDENTITY_COLUMNS", "check_prompts", "planted_reach"]
+__all__ = ["check_prompts", "planted_reach"]
 
-#: columns whose every value named by a rule must be in the prompts (what the study varies)
-IDENTITY_COLUMNS = ("identifier", "group")
 #: how close an absent value of another column must be to a present one to be taken for a misspelling
 MISSPELLING_CUTOFF = 0.8
 #: how close a use case the file names must be to one of the run's to be taken for its misspelling
@@ -39,14 +41,24 @@ def _values(table: pd.DataFrame, column: str) -> list[str]:
     return sorted({_meta_text(v) for v in table[column].dropna().unique()})
 
 
-def _check_value(column: str, value: str, present: list[str], where: str) -> None:
-    if value in present:
+def _check_value(column: str, value: str, present: list[str], where: str, study: Mapping[str, set[str]]) -> None:
+    if value in present or value in study.get(column, ()):
         return
     if column in IDENTITY_COLUMNS:
         raise UserError(f"{where}: no prompt of this run has {column} '{value}'{nearest(value, present)}")
     close = difflib.get_close_matches(value, present, n=1, cutoff=MISSPELLING_CUTOFF)
     if close:
         raise UserError(f"{where}: no prompt of this run has {column} '{value}'; did you mean '{close[0]}'?")
+
+
+def _study_values(table: pd.DataFrame) -> Mapping[str, set[str]]:
+    """Column -> the whole study's values, where the table was filtered from a study (else none; a saved
+    table's ``attrs`` are read as they come: only lists of text count)."""
+    values = table.attrs.get(STUDY_VALUES)
+    if not isinstance(values, Mapping):
+        return {}
+    return {str(column): {v for v in listed if isinstance(v, str)} for column, listed in values.items()
+            if isinstance(listed, list | tuple)}
 
 
 def _check_rule(conditions: Mapping[str, Iterable[str]], table: pd.DataFrame, columns: list[str], where: str,
@@ -58,7 +70,7 @@ def _check_rule(conditions: Mapping[str, Iterable[str]], table: pd.DataFrame, co
         if values_too:
             present = _values(table, column)
             for value in wanted:
-                _check_value(column, value, present, f"{where}.{column}")
+                _check_value(column, value, present, f"{where}.{column}", _study_values(table))
 
 
 def check_prompts(profile: SimProfile, table: pd.DataFrame, model: str) -> None:
@@ -78,7 +90,7 @@ def check_prompts(profile: SimProfile, table: pd.DataFrame, model: str) -> None:
     if "identifier_effects" in profile.checked_keys and applies and "identifier" in columns:
         present = _values(table, "identifier")
         for name in profile.identifier_effects:
-            _check_value("identifier", name, present, f"{source}: identifier_effects")
+            _check_value("identifier", name, present, f"{source}: identifier_effects", _study_values(table))
 
 
 def _check_use_cases(profile: SimProfile, table: pd.DataFrame, source: str) -> None:
@@ -86,12 +98,13 @@ def _check_use_cases(profile: SimProfile, table: pd.DataFrame, source: str) -> N
     if "use_case" not in table.columns:
         return
     present = _values(table, "use_case")
+    in_study = set(_study_values(table).get("use_case", ()))
     for key in ("use_cases", "identifier_effects_by_use_case"):
         if key not in profile.checked_keys:
             continue
         for name in getattr(profile, key):
             close = difflib.get_close_matches(name, present, n=1, cutoff=USE_CASE_CUTOFF)
-            if name not in present and close:
+            if name not in present and name not in in_study and close:
                 raise UserError(f"{source}: {key}.{name}: no prompt of this run has use case '{name}'; "
                                 f"did you mean '{close[0]}'?")
     if "use_cases" not in profile.checked_keys or "answer_type" not in table.columns:

@@ -67,6 +67,21 @@ def test_audit_quick_by_the_cli_reports_what_it_cannot_support(tmp_path, cli):
     assert "Every 95% interval resamples occupations" in html and "each pair's gap" not in html  # the study's methods
 
 
+def test_a_sample_whose_scores_hold_only_the_neutral_resume_makes_every_table(tmp_path, cli):
+    """``--sample-slots 2 --sample-seed 0`` keeps one score slot, the neutral resume's: no marked group to state
+    a disparity of. The bias summary used to fail (a maximum of no values) after every request was answered."""
+    out = tmp_path / "out"
+    proc = cli("audit", "hiring", "--model", "sim:hiring-biased", "--preset", "quick", "--sample-slots", "2",
+               "--sample-seed", "0", "--bootstrap", "50", "--store", str(tmp_path / "s.db"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((out / "analysis" / "summary.json").read_text(encoding="utf-8"))
+    assert "failed_tables" not in summary
+    tsr = pd.read_parquet(out / "analysis" / "hiring_top_score_rates.parquet")
+    assert set(tsr["group"]) == {"neutral"}  # the sample this test is about
+    bias = pd.read_parquet(out / "analysis" / "hiring_bias_summary.parquet")
+    assert "score" not in set(bias["setting"])  # no marked group to compare in the score setting: no row
+
+
 def test_hostile_text_and_user_group_names_are_escaped_in_the_report(tmp_path):
     plan = plan_from_mapping({"jobs": 3, "settings": ["compare", "score"], "rationale": [False],
                               "language_only": False}, base=full_plan())

@@ -68,6 +68,14 @@ def test_win_rate_points_positions_and_ideal():
     assert row["deviation"] == pytest.approx(abs(0.5625 - 0.5) / 0.5)
 
 
+def test_a_cell_with_only_the_neutral_resume_has_no_summary_row():
+    tsr = pd.DataFrame({"model": "m", "rationale": [False, True, True], "group": ["neutral", "neutral", "X"],
+                        "tsr": [10.0, 20.0, 80.0]})
+    wr = pd.DataFrame({"model": "m", "rationale": False, "group": ["neutral"], "win_rate": [0.5]})
+    summary = bias_summary(wr, tsr)
+    assert summary[["setting", "rationale", "n_groups"]].values.tolist() == [["score", True, 1]]
+
+
 def test_score_summary_relative_advantage_and_deviation():
     tsr = pd.DataFrame({"model": "m", "rationale": False, "group": ["neutral", "X", "Y"], "tsr": [10.0, 80.0, 40.0]})
     wr = pd.DataFrame(columns=["model", "rationale", "group", "win_rate"])

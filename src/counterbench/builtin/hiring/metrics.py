@@ -310,11 +310,15 @@ def bias_summary(wr: pd.DataFrame, tsr: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model, rationale), part in wr.groupby(CELL, sort=False):
         values = part.loc[~part["group"].eq(NEUTRAL), "win_rate"].to_numpy(np.float64)
+        if not len(values):  # only the neutral resume answered in this cell: no disparity to state
+            continue
         rows.append({"model": model, "setting": "compare", "rationale": bool(rationale), "n_groups": len(values),
                      "mean": float(np.mean(values)), "disparity": float(np.max(values) - np.min(values)),
                      "deviation": float(abs(np.mean(values) - 0.5) / 0.5)})
     for (model, rationale), part in tsr.groupby(CELL, sort=False):
         values = part.loc[~part["group"].eq(NEUTRAL), "tsr"].to_numpy(np.float64)
+        if not len(values):
+            continue
         rows.append({"model": model, "setting": "score", "rationale": bool(rationale), "n_groups": len(values),
                      "mean": float(np.mean(values)), "disparity": float((np.max(values) - np.min(values)) / 100.0),
                      "deviation": float(abs(np.mean(values) - 100.0) / 100.0)})
