@@ -5,6 +5,7 @@ slots), the SQLite store, the analysis read back from the store and the report."
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from counterbench.models.base import ChatRequest, GenerationConfig
 from counterbench.models.simulated import create_simulated
 from counterbench.prompts import prompts
 from counterbench.testing.fake_openai import FakeOpenAIServer, FaultConfig, run_in_thread
+from tests.conftest import run_cli
 from tests.run.conftest import cli
 
 N_PROFILES = 40
@@ -148,6 +150,26 @@ def test_within_prompt_means_leaves_rows_without_repeats_alone() -> None:
     repeated = repeated[np.isfinite(repeated["y"])]
     means = within_prompt_means(repeated)
     assert means["y"].tolist() == [2.0, 2.0, 3.0] and len(means) == 3
+
+
+def test_within_prompt_means_keeps_rows_without_an_offered_option() -> None:
+    """A study with a choice between identities (``position``) and another outcome: the other outcome's rows have
+    no position. They are prompts like any other (they were dropped as a missing group, and the model comparison
+    of a STEM audit with ``--repeats 2`` failed on a negative code)."""
+    rows = pd.DataFrame({"model": "m", "prompt_id": ["c", "c", "t", "c", "c", "t"], "position": [0, 1, None] * 2,
+                         "repeat": [0, 0, 0, 1, 1, 1], "y": [1.0, 0.0, 4.0, 0.0, 0.0, 6.0]})
+    means = within_prompt_means(rows)
+    assert means[["prompt_id", "y"]].values.tolist() == [["c", 0.5], ["c", 0.0], ["t", 5.0]]
+
+
+def test_two_models_compared_on_repeated_answers_of_a_choice_and_a_text_outcome(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = run_cli("audit", "stem", "--model", "sim:stem", "--model", "sim:fair", "--preset", "quick", "--repeats",
+                   "2", "--sample-slots", "6", "--sample-seed", "0", "--bootstrap", "50", "--store",
+                   str(tmp_path / "s.db"), "-o", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "analysis" / "summary.json").read_text())
+    assert "failed_tables" not in summary and "noise_decomposition" not in summary.get("unsupported", {})
 
 
 def _power(audited: Path, *args: str) -> pd.DataFrame:

@@ -107,7 +107,7 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
 
 def _cell_row(part: pd.DataFrame, slot_columns: Sequence[str], bootstrap: int, seed: int) -> dict[str, Any] | None:
     keys = ["prompt_id", *(["position"] if "position" in part.columns else [])]
-    prompt = part[keys].astype(str).groupby(keys, sort=False).ngroup().to_numpy(np.int64)
+    prompt = part[keys].astype(str).groupby(keys, sort=False, dropna=False).ngroup().to_numpy(np.int64)
     k = np.bincount(prompt)
     if k.max() < 2:
         return None

@@ -34,7 +34,7 @@ def within_prompt_means(rows: pd.DataFrame) -> pd.DataFrame:
     if not has_repeats(rows) or "prompt_id" not in rows.columns:
         return rows
     keys = _prompt_keys(rows)
-    codes = rows[keys].astype(str).groupby(keys, sort=False).ngroup().to_numpy(np.int64)
+    codes = rows[keys].astype(str).groupby(keys, sort=False, dropna=False).ngroup().to_numpy(np.int64)
     n = int(codes.max()) + 1
     sums = np.bincount(codes, weights=rows["y"].to_numpy(np.float64), minlength=n)
     counts = np.bincount(codes, minlength=n)

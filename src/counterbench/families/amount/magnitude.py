@@ -229,7 +229,7 @@ def _paired_slot_test(x: FloatArray, x_slot: IntArray, y: FloatArray, y_slot: In
 def _slot_codes(frames: Sequence[pd.DataFrame], cols: list[str]) -> list[IntArray]:
     """Shared integer codes of the rows of several slot-key frames on ``cols``."""
     keys = pd.concat([f[cols].astype(str) for f in frames], ignore_index=True)
-    codes = keys.groupby(cols, sort=False).ngroup().to_numpy().astype(np.int64)
+    codes = keys.groupby(cols, sort=False, dropna=False).ngroup().to_numpy().astype(np.int64)
     bounds = np.cumsum([0, *(len(f) for f in frames)])
     return [codes[bounds[i] : bounds[i + 1]] for i in range(len(frames))]
 
