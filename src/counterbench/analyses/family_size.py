@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from counterbench.analyses.families import MARKING
+from counterbench.analyses.slot_keys import joined_keys
 from counterbench.outcomes import has_pair_tables, kind_of_answer_type
 from counterbench.stats.inference import MIN_SLOTS
 from counterbench.studies.base import Facet, Study
@@ -54,10 +55,7 @@ class _Design:
 
 
 def _keys(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
-    cols = [c for c in columns if c in frame.columns]
-    if not cols or frame.empty:
-        return pd.Series("", index=frame.index, dtype=object)
-    return frame[cols].astype(str).agg("\x1f".join, axis=1)
+    return joined_keys(frame, columns)
 
 
 def _facet_levels(part: pd.DataFrame, facet: Facet) -> pd.DataFrame:

@@ -47,6 +47,7 @@ import pandas as pd
 
 from counterbench.analyses.outcome_tables import measured_rows
 from counterbench.analyses.repeats import within_prompt_means
+from counterbench.analyses.slot_keys import joined_keys
 from counterbench.options import StoppingRule
 from counterbench.outcomes import get_kind
 from counterbench.outcomes.base import OutcomeSpec, comparison_of
@@ -181,17 +182,6 @@ def _slots(rows: pd.DataFrame, study: Study, column: str) -> int:
     return len(rows[keys].drop_duplicates()) if keys else 1
 
 
-def _joined(frame: pd.DataFrame) -> pd.Series:
-    """Each row's values as one text (a missing value as ""; ``option_order`` is missing outside choice use
-    cases, and pandas 3's ``astype(str)`` keeps a missing value missing), joined column by column."""
-    out: pd.Series | None = None
-    for name in frame.columns:
-        column = frame[name]
-        text = column.astype(object).where(column.notna(), "").astype(str).astype(object)
-        out = text if out is None else out + "\x1f" + text
-    return pd.Series("", index=frame.index, dtype=object) if out is None else out
-
-
 #: the columns of a slot that say which comparisons it serves (a stratum of the sending order)
 STRATUM_COLUMNS = ("variant", "use_case", "language", "axis")
 
@@ -201,11 +191,11 @@ def slot_rounds(table: pd.DataFrame, slot_columns: Sequence[str], seed: int, loo
     round-robin across strata (the module's decisions), each round at least ``look_every`` prompts (the last
     may be smaller)."""
     cols = [c for c in slot_columns if c in table.columns]
-    keys = _joined(table[cols]) if cols else pd.Series("", index=table.index)
+    keys = joined_keys(table[cols]) if cols else pd.Series("", index=table.index)
     codes, uniques = pd.factorize(keys, sort=True)
     first = pd.DataFrame({"code": codes}).drop_duplicates("code").index.to_numpy()  # a row of each slot
     strata_cols = [c for c in STRATUM_COLUMNS if c in cols]
-    strata = (pd.factorize(_joined(table[strata_cols].iloc[first]), sort=True)[0]
+    strata = (pd.factorize(joined_keys(table[strata_cols].iloc[first]), sort=True)[0]
               if strata_cols else np.zeros(len(first), dtype=np.int64))
     slot_stratum = np.empty(len(uniques), dtype=np.int64)
     slot_stratum[codes[first]] = strata
@@ -257,7 +247,7 @@ class _Cells:
         if key not in self._keys:
             part = self.part(comparison)
             keys = [c for c in self.slot_columns if c in part.columns and c != comparison.column]
-            self._keys[key] = _joined(part[keys]) if keys else pd.Series("", index=part.index, dtype=object)
+            self._keys[key] = joined_keys(part[keys]) if keys else pd.Series("", index=part.index, dtype=object)
         return self._keys[key]
 
 

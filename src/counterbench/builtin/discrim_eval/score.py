@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from counterbench.analyses.probabilities import probability_rows
+from counterbench.analyses.slot_keys import joined_keys
 from counterbench.analyses.table_registry import TableInputs, TableSpec
 from counterbench.stats.distributions import t_ppf, t_sf
 from counterbench.stats.inference import earned_marks, slot_interval
@@ -76,7 +77,7 @@ def _differences(rows: pd.DataFrame, facets: Sequence[Facet], questions: Sequenc
         return {}
     p = np.clip(rows["y"].to_numpy(np.float64) / 100.0, CLIP, 1.0 - CLIP)
     frame = rows.assign(_logit=np.log(p) - np.log1p(-p), _p=p,
-                        _slot=rows[list(questions)].astype(str).agg("\x1f".join, axis=1))
+                        _slot=joined_keys(rows, list(questions)))
     out: Differences = {}
     for (model, use_case), part in frame.groupby(["model", "use_case"], sort=False, observed=True):
         for facet in facets:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from counterbench.analyses.slot_keys import joined_keys
 from counterbench.builtin.stem.analysis import CELL, context_attributes
 from counterbench.builtin.stem.design import LETTERS
 from counterbench.stats.inference import ALPHA, family_marks
@@ -98,10 +99,7 @@ def _profile_slots(last: pd.DataFrame, others: Sequence[str]) -> pd.DataFrame:
     wanted = set(others) | set(INTERACTION_ATTRIBUTES)
     profiles = grouped[[c for c in last.columns if c in wanted]].first()
     profiles["y"] = grouped["y"].mean()
-    slot = pd.Series("", index=profiles.index, dtype=object)
-    for i, other in enumerate(others):  # "level|level|...", as "|".join over the row, column by column
-        slot = (slot + "|" if i else slot) + profiles[other].astype(str).astype(object)
-    profiles["slot"] = slot.astype(str) if others else ""
+    profiles["slot"] = joined_keys(profiles, list(others), "|").astype(str) if others else ""
     return profiles
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from counterbench.analyses.slot_keys import joined_keys
 from counterbench.builtin.stem.analysis import CELL, MIN_PROFILES, context_attributes, profile_means
 from counterbench.stats.inference import ALPHA, family_marks
 from counterbench.stats.seeding import stable_seed
@@ -68,7 +69,7 @@ def _matched_p(part: pd.DataFrame, attribute: str, ends: tuple[str, str], others
     grouped = part.groupby("profile_id", sort=True, observed=True)
     profiles = grouped[[attribute, *others]].first()
     profiles["y"] = grouped["y"].mean()
-    profiles["slot"] = profiles[list(others)].astype(str).agg("|".join, axis=1) if others else ""
+    profiles["slot"] = joined_keys(profiles, list(others), "|") if others else ""
     sides = [profiles[profiles[attribute].eq(level)].groupby("slot")["y"].mean() for level in ends]
     joined = pd.concat(sides, axis=1, keys=["a", "b"], join="inner")
     if joined.empty:
