@@ -157,3 +157,28 @@ def test_answer_checks_on_a_frame_with_no_variation_across_profiles():
     assert bool(out["flagged"]) and "no variation across 3 profiles" in out["reason"]
     varied = pd.DataFrame(rows).assign(value=lambda f: f["value"] + f["profile_id"].str[1].astype(float))
     assert not bool(answer_checks(varied).iloc[0]["flagged"])
+
+
+def _label_results(sampled: list[float]) -> pd.DataFrame:
+    n = len(sampled)
+    return pd.DataFrame({"model": "m", "use_case": "decision", "variant": "standard", "status": "ok",
+                         "value": sampled, "profile_id": [f"P{i % 4}" for i in range(n)]})
+
+
+def test_where_p_yes_is_primary_the_checks_read_it_not_the_sampled_answers() -> None:
+    """At temperature 0 a model samples its most likely answer: "no" to every prompt while p(yes) moves from
+    0.30 to 0.45 with the prompt. Measured by p(yes) (the primary measure), it is not degenerate; a p(yes) that
+    does not move at all is."""
+    results = _label_results([1.0] * 40)  # the sampled answer: "no" (label 1) every time
+    sampled = answer_checks(results).iloc[0]
+    assert sampled["flagged"] and sampled["reason"] == "constant answers: 1 in 40 of 40"
+    assert sampled["checked_on"] == "sampled answers"
+    moving = results.assign(y=[30.0 + 15.0 * (i % 4) / 3 + 0.1 * i for i in range(40)])
+    row = answer_checks(results, {("m", "decision"): ("p(yes)", moving)}).iloc[0]
+    assert not row["flagged"] and row["checked_on"] == "p(yes)" and row["top_share"] == 1.0
+    still = results.assign(y=37.5)
+    row = answer_checks(results, {("m", "decision"): ("p(yes)", still)}).iloc[0]
+    assert row["flagged"] and row["reason"] == "constant p(yes): 37.5% for all 40 answers"
+    by_profile = results.assign(y=[37.5 + (1.0 if i < 20 else -1.0) * (i % 2) for i in range(40)])
+    row = answer_checks(results, {("m", "decision"): ("p(yes)", by_profile)}).iloc[0]
+    assert row["flagged"] and row["reason"].startswith("no variation of p(yes) across 4 profiles"), row["reason"]

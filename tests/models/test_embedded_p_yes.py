@@ -111,3 +111,8 @@ def test_default_options_read_p_yes_as_the_full_distribution_does(tmp_path: Path
     measures = result.tables["decision_measures"].iloc[0]
     assert measures["coverage"] == 1.0 and measures["n_forced"] == 0 and measures["median_mass"] > 0.5
     assert measures["primary"] == "p(yes)"
+    # the degenerate-answer checks read the primary measure: p(yes) moves with the prompt (a model sampling one
+    # answer to every prompt at temperature 0 is measured by it, not called degenerate for it)
+    checks = result.tables["answer_checks"].iloc[0]
+    assert checks["checked_on"] == "p(yes)" and not checks["flagged"], checks.to_dict()
+    assert max(stored_yes) - min(stored_yes) > 0.01

@@ -11,6 +11,12 @@ parsed ``value`` each answer became; rows of the ``standard`` prompt variant):
   answers, and every profile's mean answer is the same (merit sensitivity exactly 0);
 - **out of range**: at least :data:`OUT_OF_RANGE_SHARE` (25%) of the parsed answers lie outside the outcome's
   plausibility bounds (the parser's ``out_of_range`` flag);
+- **the primary measure**: where a label or choice use case's primary measure is the decision probability
+  read from log-probabilities (``decision_measures``: p(yes), p(option); :mod:`.probabilities`), the constant
+  and profile checks read those probabilities, not the sampled answers — a model that always samples "no" at
+  temperature 0 while its p(yes) moves with the prompt is measured by p(yes), and its p(yes) is not constant
+  (DiscrimEval's point); the probabilities are constant when they span less than :data:`CONSTANT_SPAN`
+  percentage points. ``checked_on`` names the measure the checks read;
 - **forced answers** (label and choice answers stored with log-probabilities): more than
   :data:`~counterbench.analyses.forced_answers.FORCED_FLAG_SHARE` (half) of the parsed answers with a known
   flag (at least :data:`MIN_ANSWERS`) were forced — the answer token lay more than 5 nats below the model's
@@ -33,29 +39,84 @@ import pandas as pd
 from counterbench.analyses.flags import truthy
 from counterbench.analyses.forced_answers import forced_counts, forced_reason
 
-__all__ = ["ANSWER_CHECK_COLUMNS", "CONSTANT_SHARE", "DESCRIPTION", "MIN_ANSWERS", "OUT_OF_RANGE_SHARE",
-           "answer_checks", "check_sentences", "flagged_reasons", "unrank"]
+__all__ = ["ANSWER_CHECK_COLUMNS", "CONSTANT_SHARE", "CONSTANT_SPAN", "DESCRIPTION", "MIN_ANSWERS",
+           "OUT_OF_RANGE_SHARE", "PrimaryProbabilities", "answer_checks", "check_sentences", "flagged_reasons",
+           "primary_probabilities", "unrank"]
 
 CONSTANT_SHARE = 0.95
+#: probabilities (in percentage points) that span less than this are one constant answer
+CONSTANT_SPAN = 1e-6
 OUT_OF_RANGE_SHARE = 0.25
 MIN_ANSWERS = 10
 MIN_PER_PROFILE = 5
 ANSWER_CHECK_COLUMNS = ("model", "use_case", "n_answers", "top_answer", "top_share", "n_profiles",
                         "profile_spread", "n_out_of_range", "out_of_range_share", "n_forced", "forced_share", "flagged",
-                        "reason")
+                        "reason", "checked_on")
+#: ``checked_on`` of the sampled answers
+SAMPLED_ANSWERS = "sampled answers"
 
 
 DESCRIPTION = ("per model × use case: parsed answers, the most frequent answer and its share, profiles and the spread "
                "of their mean answers, out-of-range answers, forced answers (label and choice answers with "
                "log-probabilities); flagged (constant answers ≥ 95%, no variation across profiles, ≥ 25% out of range, "
-               "or over half forced) with the reason — a flagged model is not ranked")
+               "or over half forced) with the reason, on the primary measure (p(yes) where it is primary) — a flagged "
+               "model is not ranked")
 
 
 def _format_value(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 and float(value).is_integer() else f"{value:g}"
 
 
-def _check(part: pd.DataFrame) -> dict[str, Any]:
+#: (model, use case) -> (measure name, its rows: ``y`` = 100 × the probability, ``profile_id``) where the
+#: decision probability is the primary measure
+PrimaryProbabilities = Mapping[tuple[str, str], tuple[str, pd.DataFrame]]
+
+
+def primary_probabilities(results: pd.DataFrame, outcomes: Mapping[str, Any],
+                          measures: pd.DataFrame | None) -> dict[tuple[str, str], tuple[str, pd.DataFrame]]:
+    """The probability rows of each model × use case whose primary measure is its decision probability
+    (``measures``: the ``decision_measures`` table); empty without one."""
+    from counterbench.analyses.probabilities import SAMPLED, probability_rows
+
+    if measures is None or measures.empty or results.empty:
+        return {}
+    primary = measures[measures["primary"].astype(str) != SAMPLED]
+    if primary.empty:
+        return {}
+    standard = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
+    rows = probability_rows(standard, outcomes)
+    if rows.empty:
+        return {}
+    out: dict[tuple[str, str], tuple[str, pd.DataFrame]] = {}
+    for r in primary.to_dict("records"):
+        model, use_case = str(r["model"]), str(r["use_case"])
+        mine = rows[rows["model"].astype(str).eq(model) & rows["use_case"].astype(str).eq(use_case)]
+        out[(model, use_case)] = (str(r["measure"]), mine)
+    return out
+
+
+def _probability_reasons(row: dict[str, Any], measure: str, rows: pd.DataFrame) -> list[str]:
+    """The constant and profile checks on the primary probabilities (``y``, percentage points)."""
+    y = pd.to_numeric(rows["y"], errors="coerce").to_numpy(dtype=np.float64)
+    finite = np.isfinite(y)
+    n = int(finite.sum())
+    if n < MIN_ANSWERS:
+        return []
+    if float(y[finite].max() - y[finite].min()) < CONSTANT_SPAN:
+        return [f"constant {measure}: {_format_value(round(float(y[finite][0]), 2))}% for all {n} answers"]
+    if "profile_id" not in rows.columns:
+        return []
+    by_profile = pd.Series(y[finite]).groupby(rows["profile_id"].astype(str).to_numpy()[finite])
+    sizes, means = by_profile.size(), by_profile.mean()
+    if len(sizes) >= 2 and sizes.min() >= MIN_PER_PROFILE:
+        row["profile_spread"] = float(means.max() - means.min())
+        if row["profile_spread"] < CONSTANT_SPAN:
+            return [f"no variation of {measure} across {len(sizes)} profiles (every profile's mean is "
+                    f"{_format_value(round(float(means.iloc[0]), 2))}%)"]
+    return []
+
+
+def _check(part: pd.DataFrame, primary: tuple[str, pd.DataFrame] | None = None) -> dict[str, Any]:
     ok = part["status"].astype(str).eq("ok").to_numpy()
     value = pd.to_numeric(part["value"], errors="coerce").to_numpy(dtype=np.float64)
     parsed = ok & np.isfinite(value)
@@ -66,12 +127,15 @@ def _check(part: pd.DataFrame) -> dict[str, Any]:
                            "profile_spread": np.nan, "n_out_of_range": int(oor.sum()),
                            "out_of_range_share": oor.sum() / n if n else np.nan}
     reasons: list[str] = []
+    row["checked_on"] = SAMPLED_ANSWERS if primary is None else primary[0]
     if n:
         counts = pd.Series(value[parsed]).value_counts(sort=True)
         row["top_answer"], row["top_share"] = float(counts.index[0]), float(counts.iloc[0]) / n
-        if n >= MIN_ANSWERS and row["top_share"] >= CONSTANT_SHARE:
+        if primary is not None:
+            reasons += _probability_reasons(row, *primary)
+        elif n >= MIN_ANSWERS and row["top_share"] >= CONSTANT_SHARE:
             reasons.append(f"constant answers: {_format_value(row['top_answer'])} in {int(counts.iloc[0])} of {n}")
-        if "profile_id" in part.columns:
+        if "profile_id" in part.columns and primary is None:
             by_profile = pd.Series(value[parsed]).groupby(part["profile_id"].astype(str).to_numpy()[parsed])
             sizes, means = by_profile.size(), by_profile.mean()
             row["n_profiles"] = len(sizes)
@@ -92,12 +156,16 @@ def _check(part: pd.DataFrame) -> dict[str, Any]:
     return row
 
 
-def answer_checks(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per model × use case of ``results``' standard-variant rows (see the module docstring)."""
+def answer_checks(results: pd.DataFrame, primary: PrimaryProbabilities | None = None) -> pd.DataFrame:
+    """One row per model × use case of ``results``' standard-variant rows (see the module docstring);
+    ``primary``: the probabilities of the model × use cases whose primary measure they are
+    (:func:`primary_probabilities`)."""
     if results.empty or not {"model", "use_case", "status", "value"} <= set(results.columns):
         return pd.DataFrame(columns=list(ANSWER_CHECK_COLUMNS))
     rows = results[results["variant"].astype(str).eq("standard")] if "variant" in results.columns else results
-    out = [{"model": str(model), "use_case": str(use_case), **_check(part)}
+    probabilities = primary or {}
+    out = [{"model": str(model), "use_case": str(use_case),
+            **_check(part, probabilities.get((str(model), str(use_case))))}
            for (model, use_case), part in rows.groupby(["model", "use_case"], sort=False, observed=True)]
     return pd.DataFrame(out, columns=list(ANSWER_CHECK_COLUMNS))
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from counterbench.analyses import outcome_tables as ot
 from counterbench.analyses import probabilities
-from counterbench.analyses.answer_checks import answer_checks
+from counterbench.analyses.answer_checks import answer_checks, primary_probabilities
 from counterbench.analyses.families import families_summary, mark_families
 from counterbench.analyses.family_analysis import add_family_tables, answer_kinds, kinds_of_answers
 from counterbench.analyses.isolation import FailedTables, isolated, merge_failures
@@ -158,8 +158,9 @@ def analyze_study(
     summary["notes"] = with_out_of_range_note(summary.get("notes") or [], summary["out_of_range"], rules)
     summary["test_record"] = build_test_record(the_study, model_records(results), record_options(
         profile, bootstrap, seed, tau, the_study.canonical_pairs if canonical_pairs is None else canonical_pairs))
-    isolated("answer_checks", lambda: _add_answer_checks(tables, summary, answer_checks(results), the_study),
-             lambda: None, failed)
+    outcomes = getattr(the_study, "outcomes", None) or {}
+    isolated("answer_checks", lambda: _add_answer_checks(tables, summary, answer_checks(results, primary_probabilities(
+        results, outcomes, tables.get("decision_measures"))), the_study), lambda: None, failed)
     _compare_models(tables, summary, lambda: {str(m): model_summary(part, the_study, profile) for m, part in
                                               results.groupby("model", sort=False, observed=True)},
                     the_study, bootstrap, seed, failed)
