@@ -136,3 +136,8 @@ def test_warns_when_numbers_rest_on_little_data() -> None:
     html, md = render_report(ReportInput(tables, make_summary(["local"])))
     assert "Only 20% of local&#39;s answers contained a usable number" in html
     assert "local has only 7 matched pairs" in html and "local has only 7 matched pairs" in md
+    none = tables | {"parse_health": tables["parse_health"].assign(ok_share=0.0)}
+    html, md = render_report(ReportInput(none, make_summary(["local"])))
+    n = int(pd.to_numeric(none["parse_health"]["n"]).sum())
+    assert f"None of local&#39;s {n:,} answers contained a usable number (see Parse health): nothing of it can be " \
+           "compared." in html and "rest on the rest" not in html

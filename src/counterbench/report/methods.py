@@ -180,7 +180,10 @@ def warnings(ctx: ReportContext) -> list[str]:
         ok = pd.to_numeric(health["ok_share"], errors="coerce").fillna(0) * n
         by_model = pd.DataFrame({"model": health["model"].astype(str), "n": n, "ok": ok}).groupby("model").sum()
         for model, row in by_model.iterrows():
-            if row["n"] > 0 and row["ok"] / row["n"] < LOW_VALUE_SHARE:
+            if row["n"] > 0 and round(row["ok"]) == 0:
+                out.append(f"None of {model}'s {int(row['n']):,} answers contained {ctx.answer_words()} (see Parse "
+                           f"health): nothing of it can be compared.")
+            elif row["n"] > 0 and row["ok"] / row["n"] < LOW_VALUE_SHARE:
                 out.append(f"Only {row['ok'] / row['n'] * 100:.0f}% of {model}'s answers contained "
                            f"{ctx.answer_words()} (see Parse health): its comparisons rest on the rest.")
     board = ctx.nonempty("leaderboard")
