@@ -141,3 +141,16 @@ def test_warns_when_numbers_rest_on_little_data() -> None:
     n = int(pd.to_numeric(none["parse_health"]["n"]).sum())
     assert f"None of local&#39;s {n:,} answers contained a usable number (see Parse health): nothing of it can be " \
            "compared." in html and "rest on the rest" not in html
+
+
+def test_one_axis_has_no_largest_and_smallest() -> None:
+    """A crossed design's amount tables have one axis ("crossed"): no "largest gaps on crossed; the smallest on
+    crossed" sentence; two axes or more still get it."""
+    tables = make_tables(["sim:fair"])
+    axes = tables["axis_mean_delta"]
+    assert axes["axis"].nunique() >= 2
+    _, md = render_report(ReportInput(tables, make_summary(["sim:fair"])))
+    assert "The largest gaps are on the" in md
+    one = tables | {"axis_mean_delta": axes[axes["axis"].eq(axes["axis"].iloc[0])].assign(axis="crossed")}
+    _, md = render_report(ReportInput(one, make_summary(["sim:fair"])))
+    assert "The largest gaps are on the" not in md

@@ -145,7 +145,7 @@ def headlines(ctx: ReportContext) -> list[str]:
     axes = ctx.nonempty("axis_mean_delta")
     if axes is not None and not (axes := axes[~axes["model"].astype(str).isin(flagged)]).empty:
         pooled = axes.assign(v=pd.to_numeric(axes["mean_delta"], errors="coerce")).groupby("axis")["v"].mean()
-        if pooled.notna().any():
+        if pooled.notna().sum() >= 2:  # one axis (a crossed design's) has no largest and smallest
             lines.append(f"The largest gaps are on the {pooled.idxmax()} axis (Mean Δ% {pooled.max():.2f} averaged "
                          f"over models and languages); the smallest on {pooled.idxmin()} ({pooled.min():.2f}).")
     cpg = ctx.nonempty("cpg")
