@@ -35,6 +35,11 @@ def test_crossed_amount_study_with_canonical_pairs_reports(tmp_path: Path) -> No
     gaps = result.analysis.tables["outcome_gaps"]
     planted = gaps[gaps["comparison"] == PLANTED_LEVEL].iloc[0]
     assert bool(planted["significant"]) and float(planted["relative_ci_high"]) < 0
+    # ... and said in words: the canonical pairs here are attribute levels, which the amount analysis's pair
+    # finding (pairs of identifiers) does not compare, so the generic finding speaks for the amount use case
+    # (its findings were empty)
+    said = [line for line in result.analysis.summary["findings"] if "less than Avaland" in line]
+    assert said and PLANTED_LEVEL in said[0] and "origin" in said[0], result.analysis.summary["findings"]
     power = result.analysis.tables["power"]
     origin = power[(power["axis"] == "origin") & power["use_case"].notna()]
     assert len(origin) == 1 and set(power["axis"]) == {"origin", "age"}

@@ -301,8 +301,10 @@ def analyze_study_by_model(load: Callable[[str], pd.DataFrame], models: Sequence
 
 def _pairs_speak_for_amounts(study: Study) -> bool:
     """True when the amount analysis's canonical-pair finding speaks for the amount use cases (a study
-    with canonical pairs and no groups); otherwise the generic finding speaks for them too."""
-    return bool(study.canonical_pairs) and not any(f.kind == "group" for f in study.facets)
+    with canonical pairs whose every facet is an axis of identifiers: no groups, no crossed attributes —
+    a crossed design's pairs are attribute levels, which the pair analysis of identifiers does not
+    compare); otherwise the generic finding speaks for them too."""
+    return bool(study.canonical_pairs) and all(f.kind == "axis" for f in study.facets)
 
 
 def _finding_covered(amount_mask: pd.Series, study: Study) -> pd.Series:
