@@ -54,10 +54,6 @@ class _Design:
     own_analysis: bool  # the study marks its non-amount use cases by its own rules
 
 
-def _keys(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
-    return joined_keys(frame, columns)
-
-
 def _facet_levels(part: pd.DataFrame, facet: Facet) -> pd.DataFrame:
     column, axis = facet.column, facet.axis
     if column not in part.columns:
@@ -73,7 +69,7 @@ def _gap_rows(d: _Design) -> int:
     for _, part in d.standard.groupby(["use_case", "language"], sort=False, observed=True):
         for facet in d.study.facets:
             rows = _facet_levels(part, facet)
-            slots = _keys(rows, [c for c in d.study.slot_columns if c != facet.column])
+            slots = joined_keys(rows, [c for c in d.study.slot_columns if c != facet.column])
             ref = set(slots[rows["level"] == facet.reference])
             total += sum(len(ref & set(slots[rows["level"] == level])) >= MIN_SLOTS
                          for level in facet.levels if level != facet.reference)
@@ -87,7 +83,7 @@ def _language_gap_rows(d: _Design) -> int:
     for _, part in d.standard.groupby("use_case", sort=False, observed=True):
         for facet in d.study.facets:
             rows = _facet_levels(part, facet)
-            slots = _keys(rows, [c for c in d.study.slot_columns if c not in (facet.column, "language")])
+            slots = joined_keys(rows, [c for c in d.study.slot_columns if c not in (facet.column, "language")])
             lang = rows["language"].astype(str)
 
             def at(level: str, language: str, rows: pd.DataFrame = rows, slots: pd.Series = slots,

@@ -191,11 +191,11 @@ def slot_rounds(table: pd.DataFrame, slot_columns: Sequence[str], seed: int, loo
     round-robin across strata (the module's decisions), each round at least ``look_every`` prompts (the last
     may be smaller)."""
     cols = [c for c in slot_columns if c in table.columns]
-    keys = joined_keys(table[cols]) if cols else pd.Series("", index=table.index)
+    keys = joined_keys(table, cols)
     codes, uniques = pd.factorize(keys, sort=True)
     first = pd.DataFrame({"code": codes}).drop_duplicates("code").index.to_numpy()  # a row of each slot
     strata_cols = [c for c in STRATUM_COLUMNS if c in cols]
-    strata = (pd.factorize(joined_keys(table[strata_cols].iloc[first]), sort=True)[0]
+    strata = (pd.factorize(joined_keys(table.iloc[first], strata_cols), sort=True)[0]
               if strata_cols else np.zeros(len(first), dtype=np.int64))
     slot_stratum = np.empty(len(uniques), dtype=np.int64)
     slot_stratum[codes[first]] = strata
@@ -247,7 +247,7 @@ class _Cells:
         if key not in self._keys:
             part = self.part(comparison)
             keys = [c for c in self.slot_columns if c in part.columns and c != comparison.column]
-            self._keys[key] = joined_keys(part[keys]) if keys else pd.Series("", index=part.index, dtype=object)
+            self._keys[key] = joined_keys(part, keys)
         return self._keys[key]
 
 
